@@ -1,0 +1,71 @@
+//! One process per data_dir: an exclusive advisory lock on `data_dir/LOCK`, held for the life of the process and
+//! released by the OS even after `kill -9`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Why the data_dir could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("data_dir {path} is in use by another crawl-engine process{}; stop it or use another data_dir", holder.as_ref().map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    InUse { path: String, holder: Option<String> },
+    #[error("cannot lock data_dir {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+}
+
+/// The held lock; dropping it releases the lock.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl DirLock {
+    /// Creates `dir` if needed and takes its lock, or says who holds it.
+    pub fn acquire(dir: &Path) -> Result<DirLock, LockError> {
+        let io = |source| LockError::Io { path: dir.display().to_string(), source };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let path = dir.join("LOCK");
+        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim().to_owned();
+                return Err(LockError::InUse {
+                    path: dir.display().to_string(),
+                    holder: (!holder.is_empty()).then_some(holder),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        write!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(DirLock { _file: file, path })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_on_same_dir_is_refused_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DirLock::acquire(dir.path()).unwrap();
+        let err = DirLock::acquire(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("in use by another crawl-engine process"), "{msg}");
+        assert!(msg.contains(&std::process::id().to_string()), "{msg}");
+        drop(first);
+        assert!(DirLock::acquire(dir.path()).is_ok());
+    }
+}

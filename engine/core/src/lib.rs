@@ -1,0 +1,4 @@
+pub mod frontier;
+pub mod output;
+pub mod politeness;
+pub mod record;

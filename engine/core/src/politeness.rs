@@ -1,0 +1,548 @@
+//! Frontier ordering and per-host politeness, as pure logic driven by explicit instants.
+//!
+//! [`HostQueues`] keeps one queue per host (breadth-first: lowest depth first, then discovery order), a queue of
+//! urgent jobs per host (robots.txt, sitemaps) that go before pages, and a timer heap of hosts by the instant they
+//! may next start a request. It enforces, across every fetcher at once, per-host concurrency and the minimum delay
+//! between request starts (raised by robots.txt Crawl-delay), and pauses a host after 429/503 answers with
+//! exponential backoff or the server's Retry-After.
+
+use crate::frontier::Entry;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Politeness settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolitenessPolicy {
+    pub per_host_concurrency: u32,
+    pub min_delay: Duration,
+    pub honour_crawl_delay: bool,
+    pub max_crawl_delay: Duration,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Default for PolitenessPolicy {
+    fn default() -> Self {
+        PolitenessPolicy {
+            per_host_concurrency: 1,
+            min_delay: Duration::from_millis(1000),
+            honour_crawl_delay: true,
+            max_crawl_delay: Duration::from_secs(30),
+            backoff_base: Duration::from_secs(2),
+            backoff_max: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Index of a host in [`HostQueues`].
+pub type HostId = u32;
+
+/// What the caller decides about the page at the head of an eligible host's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Start it now.
+    Go,
+    /// Take it off the queue without starting a request (it is recorded elsewhere, e.g. disallowed by robots).
+    Drop,
+    /// Leave it and block the host until [`HostQueues::unblock`] (e.g. its robots.txt is not known yet).
+    Block,
+}
+
+/// How a finished request went, as far as politeness cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feedback {
+    /// An answer that is not a throttle signal.
+    Ok,
+    /// 429 or 503: pause the host for `retry_after` when given, else back off exponentially.
+    Throttled { retry_after: Option<Duration> },
+    /// No request was made after all (the slot is given back without delay).
+    NotStarted,
+}
+
+/// The result of [`HostQueues::pop_ready`].
+#[derive(Debug, PartialEq)]
+pub enum Pop {
+    /// Start this job on this host now.
+    Ready(HostId, Entry),
+    /// Nothing may start before this instant.
+    WaitUntil(Instant),
+    /// Nothing is queued on any unblocked host.
+    Idle,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Queued(Entry);
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: the smallest (depth, seq) must compare greatest.
+        (other.0.depth, other.0.seq).cmp(&(self.0.depth, self.0.seq))
+    }
+}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[derive(Debug)]
+struct Host {
+    name: Box<str>,
+    pages: BinaryHeap<Queued>,
+    urgent: VecDeque<Entry>,
+    in_flight: u32,
+    next_start: Option<Instant>,
+    paused_until: Option<Instant>,
+    backoff_level: u32,
+    crawl_delay: Option<Duration>,
+    blocked: bool,
+    scheduled: Option<Instant>,
+}
+
+/// Per-host queues plus the politeness clock.
+#[derive(Debug)]
+pub struct HostQueues {
+    policy: PolitenessPolicy,
+    hosts: Vec<Host>,
+    index: HashMap<Box<str>, HostId>,
+    timers: BinaryHeap<Reverse<(Instant, HostId)>>,
+    queued: usize,
+    in_flight: usize,
+}
+
+impl HostQueues {
+    pub fn new(policy: PolitenessPolicy) -> HostQueues {
+        HostQueues {
+            policy,
+            hosts: Vec::new(),
+            index: HashMap::new(),
+            timers: BinaryHeap::new(),
+            queued: 0,
+            in_flight: 0,
+        }
+    }
+
+    /// Replaces the politeness settings; they apply from the next request.
+    pub fn set_policy(&mut self, policy: PolitenessPolicy) {
+        self.policy = policy;
+    }
+
+    pub fn policy(&self) -> &PolitenessPolicy {
+        &self.policy
+    }
+
+    /// The id of a host, creating it on first use.
+    pub fn host_id(&mut self, host: &str) -> HostId {
+        if let Some(id) = self.index.get(host) {
+            return *id;
+        }
+        let id = self.hosts.len() as HostId;
+        self.hosts.push(Host {
+            name: host.into(),
+            pages: BinaryHeap::new(),
+            urgent: VecDeque::new(),
+            in_flight: 0,
+            next_start: None,
+            paused_until: None,
+            backoff_level: 0,
+            crawl_delay: None,
+            blocked: false,
+            scheduled: None,
+        });
+        self.index.insert(host.into(), id);
+        id
+    }
+
+    pub fn host_name(&self, id: HostId) -> &str {
+        self.hosts.get(id as usize).map(|h| &*h.name).unwrap_or("")
+    }
+
+    /// Jobs waiting (pages and urgent jobs) on all hosts.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Requests started and not yet released.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Number of hosts seen.
+    pub fn hosts(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Queues a page on its host.
+    pub fn push(&mut self, host: HostId, entry: Entry, now: Instant) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.pages.push(Queued(entry));
+            self.queued += 1;
+            self.wake(host, now);
+        }
+    }
+
+    /// Queues an urgent job (robots.txt, sitemap) that goes before the host's pages, even while it is blocked.
+    pub fn push_urgent(&mut self, host: HostId, entry: Entry, now: Instant) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.urgent.push_back(entry);
+            self.queued += 1;
+            self.wake(host, now);
+        }
+    }
+
+    /// Lets a blocked host's pages go again.
+    pub fn unblock(&mut self, host: HostId, now: Instant) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.blocked = false;
+            self.wake(host, now);
+        }
+    }
+
+    /// Blocks a host's pages (urgent jobs still go).
+    pub fn block(&mut self, host: HostId) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.blocked = true;
+        }
+    }
+
+    pub fn is_blocked(&self, host: HostId) -> bool {
+        self.hosts.get(host as usize).is_some_and(|h| h.blocked)
+    }
+
+    /// Sets the robots.txt Crawl-delay of a host (honoured up to max_crawl_delay when enabled).
+    pub fn set_crawl_delay(&mut self, host: HostId, delay: Option<Duration>) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.crawl_delay = delay;
+        }
+    }
+
+    /// Pauses a host until `until` (e.g. robots.txt unavailable, retry later).
+    pub fn pause_until(&mut self, host: HostId, until: Instant) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.paused_until = Some(h.paused_until.map_or(until, |p| p.max(until)));
+        }
+    }
+
+    /// The delay between two request starts on a host.
+    pub fn delay_for(&self, host: HostId) -> Duration {
+        let crawl_delay = self.hosts.get(host as usize).and_then(|h| h.crawl_delay);
+        match crawl_delay {
+            Some(d) if self.policy.honour_crawl_delay => self.policy.min_delay.max(d.min(self.policy.max_crawl_delay)),
+            _ => self.policy.min_delay,
+        }
+    }
+
+    fn earliest(&self, host: HostId, now: Instant) -> Instant {
+        let h = &self.hosts[host as usize];
+        let mut t = now;
+        if let Some(n) = h.next_start {
+            t = t.max(n);
+        }
+        if let Some(p) = h.paused_until {
+            t = t.max(p);
+        }
+        t
+    }
+
+    fn has_work(h: &Host) -> bool {
+        !h.urgent.is_empty() || (!h.blocked && !h.pages.is_empty())
+    }
+
+    /// Puts a host on the timer heap if it has work and a free slot and is not scheduled yet.
+    fn wake(&mut self, host: HostId, now: Instant) {
+        let conc = self.policy.per_host_concurrency.max(1);
+        let Some(h) = self.hosts.get(host as usize) else { return };
+        if h.scheduled.is_some() || h.in_flight >= conc || !Self::has_work(h) {
+            return;
+        }
+        let at = self.earliest(host, now);
+        self.hosts[host as usize].scheduled = Some(at);
+        self.timers.push(Reverse((at, host)));
+    }
+
+    /// The next job that may start now. `gate` is asked about each page at the head of an eligible host's queue;
+    /// pages it drops are appended to `dropped`.
+    pub fn pop_ready<F>(&mut self, now: Instant, mut gate: F, dropped: &mut Vec<Entry>) -> Pop
+    where
+        F: FnMut(HostId, &Entry) -> Gate,
+    {
+        let conc = self.policy.per_host_concurrency.max(1);
+        while let Some(Reverse((at, host))) = self.timers.peek().copied() {
+            if at > now {
+                return Pop::WaitUntil(at);
+            }
+            self.timers.pop();
+            let idx = host as usize;
+            if self.hosts[idx].scheduled != Some(at) {
+                continue; // stale timer
+            }
+            self.hosts[idx].scheduled = None;
+            if self.hosts[idx].in_flight >= conc || !Self::has_work(&self.hosts[idx]) {
+                continue; // woken again by release / push / unblock
+            }
+            let earliest = self.earliest(host, now);
+            if earliest > now {
+                self.hosts[idx].scheduled = Some(earliest);
+                self.timers.push(Reverse((earliest, host)));
+                continue;
+            }
+            let job = if let Some(job) = self.hosts[idx].urgent.pop_front() {
+                Some(job)
+            } else {
+                let mut chosen = None;
+                while let Some(Queued(head)) = self.hosts[idx].pages.peek() {
+                    match gate(host, head) {
+                        Gate::Go => {
+                            chosen = self.hosts[idx].pages.pop().map(|q| q.0);
+                            break;
+                        }
+                        Gate::Drop => {
+                            if let Some(q) = self.hosts[idx].pages.pop() {
+                                self.queued -= 1;
+                                dropped.push(q.0);
+                            }
+                        }
+                        Gate::Block => {
+                            self.hosts[idx].blocked = true;
+                            break;
+                        }
+                    }
+                }
+                chosen
+            };
+            match job {
+                Some(job) => {
+                    self.queued -= 1;
+                    self.in_flight += 1;
+                    let delay = self.delay_for(host);
+                    let h = &mut self.hosts[idx];
+                    h.in_flight += 1;
+                    h.next_start = Some(now + delay);
+                    self.wake(host, now);
+                    return Pop::Ready(host, job);
+                }
+                None => {
+                    // Everything was dropped, or the host got blocked: try it again when it changes.
+                    self.wake(host, now);
+                }
+            }
+        }
+        Pop::Idle
+    }
+
+    /// Ends a request started by [`pop_ready`](Self::pop_ready).
+    pub fn release(&mut self, host: HostId, now: Instant, feedback: Feedback) {
+        let single = self.policy.per_host_concurrency <= 1;
+        let delay = self.delay_for(host);
+        let (base, max) = (self.policy.backoff_base, self.policy.backoff_max);
+        let Some(h) = self.hosts.get_mut(host as usize) else { return };
+        if h.in_flight == 0 {
+            return;
+        }
+        h.in_flight -= 1;
+        self.in_flight -= 1;
+        match feedback {
+            Feedback::Ok => {
+                h.backoff_level = 0;
+                if single {
+                    // One request at a time: the next one starts a full delay after this one ended, so the server
+                    // sees at least `delay` between arrivals whatever the latency.
+                    h.next_start = Some(h.next_start.map_or(now + delay, |n| n.max(now + delay)));
+                }
+            }
+            Feedback::Throttled { retry_after } => {
+                let backoff = base.saturating_mul(1u32 << h.backoff_level.min(16));
+                h.backoff_level = h.backoff_level.saturating_add(1);
+                let wait = retry_after.unwrap_or(backoff).min(max);
+                h.paused_until = Some(h.paused_until.map_or(now + wait, |p| p.max(now + wait)));
+            }
+            Feedback::NotStarted => {
+                h.next_start = None;
+            }
+        }
+        self.wake(host, now);
+    }
+
+    /// Takes every queued job off every host (used when the crawl stops early); in-flight counts are untouched.
+    pub fn drain(&mut self) -> Vec<Entry> {
+        let mut out = Vec::with_capacity(self.queued);
+        for h in &mut self.hosts {
+            out.extend(h.urgent.drain(..));
+            out.extend(std::mem::take(&mut h.pages).into_iter().map(|q| q.0));
+            h.scheduled = None;
+        }
+        self.timers.clear();
+        self.queued = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(conc: u32, delay_ms: u64) -> PolitenessPolicy {
+        PolitenessPolicy {
+            per_host_concurrency: conc,
+            min_delay: Duration::from_millis(delay_ms),
+            ..PolitenessPolicy::default()
+        }
+    }
+
+    fn entry(url: &str, depth: u32, seq: u64) -> Entry {
+        let mut e = Entry::page(url, depth, None);
+        e.seq = seq;
+        e
+    }
+
+    fn go(_: HostId, _: &Entry) -> Gate {
+        Gate::Go
+    }
+
+    fn pop(q: &mut HostQueues, now: Instant) -> Pop {
+        q.pop_ready(now, go, &mut Vec::new())
+    }
+
+    #[test]
+    fn depth_first_then_discovery_order() {
+        let t0 = Instant::now();
+        let mut q = HostQueues::new(policy(1, 0));
+        let h = q.host_id("a");
+        q.push(h, entry("a/deep", 3, 1), t0);
+        q.push(h, entry("a/second", 1, 3), t0);
+        q.push(h, entry("a/first", 1, 2), t0);
+        q.push(h, entry("a/root", 0, 9), t0);
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            match pop(&mut q, t0) {
+                Pop::Ready(h, e) => {
+                    order.push(e.url);
+                    q.release(h, t0, Feedback::Ok);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(order, ["a/root", "a/first", "a/second", "a/deep"]);
+        assert_eq!(pop(&mut q, t0), Pop::Idle);
+    }
+
+    #[test]
+    fn min_delay_spaces_starts_and_concurrency_holds() {
+        let t0 = Instant::now();
+        let mut q = HostQueues::new(policy(1, 1000));
+        let h = q.host_id("a");
+        for i in 0..3 {
+            q.push(h, entry(&format!("a/{i}"), 0, i), t0);
+        }
+        let Pop::Ready(_, _) = pop(&mut q, t0) else { panic!() };
+        // concurrency 1: nothing else while the first is in flight, even much later
+        assert_eq!(pop(&mut q, t0 + Duration::from_secs(5)), Pop::Idle);
+        let t1 = t0 + Duration::from_millis(200);
+        q.release(h, t1, Feedback::Ok);
+        // single-slot hosts wait a full delay after the end of the previous request
+        assert_eq!(pop(&mut q, t1), Pop::WaitUntil(t1 + Duration::from_millis(1000)));
+        assert!(matches!(pop(&mut q, t1 + Duration::from_millis(1000)), Pop::Ready(..)));
+    }
+
+    #[test]
+    fn hosts_are_independent_and_concurrency_above_one() {
+        let t0 = Instant::now();
+        let mut q = HostQueues::new(policy(2, 0));
+        let a = q.host_id("a");
+        let b = q.host_id("b");
+        for i in 0..5 {
+            q.push(a, entry(&format!("a/{i}"), 0, i), t0);
+            q.push(b, entry(&format!("b/{i}"), 0, i), t0);
+        }
+        let mut started = Vec::new();
+        while let Pop::Ready(h, _) = pop(&mut q, t0) {
+            started.push(h);
+        }
+        assert_eq!(started.iter().filter(|h| **h == a).count(), 2);
+        assert_eq!(started.iter().filter(|h| **h == b).count(), 2);
+        assert_eq!(q.in_flight(), 4);
+        q.release(a, t0, Feedback::Ok);
+        assert!(matches!(pop(&mut q, t0), Pop::Ready(h, _) if h == a));
+    }
+
+    #[test]
+    fn crawl_delay_is_honoured_up_to_the_cap() {
+        let _t0 = Instant::now();
+        let mut p = policy(4, 100);
+        p.max_crawl_delay = Duration::from_secs(2);
+        let mut q = HostQueues::new(p);
+        let h = q.host_id("a");
+        q.set_crawl_delay(h, Some(Duration::from_secs(10)));
+        assert_eq!(q.delay_for(h), Duration::from_secs(2));
+        q.set_crawl_delay(h, Some(Duration::from_millis(50)));
+        assert_eq!(q.delay_for(h), Duration::from_millis(100), "never below min_delay");
+        let mut p = q.policy().clone();
+        p.honour_crawl_delay = false;
+        q.set_policy(p);
+        q.set_crawl_delay(h, Some(Duration::from_secs(1)));
+        assert_eq!(q.delay_for(h), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn throttle_pauses_with_retry_after_or_exponential_backoff() {
+        let t0 = Instant::now();
+        let mut p = policy(1, 0);
+        p.backoff_base = Duration::from_secs(1);
+        p.backoff_max = Duration::from_secs(3);
+        let mut q = HostQueues::new(p);
+        let h = q.host_id("a");
+        for i in 0..4 {
+            q.push(h, entry(&format!("a/{i}"), 0, i), t0);
+        }
+        let Pop::Ready(..) = pop(&mut q, t0) else { panic!() };
+        q.release(h, t0, Feedback::Throttled { retry_after: Some(Duration::from_millis(1500)) });
+        assert_eq!(pop(&mut q, t0), Pop::WaitUntil(t0 + Duration::from_millis(1500)));
+        let t1 = t0 + Duration::from_millis(1500);
+        let Pop::Ready(..) = pop(&mut q, t1) else { panic!() };
+        q.release(h, t1, Feedback::Throttled { retry_after: None });
+        // second throttle without header: base * 2^1 = 2 s
+        assert_eq!(pop(&mut q, t1), Pop::WaitUntil(t1 + Duration::from_secs(2)));
+        let t2 = t1 + Duration::from_secs(2);
+        let Pop::Ready(..) = pop(&mut q, t2) else { panic!() };
+        q.release(h, t2, Feedback::Throttled { retry_after: Some(Duration::from_secs(3600)) });
+        assert_eq!(pop(&mut q, t2), Pop::WaitUntil(t2 + Duration::from_secs(3)), "capped by backoff_max");
+    }
+
+    #[test]
+    fn gate_drop_and_block_and_urgent_jobs() {
+        let t0 = Instant::now();
+        let mut q = HostQueues::new(policy(1, 0));
+        let h = q.host_id("a");
+        q.push(h, entry("a/private/1", 0, 1), t0);
+        q.push(h, entry("a/page", 0, 2), t0);
+        let mut dropped = Vec::new();
+        let r = q.pop_ready(t0, |_, e| if e.url.contains("private") { Gate::Drop } else { Gate::Go }, &mut dropped);
+        assert!(matches!(r, Pop::Ready(_, ref e) if e.url == "a/page"));
+        assert_eq!(dropped.len(), 1);
+        q.release(h, t0, Feedback::Ok);
+        q.push(h, entry("a/x", 0, 3), t0);
+        assert_eq!(q.pop_ready(t0, |_, _| Gate::Block, &mut dropped), Pop::Idle);
+        assert!(q.is_blocked(h));
+        // an urgent job (robots.txt) still goes while the host is blocked
+        q.push_urgent(h, entry("a/robots.txt", 0, 0), t0);
+        assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/robots.txt"));
+        q.release(h, t0, Feedback::Ok);
+        assert_eq!(pop(&mut q, t0), Pop::Idle);
+        q.unblock(h, t0);
+        assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/x"));
+        assert_eq!(q.queued(), 0);
+    }
+
+    #[test]
+    fn not_started_gives_the_slot_back_without_delay() {
+        let t0 = Instant::now();
+        let mut q = HostQueues::new(policy(1, 5000));
+        let h = q.host_id("a");
+        q.push(h, entry("a/1", 0, 1), t0);
+        q.push(h, entry("a/2", 0, 2), t0);
+        let Pop::Ready(..) = pop(&mut q, t0) else { panic!() };
+        q.release(h, t0, Feedback::NotStarted);
+        assert!(matches!(pop(&mut q, t0), Pop::Ready(..)));
+    }
+}

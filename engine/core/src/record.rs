@@ -1,0 +1,206 @@
+//! Output records: one per URL that reached a terminal state, written as one JSONL line.
+//!
+//! Expected outcomes are values, not errors: a fetch ends in a [`Record`] with an [`Outcome`] and, for failed and
+//! excluded URLs, a [`Reason`].
+
+use serde::{Deserialize, Serialize};
+use std::time::SystemTime;
+
+/// What happened to a URL in the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The server answered (any status, including 3xx, 4xx and 5xx).
+    Fetched,
+    /// No usable answer: network, TLS, limits, poison, ...
+    Failed,
+    /// Never requested: robots, scope, filters, depth, private network.
+    Excluded,
+}
+
+impl Outcome {
+    /// Lowercase name, as in the JSONL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Fetched => "fetched",
+            Outcome::Failed => "failed",
+            Outcome::Excluded => "excluded",
+        }
+    }
+}
+
+/// Why a URL was failed or excluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Disallowed by robots.txt.
+    Robots,
+    /// robots.txt stayed unavailable (5xx or unreachable) for every attempt.
+    RobotsUnavailable,
+    /// Outside the crawl scope (host, domain).
+    Scope,
+    /// Rejected by the include/exclude filters.
+    Filter,
+    /// Deeper than max_depth.
+    Depth,
+    /// Resolves to a loopback, private or otherwise non-public address.
+    PrivateNetwork,
+    /// Body larger than max_body_bytes (decoded).
+    TooLarge,
+    /// A deadline fired (connect, headers, idle read, total).
+    Timeout,
+    /// Name resolution failed.
+    Dns,
+    /// TLS handshake or certificate failure.
+    Tls,
+    /// TCP connect failed.
+    Connect,
+    /// The server broke the HTTP protocol or reset the connection.
+    Protocol,
+    /// A redirect chain came back to a URL already in it.
+    RedirectLoop,
+    /// A redirect chain longer than max_redirects.
+    TooManyRedirects,
+    /// The body could not be decoded (corrupt or unsupported content-encoding).
+    Decode,
+    /// The URL could not be parsed or canonicalised.
+    InvalidUrl,
+    /// Handlers panicked on this URL max_attempts times.
+    Poison,
+}
+
+impl Reason {
+    /// Lowercase name, as in the JSONL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Robots => "robots",
+            Reason::RobotsUnavailable => "robots_unavailable",
+            Reason::Scope => "scope",
+            Reason::Filter => "filter",
+            Reason::Depth => "depth",
+            Reason::PrivateNetwork => "private_network",
+            Reason::TooLarge => "too_large",
+            Reason::Timeout => "timeout",
+            Reason::Dns => "dns",
+            Reason::Tls => "tls",
+            Reason::Connect => "connect",
+            Reason::Protocol => "protocol",
+            Reason::RedirectLoop => "redirect_loop",
+            Reason::TooManyRedirects => "too_many_redirects",
+            Reason::Decode => "decode",
+            Reason::InvalidUrl => "invalid_url",
+            Reason::Poison => "poison",
+        }
+    }
+
+    /// The outcome a URL with this reason gets.
+    pub fn outcome(self) -> Outcome {
+        match self {
+            Reason::Robots | Reason::Scope | Reason::Filter | Reason::Depth | Reason::PrivateNetwork => {
+                Outcome::Excluded
+            }
+            _ => Outcome::Failed,
+        }
+    }
+}
+
+/// One JSONL line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub url: String,
+    pub outcome: Outcome,
+    pub reason: Option<Reason>,
+    /// HTTP status, or null when no answer came.
+    pub status: Option<u16>,
+    pub depth: u32,
+    /// The page that linked (or redirected to) this URL; null for seeds.
+    pub parent: Option<String>,
+    /// Canonical redirect target, for 3xx answers with a Location.
+    pub redirect_to: Option<String>,
+    pub content_type: Option<String>,
+    /// Decoded body bytes.
+    pub content_length: Option<u64>,
+    /// Links found in the page (before dedup and filtering).
+    pub links: Option<u32>,
+    /// RFC 3339, UTC.
+    pub fetched_at: String,
+    pub elapsed_ms: Option<u64>,
+    /// How many times the URL was tried (fetch retries and restarts included).
+    pub attempts: u32,
+    /// HTTP version of the answer ("HTTP/1.1", "HTTP/2").
+    pub http_version: Option<String>,
+    /// The page asked not to be indexed (meta robots noindex).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noindex: bool,
+    /// Human-readable detail for failures (never contains credentials).
+    pub error: Option<String>,
+}
+
+impl Record {
+    /// A record for a URL that never got an answer (failed or excluded).
+    pub fn terminal(url: &str, depth: u32, parent: Option<&str>, reason: Reason, error: Option<String>) -> Record {
+        Record {
+            url: url.to_owned(),
+            outcome: reason.outcome(),
+            reason: Some(reason),
+            status: None,
+            depth,
+            parent: parent.map(str::to_owned),
+            redirect_to: None,
+            content_type: None,
+            content_length: None,
+            links: None,
+            fetched_at: now_rfc3339(),
+            elapsed_ms: None,
+            attempts: 0,
+            http_version: None,
+            noindex: false,
+            error,
+        }
+    }
+
+    /// The JSONL line for this record, with its trailing newline.
+    pub fn to_line(&self) -> Vec<u8> {
+        // Serialising a struct of strings and numbers cannot fail; fall back to a minimal line if it ever does.
+        let mut line = serde_json::to_vec(self).unwrap_or_else(|_| {
+            format!("{{\"url\":{:?},\"outcome\":\"failed\"}}", self.url).into_bytes()
+        });
+        line.push(b'\n');
+        line
+    }
+}
+
+/// The current time as RFC 3339 with milliseconds, UTC.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_map_to_outcomes_and_names() {
+        assert_eq!(Reason::Robots.outcome(), Outcome::Excluded);
+        assert_eq!(Reason::PrivateNetwork.outcome(), Outcome::Excluded);
+        assert_eq!(Reason::Poison.outcome(), Outcome::Failed);
+        assert_eq!(Reason::RedirectLoop.as_str(), "redirect_loop");
+        let json = serde_json::to_string(&Reason::PrivateNetwork).unwrap();
+        assert_eq!(json, "\"private_network\"");
+    }
+
+    #[test]
+    fn record_line_is_one_json_object_with_newline() {
+        let r = Record::terminal("http://a.test/x", 2, Some("http://a.test/"), Reason::Scope, None);
+        let line = r.to_line();
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        let back: Record = serde_json::from_slice(&line).unwrap();
+        assert_eq!(back, r);
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["outcome"], "excluded");
+        assert_eq!(v["reason"], "scope");
+        assert!(v["status"].is_null());
+        assert!(v["fetched_at"].as_str().unwrap().ends_with('Z'));
+    }
+}
