@@ -1,4 +1,24 @@
+//! crawl-core: the domain core of crawl-engine, with no actors in it.
+//!
+//! # Layout
+//! - [`config`]: the TOML configuration, raw → validated, every problem reported at once with file:line:column.
+//! - [`canon`]: URL canonicalisation (WHATWG parsing, IDN, default ports, dot segments, percent-encoding).
+//! - [`scope`]: crawl scope (host, registrable domain, any), include/exclude filters, depth.
+//! - [`robots`]: RFC 9309 robots.txt parsing and matching.
+//! - [`frontier`]: the durable set of known URLs and the record outbox, behind the [`frontier::FrontierStore`] trait.
+//! - [`politeness`]: per-host queues, depth ordering, per-host concurrency, delays, crawl-delay and backoff.
+//! - [`record`]: the JSONL output record.
+//! - [`output`]: the JSONL file (torn-line repair, line counting, appends).
+//! - [`netaddr`]: which IP addresses are public.
+//! - [`retry_after`]: Retry-After header parsing.
+
+pub mod canon;
+pub mod config;
 pub mod frontier;
+pub mod netaddr;
 pub mod output;
 pub mod politeness;
 pub mod record;
+pub mod retry_after;
+pub mod robots;
+pub mod scope;

@@ -1,0 +1,130 @@
+//! The fetcher actor: runs many fetches at once on its arbiter's thread and hands each answer to the parser.
+//!
+//! Politeness is not here: the scheduler decides what may start, so restarting a fetcher never bursts a host.
+//! A panic inside a fetch is caught; the fetcher tells the supervisor which job it held and stops, the supervisor
+//! re-drives its jobs through the scheduler and starts a new fetcher after a backoff.
+
+use super::error::FetchError;
+use super::http::{HttpClient, RawResponse};
+use super::messages::Fetch;
+use crate::job::{Faults, Job, JobResult, panic_text};
+use crate::parser::messages::Parse;
+use crate::scheduler::messages::JobDone;
+use crate::supervisor::messages::{ChildFailed, ChildId};
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture};
+use crawl_core::frontier::JobKind;
+use crawl_core::record::Reason;
+use crawl_core::robots::MAX_ROBOTS_REDIRECTS;
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+/// One fetcher.
+pub struct Fetcher {
+    index: usize,
+    client: HttpClient,
+    parser: Recipient<Parse>,
+    scheduler: Recipient<JobDone>,
+    supervisor: Recipient<ChildFailed>,
+    faults: Arc<Faults>,
+}
+
+impl Fetcher {
+    pub fn new(
+        index: usize,
+        client: HttpClient,
+        parser: Recipient<Parse>,
+        scheduler: Recipient<JobDone>,
+        supervisor: Recipient<ChildFailed>,
+        faults: Arc<Faults>,
+    ) -> Fetcher {
+        Fetcher { index, client, parser, scheduler, supervisor, faults }
+    }
+}
+
+impl Actor for Fetcher {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _ctx: &mut Context<Self>) {
+        tracing::debug!(fetcher = self.index, "fetcher started");
+    }
+}
+
+/// Maps a fetch error to the record reason.
+pub fn reason_of(e: &FetchError) -> Reason {
+    match e.reason() {
+        "private_network" => Reason::PrivateNetwork,
+        "dns" => Reason::Dns,
+        "connect" => Reason::Connect,
+        "tls" => Reason::Tls,
+        "timeout" => Reason::Timeout,
+        "too_large" => Reason::TooLarge,
+        "invalid_url" => Reason::InvalidUrl,
+        _ => Reason::Protocol,
+    }
+}
+
+enum Step {
+    Parse(Parse),
+    Done(JobDone),
+}
+
+async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
+    Faults::maybe_panic(&faults.panic_in_fetcher, &job.entry.url);
+    let result = match url::Url::parse(&job.entry.url) {
+        Err(e) => Err(FetchError::InvalidUrl(e.to_string())),
+        Ok(url) => match job.entry.kind {
+            JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
+            JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
+        },
+    };
+    match result {
+        Ok(response) => Step::Parse(Parse { job, response }),
+        Err(e) => {
+            let result =
+                JobResult::FetchFailed { reason: reason_of(&e), detail: e.to_string(), retryable: e.is_retryable() };
+            Step::Done(JobDone { job: job.id, result })
+        }
+    }
+}
+
+/// GET that follows up to `max` redirects (robots.txt, RFC 9309 2.3.1.2).
+async fn get_following(client: &HttpClient, mut url: url::Url, max: u32) -> Result<RawResponse, FetchError> {
+    let mut hops = 0;
+    loop {
+        let resp = client.get(&url, None).await?;
+        if !(300..400).contains(&resp.status) || hops >= max {
+            return Ok(resp);
+        }
+        let next = resp
+            .headers
+            .get(http::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|loc| url.join(loc).ok());
+        match next {
+            Some(n) => url = n,
+            None => return Ok(resp),
+        }
+        hops += 1;
+    }
+}
+
+impl Handler<Fetch> for Fetcher {
+    type Result = ();
+
+    fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) {
+        let id = msg.job.id;
+        let url = msg.job.entry.url.clone();
+        let fut = AssertUnwindSafe(run_job(self.client.clone(), msg.job, self.faults.clone())).catch_unwind();
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
+            Ok(Step::Parse(p)) => act.parser.do_send(p),
+            Ok(Step::Done(d)) => act.scheduler.do_send(d),
+            Err(payload) => {
+                let detail = panic_text(payload.as_ref());
+                tracing::error!(fetcher = act.index, url, detail, "fetcher panicked; stopping it");
+                act.supervisor.do_send(ChildFailed { child: ChildId::Fetcher(act.index), job: Some(id), detail });
+                ctx.stop();
+            }
+        }));
+    }
+}

@@ -1,0 +1,290 @@
+//! Errors of the HTTP fetching layer and their classification.
+//!
+//! [`FetchError`] is what [`crate::fetcher::http::HttpClient::get`] returns. Each variant has a
+//! stable metrics label ([`FetchError::reason`]) and a retry verdict ([`FetchError::is_retryable`]).
+//! [`classify`] turns the nested error chains of hyper / hyper-util / hyper-rustls into a
+//! `FetchError` by walking `source()` (and the payload of `io::Error`s, which `source()` skips).
+
+use std::error::Error as StdError;
+use std::io;
+use std::net::IpAddr;
+
+/// The phase of a request whose deadline expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutPhase {
+    /// TCP connect did not finish within `connect_timeout`.
+    Connect,
+    /// Response headers did not arrive within `header_timeout` (includes connect and TLS).
+    Headers,
+    /// No body frame arrived within `idle_timeout`.
+    Idle,
+    /// The whole request did not finish within `total_timeout`.
+    Total,
+}
+
+impl TimeoutPhase {
+    /// Lowercase label of the phase.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeoutPhase::Connect => "connect",
+            TimeoutPhase::Headers => "headers",
+            TimeoutPhase::Idle => "idle",
+            TimeoutPhase::Total => "total",
+        }
+    }
+}
+
+impl std::fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The host is, or resolves only to, a non-public address and private networks are not allowed.
+    #[error("{host} resolves to non-public address {addr}")]
+    PrivateNetwork { host: String, addr: IpAddr },
+    /// Name resolution failed.
+    #[error("dns error: {0}")]
+    Dns(String),
+    /// The TCP connection could not be established.
+    #[error("connect error: {0}")]
+    Connect(String),
+    /// The TLS handshake failed (certificate, protocol, alert).
+    #[error("tls error: {0}")]
+    Tls(String),
+    /// A deadline expired.
+    #[error("timeout ({0})")]
+    Timeout(TimeoutPhase),
+    /// The body is larger than `max_body_bytes`.
+    #[error("body exceeds {limit} bytes")]
+    TooLarge { limit: u64 },
+    /// The connection broke or the peer spoke invalid HTTP.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The URL cannot be fetched (scheme, host, syntax).
+    #[error("invalid url: {0}")]
+    InvalidUrl(String),
+    /// The client settings are unusable (bad user agent, TLS setup failure).
+    #[error("invalid http settings: {0}")]
+    Config(String),
+}
+
+impl FetchError {
+    /// Stable lowercase label for metrics and records.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FetchError::PrivateNetwork { .. } => "private_network",
+            FetchError::Dns(_) => "dns",
+            FetchError::Connect(_) => "connect",
+            FetchError::Tls(_) => "tls",
+            FetchError::Timeout(_) => "timeout",
+            FetchError::TooLarge { .. } => "too_large",
+            FetchError::Protocol(_) => "protocol",
+            FetchError::InvalidUrl(_) => "invalid_url",
+            FetchError::Config(_) => "config",
+        }
+    }
+
+    /// Whether trying the same URL again later can succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            FetchError::Dns(_)
+            | FetchError::Connect(_)
+            | FetchError::Timeout(_)
+            | FetchError::Protocol(_) => true,
+            FetchError::PrivateNetwork { .. }
+            | FetchError::Tls(_)
+            | FetchError::TooLarge { .. }
+            | FetchError::InvalidUrl(_)
+            | FetchError::Config(_) => false,
+        }
+    }
+}
+
+/// Error of the fetcher's DNS resolver; travels through hyper-util's error chain.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Every address the name resolved to is non-public.
+    #[error("{host} resolves only to non-public addresses (first: {addr})")]
+    PrivateOnly { host: String, addr: IpAddr },
+    /// The lookup itself failed or returned nothing.
+    #[error("lookup of {host} failed: {detail}")]
+    Lookup { host: String, detail: String },
+}
+
+/// Longest error chain that is inspected.
+const MAX_CHAIN: usize = 32;
+
+/// The next error in the chain; for `io::Error` this is its payload, which `source()` skips.
+fn next_in_chain<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdError + 'static)> {
+    if let Some(io_err) = err.downcast_ref::<io::Error>()
+        && let Some(inner) = io_err.get_ref()
+    {
+        let inner: &(dyn StdError + 'static) = inner;
+        return Some(inner);
+    }
+    err.source()
+}
+
+/// The whole chain rendered as `outer: inner: innermost`, skipping repeated messages.
+pub fn chain_message(err: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(err);
+    let mut depth = 0;
+    while let Some(e) = cur {
+        let msg = e.to_string();
+        if !parts.iter().any(|p| p.contains(msg.as_str())) {
+            parts.push(msg);
+        }
+        depth += 1;
+        if depth >= MAX_CHAIN {
+            break;
+        }
+        cur = next_in_chain(e);
+    }
+    parts.join(": ")
+}
+
+/// Classifies an error from hyper-util's legacy client (or anything wrapping hyper errors).
+///
+/// `during_connect` says whether the failure happened while establishing the connection
+/// (hyper-util's `Error::is_connect`); I/O errors then count as `Connect`, otherwise the
+/// connection broke mid-exchange, which is `Protocol`.
+pub fn classify(err: &(dyn StdError + 'static), during_connect: bool) -> FetchError {
+    let detail = chain_message(err);
+    let mut first_io: Option<io::ErrorKind> = None;
+    let mut cur = Some(err);
+    let mut depth = 0;
+    while let Some(e) = cur {
+        if let Some(r) = e.downcast_ref::<ResolveError>() {
+            return match r {
+                ResolveError::PrivateOnly { host, addr } => FetchError::PrivateNetwork {
+                    host: host.clone(),
+                    addr: *addr,
+                },
+                ResolveError::Lookup { .. } => FetchError::Dns(detail),
+            };
+        }
+        if e.downcast_ref::<rustls::Error>().is_some() {
+            return FetchError::Tls(detail);
+        }
+        if let Some(io_err) = e.downcast_ref::<io::Error>()
+            && first_io.is_none()
+        {
+            first_io = Some(io_err.kind());
+        }
+        depth += 1;
+        if depth >= MAX_CHAIN {
+            break;
+        }
+        cur = next_in_chain(e);
+    }
+    if !during_connect {
+        FetchError::Protocol(detail)
+    } else if first_io == Some(io::ErrorKind::TimedOut) {
+        FetchError::Timeout(TimeoutPhase::Connect)
+    } else {
+        FetchError::Connect(detail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_and_retry_verdicts() {
+        let cases: Vec<(FetchError, &str, bool)> = vec![
+            (
+                FetchError::PrivateNetwork {
+                    host: "x".into(),
+                    addr: IpAddr::from([127, 0, 0, 1]),
+                },
+                "private_network",
+                false,
+            ),
+            (FetchError::Dns("nx".into()), "dns", true),
+            (FetchError::Connect("refused".into()), "connect", true),
+            (FetchError::Tls("bad cert".into()), "tls", false),
+            (FetchError::Timeout(TimeoutPhase::Idle), "timeout", true),
+            (FetchError::TooLarge { limit: 1 }, "too_large", false),
+            (FetchError::Protocol("reset".into()), "protocol", true),
+            (FetchError::InvalidUrl("ftp".into()), "invalid_url", false),
+            (FetchError::Config("ua".into()), "config", false),
+        ];
+        for (err, reason, retry) in cases {
+            assert_eq!(err.reason(), reason);
+            assert_eq!(err.is_retryable(), retry, "{reason}");
+        }
+    }
+
+    #[test]
+    fn display_texts() {
+        assert_eq!(
+            FetchError::Timeout(TimeoutPhase::Headers).to_string(),
+            "timeout (headers)"
+        );
+        assert_eq!(
+            FetchError::TooLarge { limit: 10 }.to_string(),
+            "body exceeds 10 bytes"
+        );
+    }
+
+    #[test]
+    fn classify_walks_io_payloads() {
+        // resolver error buried inside two io::Errors
+        let inner = ResolveError::PrivateOnly {
+            host: "localhost".into(),
+            addr: IpAddr::from([127, 0, 0, 1]),
+        };
+        let wrapped = io::Error::other(io::Error::other(inner));
+        match classify(&wrapped, true) {
+            FetchError::PrivateNetwork { host, addr } => {
+                assert_eq!(host, "localhost");
+                assert_eq!(addr, IpAddr::from([127, 0, 0, 1]));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+
+        let tls = io::Error::other(io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        ));
+        assert!(matches!(classify(&tls, true), FetchError::Tls(_)));
+
+        let dns = io::Error::other(ResolveError::Lookup {
+            host: "nx.invalid".into(),
+            detail: "not found".into(),
+        });
+        match classify(&dns, true) {
+            FetchError::Dns(msg) => assert!(msg.contains("nx.invalid"), "{msg}"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn classify_io_kinds() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert!(matches!(classify(&refused, true), FetchError::Connect(_)));
+        let timed_out = io::Error::new(io::ErrorKind::TimedOut, "connect timeout");
+        assert!(matches!(
+            classify(&timed_out, true),
+            FetchError::Timeout(TimeoutPhase::Connect)
+        ));
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert!(matches!(classify(&reset, false), FetchError::Protocol(_)));
+    }
+
+    #[test]
+    fn chain_message_joins_levels() {
+        let e = io::Error::other(ResolveError::Lookup {
+            host: "a.example".into(),
+            detail: "boom".into(),
+        });
+        let msg = chain_message(&e);
+        assert!(msg.contains("a.example") && msg.contains("boom"), "{msg}");
+    }
+}

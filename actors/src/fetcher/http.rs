@@ -1,0 +1,412 @@
+//! The pooled HTTP(S) client used by the fetcher actor.
+//!
+//! [`HttpClient`] wraps hyper-util's legacy pooled client over hyper-rustls (ring provider,
+//! webpki roots plus configurable extra roots, ALPN h2 + http/1.1) over an `HttpConnector` with
+//! an SSRF-guarding DNS resolver: unless `allow_private_networks` is set, names resolving only to
+//! non-public addresses fail with [`FetchError::PrivateNetwork`], and IP-literal hosts are checked
+//! before connecting. Redirects are not followed. Bodies are returned still content-encoded
+//! (see `crate::parser::decode`), capped at `max_body_bytes`, with header / idle / total deadlines.
+//! Works on both current-thread (actix arbiter) and multi-thread tokio runtimes.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderValue};
+use http_body::Body as _;
+use http_body_util::{BodyExt as _, Empty};
+use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::client::legacy::connect::{HttpConnector, HttpInfo};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::pki_types::CertificateDer;
+
+use crate::fetcher::error::{FetchError, ResolveError, TimeoutPhase, classify};
+
+/// `Accept` header sent with every request.
+pub const ACCEPT_VALUE: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+/// `Accept-Encoding` header sent with every request (all decodable by `parser::decode`).
+pub const ACCEPT_ENCODING_VALUE: &str = "gzip, deflate, br, zstd";
+
+/// Largest buffer reserved up front from a `Content-Length`.
+const MAX_INITIAL_BUFFER: u64 = 4 * 1024 * 1024;
+
+/// Client settings; see [`HttpSettings::default`] for the defaults.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// `User-Agent` header value.
+    pub user_agent: String,
+    /// TCP connect deadline (per address attempt, enforced by the connector).
+    pub connect_timeout: Duration,
+    /// Deadline from request start to response headers (includes connect and TLS).
+    pub header_timeout: Duration,
+    /// Longest wait for the next body frame.
+    pub idle_timeout: Duration,
+    /// Deadline for the whole request including the body.
+    pub total_timeout: Duration,
+    /// Largest raw (still encoded) body accepted.
+    pub max_body_bytes: u64,
+    /// Offer h2 via ALPN on HTTPS (plain http always uses HTTP/1.1).
+    pub http2: bool,
+    /// Allow loopback / private / link-local and other non-public destinations.
+    pub allow_private_networks: bool,
+    /// How long an idle pooled connection is kept.
+    pub pool_idle_timeout: Duration,
+    /// Idle connections kept per host.
+    pub pool_max_idle_per_host: usize,
+    /// Extra trusted root certificates (tests, private CAs), added to the webpki roots.
+    pub extra_roots: Vec<CertificateDer<'static>>,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            user_agent: concat!("crawl-engine/", env!("CARGO_PKG_VERSION")).to_string(),
+            connect_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(120),
+            max_body_bytes: 10 * 1024 * 1024,
+            http2: true,
+            allow_private_networks: false,
+            pool_idle_timeout: Duration::from_secs(90),
+            pool_max_idle_per_host: 8,
+            extra_roots: Vec::new(),
+        }
+    }
+}
+
+/// Durations measured for one request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// Request start to response headers.
+    pub headers: Duration,
+    /// Response headers to the end of the body.
+    pub body: Duration,
+    /// Request start to the end of the body.
+    pub total: Duration,
+}
+
+/// A response as received: status, headers and the body still content-encoded.
+#[derive(Debug, Clone)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub version: http::Version,
+    /// Raw bytes as received, still content-encoded.
+    pub body: Bytes,
+    /// Peer address of the connection, when the connector reported it.
+    pub remote_addr: Option<SocketAddr>,
+    pub timings: Timings,
+}
+
+/// DNS resolver that drops non-public addresses unless private networks are allowed.
+#[derive(Debug, Clone, Copy)]
+struct GuardedResolver {
+    allow_private: bool,
+}
+
+impl tower_service::Service<Name> for GuardedResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = ResolveError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, ResolveError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ResolveError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let allow_private = self.allow_private;
+        let host = name.as_str().to_owned();
+        Box::pin(resolve(host, allow_private))
+    }
+}
+
+async fn resolve(
+    host: String,
+    allow_private: bool,
+) -> Result<std::vec::IntoIter<SocketAddr>, ResolveError> {
+    let lookup: Result<Vec<SocketAddr>, std::io::Error> =
+        match tokio::net::lookup_host((host.as_str(), 0)).await {
+            Ok(addrs) => Ok(addrs.collect()),
+            Err(e) => Err(e),
+        };
+    let found = match lookup {
+        Ok(found) => found,
+        Err(e) => {
+            return Err(ResolveError::Lookup {
+                host,
+                detail: e.to_string(),
+            });
+        }
+    };
+    if allow_private && !found.is_empty() {
+        return Ok(found.into_iter());
+    }
+    let (public, blocked): (Vec<SocketAddr>, Vec<SocketAddr>) = found
+        .into_iter()
+        .partition(|a| crawl_core::netaddr::is_public_ip(a.ip()));
+    if public.is_empty() {
+        return Err(match blocked.first() {
+            Some(first) => {
+                let addr = first.ip();
+                tracing::debug!(host = %host, addr = %addr, "resolver refused non-public addresses");
+                ResolveError::PrivateOnly { host, addr }
+            }
+            None => ResolveError::Lookup {
+                host,
+                detail: "no addresses".to_string(),
+            },
+        });
+    }
+    if !blocked.is_empty() {
+        tracing::debug!(host = %host, dropped = blocked.len(), "resolver dropped non-public addresses");
+    }
+    Ok(public.into_iter())
+}
+
+type Connector = HttpsConnector<HttpConnector<GuardedResolver>>;
+
+/// Pooled HTTP/1.1 + HTTP/2 client; cheap to clone (clones share the pool).
+#[derive(Clone)]
+pub struct HttpClient {
+    client: Client<Connector, Empty<Bytes>>,
+    settings: Arc<HttpSettings>,
+    user_agent: HeaderValue,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+fn tls_config(settings: &HttpSettings) -> Result<rustls::ClientConfig, FetchError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for cert in &settings.extra_roots {
+        roots
+            .add(cert.clone())
+            .map_err(|e| FetchError::Config(format!("bad extra root certificate: {e}")))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(config)
+}
+
+impl HttpClient {
+    /// Builds the client. Needs no runtime; requests need a tokio runtime (any flavour).
+    pub fn new(settings: HttpSettings) -> Result<HttpClient, FetchError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let user_agent = HeaderValue::from_str(&settings.user_agent)
+            .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
+        let tls = tls_config(&settings)?;
+
+        let mut http = HttpConnector::new_with_resolver(GuardedResolver {
+            allow_private: settings.allow_private_networks,
+        });
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(settings.connect_timeout));
+
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1();
+        let https = if settings.http2 {
+            builder.enable_http2().wrap_connector(http)
+        } else {
+            builder.wrap_connector(http)
+        };
+
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(settings.pool_idle_timeout)
+            .pool_max_idle_per_host(settings.pool_max_idle_per_host)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(https);
+
+        Ok(HttpClient {
+            client,
+            settings: Arc::new(settings),
+            user_agent,
+        })
+    }
+
+    /// The settings this client was built with.
+    pub fn settings(&self) -> &HttpSettings {
+        &self.settings
+    }
+
+    /// GETs `url` once (no redirects) and reads the whole raw body.
+    pub async fn get(
+        &self,
+        url: &url::Url,
+        referer: Option<&str>,
+    ) -> Result<RawResponse, FetchError> {
+        let uri = self.prepare_uri(url)?;
+        let start = Instant::now();
+        match tokio::time::timeout(
+            self.settings.total_timeout,
+            self.exchange(uri, referer, start),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(FetchError::Timeout(TimeoutPhase::Total)),
+        }
+    }
+
+    /// Checks scheme and IP-literal hosts and converts to a request URI (no fragment, no userinfo).
+    fn prepare_uri(&self, url: &url::Url) -> Result<http::Uri, FetchError> {
+        match url.scheme() {
+            "http" | "https" => {}
+            other => {
+                return Err(FetchError::InvalidUrl(format!(
+                    "unsupported scheme {other}"
+                )));
+            }
+        }
+        let literal = match url.host() {
+            None => return Err(FetchError::InvalidUrl(format!("{url} has no host"))),
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            Some(url::Host::Domain(_)) => None,
+        };
+        if let Some(addr) = literal
+            && !self.settings.allow_private_networks
+            && !crawl_core::netaddr::is_public_ip(addr)
+        {
+            return Err(FetchError::PrivateNetwork {
+                host: url.host_str().unwrap_or_default().to_string(),
+                addr,
+            });
+        }
+        let mut clean = url.clone();
+        clean.set_fragment(None);
+        // Both only fail for URLs without a host, excluded above.
+        let _ = clean.set_username("");
+        let _ = clean.set_password(None);
+        clean
+            .as_str()
+            .parse::<http::Uri>()
+            .map_err(|e| FetchError::InvalidUrl(format!("{url}: {e}")))
+    }
+
+    fn build_request(
+        &self,
+        uri: http::Uri,
+        referer: Option<&str>,
+    ) -> Result<http::Request<Empty<Bytes>>, FetchError> {
+        let mut req = http::Request::builder()
+            .method(http::Method::GET)
+            .uri(uri)
+            .body(Empty::new())
+            .map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
+        let headers = req.headers_mut();
+        headers.insert(header::USER_AGENT, self.user_agent.clone());
+        headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static(ACCEPT_ENCODING_VALUE),
+        );
+        if let Some(referer) = referer {
+            match HeaderValue::from_str(referer) {
+                Ok(value) => {
+                    headers.insert(header::REFERER, value);
+                }
+                Err(_) => tracing::debug!(referer = %referer, "dropping invalid referer"),
+            }
+        }
+        Ok(req)
+    }
+
+    async fn exchange(
+        &self,
+        uri: http::Uri,
+        referer: Option<&str>,
+        start: Instant,
+    ) -> Result<RawResponse, FetchError> {
+        let req = self.build_request(uri, referer)?;
+        let response = match tokio::time::timeout(
+            self.settings.header_timeout,
+            self.client.request(req),
+        )
+        .await
+        {
+            Err(_) => return Err(FetchError::Timeout(TimeoutPhase::Headers)),
+            Ok(Err(e)) => return Err(classify(&e, e.is_connect())),
+            Ok(Ok(response)) => response,
+        };
+        let headers_at = start.elapsed();
+        let remote_addr = response
+            .extensions()
+            .get::<HttpInfo>()
+            .map(HttpInfo::remote_addr);
+        let (parts, body) = response.into_parts();
+        let body = self.read_body(&parts.headers, body).await?;
+        let total = start.elapsed();
+        Ok(RawResponse {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            version: parts.version,
+            body,
+            remote_addr,
+            timings: Timings {
+                headers: headers_at,
+                body: total.saturating_sub(headers_at),
+                total,
+            },
+        })
+    }
+
+    /// Collects the body frame by frame, each within `idle_timeout`, up to `max_body_bytes`.
+    async fn read_body(
+        &self,
+        headers: &HeaderMap,
+        mut body: Incoming,
+    ) -> Result<Bytes, FetchError> {
+        let max = self.settings.max_body_bytes;
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let lower = body.size_hint().lower();
+        if declared.is_some_and(|len| len > max) || lower > max {
+            return Err(FetchError::TooLarge { limit: max });
+        }
+        let reserve = declared.unwrap_or(lower).min(MAX_INITIAL_BUFFER);
+        let mut buf = BytesMut::with_capacity(usize::try_from(reserve).unwrap_or(0));
+        loop {
+            let frame = match tokio::time::timeout(self.settings.idle_timeout, body.frame()).await {
+                Err(_) => return Err(FetchError::Timeout(TimeoutPhase::Idle)),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(classify(&e, false)),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            if let Ok(data) = frame.into_data() {
+                if (buf.len() as u64).saturating_add(data.len() as u64) > max {
+                    return Err(FetchError::TooLarge { limit: max });
+                }
+                buf.extend_from_slice(&data);
+            }
+        }
+        Ok(buf.freeze())
+    }
+}
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

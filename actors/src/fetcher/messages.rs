@@ -1,0 +1,11 @@
+//! Messages the fetcher handles.
+
+use crate::job::Job;
+use actix::Message;
+
+/// Fetch a job's URL (command, from the scheduler).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Fetch {
+    pub job: Job,
+}

@@ -1,0 +1,8 @@
+//! The fetcher: HTTP(S) requests with deadlines and limits, one actor per fetcher thread.
+
+pub mod actor;
+pub mod error;
+pub mod http;
+pub mod messages;
+
+pub use actor::Fetcher;

@@ -1,0 +1,19 @@
+//! crawl-actors: the actors of crawl-engine.
+//!
+//! # Layout
+//! One folder per actor: `actor.rs` (actix glue), `messages.rs` (one struct per message), `error.rs`, and the pure
+//! logic the tests call without starting actors.
+//! - [`supervisor`]: the root supervisor (restarts with backoff, escalation).
+//! - [`scheduler`]: frontier, robots.txt state, politeness; leases jobs and group-commits results.
+//! - [`fetcher`]: HTTP(S) with deadlines and limits.
+//! - [`parser`]: decoding, link extraction, robots.txt and sitemaps, on a thread pool.
+//! - [`sink`]: the JSONL output, exactly once.
+//! - [`job`]: the job and result types that travel between them; [`tree`] wires them together.
+
+pub mod fetcher;
+pub mod job;
+pub mod parser;
+pub mod scheduler;
+pub mod sink;
+pub mod supervisor;
+pub mod tree;

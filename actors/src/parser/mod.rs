@@ -1,0 +1,10 @@
+//! The parser: decoding, link extraction, robots.txt and sitemap reading.
+
+pub mod actor;
+pub mod decode;
+pub mod extract;
+pub mod logic;
+pub mod messages;
+pub mod sitemap;
+
+pub use actor::Parser;

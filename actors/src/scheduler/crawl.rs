@@ -1,0 +1,606 @@
+//! The scheduler's state machine, without actix: leases, robots.txt state per authority, redirects, retries,
+//! poison, link admission, records and group commits. The actor in `actor.rs` only moves messages in and out.
+
+use super::robots_state::{RobotsState, RobotsTable};
+use super::stats::Stats;
+use crate::job::{FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
+use crawl_core::canon;
+use crawl_core::frontier::{Entry, FrontierError, FrontierStore, JobKind, Recovered};
+use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
+use crawl_core::record::{Outcome, Reason, Record, now_rfc3339};
+use crawl_core::scope::{ScopePolicy, ScopeVerdict};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Settings the scheduler needs (a projection of the config).
+#[derive(Debug, Clone)]
+pub struct CrawlSettings {
+    pub max_pages: u64,
+    pub concurrency: usize,
+    pub respect_robots: bool,
+    pub robots_cache: Duration,
+    pub robots_retry: Duration,
+    pub robots_max_attempts: u32,
+    pub follow_sitemaps: bool,
+    pub sitemap_max_depth: u32,
+    pub max_retries: u32,
+    pub retry_base: Duration,
+    pub max_attempts: u32,
+    pub max_redirects: u32,
+    pub commit_max_ops: usize,
+}
+
+/// Why the crawl ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    /// Nothing left to do.
+    Completed,
+    /// max_pages reached.
+    LimitReached,
+    /// SIGINT/SIGTERM: in-flight work finished (or the grace period ran out).
+    Shutdown,
+    /// A child failed too often or a store failed.
+    Fatal(String),
+}
+
+#[derive(Debug)]
+struct Lease {
+    job: Job,
+    fetcher: Option<usize>,
+}
+
+/// The scheduler's state.
+pub struct Crawl {
+    settings: CrawlSettings,
+    scope: Arc<ScopePolicy>,
+    store: Box<dyn FrontierStore>,
+    queues: HostQueues,
+    robots: RobotsTable,
+    leases: HashMap<JobId, Lease>,
+    next_job: JobId,
+    next_entry_seq: u64,
+    unsent: Vec<(u64, Vec<u8>)>,
+    written_upto: u64,
+    committed_upto: u64,
+    sitemaps_seen: HashSet<String>,
+    pages_done: u64,
+    page_leases: u64,
+    draining: bool,
+    stats: Stats,
+    dropped: Vec<Entry>,
+}
+
+impl Crawl {
+    /// Builds the state from what the store recovered. `jsonl_lines` is the number of complete lines in the JSONL.
+    pub fn new(
+        settings: CrawlSettings,
+        scope: Arc<ScopePolicy>,
+        queues: HostQueues,
+        store: Box<dyn FrontierStore>,
+        recovered: Recovered,
+        jsonl_lines: u64,
+        now: Instant,
+    ) -> Crawl {
+        let mut crawl = Crawl {
+            settings,
+            scope,
+            store,
+            queues,
+            robots: RobotsTable::default(),
+            leases: HashMap::new(),
+            next_job: 1,
+            next_entry_seq: recovered.pending.iter().map(|e| e.seq).max().unwrap_or(0) + 1,
+            unsent: Vec::new(),
+            written_upto: jsonl_lines,
+            committed_upto: jsonl_lines,
+            sitemaps_seen: HashSet::new(),
+            pages_done: recovered.pages_fetched,
+            page_leases: 0,
+            draining: false,
+            stats: Stats::default(),
+            dropped: Vec::new(),
+        };
+        crawl.stats.resumed = recovered.pending.len() as u64;
+        crawl.stats.known = recovered.known;
+        for entry in recovered.pending {
+            crawl.enqueue(entry, now);
+        }
+        crawl
+    }
+
+    /// Adds a seed (depth 0) unless it is known already. Returns true when it was new.
+    pub fn add_seed(&mut self, url: &url::Url, now: Instant) -> bool {
+        let link = FoundLink {
+            url: url.as_str().to_owned(),
+            host: canon::host_key(url).to_owned(),
+            verdict: self.scope.check(url, 0),
+        };
+        self.admit(&link, 0, None, Vec::new(), now)
+    }
+
+    fn enqueue(&mut self, entry: Entry, now: Instant) {
+        let host = match url::Url::parse(&entry.url) {
+            Ok(u) => canon::host_key(&u).to_owned(),
+            Err(_) => String::new(),
+        };
+        let id = self.queues.host_id(&host);
+        self.queues.push(id, entry, now);
+    }
+
+    /// Admits a discovered URL: queues it when in scope, records it as excluded otherwise, ignores it when known.
+    fn admit(&mut self, link: &FoundLink, depth: u32, parent: Option<&str>, chain: Vec<String>, now: Instant) -> bool {
+        if self.store.is_known(&link.url) {
+            return false;
+        }
+        let reason = match link.verdict {
+            ScopeVerdict::InScope => None,
+            ScopeVerdict::OutOfScope => Some(Reason::Scope),
+            ScopeVerdict::Filtered => Some(Reason::Filter),
+            ScopeVerdict::TooDeep => Some(Reason::Depth),
+        };
+        self.stats.known += 1;
+        match reason {
+            None => {
+                let mut entry = Entry::page(link.url.clone(), depth, parent.map(str::to_owned));
+                entry.redirect_chain = chain;
+                entry.seq = self.next_entry_seq;
+                self.next_entry_seq += 1;
+                self.store.add(&entry);
+                let host = self.queues.host_id(&link.host);
+                self.queues.push(host, entry, now);
+            }
+            Some(reason) => {
+                let record = Record::terminal(&link.url, depth, parent, reason, None);
+                self.finish(record, false);
+            }
+        }
+        true
+    }
+
+    fn finish(&mut self, record: Record, page_job: bool) {
+        let line = record.to_line();
+        self.stats.count(&record);
+        let seq = self.store.finish(&record.url, line.clone(), page_job);
+        if page_job {
+            self.pages_done += 1;
+        }
+        self.unsent.push((seq, line));
+    }
+
+    fn limit_reached(&self) -> bool {
+        self.settings.max_pages > 0 && self.pages_done + self.page_leases >= self.settings.max_pages
+    }
+
+    /// Leases up to the free global capacity of ready jobs. Returns them and the instant to call again when some
+    /// are waiting on politeness.
+    pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
+        let mut jobs = Vec::new();
+        let mut wake = None;
+        while !self.draining && self.leases.len() < self.settings.concurrency && !self.limit_reached() {
+            let mut need_robots: Vec<(HostId, String)> = Vec::new();
+            let respect = self.settings.respect_robots;
+            let robots = &mut self.robots;
+            let pop = self.queues.pop_ready(
+                now,
+                |host, entry| {
+                    if !respect {
+                        return Gate::Go;
+                    }
+                    match robots.gate(&entry.url, now) {
+                        Some(g) => g,
+                        None => {
+                            if let Ok(u) = url::Url::parse(&entry.url) {
+                                need_robots.push((host, canon::authority_key(&u)));
+                            }
+                            Gate::Block
+                        }
+                    }
+                },
+                &mut self.dropped,
+            );
+            let asked_robots = !need_robots.is_empty();
+            for (host, authority) in need_robots {
+                self.request_robots(host, &authority, now);
+            }
+            self.record_dropped();
+            match pop {
+                Pop::Ready(host, entry) => {
+                    let id = self.next_job;
+                    self.next_job += 1;
+                    if entry.kind == JobKind::Page {
+                        self.page_leases += 1;
+                    }
+                    let job = Job { id, host, entry, started_at: now };
+                    self.leases.insert(id, Lease { job: job.clone(), fetcher: None });
+                    jobs.push(job);
+                }
+                // a robots.txt request queued by the gate may be ready right away
+                _ if asked_robots => continue,
+                Pop::WaitUntil(t) => {
+                    wake = Some(t);
+                    break;
+                }
+                Pop::Idle => break,
+            }
+        }
+        (jobs, wake)
+    }
+
+    fn record_dropped(&mut self) {
+        for entry in std::mem::take(&mut self.dropped) {
+            let reason = if self.robots.gave_up(&entry.url) { Reason::RobotsUnavailable } else { Reason::Robots };
+            let mut record = Record::terminal(&entry.url, entry.depth, entry.parent.as_deref(), reason, None);
+            record.attempts = 0;
+            self.finish(record, false);
+        }
+    }
+
+    fn request_robots(&mut self, host: HostId, authority: &str, now: Instant) {
+        if !self.robots.start(authority) {
+            return;
+        }
+        let mut entry = Entry::page(format!("{authority}/robots.txt"), 0, None);
+        entry.kind = JobKind::Robots;
+        self.queues.push_urgent(host, entry, now);
+    }
+
+    /// Remembers which fetcher holds a job.
+    pub fn assign(&mut self, job: JobId, fetcher: usize) {
+        if let Some(l) = self.leases.get_mut(&job) {
+            l.fetcher = Some(fetcher);
+        }
+    }
+
+    /// A fetcher died: every job it held is re-driven; the one it panicked on counts an attempt.
+    pub fn fetcher_down(&mut self, fetcher: usize, panicked: Option<JobId>, detail: &str, now: Instant) {
+        let lost: Vec<JobId> =
+            self.leases.iter().filter(|(_, l)| l.fetcher == Some(fetcher)).map(|(id, _)| *id).collect();
+        for id in lost {
+            if Some(id) == panicked {
+                self.job_done(id, JobResult::Panicked { stage: "fetcher", detail: detail.to_owned() }, now);
+            } else if let Some(lease) = self.take_lease(id) {
+                self.queues.release(lease.job.host, now, Feedback::NotStarted);
+                self.requeue(lease.job.entry, now);
+            }
+        }
+    }
+
+    fn take_lease(&mut self, id: JobId) -> Option<Lease> {
+        let lease = self.leases.remove(&id)?;
+        if lease.job.entry.kind == JobKind::Page {
+            self.page_leases -= 1;
+        }
+        Some(lease)
+    }
+
+    fn requeue(&mut self, entry: Entry, now: Instant) {
+        match entry.kind {
+            JobKind::Page => {
+                self.store.update(&entry);
+                self.enqueue(entry, now);
+            }
+            JobKind::Robots | JobKind::Sitemap => {
+                let host = match url::Url::parse(&entry.url) {
+                    Ok(u) => self.queues.host_id(canon::host_key(&u)),
+                    Err(_) => return,
+                };
+                self.queues.push_urgent(host, entry, now);
+            }
+        }
+    }
+
+    /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
+    pub fn job_done(&mut self, id: JobId, result: JobResult, now: Instant) {
+        let Some(lease) = self.take_lease(id) else {
+            self.stats.stale_results += 1;
+            return;
+        };
+        let job = lease.job;
+        match (job.entry.kind, result) {
+            (_, JobResult::Panicked { stage, detail }) => self.on_panic(job, stage, &detail, now),
+            (JobKind::Robots, result) => self.on_robots(job, result, now),
+            (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
+            (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, now),
+            (JobKind::Page, JobResult::FetchFailed { reason, detail, retryable }) => {
+                if retryable && job.entry.retries < self.settings.max_retries {
+                    let wait = self.settings.retry_base.saturating_mul(1 << job.entry.retries.min(16));
+                    self.queues.release(job.host, now, Feedback::Throttled { retry_after: Some(wait) });
+                    self.retry(job.entry, now);
+                } else {
+                    self.queues.release(job.host, now, Feedback::Ok);
+                    let e = &job.entry;
+                    let mut record = Record::terminal(&e.url, e.depth, e.parent.as_deref(), reason, Some(detail));
+                    record.attempts = e.tries();
+                    record.elapsed_ms = Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
+                    self.finish(record, true);
+                }
+            }
+            (JobKind::Page, other) => {
+                self.queues.release(job.host, now, Feedback::Ok);
+                let e = &job.entry;
+                let detail = format!("unexpected result for a page job: {other:?}");
+                let record = Record::terminal(&e.url, e.depth, e.parent.as_deref(), Reason::Protocol, Some(detail));
+                self.finish(record, true);
+            }
+        }
+    }
+
+    fn retry(&mut self, mut entry: Entry, now: Instant) {
+        entry.retries += 1;
+        self.stats.retries += 1;
+        self.requeue(entry, now);
+    }
+
+    fn on_panic(&mut self, job: Job, stage: &str, detail: &str, now: Instant) {
+        self.queues.release(job.host, now, Feedback::Ok);
+        self.stats.panics += 1;
+        let mut entry = job.entry;
+        entry.attempt += 1;
+        tracing::warn!(url = %entry.url, stage, attempt = entry.attempt, detail, "handler panicked; re-driving url");
+        if entry.attempt >= self.settings.max_attempts {
+            if entry.kind == JobKind::Page {
+                let mut record = Record::terminal(
+                    &entry.url,
+                    entry.depth,
+                    entry.parent.as_deref(),
+                    Reason::Poison,
+                    Some(format!("{stage} panicked {} times: {detail}", entry.attempt)),
+                );
+                record.attempts = entry.tries();
+                self.finish(record, true);
+            } else if entry.kind == JobKind::Robots {
+                self.on_robots(
+                    Job { entry, ..job },
+                    JobResult::Robots(RobotsOutcome::Unavailable { detail: detail.to_owned() }),
+                    now,
+                );
+            }
+            return;
+        }
+        self.requeue(entry, now);
+    }
+
+    fn on_page(&mut self, job: Job, out: PageOutcome, now: Instant) {
+        let entry = job.entry;
+        let throttled = out.status == 429 || out.status == 503;
+        if throttled && entry.retries < self.settings.max_retries {
+            self.queues.release(job.host, now, Feedback::Throttled { retry_after: out.retry_after });
+            self.retry(entry, now);
+            return;
+        }
+        let feedback = if throttled { Feedback::Throttled { retry_after: out.retry_after } } else { Feedback::Ok };
+        self.queues.release(job.host, now, feedback);
+        let mut record = Record {
+            url: entry.url.clone(),
+            outcome: Outcome::Fetched,
+            reason: None,
+            status: Some(out.status),
+            depth: entry.depth,
+            parent: entry.parent.clone(),
+            redirect_to: None,
+            content_type: out.content_type.clone(),
+            content_length: Some(out.content_length),
+            links: Some(out.links_found),
+            fetched_at: now_rfc3339(),
+            elapsed_ms: Some(out.elapsed_ms),
+            attempts: entry.tries(),
+            http_version: Some(out.http_version.clone()),
+            noindex: out.noindex,
+            error: None,
+        };
+        if let Some((reason, detail)) = out.body_error {
+            record.outcome = reason.outcome();
+            record.reason = Some(reason);
+            record.error = Some(detail);
+            record.links = None;
+            self.finish(record, true);
+            return;
+        }
+        if (300..400).contains(&out.status) {
+            match out.redirect_to {
+                Some(Ok(target)) => {
+                    record.redirect_to = Some(target.url.clone());
+                    let mut chain = entry.redirect_chain.clone();
+                    chain.push(entry.url.clone());
+                    if chain.iter().any(|u| *u == target.url) {
+                        record.outcome = Outcome::Failed;
+                        record.reason = Some(Reason::RedirectLoop);
+                        record.error = Some(format!("redirect loop back to {}", target.url));
+                        self.finish(record, true);
+                        return;
+                    }
+                    if chain.len() as u32 > self.settings.max_redirects {
+                        record.outcome = Outcome::Failed;
+                        record.reason = Some(Reason::TooManyRedirects);
+                        record.error = Some(format!("more than {} redirects", self.settings.max_redirects));
+                        self.finish(record, true);
+                        return;
+                    }
+                    self.finish(record, true);
+                    self.admit(&target, entry.depth, Some(&entry.url), chain, now);
+                }
+                Some(Err(detail)) => {
+                    record.error = Some(detail);
+                    self.finish(record, true);
+                }
+                None => self.finish(record, true),
+            }
+            return;
+        }
+        self.finish(record, true);
+        if (200..300).contains(&out.status) {
+            for link in &out.links {
+                self.admit(link, entry.depth + 1, Some(&entry.url), Vec::new(), now);
+            }
+        }
+    }
+
+    fn on_robots(&mut self, job: Job, result: JobResult, now: Instant) {
+        let host = job.host;
+        self.queues.release(host, now, Feedback::Ok);
+        let authority = match url::Url::parse(&job.entry.url) {
+            Ok(u) => canon::authority_key(&u),
+            Err(_) => return,
+        };
+        self.stats.robots_fetches += 1;
+        let outcome = match result {
+            JobResult::Robots(o) => o,
+            JobResult::FetchFailed { reason: Reason::PrivateNetwork, .. } => {
+                // Pages on this host will each be recorded as private_network without any connection.
+                RobotsOutcome::AllowAll { status: 0 }
+            }
+            JobResult::FetchFailed { detail, .. } => RobotsOutcome::Unavailable { detail },
+            other => RobotsOutcome::Unavailable { detail: format!("unexpected robots result {other:?}") },
+        };
+        match outcome {
+            RobotsOutcome::Rules(rules) => {
+                tracing::debug!(authority, rules = rules.rule_count(), "robots.txt loaded");
+                self.queues.set_crawl_delay(host, rules.crawl_delay());
+                if self.settings.follow_sitemaps {
+                    for sm in rules.sitemaps() {
+                        self.request_sitemap(sm, 0, now);
+                    }
+                }
+                self.robots.set(&authority, RobotsState::Ready { rules, expires: now + self.settings.robots_cache });
+                self.queues.unblock(host, now);
+            }
+            RobotsOutcome::AllowAll { status } => {
+                tracing::debug!(authority, status, "robots.txt absent: allow all");
+                let rules = Arc::new(crawl_core::robots::Robots::allow_all());
+                self.robots.set(&authority, RobotsState::Ready { rules, expires: now + self.settings.robots_cache });
+                self.queues.unblock(host, now);
+            }
+            RobotsOutcome::Unavailable { detail } => {
+                let attempts = self.robots.failed(&authority);
+                if attempts >= self.settings.robots_max_attempts {
+                    tracing::warn!(authority, attempts, detail, "robots.txt unavailable; giving up on its urls");
+                    self.robots.set(&authority, RobotsState::GaveUp);
+                    self.queues.unblock(host, now);
+                } else {
+                    let wait = self.settings.robots_retry.saturating_mul(1 << (attempts - 1).min(16));
+                    tracing::info!(authority, attempts, detail, wait_ms = wait.as_millis() as u64, "robots.txt unavailable; urls wait");
+                    self.queues.pause_until(host, now + wait);
+                    let mut entry = job.entry;
+                    entry.retries += 1;
+                    self.queues.push_urgent(host, entry, now);
+                }
+            }
+        }
+    }
+
+    fn request_sitemap(&mut self, sitemap: &str, depth: u32, now: Instant) {
+        let Ok(u) = canon::canonicalize(sitemap) else { return };
+        if !self.sitemaps_seen.insert(u.as_str().to_owned()) {
+            return;
+        }
+        let mut entry = Entry::page(u.as_str(), depth, None);
+        entry.kind = JobKind::Sitemap;
+        let host = self.queues.host_id(canon::host_key(&u));
+        self.queues.push_urgent(host, entry, now);
+    }
+
+    fn on_sitemap(&mut self, job: Job, result: JobResult, now: Instant) {
+        self.queues.release(job.host, now, Feedback::Ok);
+        self.stats.sitemap_fetches += 1;
+        match result {
+            JobResult::Sitemap(SitemapOutcome { pages, sitemaps, error }) => {
+                if let Some(e) = error {
+                    tracing::info!(sitemap = %job.entry.url, error = %e, "sitemap unusable");
+                }
+                for link in &pages {
+                    self.admit(link, 1, Some(&job.entry.url), Vec::new(), now);
+                }
+                if job.entry.depth < self.settings.sitemap_max_depth {
+                    for sm in &sitemaps {
+                        self.request_sitemap(sm, job.entry.depth + 1, now);
+                    }
+                }
+            }
+            JobResult::FetchFailed { detail, .. } => {
+                tracing::info!(sitemap = %job.entry.url, error = %detail, "sitemap fetch failed");
+            }
+            other => tracing::info!(sitemap = %job.entry.url, result = ?other, "sitemap not read"),
+        }
+    }
+
+    /// Stop leasing new work (SIGINT/SIGTERM).
+    pub fn drain(&mut self) {
+        self.draining = true;
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining
+    }
+
+    /// True when the store should commit now rather than at the end of the window.
+    pub fn commit_due(&self) -> bool {
+        self.store.staged() >= self.settings.commit_max_ops
+    }
+
+    pub fn has_staged(&self) -> bool {
+        self.store.staged() > 0
+    }
+
+    /// Commits staged changes; returns the records that are now durable and must be written, in order.
+    pub fn commit(&mut self) -> Result<Vec<(u64, Vec<u8>)>, FrontierError> {
+        if self.store.staged() == 0 {
+            return Ok(Vec::new());
+        }
+        let info = self.store.commit()?;
+        self.stats.commits += 1;
+        tracing::trace!(added = info.added, finished = info.finished, trimmed = info.trimmed, "frontier committed");
+        let out = std::mem::take(&mut self.unsent);
+        if let Some((seq, _)) = out.last() {
+            self.committed_upto = *seq;
+        }
+        Ok(out)
+    }
+
+    /// The sink wrote records up to `seq`: their outbox copies can go at the next commit.
+    pub fn written(&mut self, seq: u64) {
+        if seq > self.written_upto {
+            self.written_upto = seq;
+            self.store.trim_outbox(seq);
+        }
+    }
+
+    /// Whether the crawl is over (all durable work written). None while it goes on.
+    pub fn finished(&self) -> Option<FinishReason> {
+        let settled = self.leases.is_empty()
+            && self.unsent.is_empty()
+            && self.written_upto >= self.committed_upto
+            && self.store.staged() == 0;
+        if !settled {
+            return None;
+        }
+        if self.draining {
+            return Some(FinishReason::Shutdown);
+        }
+        if self.limit_reached() {
+            return Some(FinishReason::LimitReached);
+        }
+        if self.queues.queued() == 0 {
+            return Some(FinishReason::Completed);
+        }
+        None
+    }
+
+    /// Records committed but not yet written (for the final flush).
+    pub fn pending_writes(&self) -> u64 {
+        self.committed_upto.saturating_sub(self.written_upto)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.leases.len()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        s.queued = self.queues.queued() as u64;
+        s.in_flight = self.leases.len() as u64;
+        s.hosts = self.queues.hosts() as u64;
+        s
+    }
+}

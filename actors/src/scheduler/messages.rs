@@ -1,0 +1,50 @@
+//! Messages the scheduler handles.
+
+use super::stats::Stats;
+use crate::fetcher::messages::Fetch;
+use crate::job::{JobId, JobResult};
+use actix::{Message, Recipient};
+
+/// A job ended (notification, from a fetcher or a parser).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct JobDone {
+    pub job: JobId,
+    pub result: JobResult,
+}
+
+/// A fetcher died; re-drive what it held (notification, from the supervisor).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct FetcherDown {
+    pub index: usize,
+    pub panicked: Option<JobId>,
+    pub detail: String,
+}
+
+/// A (re)started fetcher is ready (notification, from the supervisor).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FetcherUp {
+    pub index: usize,
+    pub fetcher: Recipient<Fetch>,
+}
+
+/// Stop taking work, finish what is in flight within `grace`, flush and finish (command, on SIGINT/SIGTERM).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Drain {
+    pub grace: std::time::Duration,
+}
+
+/// Stop now with a fatal error, after committing and writing what is done (command, from the supervisor).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Abort {
+    pub reason: String,
+}
+
+/// Read the counters.
+#[derive(Message)]
+#[rtype(result = "Stats")]
+pub struct GetStats;

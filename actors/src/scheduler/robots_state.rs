@@ -1,0 +1,105 @@
+//! robots.txt state per authority (scheme, host, port), as the scheduler's gate sees it.
+
+use crawl_core::canon;
+use crawl_core::politeness::Gate;
+use crawl_core::robots::Robots;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What is known of one authority's robots.txt.
+#[derive(Debug, Clone)]
+pub enum RobotsState {
+    /// A fetch is queued or in flight; the authority's pages wait.
+    Pending,
+    /// Rules in force until `expires` (the cache lifetime, at most 24 h by default).
+    Ready { rules: Arc<Robots>, expires: Instant },
+    /// Unavailable too many times: the authority's pages are recorded as failed (robots_unavailable).
+    GaveUp,
+}
+
+/// The table of authorities.
+#[derive(Debug, Default)]
+pub struct RobotsTable {
+    states: HashMap<String, RobotsState>,
+    failures: HashMap<String, u32>,
+}
+
+impl RobotsTable {
+    /// The gate decision for a page: `None` when robots.txt must be fetched first.
+    pub fn gate(&self, page_url: &str, now: Instant) -> Option<Gate> {
+        let url = match url::Url::parse(page_url) {
+            Ok(u) => u,
+            Err(_) => return Some(Gate::Go), // the fetcher records the invalid URL
+        };
+        match self.states.get(&canon::authority_key(&url)) {
+            None => None,
+            Some(RobotsState::Pending) => Some(Gate::Block),
+            Some(RobotsState::GaveUp) => Some(Gate::Drop),
+            Some(RobotsState::Ready { expires, .. }) if *expires <= now => None,
+            Some(RobotsState::Ready { rules, .. }) => {
+                Some(if rules.is_allowed(canon::path_and_query(&url)) { Gate::Go } else { Gate::Drop })
+            }
+        }
+    }
+
+    /// Marks a fetch as started; false when one is already pending.
+    pub fn start(&mut self, authority: &str) -> bool {
+        match self.states.get(authority) {
+            Some(RobotsState::Pending) => false,
+            _ => {
+                self.states.insert(authority.to_owned(), RobotsState::Pending);
+                true
+            }
+        }
+    }
+
+    pub fn set(&mut self, authority: &str, state: RobotsState) {
+        if matches!(state, RobotsState::Ready { .. }) {
+            self.failures.remove(authority);
+        }
+        self.states.insert(authority.to_owned(), state);
+    }
+
+    /// Counts one unavailable answer and returns how many in a row.
+    pub fn failed(&mut self, authority: &str) -> u32 {
+        let n = self.failures.entry(authority.to_owned()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// True when the page's authority was given up on.
+    pub fn gave_up(&self, page_url: &str) -> bool {
+        url::Url::parse(page_url)
+            .ok()
+            .and_then(|u| self.states.get(&canon::authority_key(&u)))
+            .is_some_and(|s| matches!(s, RobotsState::GaveUp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn gate_follows_state() {
+        let now = Instant::now();
+        let mut t = RobotsTable::default();
+        assert_eq!(t.gate("http://a.test/x", now), None);
+        assert!(t.start("http://a.test:80"));
+        assert!(!t.start("http://a.test:80"), "one fetch at a time");
+        assert_eq!(t.gate("http://a.test/x", now), Some(Gate::Block));
+        let rules = Arc::new(Robots::parse(b"User-agent: *\nDisallow: /private/\n", "crawl-engine/0.1"));
+        t.set("http://a.test:80", RobotsState::Ready { rules, expires: now + Duration::from_secs(60) });
+        assert_eq!(t.gate("http://a.test/x", now), Some(Gate::Go));
+        assert_eq!(t.gate("http://a.test/private/1", now), Some(Gate::Drop));
+        assert_eq!(t.gate("https://a.test/x", now), None, "another authority");
+        assert_eq!(t.gate("http://a.test/x", now + Duration::from_secs(61)), None, "expired: refetch");
+        assert_eq!(t.failed("http://b.test:80"), 1);
+        assert_eq!(t.failed("http://b.test:80"), 2);
+        t.set("http://b.test:80", RobotsState::GaveUp);
+        assert!(t.gave_up("http://b.test/y"));
+        assert_eq!(t.gate("http://b.test/y", now), Some(Gate::Drop));
+    }
+}

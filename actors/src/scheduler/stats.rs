@@ -1,0 +1,58 @@
+//! Counters of a crawl, kept by the scheduler and read by the progress display, the summary and (later) metrics.
+
+use crawl_core::record::{Outcome, Record};
+use std::collections::BTreeMap;
+
+/// A snapshot of the crawl's counters (this run only, except `known`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub fetched: u64,
+    pub failed: u64,
+    pub excluded: u64,
+    /// Decoded body bytes of fetched pages.
+    pub bytes: u64,
+    /// Records by reason (failed and excluded).
+    pub by_reason: BTreeMap<String, u64>,
+    /// Fetched records by status class ("2xx", "3xx", ...).
+    pub by_status: BTreeMap<String, u64>,
+    pub queued: u64,
+    pub in_flight: u64,
+    pub hosts: u64,
+    /// URLs the frontier knows (all runs).
+    pub known: u64,
+    /// Pending URLs picked up from an earlier run.
+    pub resumed: u64,
+    pub retries: u64,
+    pub panics: u64,
+    pub robots_fetches: u64,
+    pub sitemap_fetches: u64,
+    pub commits: u64,
+    pub stale_results: u64,
+    /// Child restarts (filled in by the supervisor).
+    pub restarts: u64,
+}
+
+impl Stats {
+    /// Counts one record.
+    pub fn count(&mut self, r: &Record) {
+        match r.outcome {
+            Outcome::Fetched => {
+                self.fetched += 1;
+                self.bytes += r.content_length.unwrap_or(0);
+                if let Some(s) = r.status {
+                    *self.by_status.entry(format!("{}xx", s / 100)).or_insert(0) += 1;
+                }
+            }
+            Outcome::Failed => self.failed += 1,
+            Outcome::Excluded => self.excluded += 1,
+        }
+        if let Some(reason) = r.reason {
+            *self.by_reason.entry(reason.as_str().to_owned()).or_insert(0) += 1;
+        }
+    }
+
+    /// Records written this run.
+    pub fn records(&self) -> u64 {
+        self.fetched + self.failed + self.excluded
+    }
+}

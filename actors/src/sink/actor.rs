@@ -1,0 +1,70 @@
+//! The sink: appends committed records to the JSONL, exactly once and in order.
+//!
+//! A record's sequence number is its line number. Records at or below the file's line count are already there
+//! (re-sent after a restart) and are skipped, so the file never holds a URL twice.
+
+use super::error::SinkError;
+use super::messages::WriteRecords;
+use actix::{Actor, Context, Handler};
+use crawl_core::output::JsonlWriter;
+
+pub struct Sink {
+    writer: JsonlWriter,
+}
+
+impl Sink {
+    pub fn new(writer: JsonlWriter) -> Sink {
+        Sink { writer }
+    }
+}
+
+impl Actor for Sink {
+    type Context = Context<Self>;
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        if let Err(e) = self.writer.sync() {
+            tracing::error!(error = %e, "final output sync failed");
+        }
+    }
+}
+
+/// Appends the lines that are not in the file yet. Pure enough to test without an actor.
+pub fn write_lines(writer: &mut JsonlWriter, lines: &[(u64, Vec<u8>)]) -> Result<u64, SinkError> {
+    for (seq, line) in lines {
+        let have = writer.lines();
+        if *seq <= have {
+            continue;
+        }
+        if *seq != have + 1 {
+            return Err(SinkError::Gap { seq: *seq, lines: have });
+        }
+        writer.append(line)?;
+    }
+    writer.flush()?;
+    Ok(writer.lines())
+}
+
+impl Handler<WriteRecords> for Sink {
+    type Result = Result<u64, SinkError>;
+
+    fn handle(&mut self, msg: WriteRecords, _ctx: &mut Context<Self>) -> Self::Result {
+        write_lines(&mut self.writer, &msg.lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_are_skipped_and_gaps_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("o.jsonl");
+        let mut w = JsonlWriter::open(&p).unwrap();
+        let l = |s: &str| format!("{s}\n").into_bytes();
+        assert_eq!(write_lines(&mut w, &[(1, l("a")), (2, l("b"))]).unwrap(), 2);
+        assert_eq!(write_lines(&mut w, &[(2, l("b")), (3, l("c"))]).unwrap(), 3);
+        assert!(matches!(write_lines(&mut w, &[(5, l("e"))]), Err(SinkError::Gap { seq: 5, lines: 3 })));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "a\nb\nc\n");
+    }
+}

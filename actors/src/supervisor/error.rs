@@ -1,0 +1,21 @@
+//! Errors of building and supervising the actor tree.
+
+use crawl_core::frontier::FrontierError;
+use crawl_core::output::OutputError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error(transparent)]
+    Frontier(#[from] FrontierError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("http client: {0}")]
+    Http(String),
+}
+
+impl TreeError {
+    /// None of these are retried in-process; the operator fixes the cause and runs the same command again.
+    pub fn is_retryable(&self) -> bool {
+        false
+    }
+}

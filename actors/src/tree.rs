@@ -1,0 +1,221 @@
+//! Builds the actor tree from a validated config: recovers the frontier, repairs and catches up the JSONL, then
+//! starts the sink, the scheduler, the parsers, the fetchers and the root supervisor that watches them.
+//!
+//! ```text
+//! Supervisor ─┬─ Scheduler (frontier, robots, politeness)       system arbiter
+//!             ├─ Fetcher × N                                      one arbiter thread each
+//!             ├─ Parser × M                                       SyncArbiter threads
+//!             └─ Sink (JSONL)                                     its own arbiter thread
+//! ```
+
+use crate::fetcher::http::{HttpClient, HttpSettings};
+use crate::job::Faults;
+use crate::parser::Parser;
+use crate::parser::logic::ParseSettings;
+use crate::scheduler::Scheduler;
+use crate::scheduler::crawl::{Crawl, CrawlSettings};
+use crate::sink::Sink;
+use crate::sink::actor::write_lines;
+use crate::supervisor::error::TreeError;
+use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
+use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
+use crawl_core::config::Config;
+use crawl_core::frontier::embedded::EmbeddedFrontier;
+use crawl_core::frontier::{FrontierError, FrontierStore};
+use crawl_core::output::JsonlWriter;
+use crawl_core::politeness::{HostQueues, PolitenessPolicy};
+use crawl_core::scope::ScopePolicy;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A running tree.
+pub struct Tree {
+    pub supervisor: Addr<Supervisor>,
+    pub scheduler: Addr<Scheduler>,
+    /// Resolves when the crawl ends.
+    pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
+    /// What recovery found.
+    pub recovery: RecoveryReport,
+    arbiters: Vec<Arbiter>,
+}
+
+impl Tree {
+    /// Stops the arbiter threads (after the crawl ended).
+    pub fn stop(self) {
+        for a in self.arbiters {
+            a.stop();
+        }
+    }
+}
+
+/// What startup recovery did.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    pub fresh: bool,
+    pub pending: u64,
+    pub known: u64,
+    pub jsonl_lines: u64,
+    pub repaired_bytes: u64,
+    pub rewritten: u64,
+}
+
+fn workers(configured: u32) -> usize {
+    if configured > 0 {
+        configured as usize
+    } else {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+    }
+}
+
+/// Settings of the HTTP client, from the config.
+pub fn http_settings(config: &Config) -> HttpSettings {
+    HttpSettings {
+        user_agent: config.crawl.user_agent.clone(),
+        connect_timeout: config.fetch.connect_timeout,
+        header_timeout: config.fetch.header_timeout,
+        idle_timeout: config.fetch.idle_timeout,
+        total_timeout: config.fetch.request_timeout,
+        max_body_bytes: config.fetch.max_body_bytes,
+        http2: config.fetch.http2,
+        allow_private_networks: config.security.allow_private_networks,
+        pool_idle_timeout: config.fetch.pool_idle_timeout,
+        pool_max_idle_per_host: config.fetch.pool_max_idle_per_host,
+        extra_roots: Vec::new(),
+    }
+}
+
+/// Starts the tree. Must run inside an actix `System`.
+pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree, TreeError> {
+    let now = Instant::now();
+    let mut store = EmbeddedFrontier::open(&config.frontier.data_dir)?;
+    let mut recovered = store.recover()?;
+    let mut writer = JsonlWriter::open(&config.output.jsonl)?;
+    let mut report = RecoveryReport {
+        fresh: recovered.fresh,
+        pending: recovered.pending.len() as u64,
+        known: recovered.known,
+        jsonl_lines: writer.lines(),
+        repaired_bytes: writer.repaired_bytes(),
+        rewritten: 0,
+    };
+    if recovered.fresh {
+        store.set_next_seq(writer.lines() + 1);
+    }
+    // Records committed before a crash but not in the file yet: write them now, exactly once.
+    let outbox = std::mem::take(&mut recovered.outbox);
+    let before = writer.lines();
+    write_lines(&mut writer, &outbox).map_err(|e| {
+        FrontierError::Store(format!(
+            "{e}; the output file {} does not match the frontier in {} (was it truncated or replaced?)",
+            config.output.jsonl.display(),
+            config.frontier.data_dir.display()
+        ))
+    })?;
+    report.rewritten = writer.lines() - before;
+    store.trim_outbox(writer.lines());
+    store.commit()?;
+    if report.repaired_bytes > 0 || report.rewritten > 0 || !recovered.fresh {
+        tracing::info!(
+            pending = report.pending,
+            known = report.known,
+            jsonl_lines = report.jsonl_lines,
+            repaired_bytes = report.repaired_bytes,
+            rewritten = report.rewritten,
+            "resuming crawl"
+        );
+    }
+
+    let scope = Arc::new(ScopePolicy::new(
+        config.crawl.scope,
+        &config.crawl.seeds,
+        config.crawl.include.clone(),
+        config.crawl.exclude.clone(),
+        config.crawl.max_depth,
+    ));
+    let policy = PolitenessPolicy {
+        per_host_concurrency: config.politeness.per_host_concurrency,
+        min_delay: config.politeness.min_delay,
+        honour_crawl_delay: config.politeness.honour_crawl_delay,
+        max_crawl_delay: config.politeness.max_crawl_delay,
+        backoff_base: config.politeness.backoff_base,
+        backoff_max: config.politeness.backoff_max,
+    };
+    let settings = CrawlSettings {
+        max_pages: config.crawl.max_pages,
+        concurrency: config.fetch.concurrency as usize,
+        respect_robots: config.crawl.respect_robots,
+        robots_cache: config.crawl.robots_cache,
+        robots_retry: config.crawl.robots_retry,
+        robots_max_attempts: config.crawl.robots_max_attempts,
+        follow_sitemaps: config.crawl.follow_sitemaps,
+        sitemap_max_depth: config.crawl.sitemap_max_depth,
+        max_retries: config.fetch.max_retries,
+        retry_base: config.fetch.retry_base,
+        max_attempts: config.supervisor.max_attempts,
+        max_redirects: config.fetch.max_redirects,
+        commit_max_ops: config.frontier.commit_max_ops,
+    };
+    let lines = writer.lines();
+    let mut crawl =
+        Crawl::new(settings, scope.clone(), HostQueues::new(policy), Box::new(store), recovered, lines, now);
+    for seed in &config.crawl.seeds {
+        crawl.add_seed(seed, now);
+    }
+
+    let n_fetchers = workers(config.fetch.fetchers);
+    let mut clients = Vec::with_capacity(n_fetchers);
+    for _ in 0..n_fetchers {
+        clients.push(HttpClient::new(http.clone()).map_err(|e| TreeError::Http(e.to_string()))?);
+    }
+    let parse_settings = Arc::new(ParseSettings {
+        scope,
+        user_agent: config.crawl.user_agent.clone(),
+        max_body_bytes: config.fetch.max_body_bytes,
+        sitemap_max_bytes: config.crawl.sitemap_max_bytes,
+        sitemap_max_urls: config.crawl.sitemap_max_urls,
+    });
+    let faults = Arc::new(faults);
+    let restart = RestartPolicy {
+        backoff_base: config.supervisor.backoff_base,
+        backoff_max: config.supervisor.backoff_max,
+        max_restarts: config.supervisor.max_restarts,
+        window: config.supervisor.restart_window,
+    };
+    let parser_threads = workers(config.parser.threads);
+    let commit_interval = config.frontier.commit_interval;
+
+    let arbiters: Vec<Arbiter> = (0..n_fetchers).map(|_| Arbiter::new()).collect();
+    let sink_arbiter = Arbiter::new();
+    let sink = Sink::start_in_arbiter(&sink_arbiter.handle(), move |_| Sink::new(writer));
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let handles = arbiters.iter().map(|a| a.handle()).collect::<Vec<_>>();
+
+    // Both contexts exist before either actor runs, so each side can hold the other's address.
+    let sup_ctx = Context::<Supervisor>::new();
+    let sup = sup_ctx.address();
+    let sched_ctx = Context::<Scheduler>::new();
+    let me = sched_ctx.address();
+    let (ps, pf, sched_r, sup_r) = (parse_settings, faults.clone(), me.clone().recipient(), sup.clone().recipient());
+    let parser =
+        SyncArbiter::start(parser_threads, move || Parser::new(ps.clone(), sched_r.clone(), sup_r.clone(), pf.clone()));
+    let (parser_r, sched_r) = (parser.recipient(), me.clone().recipient());
+    let factory: FetcherFactory = Arc::new(move |i, sup_r| {
+        crate::fetcher::Fetcher::new(
+            i,
+            clients[i % clients.len()].clone(),
+            parser_r.clone(),
+            sched_r.clone(),
+            sup_r,
+            faults.clone(),
+        )
+    });
+    let mut supervisor = Supervisor::new(restart, handles, factory, done_tx);
+    supervisor.set_scheduler(me.clone());
+    let fetchers: Vec<_> =
+        (0..n_fetchers).filter_map(|i| supervisor.start_fetcher(i, sup.clone().recipient())).collect();
+    sched_ctx.run(Scheduler::new(crawl, fetchers, sink, sup.clone().recipient(), commit_interval));
+    sup_ctx.run(supervisor);
+    let mut arbiters = arbiters;
+    arbiters.push(sink_arbiter);
+    Ok(Tree { supervisor: sup, scheduler: me, done: done_rx, recovery: report, arbiters })
+}

@@ -1,0 +1,473 @@
+//! URL canonicalisation for the crawler.
+//!
+//! Every URL that enters the frontier goes through [`canonicalize`] (seeds, sitemap entries) or
+//! [`canonicalize_relative`] (hrefs found in HTML), so that equal resources map to one string.
+//! Parsing follows WHATWG (via the `url` crate: lowercase host, IDN to punycode, default ports
+//! removed, dot segments resolved); on top of it we drop fragments and userinfo, strip the
+//! trailing dot of the host, drop an empty `?` and normalise percent-encoding (RFC 3986 6.2.2).
+//! The query is kept in its original order. Only `http` and `https` are accepted.
+//!
+//! The helpers [`authority_key`], [`host_key`], [`robots_url`] and [`path_and_query`] derive the
+//! keys used by the robots.txt cache, politeness and robots matching.
+
+use std::borrow::Cow;
+
+use url::{Host, Position, Url};
+
+/// Maximum length in bytes of a canonical URL; longer URLs are rejected.
+pub const MAX_URL_LEN: usize = 2048;
+
+/// Inputs longer than this are rejected before parsing (dot segments and whitespace removal can
+/// shorten a URL, but never by this much in practice).
+const MAX_INPUT_LEN: usize = MAX_URL_LEN * 4;
+
+/// Why a string could not be turned into a canonical crawlable URL.
+#[derive(Debug, thiserror::Error)]
+pub enum CanonError {
+    /// WHATWG parsing failed.
+    #[error("invalid url: {0}")]
+    Parse(#[from] url::ParseError),
+    /// The scheme is not http or https.
+    #[error("unsupported scheme: {0}")]
+    UnsupportedScheme(String),
+    /// The URL has no (or an empty) host.
+    #[error("url has no host")]
+    NoHost,
+    /// The URL (input or canonical form) is longer than [`MAX_URL_LEN`].
+    #[error("url too long: {0} bytes")]
+    TooLong(usize),
+}
+
+/// Canonicalises an absolute URL.
+pub fn canonicalize(input: &str) -> Result<Url, CanonError> {
+    let input = trim_input(input)?;
+    let url = Url::parse(&input)?;
+    normalize(url)
+}
+
+/// Resolves `href` (as found in an HTML attribute) against `base` and canonicalises the result.
+///
+/// Leading and trailing ASCII whitespace is trimmed and tabs/newlines are removed, as WHATWG does.
+pub fn canonicalize_relative(base: &Url, href: &str) -> Result<Url, CanonError> {
+    let href = trim_input(href)?;
+    let url = Url::options().base_url(Some(base)).parse(&href)?;
+    normalize(url)
+}
+
+/// `scheme://host:port` with the port always explicit (`http://a.com:80`): the robots.txt cache key.
+pub fn authority_key(url: &Url) -> String {
+    let port = url.port_or_known_default().unwrap_or(0);
+    format!("{}://{}:{}", url.scheme(), host_key(url), port)
+}
+
+/// The host (lowercase, punycode, IPv6 in brackets): the politeness key.
+pub fn host_key(url: &Url) -> &str {
+    url.host_str().unwrap_or("")
+}
+
+/// `scheme://host[:port]/robots.txt` for the authority of `url`.
+pub fn robots_url(url: &Url) -> Url {
+    let mut robots = url.clone();
+    // Both calls only fail for URLs without a host, where there is no userinfo to strip.
+    let _ = robots.set_username("");
+    let _ = robots.set_password(None);
+    robots.set_path("/robots.txt");
+    robots.set_query(None);
+    robots.set_fragment(None);
+    robots
+}
+
+/// The path plus query (`/p?q`), the part robots.txt rules match against.
+pub fn path_and_query(url: &Url) -> &str {
+    &url[Position::BeforePath..Position::AfterQuery]
+}
+
+/// Removes leading/trailing ASCII whitespace and C0 controls, and all tabs and newlines.
+fn trim_input(input: &str) -> Result<Cow<'_, str>, CanonError> {
+    if input.len() > MAX_INPUT_LEN {
+        return Err(CanonError::TooLong(input.len()));
+    }
+    let trimmed = input.trim_matches(|c: char| c <= ' ');
+    if trimmed.contains(['\t', '\n', '\r']) {
+        Ok(Cow::Owned(
+            trimmed
+                .chars()
+                .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+                .collect(),
+        ))
+    } else {
+        Ok(Cow::Borrowed(trimmed))
+    }
+}
+
+/// Applies the crawler's canonical form to a parsed URL.
+fn normalize(mut url: Url) -> Result<Url, CanonError> {
+    match url.scheme() {
+        "http" | "https" => {}
+        other => return Err(CanonError::UnsupportedScheme(other.to_string())),
+    }
+    let stripped_host = match url.host() {
+        None => return Err(CanonError::NoHost),
+        Some(Host::Domain("")) => return Err(CanonError::NoHost),
+        Some(Host::Domain(d)) if d.ends_with('.') => Some(d.trim_end_matches('.').to_string()),
+        Some(_) => None,
+    };
+    if let Some(host) = stripped_host {
+        if host.is_empty() {
+            return Err(CanonError::NoHost);
+        }
+        url.set_host(Some(&host))?;
+    }
+    // Cannot fail: http(s) URLs always have a host here.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_fragment(None);
+
+    if let Cow::Owned(path) = normalize_percent(url.path()) {
+        url.set_path(&path);
+    }
+    if url.path().is_empty() {
+        url.set_path("/");
+    }
+    match url.query() {
+        Some("") => url.set_query(None),
+        Some(q) => {
+            if let Cow::Owned(query) = normalize_percent(q) {
+                url.set_query(Some(&query));
+            }
+        }
+        None => {}
+    }
+
+    let len = url.as_str().len();
+    if len > MAX_URL_LEN {
+        return Err(CanonError::TooLong(len));
+    }
+    Ok(url)
+}
+
+/// RFC 3986 6.2.2: uppercase the hex digits of escapes and decode escapes of unreserved
+/// characters. A `%` not followed by two hex digits is left alone.
+fn normalize_percent(s: &str) -> Cow<'_, str> {
+    let bytes = s.as_bytes();
+    let Some(first) = memchr_percent(bytes) else {
+        return Cow::Borrowed(s);
+    };
+    let mut out = String::with_capacity(s.len());
+    out.push_str(&s[..first]);
+    let mut changed = false;
+    let mut i = first;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(hi), Some(lo)) = (hex_val(bytes[i + 1]), hex_val(bytes[i + 2]))
+        {
+            let v = hi * 16 + lo;
+            if is_unreserved(v) {
+                out.push(char::from(v));
+                changed = true;
+            } else {
+                let upper = [
+                    b'%',
+                    bytes[i + 1].to_ascii_uppercase(),
+                    bytes[i + 2].to_ascii_uppercase(),
+                ];
+                if upper[1] != bytes[i + 1] || upper[2] != bytes[i + 2] {
+                    changed = true;
+                }
+                out.extend(upper.iter().map(|&c| char::from(c)));
+            }
+            i += 3;
+            continue;
+        }
+        // Copy the run up to the next '%' verbatim (keeps UTF-8 sequences intact).
+        let next = memchr_percent(&bytes[i + 1..]).map_or(bytes.len(), |p| i + 1 + p);
+        out.push_str(&s[i..next]);
+        i = next;
+    }
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+fn memchr_percent(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'%')
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> String {
+        canonicalize(s)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|e| format!("ERR {e}"))
+    }
+
+    fn rel(base: &str, href: &str) -> String {
+        let base = Url::parse(base).unwrap();
+        canonicalize_relative(&base, href)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|e| format!("ERR {e}"))
+    }
+
+    #[test]
+    fn lowercases_scheme_and_host() {
+        assert_eq!(
+            c("HTTP://WWW.Example.COM/Path"),
+            "http://www.example.com/Path"
+        );
+    }
+
+    #[test]
+    fn empty_path_becomes_slash() {
+        assert_eq!(c("http://a.com"), "http://a.com/");
+        assert_eq!(c("https://a.com?x=1"), "https://a.com/?x=1");
+    }
+
+    #[test]
+    fn removes_default_ports_keeps_others() {
+        assert_eq!(c("http://a.com:80/x"), "http://a.com/x");
+        assert_eq!(c("https://a.com:443/x"), "https://a.com/x");
+        assert_eq!(c("http://a.com:443/x"), "http://a.com:443/x");
+        assert_eq!(c("https://a.com:8443/"), "https://a.com:8443/");
+        assert!(matches!(
+            canonicalize("http://a.com:99999/"),
+            Err(CanonError::Parse(_))
+        ));
+    }
+
+    #[test]
+    fn removes_fragment_and_userinfo() {
+        assert_eq!(c("http://user:pw@a.com/x#frag"), "http://a.com/x");
+        assert_eq!(c("http://user@a.com/#"), "http://a.com/");
+    }
+
+    #[test]
+    fn removes_empty_query_keeps_order() {
+        assert_eq!(c("http://a.com/x?"), "http://a.com/x");
+        assert_eq!(c("http://a.com/x?b=2&a=1"), "http://a.com/x?b=2&a=1");
+        assert_eq!(c("http://a.com/x?#f"), "http://a.com/x");
+    }
+
+    #[test]
+    fn strips_trailing_dot_of_host() {
+        assert_eq!(c("http://a.com./x"), "http://a.com/x");
+        assert_eq!(c("http://a.com..:8080/"), "http://a.com:8080/");
+        assert!(canonicalize("http://./").is_err());
+    }
+
+    #[test]
+    fn resolves_dot_segments() {
+        assert_eq!(c("http://a.com/a/b/../c/./d"), "http://a.com/a/c/d");
+        assert_eq!(c("http://a.com/../../x"), "http://a.com/x");
+        assert_eq!(c("http://a.com/a/%2e%2E/b"), "http://a.com/b");
+    }
+
+    #[test]
+    fn normalises_percent_encoding() {
+        assert_eq!(
+            c("http://a.com/%7euser/%41b%2fc"),
+            "http://a.com/~user/Ab%2Fc"
+        );
+        assert_eq!(
+            c("http://a.com/x?q=%3d%3D%2d%5F"),
+            "http://a.com/x?q=%3D%3D-_"
+        );
+        assert_eq!(c("http://a.com/50%/%zz"), "http://a.com/50%/%zz");
+        assert_eq!(c("http://a.com/%"), "http://a.com/%");
+        assert_eq!(c("http://a.com/a%2"), "http://a.com/a%2");
+        assert_eq!(c("http://a.com/é?q=ü"), "http://a.com/%C3%A9?q=%C3%BC");
+        assert_eq!(c("http://a.com/a b"), "http://a.com/a%20b");
+    }
+
+    #[test]
+    fn idn_to_punycode() {
+        assert_eq!(c("http://Bücher.DE/"), "http://xn--bcher-kva.de/");
+        assert_eq!(c("http://xn--bcher-kva.de/"), "http://xn--bcher-kva.de/");
+    }
+
+    #[test]
+    fn ip_hosts() {
+        assert_eq!(c("http://[::1]:8080/x"), "http://[::1]:8080/x");
+        assert_eq!(c("http://[2001:DB8::0:1]/"), "http://[2001:db8::1]/");
+        assert_eq!(c("http://0x7f.1/"), "http://127.0.0.1/");
+        assert_eq!(c("http://1.2.3.4./"), "http://1.2.3.4/");
+    }
+
+    #[test]
+    fn rejects_other_schemes() {
+        for s in [
+            "javascript:alert(1)",
+            "mailto:a@b.c",
+            "data:text/html,hi",
+            "ftp://a.com/",
+        ] {
+            assert!(
+                matches!(canonicalize(s), Err(CanonError::UnsupportedScheme(_))),
+                "{s}"
+            );
+        }
+        let base = Url::parse("http://a.com/").unwrap();
+        assert!(matches!(
+            canonicalize_relative(&base, " JavaScript:void(0)"),
+            Err(CanonError::UnsupportedScheme(s)) if s == "javascript"
+        ));
+    }
+
+    #[test]
+    fn rejects_missing_host_and_garbage() {
+        assert!(canonicalize("http://").is_err());
+        assert!(canonicalize("/relative/only").is_err());
+        assert!(canonicalize("").is_err());
+    }
+
+    #[test]
+    fn too_long() {
+        let long = format!("http://a.com/{}", "a".repeat(MAX_URL_LEN));
+        assert!(matches!(canonicalize(&long), Err(CanonError::TooLong(n)) if n > MAX_URL_LEN));
+        let huge = format!("http://a.com/{}", "a".repeat(MAX_INPUT_LEN));
+        assert!(matches!(canonicalize(&huge), Err(CanonError::TooLong(_))));
+        let ok = format!("http://a.com/{}", "a".repeat(MAX_URL_LEN - 13));
+        assert_eq!(canonicalize(&ok).unwrap().as_str().len(), MAX_URL_LEN);
+    }
+
+    #[test]
+    fn relative_resolution() {
+        let b = "https://a.com/dir/page.html?x=1#top";
+        assert_eq!(rel(b, "other.html"), "https://a.com/dir/other.html");
+        assert_eq!(rel(b, "../up"), "https://a.com/up");
+        assert_eq!(rel(b, "../../../../up"), "https://a.com/up");
+        assert_eq!(rel(b, "/abs"), "https://a.com/abs");
+        assert_eq!(rel(b, "//B.com/x"), "https://b.com/x");
+        assert_eq!(rel(b, "?q=2"), "https://a.com/dir/page.html?q=2");
+        assert_eq!(rel(b, "#frag"), "https://a.com/dir/page.html?x=1");
+        assert_eq!(rel(b, ""), "https://a.com/dir/page.html?x=1");
+        assert_eq!(rel(b, "http://c.com"), "http://c.com/");
+        assert_eq!(rel(b, "  \n/p a\tth\r\n "), "https://a.com/p%20ath");
+        assert_eq!(rel(b, "\\back\\slash"), "https://a.com/back/slash");
+        assert!(rel(b, "mailto:x@y.z").starts_with("ERR"));
+        assert!(rel(b, "http://[::1").starts_with("ERR"));
+    }
+
+    #[test]
+    fn keys() {
+        let u = canonicalize("http://A.com/p/q?x=1").unwrap();
+        assert_eq!(authority_key(&u), "http://a.com:80");
+        assert_eq!(host_key(&u), "a.com");
+        assert_eq!(path_and_query(&u), "/p/q?x=1");
+        assert_eq!(robots_url(&u).as_str(), "http://a.com/robots.txt");
+
+        let u = canonicalize("https://[::1]:8443/x").unwrap();
+        assert_eq!(authority_key(&u), "https://[::1]:8443");
+        assert_eq!(host_key(&u), "[::1]");
+        assert_eq!(robots_url(&u).as_str(), "https://[::1]:8443/robots.txt");
+
+        let u = canonicalize("https://b.com").unwrap();
+        assert_eq!(authority_key(&u), "https://b.com:443");
+        assert_eq!(path_and_query(&u), "/");
+
+        let raw = Url::parse("http://u:p@c.com:81/a?b#c").unwrap();
+        assert_eq!(robots_url(&raw).as_str(), "http://c.com:81/robots.txt");
+    }
+
+    #[test]
+    fn idempotent() {
+        for s in [
+            "http://a.com/%7e/%2f?%41=%zz",
+            "HTTP://Bücher.de:80/a/../b?",
+            "https://[::1]/x#y",
+            "http://a.com/%2e%2E/x%2E",
+        ] {
+            let once = canonicalize(s).unwrap();
+            let twice = canonicalize(once.as_str()).unwrap();
+            assert_eq!(once, twice, "{s}");
+        }
+    }
+
+    #[test]
+    fn never_panics_on_nasty_inputs() {
+        let long_label = format!("http://{}.com/", "a".repeat(300));
+        let many_dots = format!("http://a.com/{}", "../".repeat(3000));
+        let nasty: Vec<String> = [
+            "",
+            " ",
+            "\0",
+            "%",
+            "%%%%",
+            "http:",
+            "http:/",
+            "http://",
+            "http:///x",
+            "http://:80",
+            "http://@/",
+            "http://a@b@c/",
+            "http://[",
+            "http://[::1",
+            "http://[::1]]/",
+            "http://[zz::]/",
+            "http://a.com:-1/",
+            "http://a.com:/",
+            "http://%00/",
+            "http://%zz/",
+            "http://xn--/",
+            "http://xn--a.com/",
+            "http://ab\u{200b}c.com/",
+            "http://\u{feff}/",
+            "http://a.com/\u{0}\u{1}\u{7f}",
+            "http://a.com/%ff%fe%00",
+            "http://a.com/?%",
+            "http://a.com/?%%2",
+            "http://.../",
+            "http://1.2.3.4.5/",
+            "http://999.999.999.999/",
+            "http://0xffffffffff/",
+            "https://a.com/\u{1F600}/%F0%9F%98%80",
+            "//no-scheme.com/",
+            "javascript:",
+            "data:,",
+            "file:///etc/passwd",
+            "blob:http://a.com/x",
+            "http://a.com\\@b.com/",
+            "\u{ffff}\u{fffe}",
+            "ht\ttp://a\n.com/",
+            "http://a.com/#\u{0}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([long_label, many_dots, "x".repeat(MAX_INPUT_LEN + 1)])
+        .collect();
+        let base = Url::parse("http://base.com/a/b").unwrap();
+        let mut ok = 0;
+        for s in &nasty {
+            for u in [canonicalize(s), canonicalize_relative(&base, s)]
+                .into_iter()
+                .flatten()
+            {
+                ok += 1;
+                assert!(matches!(u.scheme(), "http" | "https"));
+                assert!(u.fragment().is_none());
+                assert!(u.as_str().len() <= MAX_URL_LEN);
+                assert!(!host_key(&u).is_empty());
+                let _ = (authority_key(&u), robots_url(&u), path_and_query(&u));
+            }
+        }
+        assert!(ok > 0);
+    }
+}

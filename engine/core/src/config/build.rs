@@ -1,0 +1,164 @@
+//! The schema: which keys each section has, their types, bounds and cross-key checks, turning a
+//! [`Walker`] over the spanned document into a typed [`Config`]. Field order here is the key
+//! order of `Config::keys()`.
+
+use super::reader::{Section, Walker};
+use super::validate;
+use super::{
+    Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
+    ParserConfig, PolitenessConfig, SecurityConfig, ShutdownConfig, SupervisorConfig,
+};
+
+/// Builds the config from the document, recording every problem in the walker's sink.
+/// Bad or missing values take their defaults, so the result is only meaningful without errors.
+pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
+    Config {
+        crawl: crawl(&mut w.section("crawl")),
+        politeness: politeness(&mut w.section("politeness")),
+        fetch: fetch(&mut w.section("fetch")),
+        frontier: frontier(&mut w.section("frontier")),
+        output: output(&mut w.section("output")),
+        security: security(&mut w.section("security")),
+        supervisor: supervisor(&mut w.section("supervisor")),
+        parser: parser(&mut w.section("parser")),
+        shutdown: shutdown(&mut w.section("shutdown")),
+        observability: observability(&mut w.section("observability")),
+    }
+}
+
+fn crawl(s: &mut Section<'_, '_, '_, '_>) -> CrawlConfig {
+    let d = CrawlConfig::default();
+    CrawlConfig {
+        seeds: s.list("seeds", validate::seed_url),
+        max_pages: s.u64("max_pages", d.max_pages, 0),
+        max_depth: s.u32("max_depth", d.max_depth, 0),
+        scope: s.string("scope", d.scope, validate::scope),
+        include: s.list("include", validate::regex),
+        exclude: s.list("exclude", validate::regex),
+        user_agent: s.string("user_agent", d.user_agent, validate::user_agent),
+        respect_robots: s.bool("respect_robots", d.respect_robots),
+        robots_cache: s.secs("robots_cache_s", d.robots_cache, 0),
+        robots_retry: s.millis("robots_retry_ms", d.robots_retry, 1),
+        robots_max_attempts: s.u32("robots_max_attempts", d.robots_max_attempts, 1),
+        follow_sitemaps: s.bool("follow_sitemaps", d.follow_sitemaps),
+        sitemap_max_bytes: s.u64("sitemap_max_bytes", d.sitemap_max_bytes, 1),
+        sitemap_max_depth: s.u32("sitemap_max_depth", d.sitemap_max_depth, 0),
+        sitemap_max_urls: s.usize("sitemap_max_urls", d.sitemap_max_urls, 1),
+    }
+}
+
+fn politeness(s: &mut Section<'_, '_, '_, '_>) -> PolitenessConfig {
+    let d = PolitenessConfig::default();
+    let c = PolitenessConfig {
+        per_host_concurrency: s.u32("per_host_concurrency", d.per_host_concurrency, 1),
+        min_delay: s.millis("min_delay_ms", d.min_delay, 0),
+        honour_crawl_delay: s.bool("honour_crawl_delay", d.honour_crawl_delay),
+        max_crawl_delay: s.millis("max_crawl_delay_ms", d.max_crawl_delay, 0),
+        backoff_base: s.millis("backoff_base_ms", d.backoff_base, 0),
+        backoff_max: s.millis("backoff_max_ms", d.backoff_max, 0),
+    };
+    s.check_not_above(
+        "backoff_base_ms",
+        c.backoff_base.as_millis(),
+        "backoff_max_ms",
+        c.backoff_max.as_millis(),
+    );
+    c
+}
+
+fn fetch(s: &mut Section<'_, '_, '_, '_>) -> FetchConfig {
+    let d = FetchConfig::default();
+    let c = FetchConfig {
+        concurrency: s.u32("concurrency", d.concurrency, 1),
+        fetchers: s.u32("fetchers", d.fetchers, 0),
+        connect_timeout: s.millis("connect_timeout_ms", d.connect_timeout, 1),
+        header_timeout: s.millis("header_timeout_ms", d.header_timeout, 1),
+        idle_timeout: s.millis("idle_timeout_ms", d.idle_timeout, 1),
+        request_timeout: s.millis("request_timeout_ms", d.request_timeout, 1),
+        max_body_bytes: s.u64("max_body_bytes", d.max_body_bytes, 1),
+        max_redirects: s.u32("max_redirects", d.max_redirects, 0),
+        http2: s.bool("http2", d.http2),
+        max_retries: s.u32("max_retries", d.max_retries, 0),
+        retry_base: s.millis("retry_base_ms", d.retry_base, 0),
+        pool_idle_timeout: s.millis("pool_idle_timeout_ms", d.pool_idle_timeout, 0),
+        pool_max_idle_per_host: s.usize("pool_max_idle_per_host", d.pool_max_idle_per_host, 0),
+    };
+    let request = c.request_timeout.as_millis();
+    s.check_not_above(
+        "connect_timeout_ms",
+        c.connect_timeout.as_millis(),
+        "request_timeout_ms",
+        request,
+    );
+    s.check_not_above(
+        "header_timeout_ms",
+        c.header_timeout.as_millis(),
+        "request_timeout_ms",
+        request,
+    );
+    c
+}
+
+fn frontier(s: &mut Section<'_, '_, '_, '_>) -> FrontierConfig {
+    let d = FrontierConfig::default();
+    FrontierConfig {
+        data_dir: s.string("data_dir", d.data_dir, validate::path),
+        commit_interval: s.millis("commit_interval_ms", d.commit_interval, 1),
+        commit_max_ops: s.usize("commit_max_ops", d.commit_max_ops, 1),
+    }
+}
+
+fn output(s: &mut Section<'_, '_, '_, '_>) -> OutputConfig {
+    let d = OutputConfig::default();
+    OutputConfig {
+        jsonl: s.string("jsonl", d.jsonl, validate::path),
+    }
+}
+
+fn security(s: &mut Section<'_, '_, '_, '_>) -> SecurityConfig {
+    let d = SecurityConfig::default();
+    SecurityConfig {
+        allow_private_networks: s.bool("allow_private_networks", d.allow_private_networks),
+    }
+}
+
+fn supervisor(s: &mut Section<'_, '_, '_, '_>) -> SupervisorConfig {
+    let d = SupervisorConfig::default();
+    let c = SupervisorConfig {
+        max_attempts: s.u32("max_attempts", d.max_attempts, 1),
+        backoff_base: s.millis("backoff_base_ms", d.backoff_base, 0),
+        backoff_max: s.millis("backoff_max_ms", d.backoff_max, 0),
+        max_restarts: s.u32("max_restarts", d.max_restarts, 0),
+        restart_window: s.secs("restart_window_s", d.restart_window, 1),
+    };
+    s.check_not_above(
+        "backoff_base_ms",
+        c.backoff_base.as_millis(),
+        "backoff_max_ms",
+        c.backoff_max.as_millis(),
+    );
+    c
+}
+
+fn parser(s: &mut Section<'_, '_, '_, '_>) -> ParserConfig {
+    let d = ParserConfig::default();
+    ParserConfig {
+        threads: s.u32("threads", d.threads, 0),
+    }
+}
+
+fn shutdown(s: &mut Section<'_, '_, '_, '_>) -> ShutdownConfig {
+    let d = ShutdownConfig::default();
+    ShutdownConfig {
+        grace: s.millis("grace_ms", d.grace, 0),
+    }
+}
+
+fn observability(s: &mut Section<'_, '_, '_, '_>) -> ObservabilityConfig {
+    let d = ObservabilityConfig::default();
+    ObservabilityConfig {
+        log_level: s.string("log_level", d.log_level, validate::log_level),
+        log_format: s.string("log_format", d.log_format, validate::log_format),
+        progress_interval: s.secs("progress_interval_s", d.progress_interval, 1),
+    }
+}

@@ -1,0 +1,332 @@
+//! Tests of the loader's error reporting: every error kind at its exact line:column, unknown
+//! keys with suggestions, syntax errors, and several errors collected in one run.
+
+use super::tests::{errors, ok, only_error};
+use super::*;
+
+#[test]
+fn wrong_types_name_the_expected_type() {
+    let (l, c, m, k) = only_error("[crawl]\nmax_pages = \"10\"\n");
+    assert_eq!((l, c, k), (2, 1, ErrorKind::WrongType));
+    assert_eq!(m, "`crawl.max_pages`: expected an integer, found string");
+
+    let (l, c, m, _) = only_error("[fetch]\n  http2 = 1\n");
+    assert_eq!((l, c), (2, 3));
+    assert_eq!(m, "`fetch.http2`: expected a boolean, found integer");
+
+    let (l, c, m, _) = only_error("[politeness]\nmin_delay_ms = 1.5\n");
+    assert_eq!((l, c), (2, 1));
+    assert_eq!(
+        m,
+        "`politeness.min_delay_ms`: expected an integer, found float"
+    );
+
+    let (l, c, m, _) = only_error("[crawl]\nseeds = \"https://a.example/\"\n");
+    assert_eq!((l, c), (2, 1));
+    assert_eq!(
+        m,
+        "`crawl.seeds`: expected an array of strings, found string"
+    );
+
+    let (l, c, m, _) = only_error("[crawl]\nseeds = [\"https://a.example/\", 7]\n");
+    assert_eq!((l, c), (2, 32));
+    assert_eq!(m, "`crawl.seeds[1]`: expected a string, found integer");
+
+    let (l, c, m, _) = only_error("[observability]\nlog_level = true\n");
+    assert_eq!((l, c), (2, 1));
+    assert_eq!(
+        m,
+        "`observability.log_level`: expected a string, found boolean"
+    );
+
+    let (l, c, m, _) = only_error("fetch = 3\n");
+    assert_eq!((l, c), (1, 1));
+    assert_eq!(m, "`fetch`: expected a table, found integer");
+}
+
+#[test]
+fn bad_seed_urls_are_reported_at_the_element() {
+    let (l, c, m, k) = only_error("[crawl]\nseeds = [\"not a url\"]\n");
+    assert_eq!((l, c, k), (2, 10, ErrorKind::InvalidValue));
+    assert_eq!(
+        m,
+        "`crawl.seeds[0]`: invalid URL `not a url`: relative URL without a base"
+    );
+
+    let (l, c, m, _) = only_error(
+        "[crawl]\nseeds = [\n  \"https://ok.example/\",\n  \"ftp://files.example/\",\n]\n",
+    );
+    assert_eq!((l, c), (4, 3));
+    assert_eq!(
+        m,
+        "`crawl.seeds[1]`: URL `ftp://files.example/` must use http or https, found `ftp`"
+    );
+}
+
+#[test]
+fn bad_regex_carries_the_regex_error() {
+    let (l, c, m, k) = only_error("[crawl]\ninclude = [\"ok\"]\nexclude = [\"a(b\"]\n");
+    assert_eq!((l, c, k), (3, 12, ErrorKind::InvalidValue));
+    assert_eq!(m, "`crawl.exclude[0]`: invalid regex `a(b`: unclosed group");
+}
+
+#[test]
+fn zero_negative_and_out_of_range_numbers() {
+    let (l, c, m, k) = only_error("[fetch]\nconcurrency = 0\n");
+    assert_eq!((l, c, k), (2, 1, ErrorKind::InvalidValue));
+    assert_eq!(m, "`fetch.concurrency`: must be greater than 0, found 0");
+
+    let (l, c, m, _) = only_error("[frontier]\n\ncommit_interval_ms = 0\n");
+    assert_eq!((l, c), (3, 1));
+    assert_eq!(
+        m,
+        "`frontier.commit_interval_ms`: must be greater than 0, found 0"
+    );
+
+    let (_, _, m, _) = only_error("[crawl]\nmax_pages = -5\n");
+    assert_eq!(m, "`crawl.max_pages`: must not be negative, found -5");
+
+    let (_, _, m, _) = only_error("[crawl]\nmax_depth = 4294967296\n");
+    assert_eq!(
+        m,
+        "`crawl.max_depth`: must be at most 4294967295, found 4294967296"
+    );
+
+    let (_, _, m, _) = only_error("[shutdown]\ngrace_ms = 9223372036854775807\n");
+    assert_eq!(
+        m,
+        "`shutdown.grace_ms`: must be at most 315360000000, found 9223372036854775807"
+    );
+}
+
+#[test]
+fn min_above_max_pairs() {
+    let (l, c, m, k) = only_error(
+        "[fetch]\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 5000\nheader_timeout_ms = 900\n",
+    );
+    assert_eq!((l, c, k), (3, 1, ErrorKind::InvalidValue));
+    assert_eq!(
+        m,
+        "`fetch.connect_timeout_ms` (5000) must not exceed `fetch.request_timeout_ms` (1000)"
+    );
+
+    // Only the larger side is written: the error points at the key that is present.
+    let errs = errors("[fetch]\nrequest_timeout_ms = 5000\n");
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs.iter().all(|e| (e.line, e.column) == (2, 1)));
+    assert!(
+        errs[0]
+            .message
+            .starts_with("`fetch.connect_timeout_ms` (10000)")
+    );
+    assert!(
+        errs[1]
+            .message
+            .starts_with("`fetch.header_timeout_ms` (30000)")
+    );
+
+    let (l, c, m, _) = only_error("[politeness]\nbackoff_base_ms = 700000\n");
+    assert_eq!((l, c), (2, 1));
+    assert_eq!(
+        m,
+        "`politeness.backoff_base_ms` (700000) must not exceed `politeness.backoff_max_ms` (600000)"
+    );
+
+    let (_, _, m, _) = only_error("[supervisor]\nbackoff_base_ms = 10\nbackoff_max_ms = 5\n");
+    assert!(m.starts_with("`supervisor.backoff_base_ms` (10)"), "{m}");
+
+    // A rejected side does not produce a second, misleading pair error.
+    let (_, _, m, _) = only_error("[fetch]\nrequest_timeout_ms = 0\n");
+    assert_eq!(
+        m,
+        "`fetch.request_timeout_ms`: must be greater than 0, found 0"
+    );
+}
+
+#[test]
+fn unknown_enum_values_list_the_allowed_ones() {
+    let (l, c, m, k) = only_error("[crawl]\nscope = \"hosts\"\n");
+    assert_eq!((l, c, k), (2, 1, ErrorKind::InvalidValue));
+    assert_eq!(
+        m,
+        "`crawl.scope`: unknown value `hosts`, expected one of `host`, `domain`, `any`"
+    );
+    let (_, _, m, _) = only_error("[observability]\nlog_format = \"JSON\"\n");
+    assert_eq!(
+        m,
+        "`observability.log_format`: unknown value `JSON`, expected one of `auto`, `text`, `json`"
+    );
+    assert_eq!(ok("[crawl]\nscope = \"any\"\n").crawl.scope, ScopeMode::Any);
+    let c = ok("[observability]\nlog_format = \"text\"\n");
+    assert_eq!(c.observability.log_format, LogFormat::Text);
+    assert_eq!(c.observability.log_format.to_string(), "text");
+}
+
+#[test]
+fn string_value_checks() {
+    let (l, c, m, _) = only_error("[crawl]\nuser_agent = \"\"\n");
+    assert_eq!((l, c), (2, 1));
+    assert_eq!(m, "`crawl.user_agent`: must not be empty");
+    let (_, _, m, _) = only_error("[crawl]\nuser_agent = \"bot\\u00e9\"\n");
+    assert_eq!(
+        m,
+        "`crawl.user_agent`: must be printable ASCII, found 'é' at character 4"
+    );
+    let (_, _, m, _) = only_error("[crawl]\nuser_agent = \"bot\\n2\"\n");
+    assert!(m.contains("must be printable ASCII, found '\\n'"), "{m}");
+
+    let (_, _, m, _) = only_error("[frontier]\ndata_dir = \" \"\n");
+    assert_eq!(m, "`frontier.data_dir`: must not be empty");
+    let (_, _, m, _) = only_error("[output]\njsonl = \"\"\n");
+    assert_eq!(m, "`output.jsonl`: must not be empty");
+}
+
+#[test]
+fn log_level_is_checked_loosely() {
+    for good in [
+        "info",
+        "DEBUG",
+        "warn,crawl_core=debug",
+        "crawl_actors::fetcher=trace,info",
+        "crawl_core",
+        "h2=off",
+        "crawl[fetch{url}]=debug",
+        "info,",
+        "3",
+    ] {
+        let text = format!("[observability]\nlog_level = {good:?}\n");
+        assert_eq!(ok(&text).observability.log_level, good);
+    }
+    let cases = [
+        ("", "must not be empty (use a level such as `info`)"),
+        ("debg", "invalid log level `debg`; did you mean `debug`?"),
+        (
+            "crawl_core=loud",
+            "invalid log level `loud` in `crawl_core=loud`, expected one of `trace`, `debug`, `info`, `warn`, `error`, `off`",
+        ),
+        ("=info", "invalid log directive `=info`: missing target"),
+        ("a b", "invalid log directive `a b`"),
+    ];
+    for (bad, msg) in cases {
+        let text = format!("[observability]\nlog_level = {bad:?}\n");
+        let (l, c, m, k) = only_error(&text);
+        assert_eq!((l, c, k), (2, 1, ErrorKind::InvalidValue));
+        assert_eq!(m, format!("`observability.log_level`: {msg}"));
+    }
+}
+
+#[test]
+fn unknown_keys_get_suggestions() {
+    let (l, c, m, k) = only_error("[crawl]\nseeds = []\n  seedz = []\n");
+    assert_eq!((l, c, k), (3, 3, ErrorKind::UnknownKey));
+    assert_eq!(m, "unknown key `crawl.seedz`; did you mean `seeds`?");
+
+    let (_, _, m, _) = only_error("[politeness]\nmin_delay = 5\n");
+    assert_eq!(
+        m,
+        "unknown key `politeness.min_delay`; did you mean `min_delay_ms`?"
+    );
+
+    let (l, c, m, _) = only_error("\n[crawll]\nseeds = []\n");
+    assert_eq!((l, c), (2, 2));
+    assert_eq!(m, "unknown section `crawll`; did you mean `crawl`?");
+
+    // A key written in the wrong section points to the right one.
+    let (_, _, m, _) = only_error("[crawl]\nmax_body_bytes = 5\n");
+    assert_eq!(
+        m,
+        "unknown key `crawl.max_body_bytes`; did you mean `fetch.max_body_bytes`?"
+    );
+    let (_, _, m, _) = only_error("backoff_max_ms = 5\n");
+    assert_eq!(
+        m,
+        "unknown key `backoff_max_ms`; did you mean `politeness.backoff_max_ms` or `supervisor.backoff_max_ms`?"
+    );
+
+    // Nothing close: no hint.
+    let (_, _, m, _) = only_error("[fetch]\nquantum_flux = true\n");
+    assert_eq!(m, "unknown key `fetch.quantum_flux`");
+    let (_, _, m, _) = only_error("[crawl.extra]\nx = 1\n");
+    assert_eq!(m, "unknown key `crawl.extra`");
+}
+
+#[test]
+fn syntax_error_gives_one_positioned_error() {
+    let (l, c, m, k) = only_error("[crawl]\nmax_pages = 1\nmax_depth = \n");
+    assert_eq!((l, c, k), (3, 13, ErrorKind::Syntax));
+    assert!(m.starts_with("TOML syntax error: "), "{m}");
+
+    let (l, c, m, _) = only_error("[fetch]\nhttp2 = true\nhttp2 = false\n");
+    assert_eq!((l, c), (3, 1));
+    assert_eq!(m, "TOML syntax error: duplicate key");
+
+    let (l, c, _, _) = only_error("[crawl]\nseedz = 1\n[fetch\n");
+    assert_eq!((l, c), (3, 7));
+}
+
+#[test]
+fn several_errors_are_reported_together_in_order() {
+    let text = "\
+[fetch]
+concurrency = 0
+http2 = \"yes\"
+timeout_ms = 5
+
+[crawl]
+seeds = [\"https://ok.example/\", \"mailto:x@example.com\"]
+scope = \"planet\"
+include = [\"(\"]
+";
+    let err = Config::from_str(text, "dir/crawl.toml").expect_err("invalid");
+    assert_eq!(err.len(), 6);
+    assert!(!err.is_empty());
+    let positions: Vec<(usize, usize)> = err.iter().map(|e| (e.line, e.column)).collect();
+    assert_eq!(
+        positions,
+        [(2, 1), (3, 1), (4, 1), (7, 33), (8, 1), (9, 12)]
+    );
+    let kinds: Vec<ErrorKind> = (&err).into_iter().map(|e| e.kind).collect();
+    use ErrorKind::*;
+    assert_eq!(
+        kinds,
+        [
+            InvalidValue,
+            WrongType,
+            UnknownKey,
+            InvalidValue,
+            InvalidValue,
+            InvalidValue
+        ]
+    );
+    let shown = err.to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 6);
+    assert_eq!(
+        lines[0],
+        "dir/crawl.toml:2:1: `fetch.concurrency`: must be greater than 0, found 0"
+    );
+    assert_eq!(
+        lines[2],
+        "dir/crawl.toml:4:1: unknown key `fetch.timeout_ms`; did you mean `idle_timeout_ms`?"
+    );
+    assert!(lines[3].starts_with(
+        "dir/crawl.toml:7:33: `crawl.seeds[1]`: URL `mailto:x@example.com` must use http or https"
+    ));
+    assert!(lines.iter().all(|l| l.starts_with("dir/crawl.toml:")));
+}
+
+#[test]
+fn positions_for_dotted_keys_inline_tables_and_unicode() {
+    let (l, c, m, _) = only_error("fetch.concurrency = 0\n");
+    assert_eq!((l, c), (1, 7));
+    assert_eq!(m, "`fetch.concurrency`: must be greater than 0, found 0");
+
+    let (l, c, _, _) = only_error("fetch = { http2 = true, concurrency = 0 }\n");
+    assert_eq!((l, c), (1, 25));
+
+    // Columns count characters, not bytes.
+    let (l, c, _, _) = only_error("[crawl] # é\n\"é\" = 1\n");
+    assert_eq!((l, c), (2, 1));
+    let (l, c, _, _) = only_error("frontier = { data_dir = \"é\", commit_max_ops = 0 }\n");
+    assert_eq!((l, c), (1, 30));
+}

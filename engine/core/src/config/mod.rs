@@ -1,0 +1,401 @@
+//! Crawl configuration: the validated [`Config`] types with their defaults, and the loader
+//! that reads a TOML file and reports every problem at once, each as `path:line:col: message`.
+//!
+//! Loading parses into a spanned tree (`toml::de::DeTable`), walks the known schema collecting
+//! errors (`reader`, `build`, `validate`), then returns the typed `Config` only if none were found.
+//! Every key is optional; an empty file yields [`Config::default`].
+
+mod build;
+mod errors;
+mod reader;
+mod validate;
+
+#[cfg(test)]
+mod error_tests;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+pub use errors::{ConfigError, ConfigErrors, ErrorKind};
+
+use crate::scope::ScopeMode;
+
+/// The whole crawl configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    pub crawl: CrawlConfig,
+    pub politeness: PolitenessConfig,
+    pub fetch: FetchConfig,
+    pub frontier: FrontierConfig,
+    pub output: OutputConfig,
+    pub security: SecurityConfig,
+    pub supervisor: SupervisorConfig,
+    pub parser: ParserConfig,
+    pub shutdown: ShutdownConfig,
+    pub observability: ObservabilityConfig,
+}
+
+/// `[crawl]`: what to crawl.
+#[derive(Debug, Clone)]
+pub struct CrawlConfig {
+    /// Start URLs (http/https). May be empty in the file; the binary requires at least one seed.
+    pub seeds: Vec<url::Url>,
+    /// Stop after this many pages; 0 = no limit.
+    pub max_pages: u64,
+    /// Maximum link depth from a seed.
+    pub max_depth: u32,
+    /// Which discovered URLs are in scope relative to the seeds.
+    pub scope: ScopeMode,
+    /// If non-empty, a URL must match at least one of these.
+    pub include: Vec<regex::Regex>,
+    /// A URL matching any of these is skipped.
+    pub exclude: Vec<regex::Regex>,
+    /// User-Agent header and robots.txt product token source.
+    pub user_agent: String,
+    pub respect_robots: bool,
+    /// How long a fetched robots.txt stays valid (key `robots_cache_s`).
+    pub robots_cache: Duration,
+    /// First wait before re-fetching an unavailable robots.txt, doubled each time (`robots_retry_ms`).
+    pub robots_retry: Duration,
+    /// After this many unavailable answers the waiting URLs are recorded failed.
+    pub robots_max_attempts: u32,
+    pub follow_sitemaps: bool,
+    pub sitemap_max_bytes: u64,
+    /// Maximum sitemap-index nesting.
+    pub sitemap_max_depth: u32,
+    /// Maximum URLs taken from one sitemap.
+    pub sitemap_max_urls: usize,
+}
+
+/// Regexes compare by pattern text.
+impl PartialEq for CrawlConfig {
+    fn eq(&self, other: &Self) -> bool {
+        fn pats(v: &[regex::Regex]) -> Vec<&str> {
+            v.iter().map(regex::Regex::as_str).collect()
+        }
+        self.seeds == other.seeds
+            && self.max_pages == other.max_pages
+            && self.max_depth == other.max_depth
+            && self.scope == other.scope
+            && pats(&self.include) == pats(&other.include)
+            && pats(&self.exclude) == pats(&other.exclude)
+            && self.user_agent == other.user_agent
+            && self.respect_robots == other.respect_robots
+            && self.robots_cache == other.robots_cache
+            && self.robots_retry == other.robots_retry
+            && self.robots_max_attempts == other.robots_max_attempts
+            && self.follow_sitemaps == other.follow_sitemaps
+            && self.sitemap_max_bytes == other.sitemap_max_bytes
+            && self.sitemap_max_depth == other.sitemap_max_depth
+            && self.sitemap_max_urls == other.sitemap_max_urls
+    }
+}
+
+/// Default User-Agent.
+pub const DEFAULT_USER_AGENT: &str =
+    "crawl-engine/0.1 (+https://github.com/crawl-engine/crawl-engine)";
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        Self {
+            seeds: Vec::new(),
+            max_pages: 0,
+            max_depth: 16,
+            scope: ScopeMode::Host,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+            respect_robots: true,
+            robots_cache: Duration::from_secs(86_400),
+            robots_retry: Duration::from_millis(30_000),
+            robots_max_attempts: 5,
+            follow_sitemaps: true,
+            sitemap_max_bytes: 52_428_800,
+            sitemap_max_depth: 2,
+            sitemap_max_urls: 50_000,
+        }
+    }
+}
+
+/// `[politeness]`: per-host pacing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolitenessConfig {
+    /// Requests in flight per host (>= 1).
+    pub per_host_concurrency: u32,
+    /// Minimum gap between requests to one host (`min_delay_ms`).
+    pub min_delay: Duration,
+    /// Obey robots.txt Crawl-delay (capped by `max_crawl_delay`).
+    pub honour_crawl_delay: bool,
+    pub max_crawl_delay: Duration,
+    /// Pause after a 429/503 without Retry-After, doubled each time.
+    pub backoff_base: Duration,
+    /// Cap of that pause; also caps Retry-After.
+    pub backoff_max: Duration,
+}
+
+impl Default for PolitenessConfig {
+    fn default() -> Self {
+        Self {
+            per_host_concurrency: 1,
+            min_delay: Duration::from_millis(1_000),
+            honour_crawl_delay: true,
+            max_crawl_delay: Duration::from_millis(30_000),
+            backoff_base: Duration::from_millis(2_000),
+            backoff_max: Duration::from_millis(600_000),
+        }
+    }
+}
+
+/// `[fetch]`: the HTTP client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchConfig {
+    /// Requests in flight overall (>= 1).
+    pub concurrency: u32,
+    /// Fetcher actors; 0 = one per CPU.
+    pub fetchers: u32,
+    pub connect_timeout: Duration,
+    /// Request sent -> response headers.
+    pub header_timeout: Duration,
+    /// Longest gap between body bytes.
+    pub idle_timeout: Duration,
+    /// Whole request.
+    pub request_timeout: Duration,
+    /// Limit on decoded body bytes (> 0).
+    pub max_body_bytes: u64,
+    pub max_redirects: u32,
+    pub http2: bool,
+    /// Retries for transient errors and 429/503.
+    pub max_retries: u32,
+    pub retry_base: Duration,
+    pub pool_idle_timeout: Duration,
+    pub pool_max_idle_per_host: usize,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 64,
+            fetchers: 0,
+            connect_timeout: Duration::from_millis(10_000),
+            header_timeout: Duration::from_millis(30_000),
+            idle_timeout: Duration::from_millis(30_000),
+            request_timeout: Duration::from_millis(120_000),
+            max_body_bytes: 10_485_760,
+            max_redirects: 5,
+            http2: true,
+            max_retries: 3,
+            retry_base: Duration::from_millis(1_000),
+            pool_idle_timeout: Duration::from_millis(30_000),
+            pool_max_idle_per_host: 8,
+        }
+    }
+}
+
+/// `[frontier]`: the persistent URL store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrontierConfig {
+    pub data_dir: PathBuf,
+    /// Group-commit window (>= 1 ms).
+    pub commit_interval: Duration,
+    /// Operations that force a commit (>= 1).
+    pub commit_max_ops: usize,
+}
+
+impl Default for FrontierConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("crawl-data"),
+            commit_interval: Duration::from_millis(50),
+            commit_max_ops: 4_096,
+        }
+    }
+}
+
+/// `[output]`: where records go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputConfig {
+    pub jsonl: PathBuf,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self {
+            jsonl: PathBuf::from("crawl.jsonl"),
+        }
+    }
+}
+
+/// `[security]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SecurityConfig {
+    /// Allow loopback/private/link-local addresses (off by default: SSRF protection).
+    pub allow_private_networks: bool,
+}
+
+/// `[supervisor]`: actor restarts and poison URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorConfig {
+    /// A URL whose handler panicked this many times is recorded failed (reason poison).
+    pub max_attempts: u32,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// More than this many restarts of one child within `restart_window` stops the crawl.
+    pub max_restarts: u32,
+    pub restart_window: Duration,
+}
+
+impl Default for SupervisorConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            backoff_base: Duration::from_millis(100),
+            backoff_max: Duration::from_millis(30_000),
+            max_restarts: 20,
+            restart_window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// `[parser]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ParserConfig {
+    /// Parser threads; 0 = one per CPU.
+    pub threads: u32,
+}
+
+/// `[shutdown]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownConfig {
+    /// Time allowed for in-flight work after a stop request.
+    pub grace: Duration,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self {
+            grace: Duration::from_millis(10_000),
+        }
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Chosen at startup from whether stderr is a terminal.
+    #[default]
+    Auto,
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Auto => "auto",
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
+impl fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `[observability]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservabilityConfig {
+    /// EnvFilter-style directives, e.g. `info` or `warn,crawl_core=debug`.
+    pub log_level: String,
+    pub log_format: LogFormat,
+    /// Progress log-line interval when stderr is not a TTY.
+    pub progress_interval: Duration,
+}
+
+impl Default for ObservabilityConfig {
+    fn default() -> Self {
+        Self {
+            log_level: "info".to_owned(),
+            log_format: LogFormat::Auto,
+            progress_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Every dotted key name, computed once by walking an empty document through the schema.
+static KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let empty = toml::de::DeTable::new();
+    let mut walker = reader::Walker::new(errors::Sink::new("", ""), &empty);
+    let _ = build::build(&mut walker);
+    walker.dotted_keys()
+});
+
+impl Config {
+    /// Reads and validates a config file. Relative `frontier.data_dir` and `output.jsonl`
+    /// (given or default) are resolved against the file's directory.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigErrors> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| errors::io_error(&origin, &e))?;
+        let mut config = Self::from_str(&text, &origin)?;
+        if let Some(base) = path.parent() {
+            let resolve = |p: &mut PathBuf| {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            };
+            resolve(&mut config.frontier.data_dir);
+            resolve(&mut config.output.jsonl);
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates TOML text; `origin` names it in error messages. Paths stay as given.
+    pub fn from_str(text: &str, origin: &str) -> Result<Config, ConfigErrors> {
+        let mut sink = errors::Sink::new(origin, text);
+        let root = match toml::de::DeTable::parse(text) {
+            Ok(root) => root,
+            Err(e) => {
+                let pos = sink.pos(e.span().map_or(0, |s| s.start));
+                sink.push(
+                    pos,
+                    ErrorKind::Syntax,
+                    format!("TOML syntax error: {}", e.message()),
+                );
+                return Err(sink.into_errors());
+            }
+        };
+        let mut walker = reader::Walker::new(sink, root.get_ref());
+        let config = build::build(&mut walker);
+        walker.check_unknown();
+        let sink = walker.into_sink();
+        if sink.has_errors() {
+            Err(sink.into_errors())
+        } else {
+            Ok(config)
+        }
+    }
+
+    /// Appends a seed (e.g. from `--seed`), skipping exact duplicates.
+    pub fn add_seed(&mut self, url: url::Url) {
+        if !self.crawl.seeds.contains(&url) {
+            self.crawl.seeds.push(url);
+        }
+    }
+
+    /// Every dotted key the file may contain, e.g. `crawl.seeds`, `fetch.connect_timeout_ms`.
+    pub fn keys() -> Vec<&'static str> {
+        KEYS.iter().map(String::as_str).collect()
+    }
+}
+
+/// Every dotted key the file may contain (same as [`Config::keys`]).
+pub fn keys() -> Vec<&'static str> {
+    Config::keys()
+}

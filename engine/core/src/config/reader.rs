@@ -1,0 +1,329 @@
+//! Walks the spanned TOML tree (`toml::de::DeTable`) section by section, converting values to
+//! typed settings and recording every problem with its key's position. The keys a section asks
+//! for form the schema, so unknown keys are exactly those nobody asked for.
+
+use std::time::Duration;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::errors::{ErrorKind, Pos, Sink};
+use super::validate::closest;
+
+/// Longest duration accepted anywhere (ten years), so that `Instant + d` can never overflow.
+const MAX_DURATION_SECS: u64 = 10 * 365 * 24 * 3600;
+
+/// State shared by all sections of one document.
+pub(super) struct Walker<'a, 't, 'i> {
+    sink: Sink<'a>,
+    root: &'t DeTable<'i>,
+    /// Sections in the order they were asked for, each with the keys asked for.
+    schema: Vec<(&'static str, Vec<&'static str>)>,
+}
+
+impl<'a, 't, 'i> Walker<'a, 't, 'i> {
+    pub(super) fn new(sink: Sink<'a>, root: &'t DeTable<'i>) -> Self {
+        Self {
+            sink,
+            root,
+            schema: Vec::new(),
+        }
+    }
+
+    /// Opens a section; a present but non-table value is reported and the section's defaults apply.
+    pub(super) fn section<'w>(&'w mut self, name: &'static str) -> Section<'w, 'a, 't, 'i> {
+        self.schema.push((name, Vec::new()));
+        let mut table = None;
+        if let Some((k, v)) = self.root.get_key_value(name) {
+            match v.get_ref() {
+                DeValue::Table(t) => table = Some(t),
+                other => {
+                    let pos = self.sink.pos(k.span().start);
+                    let found = other.type_str();
+                    self.sink.push(
+                        pos,
+                        ErrorKind::WrongType,
+                        format!("`{name}`: expected a table, found {found}"),
+                    );
+                }
+            }
+        }
+        Section {
+            walker: self,
+            name,
+            table,
+            failed: Vec::new(),
+        }
+    }
+
+    /// The dotted names of every key asked for so far.
+    pub(super) fn dotted_keys(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (section, keys) in &self.schema {
+            for key in keys {
+                out.push(format!("{section}.{key}"));
+            }
+        }
+        out
+    }
+
+    /// Reports every section and key present in the document that the schema does not know.
+    pub(super) fn check_unknown(&mut self) {
+        let root = self.root;
+        for (k, v) in root.iter() {
+            let name: &str = k.get_ref();
+            let Some((_, keys)) = self.schema.iter().find(|(s, _)| *s == name) else {
+                let pos = self.sink.pos(k.span().start);
+                let hint = self.hint(name, self.schema.iter().map(|(s, _)| *s));
+                let what = if v.get_ref().is_table() {
+                    "section"
+                } else {
+                    "key"
+                };
+                self.sink.push(
+                    pos,
+                    ErrorKind::UnknownKey,
+                    format!("unknown {what} `{name}`{hint}"),
+                );
+                continue;
+            };
+            let DeValue::Table(table) = v.get_ref() else {
+                continue; // already reported as a wrong type
+            };
+            let keys = keys.clone();
+            for (key, _) in table.iter() {
+                let key_name: &str = key.get_ref();
+                if keys.contains(&key_name) {
+                    continue;
+                }
+                let pos = self.sink.pos(key.span().start);
+                let hint = self.hint(key_name, keys.iter().copied());
+                self.sink.push(
+                    pos,
+                    ErrorKind::UnknownKey,
+                    format!("unknown key `{name}.{key_name}`{hint}"),
+                );
+            }
+        }
+    }
+
+    /// "; did you mean `x`?" from a close name at the same level, else from the same key in
+    /// other sections; empty when nothing fits.
+    fn hint<'s>(&self, name: &str, same_level: impl Iterator<Item = &'s str>) -> String {
+        if let Some(best) = closest(name, same_level) {
+            return format!("; did you mean `{best}`?");
+        }
+        let elsewhere: Vec<String> = self
+            .schema
+            .iter()
+            .filter(|(_, keys)| keys.contains(&name))
+            .map(|(section, _)| format!("`{section}.{name}`"))
+            .collect();
+        if elsewhere.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean {}?", elsewhere.join(" or "))
+        }
+    }
+
+    pub(super) fn into_sink(self) -> Sink<'a> {
+        self.sink
+    }
+}
+
+/// One section of the document; every getter returns the default when the key is absent or bad.
+pub(super) struct Section<'w, 'a, 't, 'i> {
+    walker: &'w mut Walker<'a, 't, 'i>,
+    name: &'static str,
+    table: Option<&'t DeTable<'i>>,
+    /// Keys whose value was rejected (cross-key checks skip them).
+    failed: Vec<&'static str>,
+}
+
+impl<'t, 'i> Section<'_, '_, 't, 'i> {
+    fn entry(&mut self, key: &'static str) -> Option<(Pos, &'t Spanned<DeValue<'i>>)> {
+        if let Some((_, keys)) = self.walker.schema.last_mut() {
+            keys.push(key);
+        }
+        let (k, v) = self.table?.get_key_value(key)?;
+        Some((self.walker.sink.pos(k.span().start), v))
+    }
+
+    /// Position of a key if it is present in the document.
+    fn key_pos(&self, key: &str) -> Option<Pos> {
+        let (k, _) = self.table?.get_key_value(key)?;
+        Some(self.walker.sink.pos(k.span().start))
+    }
+
+    fn fail(&mut self, key: &'static str, pos: Pos, kind: ErrorKind, msg: &str) {
+        self.failed.push(key);
+        let name = self.name;
+        self.walker
+            .sink
+            .push(pos, kind, format!("`{name}.{key}`: {msg}"));
+    }
+
+    fn wrong_type(&mut self, key: &'static str, pos: Pos, expected: &str, found: &DeValue<'_>) {
+        let msg = format!("expected {expected}, found {}", found.type_str());
+        self.fail(key, pos, ErrorKind::WrongType, &msg);
+    }
+
+    pub(super) fn bool(&mut self, key: &'static str, default: bool) -> bool {
+        let Some((pos, v)) = self.entry(key) else {
+            return default;
+        };
+        match v.get_ref() {
+            DeValue::Boolean(b) => *b,
+            other => {
+                self.wrong_type(key, pos, "a boolean", other);
+                default
+            }
+        }
+    }
+
+    /// An integer in `min..=max`.
+    pub(super) fn int(&mut self, key: &'static str, default: u64, min: u64, max: u64) -> u64 {
+        let Some((pos, v)) = self.entry(key) else {
+            return default;
+        };
+        let int = match v.get_ref() {
+            DeValue::Integer(int) => int,
+            other => {
+                self.wrong_type(key, pos, "an integer", other);
+                return default;
+            }
+        };
+        let Ok(n) = i128::from_str_radix(int.as_str(), int.radix()) else {
+            self.fail(key, pos, ErrorKind::InvalidValue, "integer out of range");
+            return default;
+        };
+        let msg = if n < i128::from(min) {
+            if min == 1 {
+                format!("must be greater than 0, found {n}")
+            } else if n < 0 {
+                format!("must not be negative, found {n}")
+            } else {
+                format!("must be at least {min}, found {n}")
+            }
+        } else if n > i128::from(max) {
+            format!("must be at most {max}, found {n}")
+        } else {
+            return u64::try_from(n).unwrap_or(default);
+        };
+        self.fail(key, pos, ErrorKind::InvalidValue, &msg);
+        default
+    }
+
+    pub(super) fn u64(&mut self, key: &'static str, default: u64, min: u64) -> u64 {
+        self.int(key, default, min, u64::MAX)
+    }
+
+    pub(super) fn u32(&mut self, key: &'static str, default: u32, min: u32) -> u32 {
+        let n = self.int(key, default.into(), min.into(), u32::MAX.into());
+        u32::try_from(n).unwrap_or(default)
+    }
+
+    pub(super) fn usize(&mut self, key: &'static str, default: usize, min: usize) -> usize {
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let max = as_u64(usize::MAX);
+        let n = self.int(key, as_u64(default), as_u64(min), max);
+        usize::try_from(n).unwrap_or(default)
+    }
+
+    /// A duration given in milliseconds, at least `min_ms`.
+    pub(super) fn millis(&mut self, key: &'static str, default: Duration, min_ms: u64) -> Duration {
+        let d = u64::try_from(default.as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(self.int(key, d, min_ms, MAX_DURATION_SECS * 1000))
+    }
+
+    /// A duration given in whole seconds, at least `min_s`.
+    pub(super) fn secs(&mut self, key: &'static str, default: Duration, min_s: u64) -> Duration {
+        Duration::from_secs(self.int(key, default.as_secs(), min_s, MAX_DURATION_SECS))
+    }
+
+    /// A string converted by `parse`; its error text is reported at the key.
+    pub(super) fn string<T>(
+        &mut self,
+        key: &'static str,
+        default: T,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> T {
+        let Some((pos, v)) = self.entry(key) else {
+            return default;
+        };
+        let DeValue::String(s) = v.get_ref() else {
+            self.wrong_type(key, pos, "a string", v.get_ref());
+            return default;
+        };
+        match parse(s) {
+            Ok(t) => t,
+            Err(msg) => {
+                self.fail(key, pos, ErrorKind::InvalidValue, &msg);
+                default
+            }
+        }
+    }
+
+    /// An array of strings, each converted by `parse`; element problems are reported at the
+    /// element. Only the accepted elements are returned.
+    pub(super) fn list<T>(
+        &mut self,
+        key: &'static str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Vec<T> {
+        let Some((pos, v)) = self.entry(key) else {
+            return Vec::new();
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            self.wrong_type(key, pos, "an array of strings", v.get_ref());
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_pos = self.walker.sink.pos(item.span().start);
+            let name = self.name;
+            let (kind, msg) = match item.get_ref() {
+                DeValue::String(s) => match parse(s) {
+                    Ok(t) => {
+                        out.push(t);
+                        continue;
+                    }
+                    Err(msg) => (ErrorKind::InvalidValue, msg),
+                },
+                other => (
+                    ErrorKind::WrongType,
+                    format!("expected a string, found {}", other.type_str()),
+                ),
+            };
+            self.failed.push(key);
+            self.walker
+                .sink
+                .push(item_pos, kind, format!("`{name}.{key}[{i}]`: {msg}"));
+        }
+        out
+    }
+
+    /// Reports `low_key > high_key` at `low_key` (or at `high_key` when only that one is
+    /// written), unless either value was already rejected.
+    pub(super) fn check_not_above(
+        &mut self,
+        low_key: &'static str,
+        low: u128,
+        high_key: &'static str,
+        high: u128,
+    ) {
+        if low <= high || self.failed.contains(&low_key) || self.failed.contains(&high_key) {
+            return;
+        }
+        let pos = self
+            .key_pos(low_key)
+            .or_else(|| self.key_pos(high_key))
+            .unwrap_or(Pos::START);
+        let name = self.name;
+        self.walker.sink.push(
+            pos,
+            ErrorKind::InvalidValue,
+            format!("`{name}.{low_key}` ({low}) must not exceed `{name}.{high_key}` ({high})"),
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! Tests of the configuration loader: defaults, every key, the key list and the documented
+//! root `config.toml`, file loading; shared helpers for `error_tests`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::*;
+
+pub(super) const ORIGIN: &str = "test.toml";
+
+pub(super) fn errors(text: &str) -> Vec<ConfigError> {
+    match Config::from_str(text, ORIGIN) {
+        Ok(c) => panic!("expected errors, got {c:?}"),
+        Err(e) => e.into_vec(),
+    }
+}
+
+/// The only error of `text`, as `line:col: message`.
+pub(super) fn only_error(text: &str) -> (usize, usize, String, ErrorKind) {
+    let errs = errors(text);
+    assert_eq!(errs.len(), 1, "expected one error, got {errs:?}");
+    let e = &errs[0];
+    assert_eq!(e.origin, ORIGIN);
+    (e.line, e.column, e.message.clone(), e.kind)
+}
+
+pub(super) fn ok(text: &str) -> Config {
+    match Config::from_str(text, ORIGIN) {
+        Ok(c) => c,
+        Err(e) => panic!("unexpected errors:\n{e}"),
+    }
+}
+
+#[test]
+fn empty_file_gives_all_defaults() {
+    let c = ok("");
+    assert_eq!(c, Config::default());
+    assert_eq!(ok("# only a comment\n\n[crawl]\n"), Config::default());
+    assert!(c.crawl.seeds.is_empty());
+    assert_eq!(c.crawl.max_pages, 0);
+    assert_eq!(c.crawl.max_depth, 16);
+    assert_eq!(c.crawl.scope, ScopeMode::Host);
+    assert_eq!(c.crawl.user_agent, DEFAULT_USER_AGENT);
+    assert!(c.crawl.respect_robots && c.crawl.follow_sitemaps);
+    assert_eq!(c.crawl.robots_cache, Duration::from_secs(86_400));
+    assert_eq!(c.crawl.robots_retry, Duration::from_secs(30));
+    assert_eq!(c.crawl.robots_max_attempts, 5);
+    assert_eq!(c.crawl.sitemap_max_bytes, 52_428_800);
+    assert_eq!(c.crawl.sitemap_max_depth, 2);
+    assert_eq!(c.crawl.sitemap_max_urls, 50_000);
+    assert_eq!(c.politeness.per_host_concurrency, 1);
+    assert_eq!(c.politeness.min_delay, Duration::from_secs(1));
+    assert_eq!(c.politeness.backoff_max, Duration::from_secs(600));
+    assert_eq!(c.fetch.concurrency, 64);
+    assert_eq!(c.fetch.request_timeout, Duration::from_secs(120));
+    assert_eq!(c.fetch.max_body_bytes, 10_485_760);
+    assert_eq!(c.fetch.pool_max_idle_per_host, 8);
+    assert_eq!(c.frontier.data_dir, PathBuf::from("crawl-data"));
+    assert_eq!(c.frontier.commit_interval, Duration::from_millis(50));
+    assert_eq!(c.frontier.commit_max_ops, 4096);
+    assert_eq!(c.output.jsonl, PathBuf::from("crawl.jsonl"));
+    assert!(!c.security.allow_private_networks);
+    assert_eq!(c.supervisor.max_attempts, 3);
+    assert_eq!(c.supervisor.restart_window, Duration::from_secs(60));
+    assert_eq!(c.parser.threads, 0);
+    assert_eq!(c.shutdown.grace, Duration::from_secs(10));
+    assert_eq!(c.observability.log_level, "info");
+    assert_eq!(c.observability.log_format, LogFormat::Auto);
+    assert_eq!(c.observability.progress_interval, Duration::from_secs(10));
+}
+
+/// Every key set to a non-default value.
+const ALL_KEYS: &str = r#"
+[crawl]
+seeds = ["https://example.com/", "http://example.org/a?b=1"]
+max_pages = 1_000
+max_depth = 3
+scope = "domain"
+include = ["^https://example\\.com/"]
+exclude = ['\.pdf$', "/private/"]
+user_agent = "testbot/1.0"
+respect_robots = false
+robots_cache_s = 600
+robots_retry_ms = 250
+robots_max_attempts = 2
+follow_sitemaps = false
+sitemap_max_bytes = 0x400
+sitemap_max_depth = 1
+sitemap_max_urls = 10
+
+[politeness]
+per_host_concurrency = 2
+min_delay_ms = 5
+honour_crawl_delay = false
+max_crawl_delay_ms = 7
+backoff_base_ms = 11
+backoff_max_ms = 13
+
+[fetch]
+concurrency = 8
+fetchers = 2
+connect_timeout_ms = 100
+header_timeout_ms = 200
+idle_timeout_ms = 300
+request_timeout_ms = 400
+max_body_bytes = 500
+max_redirects = 0
+http2 = false
+max_retries = 1
+retry_base_ms = 9
+pool_idle_timeout_ms = 0
+pool_max_idle_per_host = 0
+
+[frontier]
+data_dir = "/var/lib/crawl"
+commit_interval_ms = 1
+commit_max_ops = 16
+
+[output]
+jsonl = "out/records.jsonl"
+
+[security]
+allow_private_networks = true
+
+[supervisor]
+max_attempts = 1
+backoff_base_ms = 1
+backoff_max_ms = 2
+max_restarts = 0
+restart_window_s = 5
+
+[parser]
+threads = 3
+
+[shutdown]
+grace_ms = 0
+
+[observability]
+log_level = "warn,crawl_core=debug,crawl_actors::fetcher=trace"
+log_format = "json"
+progress_interval_s = 1
+"#;
+
+#[test]
+fn every_key_is_parsed() {
+    let c = ok(ALL_KEYS);
+    let ms = Duration::from_millis;
+    let k = &c.crawl;
+    let seeds: Vec<&str> = k.seeds.iter().map(url::Url::as_str).collect();
+    assert_eq!(seeds, ["https://example.com/", "http://example.org/a?b=1"]);
+    assert_eq!(
+        (k.max_pages, k.max_depth, k.scope),
+        (1000, 3, ScopeMode::Domain)
+    );
+    assert_eq!(k.include.len(), 1);
+    assert!(k.include[0].is_match("https://example.com/x"));
+    let excl: Vec<&str> = k.exclude.iter().map(regex::Regex::as_str).collect();
+    assert_eq!(excl, [r"\.pdf$", "/private/"]);
+    assert_eq!(k.user_agent, "testbot/1.0");
+    assert!(!k.respect_robots && !k.follow_sitemaps);
+    assert_eq!(k.robots_cache, Duration::from_secs(600));
+    assert_eq!((k.robots_retry, k.robots_max_attempts), (ms(250), 2));
+    assert_eq!(k.sitemap_max_bytes, 1024);
+    assert_eq!((k.sitemap_max_depth, k.sitemap_max_urls), (1, 10));
+
+    let p = &c.politeness;
+    assert_eq!(
+        p,
+        &PolitenessConfig {
+            per_host_concurrency: 2,
+            min_delay: ms(5),
+            honour_crawl_delay: false,
+            max_crawl_delay: ms(7),
+            backoff_base: ms(11),
+            backoff_max: ms(13),
+        }
+    );
+    assert_eq!(
+        c.fetch,
+        FetchConfig {
+            concurrency: 8,
+            fetchers: 2,
+            connect_timeout: ms(100),
+            header_timeout: ms(200),
+            idle_timeout: ms(300),
+            request_timeout: ms(400),
+            max_body_bytes: 500,
+            max_redirects: 0,
+            http2: false,
+            max_retries: 1,
+            retry_base: ms(9),
+            pool_idle_timeout: ms(0),
+            pool_max_idle_per_host: 0,
+        }
+    );
+    assert_eq!(
+        c.frontier,
+        FrontierConfig {
+            data_dir: PathBuf::from("/var/lib/crawl"),
+            commit_interval: ms(1),
+            commit_max_ops: 16,
+        }
+    );
+    assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
+    assert!(c.security.allow_private_networks);
+    assert_eq!(
+        c.supervisor,
+        SupervisorConfig {
+            max_attempts: 1,
+            backoff_base: ms(1),
+            backoff_max: ms(2),
+            max_restarts: 0,
+            restart_window: Duration::from_secs(5),
+        }
+    );
+    assert_eq!(c.parser.threads, 3);
+    assert_eq!(c.shutdown.grace, Duration::ZERO);
+    assert_eq!(
+        c.observability,
+        ObservabilityConfig {
+            log_level: "warn,crawl_core=debug,crawl_actors::fetcher=trace".to_owned(),
+            log_format: LogFormat::Json,
+            progress_interval: Duration::from_secs(1),
+        }
+    );
+}
+
+/// Dotted names of every key in a TOML text (two levels: section.key).
+fn dotted_keys_of(text: &str) -> BTreeSet<String> {
+    let root = toml::de::DeTable::parse(text).expect("valid toml");
+    let mut out = BTreeSet::new();
+    for (section, value) in root.get_ref().iter() {
+        if let Some(table) = value.get_ref().as_table() {
+            for (key, _) in table.iter() {
+                out.insert(format!("{}.{}", section.get_ref(), key.get_ref()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn keys_list_matches_schema_and_full_example() {
+    let keys = Config::keys();
+    assert_eq!(keys, super::keys());
+    let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+    assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
+    assert_eq!(keys.len(), 49);
+    assert_eq!(keys[0], "crawl.seeds");
+    assert!(keys.contains(&"fetch.connect_timeout_ms"));
+    assert!(keys.contains(&"observability.progress_interval_s"));
+    // The every-key example really covers every key (and nothing else).
+    assert_eq!(dotted_keys_of(ALL_KEYS), set);
+}
+
+#[test]
+fn root_config_toml_parses_and_documents_every_key() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config.toml");
+    let text = std::fs::read_to_string(path).expect("read config.toml");
+    let present = dotted_keys_of(&text);
+    for key in Config::keys() {
+        assert!(present.contains(key), "config.toml lacks `{key}`");
+        let bare = key.rsplit('.').next().unwrap_or(key);
+        // Each key line is preceded by a comment stating its default.
+        let lines: Vec<&str> = text.lines().collect();
+        let idx = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{bare} =")))
+            .unwrap_or_else(|| panic!("no line for {key}"));
+        assert!(
+            idx > 0 && lines[idx - 1].starts_with('#'),
+            "{key} has no comment"
+        );
+    }
+    assert_eq!(present.len(), Config::keys().len());
+    let comments = text.lines().filter(|l| l.contains("Default:")).count();
+    assert!(comments >= Config::keys().len(), "{comments} default notes");
+
+    let c = Config::from_file(std::path::Path::new(path)).expect("config.toml is valid");
+    let mut expected = Config::default();
+    expected.security.allow_private_networks = true;
+    expected.politeness.min_delay = Duration::ZERO;
+    expected.politeness.per_host_concurrency = 4;
+    let base = std::path::Path::new(path).parent().expect("parent");
+    expected.frontier.data_dir = base.join(".demo/crawl-data");
+    expected.output.jsonl = base.join(".demo/crawl.jsonl");
+    assert_eq!(c, expected);
+}
+
+#[test]
+fn from_file_resolves_relative_paths_and_reports_io_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crawl.toml");
+    std::fs::write(
+        &path,
+        "[frontier]\ndata_dir = \"state\"\n[output]\njsonl = \"/abs/out.jsonl\"\n",
+    )
+    .expect("write");
+    let c = Config::from_file(&path).expect("valid");
+    assert_eq!(c.frontier.data_dir, dir.path().join("state"));
+    assert_eq!(c.output.jsonl, PathBuf::from("/abs/out.jsonl"));
+
+    // from_str keeps them as written.
+    let c = ok("[frontier]\ndata_dir = \"state\"\n");
+    assert_eq!(c.frontier.data_dir, PathBuf::from("state"));
+
+    std::fs::write(&path, "[crawl]\nmax_depth = \"x\"\n").expect("write");
+    let err = Config::from_file(&path).expect_err("invalid");
+    let origin = path.display().to_string();
+    assert_eq!(
+        err.to_string(),
+        format!("{origin}:2:1: `crawl.max_depth`: expected an integer, found string")
+    );
+
+    let missing = dir.path().join("missing.toml");
+    let err = Config::from_file(&missing).expect_err("missing");
+    assert_eq!(err.len(), 1);
+    let e = err.iter().next().expect("one");
+    assert_eq!(e.kind, ErrorKind::Io);
+    assert_eq!(e.origin, missing.display().to_string());
+    assert!(
+        e.message.starts_with("cannot read config file: "),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn add_seed_appends_without_duplicates() {
+    let mut c = ok("[crawl]\nseeds = [\"https://a.example/\"]\n");
+    c.add_seed(url::Url::parse("https://b.example/").expect("url"));
+    c.add_seed(url::Url::parse("https://a.example/").expect("url"));
+    let seeds: Vec<&str> = c.crawl.seeds.iter().map(url::Url::as_str).collect();
+    assert_eq!(seeds, ["https://a.example/", "https://b.example/"]);
+}
+
+#[test]
+fn hostile_inputs_never_panic() {
+    for text in [
+        "\u{feff}[crawl]\n",
+        "[crawl]\nseeds = [[\"x\"]]\n",
+        "[crawl]\nmax_pages = 0xFFFFFFFFFFFFFFFF\n",
+        "[[crawl]]\nseeds = []\n",
+        "crawl.seeds.x = 1\n",
+        "[crawl]\nrespect_robots = 1979-05-27\n",
+        "\0",
+        "[observability]\nlog_level = \"[\"\n",
+    ] {
+        let _ = Config::from_str(text, ORIGIN);
+    }
+    let errs = errors("[[crawl]]\nseeds = []\n");
+    assert_eq!(errs[0].message, "`crawl`: expected a table, found array");
+}

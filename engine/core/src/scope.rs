@@ -1,0 +1,338 @@
+//! Crawl scope: decides whether a discovered URL belongs to the crawl.
+//!
+//! A [`ScopePolicy`] combines a scope mode (same host, same registrable domain, or anything),
+//! include/exclude regular expressions matched against the full URL string, and a maximum link
+//! depth. Registrable domains (eTLD+1) come from the public suffix list via `psl`.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use regex::Regex;
+use url::Url;
+
+/// Which hosts count as in scope, relative to the seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeMode {
+    /// Only the exact hosts of the seeds.
+    Host,
+    /// Any host under the registrable domain (eTLD+1) of a seed.
+    Domain,
+    /// Every host.
+    Any,
+}
+
+/// The result of [`ScopePolicy::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeVerdict {
+    /// Crawl it.
+    InScope,
+    /// The host is outside the seeds' hosts or domains.
+    OutOfScope,
+    /// Rejected by an exclude pattern, or no include pattern matched.
+    Filtered,
+    /// Deeper than the maximum depth.
+    TooDeep,
+}
+
+/// Scope rules for one crawl.
+#[derive(Debug, Clone)]
+pub struct ScopePolicy {
+    mode: ScopeMode,
+    hosts: HashSet<String>,
+    domains: HashSet<String>,
+    include: Vec<Regex>,
+    exclude: Vec<Regex>,
+    max_depth: u32,
+}
+
+impl ScopePolicy {
+    /// Builds a policy from the seeds and filters.
+    pub fn new(
+        mode: ScopeMode,
+        seeds: &[Url],
+        include: Vec<Regex>,
+        exclude: Vec<Regex>,
+        max_depth: u32,
+    ) -> Self {
+        let mut policy = ScopePolicy {
+            mode,
+            hosts: HashSet::new(),
+            domains: HashSet::new(),
+            include,
+            exclude,
+            max_depth,
+        };
+        for seed in seeds {
+            policy.add_seed(seed);
+        }
+        policy
+    }
+
+    /// Adds a seed's host and registrable domain to the scope.
+    pub fn add_seed(&mut self, seed: &Url) {
+        let Some(host) = seed.host_str().map(normalize_host) else {
+            return;
+        };
+        if host.is_empty() {
+            return;
+        }
+        self.domains.insert(domain_or_host(&host));
+        self.hosts.insert(host);
+    }
+
+    /// Checks `url` found at link depth `depth` (seeds are depth 0).
+    ///
+    /// Order: depth, then host/domain scope, then exclude/include patterns.
+    pub fn check(&self, url: &Url, depth: u32) -> ScopeVerdict {
+        if depth > self.max_depth {
+            return ScopeVerdict::TooDeep;
+        }
+        if !self.in_scope(url) {
+            return ScopeVerdict::OutOfScope;
+        }
+        let s = url.as_str();
+        if self.exclude.iter().any(|re| re.is_match(s)) {
+            return ScopeVerdict::Filtered;
+        }
+        if !self.include.is_empty() && !self.include.iter().any(|re| re.is_match(s)) {
+            return ScopeVerdict::Filtered;
+        }
+        ScopeVerdict::InScope
+    }
+
+    fn in_scope(&self, url: &Url) -> bool {
+        match self.mode {
+            ScopeMode::Any => true,
+            ScopeMode::Host | ScopeMode::Domain => {
+                let Some(host) = url.host_str().map(normalize_host) else {
+                    return false;
+                };
+                if self.mode == ScopeMode::Host {
+                    self.hosts.contains(&host)
+                } else {
+                    self.domains.contains(&domain_or_host(&host))
+                }
+            }
+        }
+    }
+}
+
+/// The registrable domain (eTLD+1) of `host`, via the public suffix list.
+///
+/// IP literals (with or without IPv6 brackets) and single-label hosts return the host itself.
+/// A host that is itself a public suffix (`co.uk`) returns `None`.
+pub fn registrable_domain(host: &str) -> Option<String> {
+    let host = normalize_host(host);
+    if host.is_empty() {
+        return None;
+    }
+    let unbracketed = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(&host);
+    if unbracketed.parse::<IpAddr>().is_ok() || !host.contains('.') {
+        return Some(host);
+    }
+    psl::domain_str(&host).map(str::to_string)
+}
+
+/// The registrable domain, or the host itself when it has none (public suffix hosts).
+fn domain_or_host(host: &str) -> String {
+    registrable_domain(host).unwrap_or_else(|| host.to_string())
+}
+
+fn normalize_host(host: &str) -> String {
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize as _;
+    use serde::de::IntoDeserializer;
+
+    fn u(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    fn policy(mode: ScopeMode, seeds: &[&str]) -> ScopePolicy {
+        let seeds: Vec<Url> = seeds.iter().map(|s| u(s)).collect();
+        ScopePolicy::new(mode, &seeds, vec![], vec![], 5)
+    }
+
+    #[test]
+    fn registrable_domains() {
+        assert_eq!(
+            registrable_domain("www.example.com").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(
+            registrable_domain("a.b.example.co.uk").as_deref(),
+            Some("example.co.uk")
+        );
+        assert_eq!(
+            registrable_domain("example.co.uk").as_deref(),
+            Some("example.co.uk")
+        );
+        assert_eq!(registrable_domain("co.uk"), None);
+        assert_eq!(registrable_domain("uk"), Some("uk".to_string()));
+        assert_eq!(
+            registrable_domain("localhost").as_deref(),
+            Some("localhost")
+        );
+        assert_eq!(
+            registrable_domain("127.0.0.1").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(registrable_domain("[::1]").as_deref(), Some("[::1]"));
+        assert_eq!(registrable_domain("::1").as_deref(), Some("::1"));
+        assert_eq!(
+            registrable_domain("WWW.Example.COM.").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(
+            registrable_domain("xn--bcher-kva.de").as_deref(),
+            Some("xn--bcher-kva.de")
+        );
+        assert_eq!(registrable_domain(""), None);
+    }
+
+    #[test]
+    fn host_mode_exact_hosts_only() {
+        let p = policy(
+            ScopeMode::Host,
+            &["http://www.a.com/start", "https://b.org/"],
+        );
+        assert_eq!(p.check(&u("https://www.a.com/x"), 1), ScopeVerdict::InScope);
+        assert_eq!(p.check(&u("http://b.org:8080/"), 1), ScopeVerdict::InScope);
+        assert_eq!(p.check(&u("http://a.com/"), 1), ScopeVerdict::OutOfScope);
+        assert_eq!(
+            p.check(&u("http://blog.a.com/"), 1),
+            ScopeVerdict::OutOfScope
+        );
+        assert_eq!(p.check(&u("http://c.net/"), 0), ScopeVerdict::OutOfScope);
+    }
+
+    #[test]
+    fn domain_mode_includes_subdomains() {
+        let p = policy(
+            ScopeMode::Domain,
+            &["http://www.a.com/", "http://shop.example.co.uk/"],
+        );
+        assert_eq!(p.check(&u("http://a.com/"), 1), ScopeVerdict::InScope);
+        assert_eq!(
+            p.check(&u("http://deep.blog.a.com/"), 1),
+            ScopeVerdict::InScope
+        );
+        assert_eq!(
+            p.check(&u("http://example.co.uk/"), 1),
+            ScopeVerdict::InScope
+        );
+        assert_eq!(
+            p.check(&u("http://other.co.uk/"), 1),
+            ScopeVerdict::OutOfScope
+        );
+        assert_eq!(
+            p.check(&u("http://a.com.evil.net/"), 1),
+            ScopeVerdict::OutOfScope
+        );
+        assert_eq!(p.check(&u("http://nota.com/"), 1), ScopeVerdict::OutOfScope);
+    }
+
+    #[test]
+    fn domain_mode_public_suffix_and_ip_seeds() {
+        let p = policy(
+            ScopeMode::Domain,
+            &["http://github.io/", "http://10.0.0.1:8080/"],
+        );
+        assert_eq!(p.check(&u("http://github.io/x"), 0), ScopeVerdict::InScope);
+        assert_eq!(
+            p.check(&u("http://someone.github.io/"), 1),
+            ScopeVerdict::OutOfScope
+        );
+        assert_eq!(p.check(&u("http://10.0.0.1/"), 1), ScopeVerdict::InScope);
+        assert_eq!(p.check(&u("http://10.0.0.2/"), 1), ScopeVerdict::OutOfScope);
+        let p6 = policy(ScopeMode::Domain, &["http://[::1]/"]);
+        assert_eq!(p6.check(&u("http://[::1]:81/"), 1), ScopeVerdict::InScope);
+        assert_eq!(p6.check(&u("http://[::2]/"), 1), ScopeVerdict::OutOfScope);
+    }
+
+    #[test]
+    fn any_mode_and_add_seed() {
+        let p = policy(ScopeMode::Any, &[]);
+        assert_eq!(
+            p.check(&u("http://whatever.example/"), 3),
+            ScopeVerdict::InScope
+        );
+        let mut p = policy(ScopeMode::Host, &[]);
+        assert_eq!(p.check(&u("http://a.com/"), 0), ScopeVerdict::OutOfScope);
+        p.add_seed(&u("http://a.com/"));
+        assert_eq!(p.check(&u("http://a.com/x"), 0), ScopeVerdict::InScope);
+    }
+
+    #[test]
+    fn depth_then_scope_then_filters() {
+        let seeds = [u("http://a.com/")];
+        let p = ScopePolicy::new(
+            ScopeMode::Host,
+            &seeds,
+            vec![Regex::new(r"^https?://a\.com/(docs|blog)/").unwrap()],
+            vec![
+                Regex::new(r"\.pdf$").unwrap(),
+                Regex::new(r"[?&]sessionid=").unwrap(),
+            ],
+            2,
+        );
+        assert_eq!(p.check(&u("http://a.com/docs/x"), 2), ScopeVerdict::InScope);
+        assert_eq!(p.check(&u("http://a.com/docs/x"), 3), ScopeVerdict::TooDeep);
+        assert_eq!(p.check(&u("http://b.com/docs/x"), 3), ScopeVerdict::TooDeep);
+        assert_eq!(
+            p.check(&u("http://b.com/docs/x"), 1),
+            ScopeVerdict::OutOfScope
+        );
+        assert_eq!(
+            p.check(&u("http://a.com/docs/x.pdf"), 1),
+            ScopeVerdict::Filtered
+        );
+        assert_eq!(
+            p.check(&u("http://a.com/blog/?sessionid=1"), 1),
+            ScopeVerdict::Filtered
+        );
+        assert_eq!(p.check(&u("http://a.com/shop/"), 1), ScopeVerdict::Filtered);
+    }
+
+    #[test]
+    fn exclude_only_filters() {
+        let seeds = [u("http://a.com/")];
+        let p = ScopePolicy::new(
+            ScopeMode::Domain,
+            &seeds,
+            vec![],
+            vec![Regex::new("/private/").unwrap()],
+            10,
+        );
+        assert_eq!(
+            p.check(&u("http://x.a.com/public/"), 0),
+            ScopeVerdict::InScope
+        );
+        assert_eq!(
+            p.check(&u("http://x.a.com/private/"), 0),
+            ScopeVerdict::Filtered
+        );
+    }
+
+    #[test]
+    fn scope_mode_deserializes_lowercase() {
+        let de = |s: &'static str| {
+            ScopeMode::deserialize(
+                IntoDeserializer::<serde::de::value::Error>::into_deserializer(s),
+            )
+        };
+        assert_eq!(de("host").unwrap(), ScopeMode::Host);
+        assert_eq!(de("domain").unwrap(), ScopeMode::Domain);
+        assert_eq!(de("any").unwrap(), ScopeMode::Any);
+        assert!(de("Host").is_err());
+        assert!(de("subdomain").is_err());
+    }
+}
