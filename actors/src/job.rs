@@ -80,9 +80,16 @@ pub enum JobResult {
     Robots(RobotsOutcome),
     Sitemap(SitemapOutcome),
     /// No HTTP answer.
-    FetchFailed { reason: Reason, detail: String, retryable: bool },
+    FetchFailed {
+        reason: Reason,
+        detail: String,
+        retryable: bool,
+    },
     /// A handler panicked while holding this job.
-    Panicked { stage: &'static str, detail: String },
+    Panicked {
+        stage: &'static str,
+        detail: String,
+    },
 }
 
 /// Fault injection for tests: panic in a stage when the URL contains a marker. Off unless set.
@@ -139,8 +146,16 @@ mod tests {
         assert_eq!(f.panic_in_parser.as_deref(), Some("/poison/"));
         assert_eq!(f.panic_in_fetcher.as_deref(), Some("boom"));
         assert_eq!(Faults::parse(""), Faults::default());
-        let caught = std::panic::catch_unwind(|| Faults::maybe_panic(&f.panic_in_parser, "http://a/poison/1"));
-        assert_eq!(panic_text(caught.unwrap_err().as_ref()), "injected fault for http://a/poison/1");
-        assert!(std::panic::catch_unwind(|| Faults::maybe_panic(&f.panic_in_parser, "http://a/ok")).is_ok());
+        let caught = std::panic::catch_unwind(|| {
+            Faults::maybe_panic(&f.panic_in_parser, "http://a/poison/1")
+        });
+        assert_eq!(
+            panic_text(caught.unwrap_err().as_ref()),
+            "injected fault for http://a/poison/1"
+        );
+        assert!(
+            std::panic::catch_unwind(|| Faults::maybe_panic(&f.panic_in_parser, "http://a/ok"))
+                .is_ok()
+        );
     }
 }

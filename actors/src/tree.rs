@@ -36,11 +36,15 @@ pub struct Tree {
     pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
     /// What recovery found.
     pub recovery: RecoveryReport,
+    pub stopper: TreeStopper,
+}
+
+/// Stops the tree's arbiter threads (after the crawl ended).
+pub struct TreeStopper {
     arbiters: Vec<Arbiter>,
 }
 
-impl Tree {
-    /// Stops the arbiter threads (after the crawl ended).
+impl TreeStopper {
     pub fn stop(self) {
         for a in self.arbiters {
             a.stop();
@@ -63,7 +67,9 @@ fn workers(configured: u32) -> usize {
     if configured > 0 {
         configured as usize
     } else {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
     }
 }
 
@@ -156,8 +162,15 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         commit_max_ops: config.frontier.commit_max_ops,
     };
     let lines = writer.lines();
-    let mut crawl =
-        Crawl::new(settings, scope.clone(), HostQueues::new(policy), Box::new(store), recovered, lines, now);
+    let mut crawl = Crawl::new(
+        settings,
+        scope.clone(),
+        HostQueues::new(policy),
+        Box::new(store),
+        recovered,
+        lines,
+        now,
+    );
     for seed in &config.crawl.seeds {
         crawl.add_seed(seed, now);
     }
@@ -195,9 +208,15 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     let sup = sup_ctx.address();
     let sched_ctx = Context::<Scheduler>::new();
     let me = sched_ctx.address();
-    let (ps, pf, sched_r, sup_r) = (parse_settings, faults.clone(), me.clone().recipient(), sup.clone().recipient());
-    let parser =
-        SyncArbiter::start(parser_threads, move || Parser::new(ps.clone(), sched_r.clone(), sup_r.clone(), pf.clone()));
+    let (ps, pf, sched_r, sup_r) = (
+        parse_settings,
+        faults.clone(),
+        me.clone().recipient(),
+        sup.clone().recipient(),
+    );
+    let parser = SyncArbiter::start(parser_threads, move || {
+        Parser::new(ps.clone(), sched_r.clone(), sup_r.clone(), pf.clone())
+    });
     let (parser_r, sched_r) = (parser.recipient(), me.clone().recipient());
     let factory: FetcherFactory = Arc::new(move |i, sup_r| {
         crate::fetcher::Fetcher::new(
@@ -211,11 +230,24 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     });
     let mut supervisor = Supervisor::new(restart, handles, factory, done_tx);
     supervisor.set_scheduler(me.clone());
-    let fetchers: Vec<_> =
-        (0..n_fetchers).filter_map(|i| supervisor.start_fetcher(i, sup.clone().recipient())).collect();
-    sched_ctx.run(Scheduler::new(crawl, fetchers, sink, sup.clone().recipient(), commit_interval));
+    let fetchers: Vec<_> = (0..n_fetchers)
+        .filter_map(|i| supervisor.start_fetcher(i, sup.clone().recipient()))
+        .collect();
+    sched_ctx.run(Scheduler::new(
+        crawl,
+        fetchers,
+        sink,
+        sup.clone().recipient(),
+        commit_interval,
+    ));
     sup_ctx.run(supervisor);
     let mut arbiters = arbiters;
     arbiters.push(sink_arbiter);
-    Ok(Tree { supervisor: sup, scheduler: me, done: done_rx, recovery: report, arbiters })
+    Ok(Tree {
+        supervisor: sup,
+        scheduler: me,
+        done: done_rx,
+        recovery: report,
+        stopper: TreeStopper { arbiters },
+    })
 }

@@ -1,1 +1,16 @@
-//! engine
+//! crawl-engine: the binary's library half — command line, config loading, signals, progress and summary, and
+//! the wiring that starts the actor tree ([`crawl_actors::tree`]) and waits for the crawl to end.
+//!
+//! # Layout
+//! - [`cli`]: arguments. [`run`]: load and check the config, run the crawl. [`progress`]: bar or log lines.
+//! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process. [`error`]: exit statuses.
+
+pub mod cli;
+pub mod error;
+pub mod progress;
+pub mod run;
+pub mod summary;
+pub mod usage;
+
+pub use error::EngineError;
+pub use run::{Options, load_config, run_crawl};

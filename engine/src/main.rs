@@ -1,1 +1,89 @@
-fn main() {}
+//! `crawl-engine --config config.toml`: crawls from the seeds and exits 0 when the frontier is empty or a limit is
+//! reached, 2 on bad usage or config, 1 on a fatal runtime error.
+
+use clap::Parser as _;
+use crawl_actors::job::Faults;
+use crawl_engine::cli::Cli;
+use crawl_engine::progress::Mode;
+use crawl_engine::{EngineError, Options, load_config, run_crawl};
+use crawl_observability::{Format, TelemetryConfig};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match real_main(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("crawl-engine: {e:#}");
+            let code = e
+                .downcast_ref::<EngineError>()
+                .map(EngineError::exit_code)
+                .unwrap_or(1);
+            ExitCode::from(code as u8)
+        }
+    }
+}
+
+fn real_main(cli: &Cli) -> anyhow::Result<()> {
+    let config_path = cli.config.clone().or_else(|| {
+        let p = std::path::PathBuf::from("config.toml");
+        p.exists().then_some(p)
+    });
+    let config = load_config(config_path.as_deref(), &cli.seeds)?;
+    if cli.check {
+        println!(
+            "{}: ok ({} seed{}, data_dir {}, output {})",
+            config_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "defaults".into()),
+            config.crawl.seeds.len(),
+            if config.crawl.seeds.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            config.frontier.data_dir.display(),
+            config.output.jsonl.display()
+        );
+        return Ok(());
+    }
+    let format = match config.observability.log_format {
+        crawl_core::config::LogFormat::Auto => Format::Auto,
+        crawl_core::config::LogFormat::Text => Format::Text,
+        crawl_core::config::LogFormat::Json => Format::Json,
+    };
+    let _guard = crawl_observability::init(&TelemetryConfig {
+        log_level: config.observability.log_level.clone(),
+        format,
+    })
+    .map_err(EngineError::from)?;
+    let progress = if cli.no_progress {
+        None
+    } else if std::io::stderr().is_terminal() {
+        Some(Mode::Bar)
+    } else {
+        Some(Mode::Log {
+            every: config.observability.progress_interval,
+        })
+    };
+    let faults = std::env::var("CRAWL_ENGINE_FAULTS")
+        .map(|s| Faults::parse(&s))
+        .unwrap_or_default();
+    if faults != Faults::default() {
+        tracing::warn!(faults = ?faults, "fault injection is on (CRAWL_ENGINE_FAULTS)");
+    }
+    let opts = Options {
+        progress,
+        faults,
+        handle_signals: true,
+        extra_roots: Vec::new(),
+    };
+    let summary = run_crawl(&config, opts)?;
+    print!("{}", summary.render());
+    if let Some(p) = &cli.summary_json {
+        std::fs::write(p, serde_json::to_vec_pretty(&summary.to_json())?)?;
+    }
+    Ok(())
+}

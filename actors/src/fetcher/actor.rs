@@ -11,7 +11,9 @@ use crate::job::{Faults, Job, JobResult, panic_text};
 use crate::parser::messages::Parse;
 use crate::scheduler::messages::JobDone;
 use crate::supervisor::messages::{ChildFailed, ChildId};
-use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture};
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture,
+};
 use crawl_core::frontier::JobKind;
 use crawl_core::record::Reason;
 use crawl_core::robots::MAX_ROBOTS_REDIRECTS;
@@ -38,7 +40,14 @@ impl Fetcher {
         supervisor: Recipient<ChildFailed>,
         faults: Arc<Faults>,
     ) -> Fetcher {
-        Fetcher { index, client, parser, scheduler, supervisor, faults }
+        Fetcher {
+            index,
+            client,
+            parser,
+            scheduler,
+            supervisor,
+            faults,
+        }
     }
 }
 
@@ -81,15 +90,25 @@ async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
     match result {
         Ok(response) => Step::Parse(Parse { job, response }),
         Err(e) => {
-            let result =
-                JobResult::FetchFailed { reason: reason_of(&e), detail: e.to_string(), retryable: e.is_retryable() };
-            Step::Done(JobDone { job: job.id, result })
+            let result = JobResult::FetchFailed {
+                reason: reason_of(&e),
+                detail: e.to_string(),
+                retryable: e.is_retryable(),
+            };
+            Step::Done(JobDone {
+                job: job.id,
+                result,
+            })
         }
     }
 }
 
 /// GET that follows up to `max` redirects (robots.txt, RFC 9309 2.3.1.2).
-async fn get_following(client: &HttpClient, mut url: url::Url, max: u32) -> Result<RawResponse, FetchError> {
+async fn get_following(
+    client: &HttpClient,
+    mut url: url::Url,
+    max: u32,
+) -> Result<RawResponse, FetchError> {
     let mut hops = 0;
     loop {
         let resp = client.get(&url, None).await?;
@@ -115,14 +134,24 @@ impl Handler<Fetch> for Fetcher {
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) {
         let id = msg.job.id;
         let url = msg.job.entry.url.clone();
-        let fut = AssertUnwindSafe(run_job(self.client.clone(), msg.job, self.faults.clone())).catch_unwind();
+        let fut = AssertUnwindSafe(run_job(self.client.clone(), msg.job, self.faults.clone()))
+            .catch_unwind();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
             Ok(Step::Parse(p)) => act.parser.do_send(p),
             Ok(Step::Done(d)) => act.scheduler.do_send(d),
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());
-                tracing::error!(fetcher = act.index, url, detail, "fetcher panicked; stopping it");
-                act.supervisor.do_send(ChildFailed { child: ChildId::Fetcher(act.index), job: Some(id), detail });
+                tracing::error!(
+                    fetcher = act.index,
+                    url,
+                    detail,
+                    "fetcher panicked; stopping it"
+                );
+                act.supervisor.do_send(ChildFailed {
+                    child: ChildId::Fetcher(act.index),
+                    job: Some(id),
+                    detail,
+                });
                 ctx.stop();
             }
         }));

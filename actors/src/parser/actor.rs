@@ -27,7 +27,12 @@ impl Parser {
         supervisor: Recipient<ChildFailed>,
         faults: Arc<Faults>,
     ) -> Parser {
-        Parser { settings, scheduler, supervisor, faults }
+        Parser {
+            settings,
+            scheduler,
+            supervisor,
+            faults,
+        }
     }
 }
 
@@ -52,8 +57,18 @@ impl Handler<Parse> for Parser {
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());
                 tracing::error!(url = %job.entry.url, detail, "parser panicked; restarting it");
-                self.scheduler.do_send(JobDone { job: id, result: JobResult::Panicked { stage: "parser", detail: detail.clone() } });
-                self.supervisor.do_send(ChildFailed { child: ChildId::Parser, job: Some(id), detail });
+                self.scheduler.do_send(JobDone {
+                    job: id,
+                    result: JobResult::Panicked {
+                        stage: "parser",
+                        detail: detail.clone(),
+                    },
+                });
+                self.supervisor.do_send(ChildFailed {
+                    child: ChildId::Parser,
+                    job: Some(id),
+                    detail,
+                });
                 ctx.stop();
             }
         }

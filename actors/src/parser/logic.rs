@@ -52,7 +52,12 @@ fn is_html(content_type: Option<&str>) -> bool {
     match content_type {
         None => true, // sniffing is out of scope; treat untyped bodies as HTML, as browsers mostly do
         Some(ct) => {
-            let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let mime = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             mime == "text/html" || mime == "application/xhtml+xml"
         }
     }
@@ -66,7 +71,11 @@ fn judge(settings: &ParseSettings, url: &url::Url, depth: u32) -> FoundLink {
     }
 }
 
-fn decode(resp: &RawResponse, raw: bytes::Bytes, limit: u64) -> Result<bytes::Bytes, (Reason, String)> {
+fn decode(
+    resp: &RawResponse,
+    raw: bytes::Bytes,
+    limit: u64,
+) -> Result<bytes::Bytes, (Reason, String)> {
     decode_body(header(resp, http::header::CONTENT_ENCODING), raw, limit).map_err(|e| match e {
         DecodeError::TooLarge { .. } => (Reason::TooLarge, e.to_string()),
         other => (Reason::Decode, other.to_string()),
@@ -113,8 +122,12 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
                 out.noindex = page.meta_noindex;
                 if !page.meta_nofollow {
                     let depth = job.entry.depth + 1;
-                    out.links =
-                        page.links.iter().filter(|l| !l.nofollow).map(|l| judge(settings, &l.url, depth)).collect();
+                    out.links = page
+                        .links
+                        .iter()
+                        .filter(|l| !l.nofollow)
+                        .map(|l| judge(settings, &l.url, depth))
+                        .collect();
                 }
             }
             Err(e) => {
@@ -132,15 +145,21 @@ pub fn process_robots(settings: &ParseSettings, resp: RawResponse) -> RobotsOutc
             // Robots::parse reads at most MAX_ROBOTS_BYTES of whatever it is given.
             let limit = (MAX_ROBOTS_BYTES as u64).max(settings.max_body_bytes);
             match decode(&resp, resp.body.clone(), limit) {
-                Ok(body) => RobotsOutcome::Rules(Arc::new(Robots::parse(&body, &settings.user_agent))),
+                Ok(body) => {
+                    RobotsOutcome::Rules(Arc::new(Robots::parse(&body, &settings.user_agent)))
+                }
                 Err((_, detail)) => RobotsOutcome::Unavailable { detail },
             }
         }
-        StatusClass::AllowAll => RobotsOutcome::AllowAll { status: resp.status },
-        StatusClass::Redirect => {
-            RobotsOutcome::Unavailable { detail: format!("robots.txt redirect not followed (status {})", resp.status) }
-        }
-        StatusClass::Unavailable => RobotsOutcome::Unavailable { detail: format!("robots.txt status {}", resp.status) },
+        StatusClass::AllowAll => RobotsOutcome::AllowAll {
+            status: resp.status,
+        },
+        StatusClass::Redirect => RobotsOutcome::Unavailable {
+            detail: format!("robots.txt redirect not followed (status {})", resp.status),
+        },
+        StatusClass::Unavailable => RobotsOutcome::Unavailable {
+            detail: format!("robots.txt status {}", resp.status),
+        },
     }
 }
 
@@ -161,13 +180,20 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
     match parse_sitemap(&body, settings.sitemap_max_urls) {
         Ok(parsed) => {
             if parsed.truncated {
-                out.error = Some(format!("more than {} urls; the rest ignored", settings.sitemap_max_urls));
+                out.error = Some(format!(
+                    "more than {} urls; the rest ignored",
+                    settings.sitemap_max_urls
+                ));
             }
             for loc in parsed.locs {
-                let Ok(u) = canon::canonicalize(&loc) else { continue };
+                let Ok(u) = canon::canonicalize(&loc) else {
+                    continue;
+                };
                 match parsed.kind {
                     SitemapKind::Index => out.sitemaps.push(u.as_str().to_owned()),
-                    SitemapKind::UrlSet | SitemapKind::Text => out.pages.push(judge(settings, &u, 1)),
+                    SitemapKind::UrlSet | SitemapKind::Text => {
+                        out.pages.push(judge(settings, &u, 1))
+                    }
                 }
             }
         }

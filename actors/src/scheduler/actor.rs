@@ -10,7 +10,8 @@ use crate::sink::Sink;
 use crate::sink::messages::WriteRecords;
 use crate::supervisor::messages::CrawlFinished;
 use actix::{
-    Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient, SpawnHandle, WrapFuture,
+    Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
+    SpawnHandle, WrapFuture,
 };
 use std::time::{Duration, Instant};
 
@@ -178,7 +179,8 @@ impl Handler<FetcherDown> for Scheduler {
         if let Some(slot) = self.fetchers.get_mut(msg.index) {
             *slot = None;
         }
-        self.crawl.fetcher_down(msg.index, msg.panicked, &msg.detail, Instant::now());
+        self.crawl
+            .fetcher_down(msg.index, msg.panicked, &msg.detail, Instant::now());
         self.after(ctx);
     }
 }
@@ -201,11 +203,18 @@ impl Handler<Drain> for Scheduler {
         if self.crawl.is_draining() {
             return;
         }
-        tracing::info!(in_flight = self.crawl.in_flight(), grace_ms = msg.grace.as_millis() as u64, "draining");
+        tracing::info!(
+            in_flight = self.crawl.in_flight(),
+            grace_ms = msg.grace.as_millis() as u64,
+            "draining"
+        );
         self.crawl.drain();
         ctx.run_later(msg.grace, |act, ctx| {
             if !act.reported {
-                tracing::warn!(in_flight = act.crawl.in_flight(), "grace period over; in-flight urls stay queued");
+                tracing::warn!(
+                    in_flight = act.crawl.in_flight(),
+                    "grace period over; in-flight urls stay queued"
+                );
                 act.forced = Some(FinishReason::Shutdown);
                 act.after(ctx);
             }

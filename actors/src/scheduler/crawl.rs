@@ -129,7 +129,14 @@ impl Crawl {
     }
 
     /// Admits a discovered URL: queues it when in scope, records it as excluded otherwise, ignores it when known.
-    fn admit(&mut self, link: &FoundLink, depth: u32, parent: Option<&str>, chain: Vec<String>, now: Instant) -> bool {
+    fn admit(
+        &mut self,
+        link: &FoundLink,
+        depth: u32,
+        parent: Option<&str>,
+        chain: Vec<String>,
+        now: Instant,
+    ) -> bool {
         if self.store.is_known(&link.url) {
             return false;
         }
@@ -177,7 +184,10 @@ impl Crawl {
     pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
         let mut jobs = Vec::new();
         let mut wake = None;
-        while !self.draining && self.leases.len() < self.settings.concurrency && !self.limit_reached() {
+        while !self.draining
+            && self.leases.len() < self.settings.concurrency
+            && !self.limit_reached()
+        {
             let mut need_robots: Vec<(HostId, String)> = Vec::new();
             let respect = self.settings.respect_robots;
             let robots = &mut self.robots;
@@ -211,8 +221,19 @@ impl Crawl {
                     if entry.kind == JobKind::Page {
                         self.page_leases += 1;
                     }
-                    let job = Job { id, host, entry, started_at: now };
-                    self.leases.insert(id, Lease { job: job.clone(), fetcher: None });
+                    let job = Job {
+                        id,
+                        host,
+                        entry,
+                        started_at: now,
+                    };
+                    self.leases.insert(
+                        id,
+                        Lease {
+                            job: job.clone(),
+                            fetcher: None,
+                        },
+                    );
                     jobs.push(job);
                 }
                 // a robots.txt request queued by the gate may be ready right away
@@ -229,8 +250,18 @@ impl Crawl {
 
     fn record_dropped(&mut self) {
         for entry in std::mem::take(&mut self.dropped) {
-            let reason = if self.robots.gave_up(&entry.url) { Reason::RobotsUnavailable } else { Reason::Robots };
-            let mut record = Record::terminal(&entry.url, entry.depth, entry.parent.as_deref(), reason, None);
+            let reason = if self.robots.gave_up(&entry.url) {
+                Reason::RobotsUnavailable
+            } else {
+                Reason::Robots
+            };
+            let mut record = Record::terminal(
+                &entry.url,
+                entry.depth,
+                entry.parent.as_deref(),
+                reason,
+                None,
+            );
             record.attempts = 0;
             self.finish(record, false);
         }
@@ -253,14 +284,32 @@ impl Crawl {
     }
 
     /// A fetcher died: every job it held is re-driven; the one it panicked on counts an attempt.
-    pub fn fetcher_down(&mut self, fetcher: usize, panicked: Option<JobId>, detail: &str, now: Instant) {
-        let lost: Vec<JobId> =
-            self.leases.iter().filter(|(_, l)| l.fetcher == Some(fetcher)).map(|(id, _)| *id).collect();
+    pub fn fetcher_down(
+        &mut self,
+        fetcher: usize,
+        panicked: Option<JobId>,
+        detail: &str,
+        now: Instant,
+    ) {
+        let lost: Vec<JobId> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.fetcher == Some(fetcher))
+            .map(|(id, _)| *id)
+            .collect();
         for id in lost {
             if Some(id) == panicked {
-                self.job_done(id, JobResult::Panicked { stage: "fetcher", detail: detail.to_owned() }, now);
+                self.job_done(
+                    id,
+                    JobResult::Panicked {
+                        stage: "fetcher",
+                        detail: detail.to_owned(),
+                    },
+                    now,
+                );
             } else if let Some(lease) = self.take_lease(id) {
-                self.queues.release(lease.job.host, now, Feedback::NotStarted);
+                self.queues
+                    .release(lease.job.host, now, Feedback::NotStarted);
                 self.requeue(lease.job.entry, now);
             }
         }
@@ -302,17 +351,40 @@ impl Crawl {
             (JobKind::Robots, result) => self.on_robots(job, result, now),
             (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
             (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, now),
-            (JobKind::Page, JobResult::FetchFailed { reason, detail, retryable }) => {
+            (
+                JobKind::Page,
+                JobResult::FetchFailed {
+                    reason,
+                    detail,
+                    retryable,
+                },
+            ) => {
                 if retryable && job.entry.retries < self.settings.max_retries {
-                    let wait = self.settings.retry_base.saturating_mul(1 << job.entry.retries.min(16));
-                    self.queues.release(job.host, now, Feedback::Throttled { retry_after: Some(wait) });
+                    let wait = self
+                        .settings
+                        .retry_base
+                        .saturating_mul(1 << job.entry.retries.min(16));
+                    self.queues.release(
+                        job.host,
+                        now,
+                        Feedback::Throttled {
+                            retry_after: Some(wait),
+                        },
+                    );
                     self.retry(job.entry, now);
                 } else {
                     self.queues.release(job.host, now, Feedback::Ok);
                     let e = &job.entry;
-                    let mut record = Record::terminal(&e.url, e.depth, e.parent.as_deref(), reason, Some(detail));
+                    let mut record = Record::terminal(
+                        &e.url,
+                        e.depth,
+                        e.parent.as_deref(),
+                        reason,
+                        Some(detail),
+                    );
                     record.attempts = e.tries();
-                    record.elapsed_ms = Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
+                    record.elapsed_ms =
+                        Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
                     self.finish(record, true);
                 }
             }
@@ -320,7 +392,13 @@ impl Crawl {
                 self.queues.release(job.host, now, Feedback::Ok);
                 let e = &job.entry;
                 let detail = format!("unexpected result for a page job: {other:?}");
-                let record = Record::terminal(&e.url, e.depth, e.parent.as_deref(), Reason::Protocol, Some(detail));
+                let record = Record::terminal(
+                    &e.url,
+                    e.depth,
+                    e.parent.as_deref(),
+                    Reason::Protocol,
+                    Some(detail),
+                );
                 self.finish(record, true);
             }
         }
@@ -345,14 +423,19 @@ impl Crawl {
                     entry.depth,
                     entry.parent.as_deref(),
                     Reason::Poison,
-                    Some(format!("{stage} panicked {} times: {detail}", entry.attempt)),
+                    Some(format!(
+                        "{stage} panicked {} times: {detail}",
+                        entry.attempt
+                    )),
                 );
                 record.attempts = entry.tries();
                 self.finish(record, true);
             } else if entry.kind == JobKind::Robots {
                 self.on_robots(
                     Job { entry, ..job },
-                    JobResult::Robots(RobotsOutcome::Unavailable { detail: detail.to_owned() }),
+                    JobResult::Robots(RobotsOutcome::Unavailable {
+                        detail: detail.to_owned(),
+                    }),
                     now,
                 );
             }
@@ -365,11 +448,23 @@ impl Crawl {
         let entry = job.entry;
         let throttled = out.status == 429 || out.status == 503;
         if throttled && entry.retries < self.settings.max_retries {
-            self.queues.release(job.host, now, Feedback::Throttled { retry_after: out.retry_after });
+            self.queues.release(
+                job.host,
+                now,
+                Feedback::Throttled {
+                    retry_after: out.retry_after,
+                },
+            );
             self.retry(entry, now);
             return;
         }
-        let feedback = if throttled { Feedback::Throttled { retry_after: out.retry_after } } else { Feedback::Ok };
+        let feedback = if throttled {
+            Feedback::Throttled {
+                retry_after: out.retry_after,
+            }
+        } else {
+            Feedback::Ok
+        };
         self.queues.release(job.host, now, feedback);
         let mut record = Record {
             url: entry.url.clone(),
@@ -413,7 +508,10 @@ impl Crawl {
                     if chain.len() as u32 > self.settings.max_redirects {
                         record.outcome = Outcome::Failed;
                         record.reason = Some(Reason::TooManyRedirects);
-                        record.error = Some(format!("more than {} redirects", self.settings.max_redirects));
+                        record.error = Some(format!(
+                            "more than {} redirects",
+                            self.settings.max_redirects
+                        ));
                         self.finish(record, true);
                         return;
                     }
@@ -446,12 +544,17 @@ impl Crawl {
         self.stats.robots_fetches += 1;
         let outcome = match result {
             JobResult::Robots(o) => o,
-            JobResult::FetchFailed { reason: Reason::PrivateNetwork, .. } => {
+            JobResult::FetchFailed {
+                reason: Reason::PrivateNetwork,
+                ..
+            } => {
                 // Pages on this host will each be recorded as private_network without any connection.
                 RobotsOutcome::AllowAll { status: 0 }
             }
             JobResult::FetchFailed { detail, .. } => RobotsOutcome::Unavailable { detail },
-            other => RobotsOutcome::Unavailable { detail: format!("unexpected robots result {other:?}") },
+            other => RobotsOutcome::Unavailable {
+                detail: format!("unexpected robots result {other:?}"),
+            },
         };
         match outcome {
             RobotsOutcome::Rules(rules) => {
@@ -462,24 +565,50 @@ impl Crawl {
                         self.request_sitemap(sm, 0, now);
                     }
                 }
-                self.robots.set(&authority, RobotsState::Ready { rules, expires: now + self.settings.robots_cache });
+                self.robots.set(
+                    &authority,
+                    RobotsState::Ready {
+                        rules,
+                        expires: now + self.settings.robots_cache,
+                    },
+                );
                 self.queues.unblock(host, now);
             }
             RobotsOutcome::AllowAll { status } => {
                 tracing::debug!(authority, status, "robots.txt absent: allow all");
                 let rules = Arc::new(crawl_core::robots::Robots::allow_all());
-                self.robots.set(&authority, RobotsState::Ready { rules, expires: now + self.settings.robots_cache });
+                self.robots.set(
+                    &authority,
+                    RobotsState::Ready {
+                        rules,
+                        expires: now + self.settings.robots_cache,
+                    },
+                );
                 self.queues.unblock(host, now);
             }
             RobotsOutcome::Unavailable { detail } => {
                 let attempts = self.robots.failed(&authority);
                 if attempts >= self.settings.robots_max_attempts {
-                    tracing::warn!(authority, attempts, detail, "robots.txt unavailable; giving up on its urls");
+                    tracing::warn!(
+                        authority,
+                        attempts,
+                        detail,
+                        "robots.txt unavailable; giving up on its urls"
+                    );
                     self.robots.set(&authority, RobotsState::GaveUp);
                     self.queues.unblock(host, now);
                 } else {
-                    let wait = self.settings.robots_retry.saturating_mul(1 << (attempts - 1).min(16));
-                    tracing::info!(authority, attempts, detail, wait_ms = wait.as_millis() as u64, "robots.txt unavailable; urls wait");
+                    let wait = self
+                        .settings
+                        .robots_retry
+                        .saturating_mul(1 << (attempts - 1).min(16));
+                    tracing::info!(
+                        authority,
+                        attempts,
+                        detail,
+                        wait_ms = wait.as_millis() as u64,
+                        "robots.txt unavailable; urls wait"
+                    );
                     self.queues.pause_until(host, now + wait);
                     let mut entry = job.entry;
                     entry.retries += 1;
@@ -490,7 +619,9 @@ impl Crawl {
     }
 
     fn request_sitemap(&mut self, sitemap: &str, depth: u32, now: Instant) {
-        let Ok(u) = canon::canonicalize(sitemap) else { return };
+        let Ok(u) = canon::canonicalize(sitemap) else {
+            return;
+        };
         if !self.sitemaps_seen.insert(u.as_str().to_owned()) {
             return;
         }
@@ -504,7 +635,11 @@ impl Crawl {
         self.queues.release(job.host, now, Feedback::Ok);
         self.stats.sitemap_fetches += 1;
         match result {
-            JobResult::Sitemap(SitemapOutcome { pages, sitemaps, error }) => {
+            JobResult::Sitemap(SitemapOutcome {
+                pages,
+                sitemaps,
+                error,
+            }) => {
                 if let Some(e) = error {
                     tracing::info!(sitemap = %job.entry.url, error = %e, "sitemap unusable");
                 }
@@ -549,7 +684,12 @@ impl Crawl {
         }
         let info = self.store.commit()?;
         self.stats.commits += 1;
-        tracing::trace!(added = info.added, finished = info.finished, trimmed = info.trimmed, "frontier committed");
+        tracing::trace!(
+            added = info.added,
+            finished = info.finished,
+            trimmed = info.trimmed,
+            "frontier committed"
+        );
         let out = std::mem::take(&mut self.unsent);
         if let Some((seq, _)) = out.last() {
             self.committed_upto = *seq;

@@ -13,7 +13,10 @@ pub enum RobotsState {
     /// A fetch is queued or in flight; the authority's pages wait.
     Pending,
     /// Rules in force until `expires` (the cache lifetime, at most 24 h by default).
-    Ready { rules: Arc<Robots>, expires: Instant },
+    Ready {
+        rules: Arc<Robots>,
+        expires: Instant,
+    },
     /// Unavailable too many times: the authority's pages are recorded as failed (robots_unavailable).
     GaveUp,
 }
@@ -38,7 +41,11 @@ impl RobotsTable {
             Some(RobotsState::GaveUp) => Some(Gate::Drop),
             Some(RobotsState::Ready { expires, .. }) if *expires <= now => None,
             Some(RobotsState::Ready { rules, .. }) => {
-                Some(if rules.is_allowed(canon::path_and_query(&url)) { Gate::Go } else { Gate::Drop })
+                Some(if rules.is_allowed(canon::path_and_query(&url)) {
+                    Gate::Go
+                } else {
+                    Gate::Drop
+                })
             }
         }
     }
@@ -48,7 +55,8 @@ impl RobotsTable {
         match self.states.get(authority) {
             Some(RobotsState::Pending) => false,
             _ => {
-                self.states.insert(authority.to_owned(), RobotsState::Pending);
+                self.states
+                    .insert(authority.to_owned(), RobotsState::Pending);
                 true
             }
         }
@@ -90,12 +98,25 @@ mod tests {
         assert!(t.start("http://a.test:80"));
         assert!(!t.start("http://a.test:80"), "one fetch at a time");
         assert_eq!(t.gate("http://a.test/x", now), Some(Gate::Block));
-        let rules = Arc::new(Robots::parse(b"User-agent: *\nDisallow: /private/\n", "crawl-engine/0.1"));
-        t.set("http://a.test:80", RobotsState::Ready { rules, expires: now + Duration::from_secs(60) });
+        let rules = Arc::new(Robots::parse(
+            b"User-agent: *\nDisallow: /private/\n",
+            "crawl-engine/0.1",
+        ));
+        t.set(
+            "http://a.test:80",
+            RobotsState::Ready {
+                rules,
+                expires: now + Duration::from_secs(60),
+            },
+        );
         assert_eq!(t.gate("http://a.test/x", now), Some(Gate::Go));
         assert_eq!(t.gate("http://a.test/private/1", now), Some(Gate::Drop));
         assert_eq!(t.gate("https://a.test/x", now), None, "another authority");
-        assert_eq!(t.gate("http://a.test/x", now + Duration::from_secs(61)), None, "expired: refetch");
+        assert_eq!(
+            t.gate("http://a.test/x", now + Duration::from_secs(61)),
+            None,
+            "expired: refetch"
+        );
         assert_eq!(t.failed("http://b.test:80"), 1);
         assert_eq!(t.failed("http://b.test:80"), 2);
         t.set("http://b.test:80", RobotsState::GaveUp);

@@ -47,7 +47,10 @@ impl Stats {
             Outcome::Excluded => self.excluded += 1,
         }
         if let Some(reason) = r.reason {
-            *self.by_reason.entry(reason.as_str().to_owned()).or_insert(0) += 1;
+            *self
+                .by_reason
+                .entry(reason.as_str().to_owned())
+                .or_insert(0) += 1;
         }
     }
 

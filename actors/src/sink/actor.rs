@@ -36,7 +36,10 @@ pub fn write_lines(writer: &mut JsonlWriter, lines: &[(u64, Vec<u8>)]) -> Result
             continue;
         }
         if *seq != have + 1 {
-            return Err(SinkError::Gap { seq: *seq, lines: have });
+            return Err(SinkError::Gap {
+                seq: *seq,
+                lines: have,
+            });
         }
         writer.append(line)?;
     }
@@ -64,7 +67,10 @@ mod tests {
         let l = |s: &str| format!("{s}\n").into_bytes();
         assert_eq!(write_lines(&mut w, &[(1, l("a")), (2, l("b"))]).unwrap(), 2);
         assert_eq!(write_lines(&mut w, &[(2, l("b")), (3, l("c"))]).unwrap(), 3);
-        assert!(matches!(write_lines(&mut w, &[(5, l("e"))]), Err(SinkError::Gap { seq: 5, lines: 3 })));
+        assert!(matches!(
+            write_lines(&mut w, &[(5, l("e"))]),
+            Err(SinkError::Gap { seq: 5, lines: 3 })
+        ));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "a\nb\nc\n");
     }
 }

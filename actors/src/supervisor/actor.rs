@@ -8,9 +8,9 @@ use super::backoff::{RestartLog, restart_delay};
 use super::messages::{ChildFailed, ChildId, CrawlFinished, GetSupervisorStats, SupervisorStats};
 use crate::fetcher::Fetcher;
 use crate::fetcher::messages::Fetch;
+use crate::scheduler::Scheduler;
 use crate::scheduler::crawl::FinishReason;
 use crate::scheduler::messages::{Abort, FetcherDown, FetcherUp};
-use crate::scheduler::Scheduler;
 use actix::{Actor, Addr, ArbiterHandle, AsyncContext, Context, Handler, Recipient};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -85,9 +85,17 @@ impl Handler<ChildFailed> for Supervisor {
 
     fn handle(&mut self, msg: ChildFailed, ctx: &mut Context<Self>) {
         self.stats.panics += 1;
-        let n = self.logs.entry(msg.child).or_default().record(Instant::now(), self.policy.window);
+        let n = self
+            .logs
+            .entry(msg.child)
+            .or_default()
+            .record(Instant::now(), self.policy.window);
         if n > self.policy.max_restarts {
-            tracing::error!(child = msg.child.kind(), restarts = n, "restart limit reached; escalating");
+            tracing::error!(
+                child = msg.child.kind(),
+                restarts = n,
+                "restart limit reached; escalating"
+            );
             self.stats.escalated = true;
             if let Some(s) = &self.scheduler {
                 s.do_send(Abort {
@@ -109,14 +117,25 @@ impl Handler<ChildFailed> for Supervisor {
             }
             ChildId::Fetcher(i) => {
                 if let Some(s) = &self.scheduler {
-                    s.do_send(FetcherDown { index: i, panicked: msg.job, detail: msg.detail.clone() });
+                    s.do_send(FetcherDown {
+                        index: i,
+                        panicked: msg.job,
+                        detail: msg.detail.clone(),
+                    });
                 }
                 let delay = restart_delay(self.policy.backoff_base, self.policy.backoff_max, n);
-                tracing::warn!(fetcher = i, restarts = n, delay_ms = delay.as_millis() as u64, "restarting fetcher");
+                tracing::warn!(
+                    fetcher = i,
+                    restarts = n,
+                    delay_ms = delay.as_millis() as u64,
+                    "restarting fetcher"
+                );
                 ctx.run_later(delay, move |act, ctx| {
                     act.stats.restarts_fetcher += 1;
-                    if let (Some(fetcher), Some(s)) = (act.start_fetcher(i, ctx.address().recipient()), &act.scheduler)
-                    {
+                    if let (Some(fetcher), Some(s)) = (
+                        act.start_fetcher(i, ctx.address().recipient()),
+                        &act.scheduler,
+                    ) {
                         s.do_send(FetcherUp { index: i, fetcher });
                     }
                 });
@@ -132,7 +151,11 @@ impl Handler<CrawlFinished> for Supervisor {
         let mut stats = msg.stats;
         stats.restarts = self.stats.restarts_fetcher + self.stats.restarts_parser;
         if let Some(done) = self.done.take() {
-            let _ = done.send(CrawlSummary { reason: msg.reason, stats, supervisor: self.stats.clone() });
+            let _ = done.send(CrawlSummary {
+                reason: msg.reason,
+                stats,
+                supervisor: self.stats.clone(),
+            });
         }
     }
 }

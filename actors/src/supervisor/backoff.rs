@@ -38,8 +38,15 @@ mod tests {
     fn delays_double_and_cap() {
         let base = Duration::from_millis(100);
         let max = Duration::from_secs(30);
-        let got: Vec<u64> = (1..=11).map(|n| restart_delay(base, max, n).as_millis() as u64).collect();
-        assert_eq!(got, [100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+        let got: Vec<u64> = (1..=11)
+            .map(|n| restart_delay(base, max, n).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000
+            ]
+        );
         assert_eq!(restart_delay(base, max, 0), base);
         assert_eq!(restart_delay(base, max, u32::MAX), max);
     }
@@ -51,7 +58,11 @@ mod tests {
         let mut log = RestartLog::default();
         assert_eq!(log.record(t0, w), 1);
         assert_eq!(log.record(t0 + Duration::from_secs(30), w), 2);
-        assert_eq!(log.record(t0 + Duration::from_secs(61), w), 2, "the first fell out of the window");
+        assert_eq!(
+            log.record(t0 + Duration::from_secs(61), w),
+            2,
+            "the first fell out of the window"
+        );
         assert_eq!(log.record(t0 + Duration::from_secs(200), w), 1);
     }
 }

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     #[error("output {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// Appends whole lines to the JSONL file.
@@ -27,11 +30,19 @@ impl JsonlWriter {
     /// Opens (creating if needed) the file, cuts a torn last line (bytes after the last newline, left by a crash
     /// in the middle of a write) and counts the complete lines.
     pub fn open(path: &Path) -> Result<JsonlWriter, OutputError> {
-        let io = |source| OutputError::Io { path: path.display().to_string(), source };
+        let io = |source| OutputError::Io {
+            path: path.display().to_string(),
+            source,
+        };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
-        let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io)?;
         let mut lines = 0u64;
         let mut good_len = 0u64;
         let mut offset = 0u64;
@@ -52,7 +63,12 @@ impl JsonlWriter {
         if repaired_bytes > 0 {
             file.set_len(good_len).map_err(io)?;
         }
-        Ok(JsonlWriter { out: BufWriter::with_capacity(256 * 1024, file), path: path.to_path_buf(), lines, repaired_bytes })
+        Ok(JsonlWriter {
+            out: BufWriter::with_capacity(256 * 1024, file),
+            path: path.to_path_buf(),
+            lines,
+            repaired_bytes,
+        })
     }
 
     /// Complete lines in the file (after repair) plus the lines appended since.
@@ -71,16 +87,20 @@ impl JsonlWriter {
 
     /// Appends one line (which must end with a newline). Call [`flush`](Self::flush) to hand it to the OS.
     pub fn append(&mut self, line: &[u8]) -> Result<(), OutputError> {
-        self.out
-            .write_all(line)
-            .map_err(|source| OutputError::Io { path: self.path.display().to_string(), source })?;
+        self.out.write_all(line).map_err(|source| OutputError::Io {
+            path: self.path.display().to_string(),
+            source,
+        })?;
         self.lines += 1;
         Ok(())
     }
 
     /// Writes buffered lines to the file (a `write(2)`, which survives `kill -9`).
     pub fn flush(&mut self) -> Result<(), OutputError> {
-        self.out.flush().map_err(|source| OutputError::Io { path: self.path.display().to_string(), source })
+        self.out.flush().map_err(|source| OutputError::Io {
+            path: self.path.display().to_string(),
+            source,
+        })
     }
 
     /// Flushes and fsyncs.
@@ -89,7 +109,10 @@ impl JsonlWriter {
         self.out
             .get_ref()
             .sync_data()
-            .map_err(|source| OutputError::Io { path: self.path.display().to_string(), source })
+            .map_err(|source| OutputError::Io {
+                path: self.path.display().to_string(),
+                source,
+            })
     }
 }
 
@@ -109,7 +132,10 @@ mod tests {
         w.append(b"{\"a\":3}\n").unwrap();
         w.flush().unwrap();
         assert_eq!(w.lines(), 3);
-        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            b"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"
+        );
     }
 
     #[test]

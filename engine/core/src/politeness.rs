@@ -228,7 +228,10 @@ impl HostQueues {
     pub fn delay_for(&self, host: HostId) -> Duration {
         let crawl_delay = self.hosts.get(host as usize).and_then(|h| h.crawl_delay);
         match crawl_delay {
-            Some(d) if self.policy.honour_crawl_delay => self.policy.min_delay.max(d.min(self.policy.max_crawl_delay)),
+            Some(d) if self.policy.honour_crawl_delay => self
+                .policy
+                .min_delay
+                .max(d.min(self.policy.max_crawl_delay)),
             _ => self.policy.min_delay,
         }
     }
@@ -252,7 +255,9 @@ impl HostQueues {
     /// Puts a host on the timer heap if it has work and a free slot and is not scheduled yet.
     fn wake(&mut self, host: HostId, now: Instant) {
         let conc = self.policy.per_host_concurrency.max(1);
-        let Some(h) = self.hosts.get(host as usize) else { return };
+        let Some(h) = self.hosts.get(host as usize) else {
+            return;
+        };
         if h.scheduled.is_some() || h.in_flight >= conc || !Self::has_work(h) {
             return;
         }
@@ -336,7 +341,9 @@ impl HostQueues {
         let single = self.policy.per_host_concurrency <= 1;
         let delay = self.delay_for(host);
         let (base, max) = (self.policy.backoff_base, self.policy.backoff_max);
-        let Some(h) = self.hosts.get_mut(host as usize) else { return };
+        let Some(h) = self.hosts.get_mut(host as usize) else {
+            return;
+        };
         if h.in_flight == 0 {
             return;
         }
@@ -435,14 +442,22 @@ mod tests {
         for i in 0..3 {
             q.push(h, entry(&format!("a/{i}"), 0, i), t0);
         }
-        let Pop::Ready(_, _) = pop(&mut q, t0) else { panic!() };
+        let Pop::Ready(_, _) = pop(&mut q, t0) else {
+            panic!()
+        };
         // concurrency 1: nothing else while the first is in flight, even much later
         assert_eq!(pop(&mut q, t0 + Duration::from_secs(5)), Pop::Idle);
         let t1 = t0 + Duration::from_millis(200);
         q.release(h, t1, Feedback::Ok);
         // single-slot hosts wait a full delay after the end of the previous request
-        assert_eq!(pop(&mut q, t1), Pop::WaitUntil(t1 + Duration::from_millis(1000)));
-        assert!(matches!(pop(&mut q, t1 + Duration::from_millis(1000)), Pop::Ready(..)));
+        assert_eq!(
+            pop(&mut q, t1),
+            Pop::WaitUntil(t1 + Duration::from_millis(1000))
+        );
+        assert!(matches!(
+            pop(&mut q, t1 + Duration::from_millis(1000)),
+            Pop::Ready(..)
+        ));
     }
 
     #[test]
@@ -476,7 +491,11 @@ mod tests {
         q.set_crawl_delay(h, Some(Duration::from_secs(10)));
         assert_eq!(q.delay_for(h), Duration::from_secs(2));
         q.set_crawl_delay(h, Some(Duration::from_millis(50)));
-        assert_eq!(q.delay_for(h), Duration::from_millis(100), "never below min_delay");
+        assert_eq!(
+            q.delay_for(h),
+            Duration::from_millis(100),
+            "never below min_delay"
+        );
         let mut p = q.policy().clone();
         p.honour_crawl_delay = false;
         q.set_policy(p);
@@ -495,18 +514,43 @@ mod tests {
         for i in 0..4 {
             q.push(h, entry(&format!("a/{i}"), 0, i), t0);
         }
-        let Pop::Ready(..) = pop(&mut q, t0) else { panic!() };
-        q.release(h, t0, Feedback::Throttled { retry_after: Some(Duration::from_millis(1500)) });
-        assert_eq!(pop(&mut q, t0), Pop::WaitUntil(t0 + Duration::from_millis(1500)));
+        let Pop::Ready(..) = pop(&mut q, t0) else {
+            panic!()
+        };
+        q.release(
+            h,
+            t0,
+            Feedback::Throttled {
+                retry_after: Some(Duration::from_millis(1500)),
+            },
+        );
+        assert_eq!(
+            pop(&mut q, t0),
+            Pop::WaitUntil(t0 + Duration::from_millis(1500))
+        );
         let t1 = t0 + Duration::from_millis(1500);
-        let Pop::Ready(..) = pop(&mut q, t1) else { panic!() };
+        let Pop::Ready(..) = pop(&mut q, t1) else {
+            panic!()
+        };
         q.release(h, t1, Feedback::Throttled { retry_after: None });
         // second throttle without header: base * 2^1 = 2 s
         assert_eq!(pop(&mut q, t1), Pop::WaitUntil(t1 + Duration::from_secs(2)));
         let t2 = t1 + Duration::from_secs(2);
-        let Pop::Ready(..) = pop(&mut q, t2) else { panic!() };
-        q.release(h, t2, Feedback::Throttled { retry_after: Some(Duration::from_secs(3600)) });
-        assert_eq!(pop(&mut q, t2), Pop::WaitUntil(t2 + Duration::from_secs(3)), "capped by backoff_max");
+        let Pop::Ready(..) = pop(&mut q, t2) else {
+            panic!()
+        };
+        q.release(
+            h,
+            t2,
+            Feedback::Throttled {
+                retry_after: Some(Duration::from_secs(3600)),
+            },
+        );
+        assert_eq!(
+            pop(&mut q, t2),
+            Pop::WaitUntil(t2 + Duration::from_secs(3)),
+            "capped by backoff_max"
+        );
     }
 
     #[test]
@@ -517,7 +561,17 @@ mod tests {
         q.push(h, entry("a/private/1", 0, 1), t0);
         q.push(h, entry("a/page", 0, 2), t0);
         let mut dropped = Vec::new();
-        let r = q.pop_ready(t0, |_, e| if e.url.contains("private") { Gate::Drop } else { Gate::Go }, &mut dropped);
+        let r = q.pop_ready(
+            t0,
+            |_, e| {
+                if e.url.contains("private") {
+                    Gate::Drop
+                } else {
+                    Gate::Go
+                }
+            },
+            &mut dropped,
+        );
         assert!(matches!(r, Pop::Ready(_, ref e) if e.url == "a/page"));
         assert_eq!(dropped.len(), 1);
         q.release(h, t0, Feedback::Ok);
@@ -541,7 +595,9 @@ mod tests {
         let h = q.host_id("a");
         q.push(h, entry("a/1", 0, 1), t0);
         q.push(h, entry("a/2", 0, 2), t0);
-        let Pop::Ready(..) = pop(&mut q, t0) else { panic!() };
+        let Pop::Ready(..) = pop(&mut q, t0) else {
+            panic!()
+        };
         q.release(h, t0, Feedback::NotStarted);
         assert!(matches!(pop(&mut q, t0), Pop::Ready(..)));
     }

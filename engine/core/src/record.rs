@@ -96,9 +96,11 @@ impl Reason {
     /// The outcome a URL with this reason gets.
     pub fn outcome(self) -> Outcome {
         match self {
-            Reason::Robots | Reason::Scope | Reason::Filter | Reason::Depth | Reason::PrivateNetwork => {
-                Outcome::Excluded
-            }
+            Reason::Robots
+            | Reason::Scope
+            | Reason::Filter
+            | Reason::Depth
+            | Reason::PrivateNetwork => Outcome::Excluded,
             _ => Outcome::Failed,
         }
     }
@@ -138,7 +140,13 @@ pub struct Record {
 
 impl Record {
     /// A record for a URL that never got an answer (failed or excluded).
-    pub fn terminal(url: &str, depth: u32, parent: Option<&str>, reason: Reason, error: Option<String>) -> Record {
+    pub fn terminal(
+        url: &str,
+        depth: u32,
+        parent: Option<&str>,
+        reason: Reason,
+        error: Option<String>,
+    ) -> Record {
         Record {
             url: url.to_owned(),
             outcome: reason.outcome(),
@@ -191,7 +199,13 @@ mod tests {
 
     #[test]
     fn record_line_is_one_json_object_with_newline() {
-        let r = Record::terminal("http://a.test/x", 2, Some("http://a.test/"), Reason::Scope, None);
+        let r = Record::terminal(
+            "http://a.test/x",
+            2,
+            Some("http://a.test/"),
+            Reason::Scope,
+            None,
+        );
         let line = r.to_line();
         assert_eq!(line.last(), Some(&b'\n'));
         assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);

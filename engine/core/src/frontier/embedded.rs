@@ -5,7 +5,9 @@
 //! into one commit (group commit), so the fsync cost is paid once per window, not once per URL.
 
 use super::{CommitInfo, DirLock, Entry, FrontierError, FrontierStore, Recovered};
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{
+    Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,11 @@ const META_PAGES: &str = "pages_fetched";
 #[derive(Debug)]
 enum Op {
     Put(Entry),
-    Finish { url: String, seq: u64, line: Vec<u8> },
+    Finish {
+        url: String,
+        seq: u64,
+        line: Vec<u8>,
+    },
     Trim(u64),
 }
 
@@ -42,7 +48,10 @@ pub struct EmbeddedFrontier {
 
 impl std::fmt::Debug for EmbeddedFrontier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedFrontier").field("dir", &self.dir).field("known", &self.known.len()).finish()
+        f.debug_struct("EmbeddedFrontier")
+            .field("dir", &self.dir)
+            .field("known", &self.known.len())
+            .finish()
     }
 }
 
@@ -110,7 +119,10 @@ impl FrontierStore for EmbeddedFrontier {
                         Some(&DONE) => {}
                         Some(&QUEUED) => {
                             let entry: Entry = serde_json::from_slice(&val[1..]).map_err(|e| {
-                                FrontierError::Corrupt { url: url.to_owned(), detail: e.to_string() }
+                                FrontierError::Corrupt {
+                                    url: url.to_owned(),
+                                    detail: e.to_string(),
+                                }
                             })?;
                             rec.pending.push(entry);
                         }
@@ -172,7 +184,11 @@ impl FrontierStore for EmbeddedFrontier {
             self.pages_fetched += 1;
         }
         self.known.insert(url.into());
-        self.staged.push(Op::Finish { url: url.to_owned(), seq, line: record_line });
+        self.staged.push(Op::Finish {
+            url: url.to_owned(),
+            seq,
+            line: record_line,
+        });
         seq
     }
 
@@ -244,7 +260,10 @@ mod tests {
             let rec = f.recover().unwrap();
             assert!(rec.fresh);
             assert!(f.add(&Entry::page("http://a/1", 0, None)));
-            assert!(!f.add(&Entry::page("http://a/1", 3, None)), "second add of the same URL is refused");
+            assert!(
+                !f.add(&Entry::page("http://a/1", 3, None)),
+                "second add of the same URL is refused"
+            );
             assert!(f.add(&Entry::page("http://a/2", 1, Some("http://a/1".into()))));
             assert_eq!(f.finish("http://a/1", line("http://a/1"), true), 1);
             f.commit().unwrap();
@@ -278,7 +297,13 @@ mod tests {
         }
         let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
         let rec = f.recover().unwrap();
-        assert_eq!(rec.pending.iter().map(|e| e.url.as_str()).collect::<Vec<_>>(), vec!["http://a/1"]);
+        assert_eq!(
+            rec.pending
+                .iter()
+                .map(|e| e.url.as_str())
+                .collect::<Vec<_>>(),
+            vec!["http://a/1"]
+        );
         assert!(rec.outbox.is_empty());
         assert!(!f.is_known("http://a/child"));
         assert_eq!(rec.next_seq, 1);
@@ -305,7 +330,10 @@ mod tests {
         drop(f);
         let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
         let rec = f.recover().unwrap();
-        assert_eq!(rec.outbox.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![4, 5]);
+        assert_eq!(
+            rec.outbox.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            vec![4, 5]
+        );
         assert_eq!(rec.pending.len(), 1);
         assert_eq!(rec.pending[0].retries, 2);
         assert_eq!(rec.pages_fetched, 0);

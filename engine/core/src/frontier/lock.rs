@@ -9,9 +9,15 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error("data_dir {path} is in use by another crawl-engine process{}; stop it or use another data_dir", holder.as_ref().map(|p| format!(" (pid {p})")).unwrap_or_default())]
-    InUse { path: String, holder: Option<String> },
+    InUse {
+        path: String,
+        holder: Option<String>,
+    },
     #[error("cannot lock data_dir {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// The held lock; dropping it releases the lock.
@@ -24,10 +30,19 @@ pub struct DirLock {
 impl DirLock {
     /// Creates `dir` if needed and takes its lock, or says who holds it.
     pub fn acquire(dir: &Path) -> Result<DirLock, LockError> {
-        let io = |source| LockError::Io { path: dir.display().to_string(), source };
+        let io = |source| LockError::Io {
+            path: dir.display().to_string(),
+            source,
+        };
         std::fs::create_dir_all(dir).map_err(io)?;
         let path = dir.join("LOCK");
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -63,7 +78,10 @@ mod tests {
         let first = DirLock::acquire(dir.path()).unwrap();
         let err = DirLock::acquire(dir.path()).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("in use by another crawl-engine process"), "{msg}");
+        assert!(
+            msg.contains("in use by another crawl-engine process"),
+            "{msg}"
+        );
         assert!(msg.contains(&std::process::id().to_string()), "{msg}");
         drop(first);
         assert!(DirLock::acquire(dir.path()).is_ok());

@@ -42,7 +42,10 @@ pub struct Recovered {
 #[derive(Debug, thiserror::Error)]
 pub enum FrontierError {
     #[error("data_dir {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Locked(#[from] LockError),
     #[error("frontier store: {0}")]

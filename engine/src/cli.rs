@@ -1,0 +1,29 @@
+//! Command-line arguments.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+/// A production web crawler: polite, durable, observable.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "crawl-engine", version, about, long_about = None)]
+pub struct Cli {
+    /// The TOML configuration file (every key is documented in the shipped config.toml).
+    #[arg(long, short = 'c', value_name = "PATH", env = "CRAWL_ENGINE_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// A seed URL to add to crawl.seeds (repeatable).
+    #[arg(long = "seed", value_name = "URL")]
+    pub seeds: Vec<String>,
+
+    /// Validate the configuration, print every problem with file:line:column, and exit without crawling.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Write the end-of-crawl summary as JSON to this file as well.
+    #[arg(long, value_name = "PATH")]
+    pub summary_json: Option<PathBuf>,
+
+    /// Never draw a progress bar, even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
+}

@@ -1,0 +1,136 @@
+//! Loading the config and running one crawl inside an actix system.
+
+use crate::error::EngineError;
+use crate::progress;
+use crate::summary::Summary;
+use crawl_actors::fetcher::http::HttpSettings;
+use crawl_actors::job::Faults;
+use crawl_actors::scheduler::messages::Drain;
+use crawl_actors::tree;
+use crawl_core::canon;
+use crawl_core::config::Config;
+use std::path::Path;
+use std::time::Instant;
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Show progress: None = nothing, Some(mode).
+    pub progress: Option<progress::Mode>,
+    /// Fault injection (tests only; from CRAWL_ENGINE_FAULTS).
+    pub faults: Faults,
+    /// React to SIGINT/SIGTERM (drain, then exit at once on a second signal).
+    pub handle_signals: bool,
+    /// Extra trusted roots for the HTTP client.
+    pub extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            progress: None,
+            faults: Faults::default(),
+            handle_signals: false,
+            extra_roots: Vec::new(),
+        }
+    }
+}
+
+/// Loads the config file (or the defaults when `path` is None), adds the command-line seeds and checks that there
+/// is something to crawl. Every problem is reported at once.
+pub fn load_config(path: Option<&Path>, seeds: &[String]) -> Result<Config, EngineError> {
+    let mut config = match path {
+        Some(p) => Config::from_file(p).map_err(|e| EngineError::Usage(e.to_string()))?,
+        None => Config::default(),
+    };
+    let mut problems = Vec::new();
+    for s in seeds {
+        match canon::canonicalize(s) {
+            Ok(u) => config.add_seed(u),
+            Err(e) => problems.push(format!("--seed {s}: {e}")),
+        }
+    }
+    if config.crawl.seeds.is_empty() {
+        problems.push("no seeds: set crawl.seeds in the config or pass --seed URL".to_owned());
+    }
+    if !problems.is_empty() {
+        return Err(EngineError::Usage(problems.join("\n")));
+    }
+    // Seeds from the file are canonicalised like every other URL.
+    let mut canonical = Vec::with_capacity(config.crawl.seeds.len());
+    for s in &config.crawl.seeds {
+        match canon::canonicalize(s.as_str()) {
+            Ok(u) if !canonical.contains(&u) => canonical.push(u),
+            Ok(_) => {}
+            Err(e) => problems.push(format!("seed {s}: {e}")),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(EngineError::Usage(problems.join("\n")));
+    }
+    config.crawl.seeds = canonical;
+    Ok(config)
+}
+
+/// Runs a crawl to its end on a new actix system. Blocks the calling thread.
+pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError> {
+    let started = Instant::now();
+    let mut http: HttpSettings = tree::http_settings(config);
+    http.extra_roots = opts.extra_roots.clone();
+    let grace = config.shutdown.grace;
+    let output = config.output.jsonl.display().to_string();
+    let sys = actix::System::new();
+    let config = config.clone();
+    let result = sys.block_on(async move {
+        let tree = tree::start(&config, opts.faults.clone(), http)?;
+        let scheduler = tree.scheduler.clone();
+        let progress_task = opts
+            .progress
+            .map(|mode| actix_rt::spawn(progress::run(scheduler.clone(), mode)));
+        let signal_task = opts
+            .handle_signals
+            .then(|| actix_rt::spawn(watch_signals(scheduler.clone(), grace)));
+        let crawl = tree
+            .done
+            .await
+            .map_err(|_| EngineError::Fatal("the actor tree stopped without a summary".into()));
+        if let Some(t) = progress_task {
+            t.abort();
+        }
+        if let Some(t) = signal_task {
+            t.abort();
+        }
+        tree.stopper.stop();
+        crawl
+    });
+    actix::System::current().stop();
+    let crawl = result?;
+    let summary = Summary::new(crawl, started.elapsed(), output);
+    if let crawl_actors::scheduler::crawl::FinishReason::Fatal(e) = &summary.reason {
+        return Err(EngineError::Fatal(format!("{e}\n{}", summary.render())));
+    }
+    Ok(summary)
+}
+
+async fn watch_signals(
+    scheduler: actix::Addr<crawl_actors::scheduler::Scheduler>,
+    grace: std::time::Duration,
+) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tracing::info!(
+        grace_ms = grace.as_millis() as u64,
+        "signal received; draining (send again to exit at once)"
+    );
+    scheduler.do_send(Drain { grace });
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tracing::warn!("second signal; exiting now (the next run resumes safely)");
+    std::process::exit(130);
+}

@@ -1,0 +1,137 @@
+//! The end-of-crawl summary: counts by outcome and reason, bytes, elapsed, pages/s, CPU and memory.
+
+use crate::usage;
+use crawl_actors::scheduler::crawl::FinishReason;
+use crawl_actors::supervisor::CrawlSummary;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Everything the summary shows, also written as JSON with --summary-json.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub reason: FinishReason,
+    pub elapsed: Duration,
+    pub crawl: CrawlSummary,
+    pub cpu_seconds: Option<f64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub output: String,
+}
+
+impl Summary {
+    pub fn new(crawl: CrawlSummary, elapsed: Duration, output: String) -> Summary {
+        Summary {
+            reason: crawl.reason.clone(),
+            elapsed,
+            crawl,
+            cpu_seconds: usage::cpu_seconds(),
+            peak_rss_bytes: usage::peak_rss_bytes(),
+            output,
+        }
+    }
+
+    /// Page requests answered per second of wall time.
+    pub fn pages_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.crawl.stats.fetched as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    fn reason_text(&self) -> String {
+        match &self.reason {
+            FinishReason::Completed => "completed (frontier empty)".into(),
+            FinishReason::LimitReached => "max_pages reached".into(),
+            FinishReason::Shutdown => "stopped by signal".into(),
+            FinishReason::Fatal(e) => format!("fatal: {e}"),
+        }
+    }
+
+    /// The human-readable summary.
+    pub fn render(&self) -> String {
+        let s = &self.crawl.stats;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "crawl {} in {:.1}s",
+            self.reason_text(),
+            self.elapsed.as_secs_f64()
+        );
+        let by_status = s
+            .by_status
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(out, "  fetched   {:>8}  ({by_status})", s.fetched);
+        let reasons = |outcome: crawl_core::record::Outcome| {
+            s.by_reason
+                .iter()
+                .filter(|(k, _)| reason_outcome(k) == Some(outcome))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  failed    {:>8}  ({})",
+            s.failed,
+            reasons(crawl_core::record::Outcome::Failed)
+        );
+        let _ = writeln!(
+            out,
+            "  excluded  {:>8}  ({})",
+            s.excluded,
+            reasons(crawl_core::record::Outcome::Excluded)
+        );
+        let _ = writeln!(out, "  queued    {:>8}  (left for a later run)", s.queued);
+        let _ = writeln!(
+            out,
+            "  bytes     {:>8.1} MiB",
+            s.bytes as f64 / (1024.0 * 1024.0)
+        );
+        let _ = writeln!(out, "  pages/s   {:>8.1}", self.pages_per_sec());
+        let _ = writeln!(
+            out,
+            "  retries {}, panics {}, restarts {}, robots.txt {}, sitemaps {}, resumed {}",
+            s.retries, s.panics, s.restarts, s.robots_fetches, s.sitemap_fetches, s.resumed
+        );
+        if let (Some(cpu), Some(rss)) = (self.cpu_seconds, self.peak_rss_bytes) {
+            let per_k = if s.fetched > 0 {
+                cpu * 1000.0 / s.fetched as f64
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "  cpu       {cpu:>8.2} s  ({per_k:.3} s per 1000 pages), peak rss {:.1} MiB",
+                rss as f64 / (1024.0 * 1024.0)
+            );
+        }
+        let _ = writeln!(out, "  output    {}", self.output);
+        out
+    }
+
+    /// The summary as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.crawl.stats;
+        serde_json::json!({
+            "reason": match &self.reason { FinishReason::Completed => "completed", FinishReason::LimitReached => "limit", FinishReason::Shutdown => "shutdown", FinishReason::Fatal(_) => "fatal" },
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "fetched": s.fetched, "failed": s.failed, "excluded": s.excluded, "queued": s.queued,
+            "bytes": s.bytes, "by_reason": s.by_reason, "by_status": s.by_status,
+            "retries": s.retries, "panics": s.panics, "restarts": s.restarts, "resumed": s.resumed,
+            "robots_fetches": s.robots_fetches, "sitemap_fetches": s.sitemap_fetches, "commits": s.commits,
+            "pages_per_sec": self.pages_per_sec(),
+            "cpu_seconds": self.cpu_seconds, "peak_rss_bytes": self.peak_rss_bytes,
+            "output": self.output,
+        })
+    }
+}
+
+fn reason_outcome(name: &str) -> Option<crawl_core::record::Outcome> {
+    let r: crawl_core::record::Reason =
+        serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()?;
+    Some(r.outcome())
+}

@@ -1,0 +1,452 @@
+//! The one generator of test sites for integration tests, `make demo` and `make bench`.
+//!
+//! A [`Site`] is a set of simulated hosts, host `i` listening on `127.0.0.{first_octet + i}` (HTTP/1.1 and h2c),
+//! serving a deterministic link graph built from [`SiteSpec::seed`]: `/` is page 0, page `n` is `/page/{n}`,
+//! and every page links to other pages (some on other hosts), to `/private/{n}` (disallowed by robots.txt), to
+//! `/old/{k}` (301 to page `k`), to `/missing/{n}` (404), to `/nofollow/{n}` with `rel=nofollow`, with relative,
+//! absolute and duplicate hrefs. `/orphan/{k}` pages are listed only in `/sitemap-pages.xml`, reached from the
+//! sitemap index `/sitemap.xml` named in robots.txt. [`Site::expected`] computes the exact result of a correct
+//! crawl from the same graph; [`Site::requests`] and friends show what a crawler actually did.
+//!
+//! Tests can override any path of any host with a [`Route`] (status, headers, delays, stalls, trickling,
+//! closing the connection, sequences, gzip bombs).
+
+mod graph;
+mod log;
+mod render;
+mod routes;
+mod server;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_bfs;
+#[cfg(test)]
+mod tests_observe;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub use log::RequestLog;
+pub use routes::{GZIP_BOMB_SIZE, Route};
+
+use render::Renderer;
+use server::{Shared, Tasks};
+
+/// Errors starting a site.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    #[error("invalid site spec: {0}")]
+    InvalidSpec(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Shape of a generated site. Everything is deterministic from these values (ports aside).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteSpec {
+    /// number of simulated hosts (each on its own loopback IP)
+    pub hosts: usize,
+    /// page ids `0..pages_per_host` on each host
+    pub pages_per_host: usize,
+    /// pseudo-random page links per page, besides the chain link to the next page and the special links
+    pub links_per_page: usize,
+    /// share (0..=1) of the pseudo-random links that point to another host
+    pub cross_host_ratio: f64,
+    pub seed: u64,
+    /// gzip generated 200 bodies when the request accepts gzip
+    pub gzip: bool,
+    /// serve robots.txt (`User-agent: *`, `Disallow: /private/`, `Sitemap:`); otherwise it is 404
+    pub robots: bool,
+    /// serve `/sitemap.xml` (index), `/sitemap-pages.xml` and the orphan pages
+    pub sitemaps: bool,
+    /// link and serve `/old/{n}` (301)
+    pub redirects: bool,
+    /// link `/missing/{n}` (404)
+    pub missing: bool,
+    /// orphan pages per host (only with `sitemaps`)
+    pub orphans: usize,
+    /// host `i` listens on `127.0.0.{first_octet + i}`
+    pub first_octet: u8,
+    /// 0: each host gets its own free port; otherwise all hosts use this port
+    pub port: u16,
+    /// pad HTML pages to about this many bytes
+    pub page_bytes: usize,
+    /// keep the per-request log (`requests`, `hits`, `min_inter_arrival`); counters work either way
+    pub log_requests: bool,
+}
+
+impl Default for SiteSpec {
+    fn default() -> Self {
+        Self {
+            hosts: 3,
+            pages_per_host: 200,
+            links_per_page: 8,
+            cross_host_ratio: 0.1,
+            seed: 42,
+            gzip: true,
+            robots: true,
+            sitemaps: true,
+            redirects: true,
+            missing: true,
+            orphans: 3,
+            first_octet: 2,
+            port: 0,
+            page_bytes: 2048,
+            log_requests: true,
+        }
+    }
+}
+
+impl SiteSpec {
+    /// A small site for tests: 2 hosts x 30 pages, 2 orphans each.
+    pub fn small() -> Self {
+        Self {
+            hosts: 2,
+            pages_per_host: 30,
+            links_per_page: 4,
+            cross_host_ratio: 0.15,
+            seed: 7,
+            orphans: 2,
+            page_bytes: 800,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn effective_cross_ratio(&self) -> f64 {
+        if self.cross_host_ratio.is_nan() {
+            0.0
+        } else {
+            self.cross_host_ratio.clamp(0.0, 1.0)
+        }
+    }
+
+    fn validate(&self) -> Result<(), SiteError> {
+        let bad = |m: &str| Err(SiteError::InvalidSpec(m.to_owned()));
+        if self.hosts == 0 {
+            return bad("hosts must be at least 1");
+        }
+        if self.pages_per_host == 0 {
+            return bad("pages_per_host must be at least 1");
+        }
+        if self.first_octet == 0 || usize::from(self.first_octet) + self.hosts - 1 > 255 {
+            return bad("first_octet + hosts - 1 must be within 1..=255");
+        }
+        Ok(())
+    }
+
+    /// The IP of host `i`.
+    pub fn ip(&self, host: usize) -> Ipv4Addr {
+        let last = (usize::from(self.first_octet) + host).min(255) as u8;
+        Ipv4Addr::new(127, 0, 0, last)
+    }
+
+    /// Linked pages in the whole site (`hosts * pages_per_host`, orphans not counted).
+    pub fn total_pages(&self) -> usize {
+        self.hosts.saturating_mul(self.pages_per_host)
+    }
+}
+
+/// What a crawler is assumed to do, for [`Site::expected`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectOptions {
+    /// skip URLs disallowed by robots.txt (`/private/`)
+    pub respect_robots: bool,
+    /// add URLs of the sitemaps (found via robots.txt or `/sitemap.xml`) of every host it reaches, at depth 1
+    pub follow_sitemaps: bool,
+    /// fetch URLs at most this many links from the seed (`Some(0)`: the seed only)
+    pub max_depth: Option<u32>,
+}
+
+impl Default for ExpectOptions {
+    /// robots respected, sitemaps followed, no depth limit
+    fn default() -> Self {
+        Self {
+            respect_robots: true,
+            follow_sitemaps: true,
+            max_depth: None,
+        }
+    }
+}
+
+/// The exact result of a correct crawl, as canonical absolute URLs (`http://127.0.0.2:40000/page/7`, root `.../`).
+/// Only page URLs: robots.txt and sitemap fetches are not listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// URLs answered 200 (pages, redirect targets, orphans, and private pages when robots are ignored)
+    pub fetched_ok: BTreeSet<String>,
+    /// 301 URL -> Location
+    pub redirects: BTreeMap<String, String>,
+    /// URLs answered 404
+    pub not_found: BTreeSet<String>,
+    /// URLs found but disallowed by robots.txt
+    pub robots_excluded: BTreeSet<String>,
+    /// `rel=nofollow` targets: never fetched
+    pub never: BTreeSet<String>,
+}
+
+impl Expected {
+    /// Number of page requests a correct crawl makes (each URL once).
+    pub fn fetch_count(&self) -> usize {
+        self.fetched_ok.len() + self.redirects.len() + self.not_found.len()
+    }
+}
+
+/// Builds a site with override routes, then starts it.
+pub struct SiteBuilder {
+    spec: SiteSpec,
+    routes: Vec<(usize, String, Route)>,
+}
+
+impl SiteBuilder {
+    /// On `host`, answer `path` (exact; `path?query` matches before `path`) with `route` instead of the generator.
+    pub fn route(mut self, host: usize, path: &str, route: Route) -> Self {
+        self.routes.push((host, path.to_owned(), route));
+        self
+    }
+
+    /// Binds every host and starts serving. Needs a tokio runtime.
+    pub async fn start(self) -> Result<Site, SiteError> {
+        let spec = self.spec;
+        spec.validate()?;
+        let mut listeners = Vec::with_capacity(spec.hosts);
+        let mut bases = Vec::with_capacity(spec.hosts);
+        for host in 0..spec.hosts {
+            let addr = SocketAddr::from((spec.ip(host), spec.port));
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| SiteError::Bind { addr, source })?;
+            let local = listener
+                .local_addr()
+                .map_err(|source| SiteError::Bind { addr, source })?;
+            bases.push(format!("http://{local}"));
+            listeners.push((listener, local));
+        }
+        let routes: Vec<RwLock<HashMap<String, Arc<Route>>>> = (0..spec.hosts)
+            .map(|_| RwLock::new(HashMap::new()))
+            .collect();
+        let has_routes = !self.routes.is_empty();
+        for (host, path, route) in self.routes {
+            if let Some(map) = routes.get(host) {
+                map.write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(path, Arc::new(route));
+            }
+        }
+        let rec = Arc::new(log::Recorder::new(spec.hosts, spec.log_requests));
+        let shared = Arc::new(Shared {
+            render: Renderer::new(spec, bases),
+            rec,
+            routes,
+            has_routes: AtomicBool::new(has_routes),
+        });
+        let (stop, stop_rx) = watch::channel(false);
+        let tasks = Tasks::new(stop_rx);
+        let mut addrs = Vec::with_capacity(listeners.len());
+        for (host, (listener, local)) in listeners.into_iter().enumerate() {
+            addrs.push(local);
+            tasks.spawn(server::accept_loop(
+                listener,
+                host,
+                Arc::clone(&shared),
+                tasks.clone(),
+            ));
+        }
+        tracing::debug!(hosts = addrs.len(), "test site started");
+        Ok(Site {
+            shared,
+            addrs,
+            stop,
+            tasks,
+        })
+    }
+}
+
+/// A running test site. Dropping it stops all its servers; [`Site::shutdown`] also waits for them.
+pub struct Site {
+    shared: Arc<Shared>,
+    addrs: Vec<SocketAddr>,
+    stop: watch::Sender<bool>,
+    tasks: Tasks,
+}
+
+impl Site {
+    pub fn builder(spec: SiteSpec) -> SiteBuilder {
+        SiteBuilder {
+            spec,
+            routes: Vec::new(),
+        }
+    }
+
+    /// Starts a site without overrides.
+    pub async fn start(spec: SiteSpec) -> Result<Site, SiteError> {
+        Self::builder(spec).start().await
+    }
+
+    pub fn spec(&self) -> &SiteSpec {
+        &self.shared.render.spec
+    }
+
+    pub fn hosts(&self) -> usize {
+        self.addrs.len()
+    }
+
+    pub fn addr(&self, host: usize) -> Option<SocketAddr> {
+        self.addrs.get(host).copied()
+    }
+
+    /// `http://127.0.0.{x}:{port}` (no trailing slash); empty for an unknown host.
+    pub fn base(&self, host: usize) -> &str {
+        self.shared
+            .render
+            .bases
+            .get(host)
+            .map_or("", String::as_str)
+    }
+
+    /// Absolute URL of `path` (starting with `/`) on `host`.
+    pub fn url(&self, host: usize, path: &str) -> String {
+        format!("{}{}", self.base(host), path)
+    }
+
+    /// Canonical URL of page `n` on `host` (`.../` for page 0).
+    pub fn page_url(&self, host: usize, n: usize) -> String {
+        let mut s = self.base(host).to_owned();
+        graph::Target::page(host, n).write_path(&mut s);
+        s
+    }
+
+    /// The default seed: page 0 of host 0.
+    pub fn seed_url(&self) -> String {
+        self.page_url(0, 0)
+    }
+
+    /// Page 0 of every host.
+    pub fn all_seed_urls(&self) -> Vec<String> {
+        (0..self.hosts()).map(|h| self.page_url(h, 0)).collect()
+    }
+
+    /// The orphan URLs of `host` (listed only in its page sitemap).
+    pub fn orphan_urls(&self, host: usize) -> Vec<String> {
+        graph::orphans(self.spec(), host)
+            .map(|t| {
+                let mut s = self.base(host).to_owned();
+                t.write_path(&mut s);
+                s
+            })
+            .collect()
+    }
+
+    /// Expected crawl from the default seed (page 0 of host 0).
+    pub fn expected(&self, opts: ExpectOptions) -> Expected {
+        self.expected_from(opts, &[0])
+    }
+
+    /// Expected crawl seeded with page 0 of each host in `seed_hosts`.
+    pub fn expected_from(&self, opts: ExpectOptions, seed_hosts: &[usize]) -> Expected {
+        graph::expected(self.spec(), &self.shared.render.bases, &opts, seed_hosts)
+    }
+
+    /// Adds or replaces an override on a running site.
+    pub fn set_route(&self, host: usize, path: &str, route: Route) {
+        if let Some(map) = self.shared.routes.get(host) {
+            map.write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(path.to_owned(), Arc::new(route));
+            self.shared.has_routes.store(true, Ordering::Release);
+        }
+    }
+
+    /// Removes an override; the generated content answers again.
+    pub fn remove_route(&self, host: usize, path: &str) {
+        if let Some(map) = self.shared.routes.get(host) {
+            map.write().unwrap_or_else(|e| e.into_inner()).remove(path);
+        }
+    }
+
+    /// Every request so far, in arrival order (empty when `log_requests` is off).
+    pub fn requests(&self) -> Vec<RequestLog> {
+        self.shared.rec.snapshot()
+    }
+
+    /// Forgets the request log (counters are kept).
+    pub fn clear_requests(&self) {
+        self.shared.rec.clear();
+    }
+
+    /// Requests on `host` whose path (with or without its query) is `path`.
+    pub fn hits(&self, host: usize, path: &str) -> usize {
+        self.shared.rec.hits(host, path)
+    }
+
+    /// Peak number of simultaneous in-flight requests on `host` (start to body fully sent or dropped).
+    pub fn max_concurrency(&self, host: usize) -> usize {
+        self.shared
+            .rec
+            .stats(host)
+            .map_or(0, |s| s.peak.load(Ordering::SeqCst))
+    }
+
+    /// Requests in flight on `host` right now.
+    pub fn in_flight(&self, host: usize) -> usize {
+        self.shared
+            .rec
+            .stats(host)
+            .map_or(0, |s| s.in_flight.load(Ordering::SeqCst))
+    }
+
+    /// Smallest gap between two request starts on `host` (`None` with fewer than two logged requests).
+    pub fn min_inter_arrival(&self, host: usize) -> Option<Duration> {
+        self.shared.rec.min_inter_arrival(host)
+    }
+
+    /// TCP connections accepted by `host`.
+    pub fn connections(&self, host: usize) -> usize {
+        self.shared
+            .rec
+            .stats(host)
+            .map_or(0, |s| s.connections.load(Ordering::Relaxed))
+    }
+
+    /// Requests received by all hosts (counted even when logging is off).
+    pub fn total_requests(&self) -> u64 {
+        self.shared.rec.total_requests()
+    }
+
+    /// Response body bytes sent by all hosts (as sent on the wire, i.e. compressed when gzipped).
+    pub fn bytes_sent(&self) -> u64 {
+        self.shared.rec.total_bytes()
+    }
+
+    /// Tasks (listeners, connections, HTTP/2 streams) still running.
+    pub fn live_tasks(&self) -> usize {
+        self.tasks.live()
+    }
+
+    /// Stops every listener and connection and waits (up to 5 s) until all tasks are gone.
+    pub async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        if !self.tasks.drained(Duration::from_secs(5)).await {
+            tracing::warn!(
+                live = self.tasks.live(),
+                "test site tasks still running after shutdown"
+            );
+        }
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}

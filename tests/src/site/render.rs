@@ -1,0 +1,210 @@
+//! Rendering of the generated site's bodies: HTML pages, leaf pages, robots.txt, sitemaps, 404s, and gzip.
+//!
+//! Each body is written once per request into one buffer sized up front (no re-growth), then handed to hyper as
+//! `Bytes` without a copy. The padding text is made once per site.
+
+use std::cell::RefCell;
+
+use bytes::Bytes;
+use flate2::{Compress, Compression, Crc, FlushCompress, Status};
+
+use super::SiteSpec;
+use super::graph::{Kind, Link, Target, page_links, write_href};
+
+const WORDS: [&str; 16] = [
+    "alpha", "bravo", "crawler", "delta", "echo", "frontier", "golf", "hotel", "index", "juliet",
+    "kilo", "lima", "metro", "nordic", "oscar", "polite",
+];
+
+/// Deterministic filler text (ASCII words and spaces) of at least `len` bytes.
+pub(crate) fn filler(seed: u64, len: usize) -> String {
+    let mut s = String::with_capacity(len + 16);
+    let mut x = seed | 1;
+    while s.len() < len {
+        // xorshift64: cheap and deterministic
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.push_str(WORDS[(x % WORDS.len() as u64) as usize]);
+        s.push(if x.is_multiple_of(11) { '.' } else { ' ' });
+    }
+    s
+}
+
+/// Everything the renderer needs about one site; built once at start.
+pub(crate) struct Renderer {
+    pub spec: SiteSpec,
+    pub bases: Vec<String>,
+    /// at least `2 * page_bytes` of padding text
+    pub filler: String,
+}
+
+impl Renderer {
+    pub fn new(spec: SiteSpec, bases: Vec<String>) -> Self {
+        let filler = filler(spec.seed, spec.page_bytes.saturating_mul(2).max(64));
+        Self {
+            spec,
+            bases,
+            filler,
+        }
+    }
+
+    fn base(&self, host: usize) -> &str {
+        self.bases.get(host).map(String::as_str).unwrap_or("")
+    }
+
+    fn pad(&self, out: &mut String, salt: usize) {
+        // leave room for the closing tags
+        let need = self.spec.page_bytes.saturating_sub(out.len() + 24);
+        if need == 0 {
+            return;
+        }
+        let span = self.filler.len().saturating_sub(need).max(1);
+        let start = salt.wrapping_mul(131) % span;
+        let end = (start + need).min(self.filler.len());
+        out.push_str("<p>");
+        out.push_str(self.filler.get(start..end).unwrap_or(""));
+        out.push_str("</p>\n");
+    }
+
+    fn head(&self, out: &mut String, title: &str) {
+        out.push_str("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+        out.push_str(title);
+        out.push_str("</title></head>\n<body>\n<h1>");
+        out.push_str(title);
+        out.push_str("</h1>\n");
+    }
+
+    /// The HTML of page `n` on `host`, with all its links.
+    pub fn page(&self, host: usize, n: usize) -> Bytes {
+        let mut links: Vec<Link> = Vec::with_capacity(self.spec.links_per_page + 8);
+        page_links(&self.spec, host, n, &mut links);
+        let mut out = String::with_capacity(self.spec.page_bytes.max(links.len() * 80) + 512);
+        let title = format!("Host {host} page {n}");
+        self.head(&mut out, &title);
+        out.push_str("<ul>\n");
+        for l in &links {
+            out.push_str("<li><a href=\"");
+            write_href(&mut out, self.base(l.target.host), l, n);
+            out.push('"');
+            if l.nofollow {
+                out.push_str(" rel=\"nofollow\"");
+            }
+            out.push('>');
+            out.push_str(match l.target.kind {
+                Kind::Page => "page",
+                Kind::Private => "private",
+                Kind::Old => "old",
+                Kind::Missing => "missing",
+                Kind::Nofollow => "nofollow",
+                Kind::Orphan => "orphan",
+            });
+            out.push_str("</a></li>\n");
+        }
+        out.push_str("</ul>\n");
+        self.pad(&mut out, n);
+        out.push_str("</body></html>\n");
+        Bytes::from(out.into_bytes())
+    }
+
+    /// A page without links (private, nofollow and orphan pages).
+    pub fn leaf(&self, t: &Target) -> Bytes {
+        let mut out = String::with_capacity(self.spec.page_bytes + 256);
+        let title = format!("Host {} {:?} {}", t.host, t.kind, t.n);
+        self.head(&mut out, &title);
+        self.pad(&mut out, t.n.wrapping_add(7));
+        out.push_str("</body></html>\n");
+        Bytes::from(out.into_bytes())
+    }
+
+    pub fn robots(&self, host: usize) -> Bytes {
+        let mut out = String::from("User-agent: *\nDisallow: /private/\n");
+        if self.spec.sitemaps {
+            out.push_str("\nSitemap: ");
+            out.push_str(self.base(host));
+            out.push_str("/sitemap.xml\n");
+        }
+        Bytes::from(out.into_bytes())
+    }
+
+    pub fn sitemap_index(&self, host: usize) -> Bytes {
+        let mut out = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n  <sitemap><loc>",
+        );
+        out.push_str(self.base(host));
+        out.push_str("/sitemap-pages.xml</loc></sitemap>\n</sitemapindex>\n");
+        Bytes::from(out.into_bytes())
+    }
+
+    pub fn sitemap_pages(&self, host: usize) -> Bytes {
+        let mut out = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+        );
+        for o in super::graph::orphans(&self.spec, host) {
+            out.push_str("  <url><loc>");
+            out.push_str(self.base(host));
+            o.write_path(&mut out);
+            out.push_str("</loc></url>\n");
+        }
+        out.push_str("</urlset>\n");
+        Bytes::from(out.into_bytes())
+    }
+}
+
+pub(crate) const NOT_FOUND: &[u8] =
+    b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head>\
+<body><h1>Not Found</h1></body></html>\n";
+
+thread_local! {
+    /// One raw-deflate state per thread, reset for each body: creating a fresh one costs more than compressing a page.
+    static DEFLATE: RefCell<Option<Compress>> = const { RefCell::new(None) };
+}
+
+/// gzip-compresses `data` (fast level). `None` only if the compressor fails, which it does not on memory.
+pub(crate) fn gzip(data: &[u8]) -> Option<Bytes> {
+    DEFLATE.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        let c = slot.get_or_insert_with(|| Compress::new(Compression::fast(), false));
+        c.reset();
+        let mut out = Vec::with_capacity(data.len() / 2 + 64);
+        out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+        let mut done = false;
+        for _ in 0..data.len() / 1024 + 64 {
+            if out.capacity() - out.len() < 256 {
+                out.reserve(out.capacity().max(1024));
+            }
+            let input = data.get(c.total_in() as usize..).unwrap_or(&[]);
+            if c.compress_vec(input, &mut out, FlushCompress::Finish).ok()? == Status::StreamEnd {
+                done = true;
+                break;
+            }
+        }
+        if !done {
+            return None;
+        }
+        let mut crc = Crc::new();
+        crc.update(data);
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        Some(Bytes::from(out))
+    })
+}
+
+/// Whether an `Accept-Encoding` value accepts gzip (`gzip` or `x-gzip` without `q=0`).
+pub(crate) fn accepts_gzip(value: &str) -> bool {
+    value.split(',').any(|part| {
+        let mut it = part.split(';');
+        let coding = it.next().unwrap_or("").trim();
+        if !(coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip")) {
+            return false;
+        }
+        !it.any(|p| {
+            let p = p.trim();
+            p.strip_prefix("q=")
+                .or_else(|| p.strip_prefix("Q="))
+                .is_some_and(|q| q.trim().parse::<f32>().ok() == Some(0.0))
+        })
+    })
+}

@@ -1,0 +1,182 @@
+//! Tests of a site's observation and lifecycle: request log, concurrency and connection counters, logging off,
+//! shutdown and drop, spec validation and fixed ports.
+
+use std::time::Duration;
+
+use hyper::Version;
+
+use super::tests::{client, fetch, fetch_with, h2_client};
+use super::{Route, Site, SiteError, SiteSpec};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_log_and_concurrency() {
+    let site = Site::builder(SiteSpec::small())
+        .route(
+            1,
+            "/slow",
+            Route::ok("slow").delay(Duration::from_millis(300)),
+        )
+        .start()
+        .await
+        .unwrap();
+    let c = client();
+    let url = site.url(1, "/slow?x=1");
+    let headers = [
+        ("user-agent", "crawl-test/1.0"),
+        ("referer", "http://ref.example/"),
+        ("accept-encoding", "gzip"),
+    ];
+    let jobs: Vec<_> = (0..4)
+        .map(|_| {
+            let (c, url) = (c.clone(), url.clone());
+            tokio::spawn(async move { fetch_with(&c, &url, &headers).await.0 })
+        })
+        .collect();
+    for j in jobs {
+        assert_eq!(j.await.unwrap(), 200);
+    }
+    assert_eq!(site.max_concurrency(1), 4);
+    assert_eq!(site.max_concurrency(0), 0);
+    assert_eq!(site.in_flight(1), 0);
+    assert_eq!(site.connections(1), 4);
+    assert_eq!(site.hits(1, "/slow"), 4);
+    assert_eq!(site.hits(1, "/slow?x=1"), 4);
+    assert!(site.min_inter_arrival(1).is_some());
+    assert_eq!(site.min_inter_arrival(0), None);
+    let log = site.requests();
+    assert_eq!(log.len(), 4);
+    for r in &log {
+        assert_eq!(
+            (r.host, r.method.as_str(), r.path.as_str(), r.status),
+            (1, "GET", "/slow?x=1", 200)
+        );
+        assert_eq!(r.user_agent.as_deref(), Some("crawl-test/1.0"));
+        assert_eq!(r.referer.as_deref(), Some("http://ref.example/"));
+        assert_eq!(r.accept_encoding.as_deref(), Some("gzip"));
+        assert_eq!(r.version, Version::HTTP_11);
+        assert!(r.end.unwrap() >= r.start + Duration::from_millis(300));
+    }
+
+    // h2c: three concurrent streams on one connection
+    site.clear_requests();
+    let h2 = h2_client();
+    let jobs: Vec<_> = (0..3)
+        .map(|_| {
+            let (c, url) = (h2.clone(), site.url(1, "/slow"));
+            tokio::spawn(async move { fetch(&c, &url).await.0 })
+        })
+        .collect();
+    for j in jobs {
+        assert_eq!(j.await.unwrap(), 200);
+    }
+    assert_eq!(site.connections(1), 5);
+    let log = site.requests();
+    assert_eq!(log.len(), 3);
+    assert!(
+        log.iter()
+            .all(|r| r.version == Version::HTTP_2 && r.user_agent.is_none())
+    );
+    assert_eq!(site.total_requests(), 7);
+    assert!(site.bytes_sent() >= 7 * 4);
+    site.shutdown().await;
+    assert_eq!(site.live_tasks(), 0);
+}
+
+#[tokio::test]
+async fn logging_off_keeps_counters() {
+    let site = Site::start(SiteSpec {
+        log_requests: false,
+        ..SiteSpec::small()
+    })
+    .await
+    .unwrap();
+    let c = client();
+    for p in ["/", "/page/1", "/robots.txt"] {
+        assert_eq!(fetch(&c, &site.url(0, p)).await.0, 200);
+    }
+    assert!(site.requests().is_empty());
+    assert_eq!(site.hits(0, "/"), 0);
+    assert_eq!(site.total_requests(), 3);
+    assert_eq!(site.max_concurrency(0), 1);
+    assert_eq!(site.connections(0), 1);
+    assert!(site.bytes_sent() > 1000);
+}
+
+#[tokio::test]
+async fn shutdown_and_drop_stop_listening() {
+    let site = Site::start(SiteSpec::small()).await.unwrap();
+    let c = client();
+    assert_eq!(fetch(&c, &site.seed_url()).await.0, 200);
+    let addrs: Vec<_> = (0..site.hosts()).map(|h| site.addr(h).unwrap()).collect();
+    assert_eq!(addrs[0].ip().to_string(), "127.0.0.2");
+    assert_eq!(addrs[1].ip().to_string(), "127.0.0.3");
+    assert!(site.live_tasks() >= 2);
+    site.shutdown().await;
+    assert_eq!(site.live_tasks(), 0);
+    for a in &addrs {
+        assert!(tokio::net::TcpStream::connect(a).await.is_err());
+    }
+
+    let site = Site::start(SiteSpec::small()).await.unwrap();
+    let addr = site.addr(0).unwrap();
+    drop(site);
+    let mut refused = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(addr).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(refused, "dropped site still listening");
+}
+
+#[tokio::test]
+async fn invalid_specs_and_fixed_port() {
+    for spec in [
+        SiteSpec {
+            hosts: 0,
+            ..SiteSpec::small()
+        },
+        SiteSpec {
+            pages_per_host: 0,
+            ..SiteSpec::small()
+        },
+        SiteSpec {
+            first_octet: 250,
+            hosts: 10,
+            ..SiteSpec::small()
+        },
+        SiteSpec {
+            first_octet: 0,
+            ..SiteSpec::small()
+        },
+    ] {
+        assert!(matches!(
+            Site::start(spec).await,
+            Err(SiteError::InvalidSpec(_))
+        ));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.200:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let site = Site::start(SiteSpec {
+        first_octet: 200,
+        port,
+        ..SiteSpec::small()
+    })
+    .await
+    .unwrap();
+    assert_eq!(site.base(0), format!("http://127.0.0.200:{port}"));
+    assert_eq!(site.base(1), format!("http://127.0.0.201:{port}"));
+    assert_eq!(fetch(&client(), &site.url(1, "/")).await.0, 200);
+    let again = Site::start(SiteSpec {
+        first_octet: 200,
+        port,
+        ..SiteSpec::small()
+    })
+    .await;
+    assert!(matches!(again, Err(SiteError::Bind { .. })));
+}
