@@ -1,1 +1,11 @@
-//! tests
+//! crawl-tests: test support for crawl-engine.
+//!
+//! # Layout
+//! - [`site`]: the one generator of test sites (pages, links, robots.txt, redirects, 404s, sitemaps, custom routes),
+//!   used by the integration tests, `make demo` and `make bench`.
+//! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
+//!
+//! The integration tests live in `tests/it/` (one test binary made of modules).
+
+pub mod engine;
+pub mod site;

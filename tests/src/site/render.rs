@@ -176,7 +176,10 @@ pub(crate) fn gzip(data: &[u8]) -> Option<Bytes> {
                 out.reserve(out.capacity().max(1024));
             }
             let input = data.get(c.total_in() as usize..).unwrap_or(&[]);
-            if c.compress_vec(input, &mut out, FlushCompress::Finish).ok()? == Status::StreamEnd {
+            if c.compress_vec(input, &mut out, FlushCompress::Finish)
+                .ok()?
+                == Status::StreamEnd
+            {
                 done = true;
                 break;
             }

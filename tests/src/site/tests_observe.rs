@@ -57,9 +57,10 @@ async fn request_log_and_concurrency() {
         assert!(r.end.unwrap() >= r.start + Duration::from_millis(300));
     }
 
-    // h2c: three concurrent streams on one connection
-    site.clear_requests();
+    // h2c: three concurrent streams on one connection (opened by a first request)
     let h2 = h2_client();
+    assert_eq!(fetch(&h2, &site.url(1, "/")).await.0, 200);
+    site.clear_requests();
     let jobs: Vec<_> = (0..3)
         .map(|_| {
             let (c, url) = (h2.clone(), site.url(1, "/slow"));
@@ -76,7 +77,7 @@ async fn request_log_and_concurrency() {
         log.iter()
             .all(|r| r.version == Version::HTTP_2 && r.user_agent.is_none())
     );
-    assert_eq!(site.total_requests(), 7);
+    assert_eq!(site.total_requests(), 8);
     assert!(site.bytes_sent() >= 7 * 4);
     site.shutdown().await;
     assert_eq!(site.live_tasks(), 0);
@@ -133,6 +134,8 @@ async fn shutdown_and_drop_stop_listening() {
 
 #[tokio::test]
 async fn invalid_specs_and_fixed_port() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Site>();
     for spec in [
         SiteSpec {
             hosts: 0,

@@ -1,0 +1,47 @@
+# crawl-engine: targets a newcomer can guess.
+CARGO ?= cargo
+
+.PHONY: all build release demo test test-unit test-it bench bench-crawl bench-micro fmt lint doc ci clean
+
+all: build
+
+build:
+	$(CARGO) build --workspace
+
+release:
+	$(CARGO) build --release -p crawl-engine -p crawl-tests --bin crawl-engine --bin testsite
+
+# A real crawl of a generated multi-host site on 127.0.0.x with the root config.toml; no internet needed.
+demo: release
+	bash tests/scripts/demo.sh
+
+# Everything CI runs: unit tests, integration tests (real binary, loopback servers), lint.
+test:
+	$(CARGO) build --workspace --bins
+	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
+
+# The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64) and the criterion benches.
+bench: bench-crawl bench-micro
+
+bench-crawl: release
+	bash tests/scripts/bench.sh
+
+bench-micro:
+	$(CARGO) bench -p crawl-core -p crawl-actors
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+doc:
+	$(CARGO) doc --workspace --no-deps
+
+ci: lint test
+
+clean:
+	$(CARGO) clean
+	rm -rf .demo .bench

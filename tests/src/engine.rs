@@ -1,0 +1,202 @@
+//! Running the real `crawl-engine` binary from tests: a temporary directory with a config file, the data_dir and
+//! the JSONL; helpers to run it with a deadline, send signals, and read the records back.
+
+use crawl_core::record::Record;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The debug `crawl-engine` binary of this workspace (built by `make test` before the tests run).
+pub fn binary_path() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("debug").join("crawl-engine")
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// One crawl's working directory.
+pub struct TestCrawl {
+    pub dir: tempfile::TempDir,
+    pub config_path: PathBuf,
+    pub jsonl: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct RunResult {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunResult {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+impl TestCrawl {
+    /// A config for loopback tests (private networks allowed, no politeness delay, quick retries) with `overrides`
+    /// (TOML text, deep-merged over the defaults) applied.
+    pub fn new(seeds: &[String], overrides: &str) -> TestCrawl {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let jsonl = dir.path().join("crawl.jsonl");
+        let data_dir = dir.path().join("data");
+        let mut base: toml::Table = toml::from_str(
+            r#"
+            [crawl]
+            robots_retry_ms = 200
+            [politeness]
+            min_delay_ms = 0
+            per_host_concurrency = 4
+            backoff_base_ms = 100
+            [fetch]
+            concurrency = 16
+            retry_base_ms = 50
+            connect_timeout_ms = 2000
+            header_timeout_ms = 5000
+            idle_timeout_ms = 5000
+            request_timeout_ms = 10000
+            [security]
+            allow_private_networks = true
+            [supervisor]
+            backoff_base_ms = 10
+            [shutdown]
+            grace_ms = 5000
+            [observability]
+            log_level = "info"
+            log_format = "json"
+            progress_interval_s = 1
+            "#,
+        )
+        .expect("base config");
+        let over: toml::Table = toml::from_str(overrides).expect("override toml");
+        merge(&mut base, over);
+        let crawl = base
+            .entry("crawl")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        if let toml::Value::Table(t) = crawl {
+            t.entry("seeds").or_insert_with(|| {
+                toml::Value::Array(
+                    seeds
+                        .iter()
+                        .map(|s| toml::Value::String(s.clone()))
+                        .collect(),
+                )
+            });
+        }
+        let frontier = base
+            .entry("frontier")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        if let toml::Value::Table(t) = frontier {
+            t.entry("data_dir")
+                .or_insert_with(|| toml::Value::String(data_dir.display().to_string()));
+        }
+        let output = base
+            .entry("output")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        if let toml::Value::Table(t) = output {
+            t.entry("jsonl")
+                .or_insert_with(|| toml::Value::String(jsonl.display().to_string()));
+        }
+        let config_path = dir.path().join("config.toml");
+        std::fs::write(&config_path, toml::to_string(&base).expect("render config"))
+            .expect("write config");
+        TestCrawl {
+            dir,
+            config_path,
+            jsonl,
+            data_dir,
+        }
+    }
+
+    /// The command, ready to spawn (stdout/stderr piped).
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(binary_path());
+        c.arg("--config")
+            .arg(&self.config_path)
+            .arg("--no-progress");
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.env_remove("RUST_LOG");
+        c
+    }
+
+    pub fn spawn(&self) -> Child {
+        self.command()
+            .spawn()
+            .expect("spawn crawl-engine (run `cargo build --workspace --bins` first)")
+    }
+
+    /// Runs to the end, killing the process if it outlives `deadline`.
+    pub fn run(&self, deadline: Duration) -> RunResult {
+        wait_with_deadline(self.spawn(), deadline)
+    }
+
+    /// The JSONL records.
+    pub fn records(&self) -> Vec<Record> {
+        read_records(&self.jsonl)
+    }
+}
+
+/// Waits for a child, killing it after `deadline` (the test then fails on the status).
+pub fn wait_with_deadline(mut child: Child, deadline: Duration) -> RunResult {
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            break child.wait().expect("wait after kill");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    use std::io::Read as _;
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut stdout);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    RunResult {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// Parses a JSONL file into records (panics on a malformed line: that is a test failure).
+pub fn read_records(path: &Path) -> Vec<Record> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("line {} of {}: {e}: {l}", i + 1, path.display()))
+        })
+        .collect()
+}
+
+/// Sends a signal to a child by pid with the `kill` command (no unsafe code).
+pub fn signal(child: &Child, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status();
+}
