@@ -3,6 +3,7 @@
 
 use clap::Parser as _;
 use crawl_actors::job::Faults;
+use crawl_actors::scheduler::crawl::FinishReason;
 use crawl_engine::cli::Cli;
 use crawl_engine::progress::Mode;
 use crawl_engine::{EngineError, Options, load_config, run_crawl};
@@ -84,6 +85,12 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
     print!("{}", summary.render());
     if let Some(p) = &cli.summary_json {
         std::fs::write(p, serde_json::to_vec_pretty(&summary.to_json())?)?;
+    }
+    if let FinishReason::Fatal(cause) = &summary.reason {
+        let one_line = cause.lines().next().unwrap_or("fatal error").to_owned();
+        return Err(
+            EngineError::Fatal(format!("{one_line} (the same command resumes the crawl)")).into(),
+        );
     }
     Ok(())
 }

@@ -105,11 +105,8 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
     });
     actix::System::current().stop();
     let crawl = result?;
-    let summary = Summary::new(crawl, started.elapsed(), output);
-    if let crawl_actors::scheduler::crawl::FinishReason::Fatal(e) = &summary.reason {
-        return Err(EngineError::Fatal(format!("{e}\n{}", summary.render())));
-    }
-    Ok(summary)
+    // A fatal end still has a summary; the caller prints it and exits 1 with the cause.
+    Ok(Summary::new(crawl, started.elapsed(), output))
 }
 
 async fn watch_signals(
