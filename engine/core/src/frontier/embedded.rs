@@ -15,6 +15,8 @@ const URLS: TableDefinition<&str, &[u8]> = TableDefinition::new("urls");
 const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 const DONE: u8 = b'D';
 const QUEUED: u8 = b'Q';
 
@@ -59,7 +61,8 @@ impl EmbeddedFrontier {
     /// Opens (or creates) the frontier under `dir`, taking the directory's lock first.
     pub fn open(dir: &Path) -> Result<EmbeddedFrontier, FrontierError> {
         let lock = DirLock::acquire(dir)?;
-        let db = Database::create(dir.join("frontier.redb"))?;
+        // redb caches up to 1 GiB by default; the hot set here is small (pending entries and recent pages).
+        let db = Database::builder().set_cache_size(CACHE_BYTES).create(dir.join("frontier.redb"))?;
         Ok(EmbeddedFrontier {
             db,
             known: HashSet::new(),
