@@ -152,8 +152,22 @@ impl TestCrawl {
     }
 }
 
-/// Waits for a child, killing it after `deadline` (the test then fails on the status).
+/// Waits for a child, killing it after `deadline` (the test then fails on the status). Its stdout and stderr are
+/// drained on threads while it runs, so a chatty child never blocks on a full pipe.
 pub fn wait_with_deadline(mut child: Child, deadline: Duration) -> RunResult {
+    fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut buf = String::new();
+            if let Some(mut p) = pipe {
+                let mut bytes = Vec::new();
+                let _ = p.read_to_end(&mut bytes);
+                buf = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            buf
+        })
+    }
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("try_wait") {
@@ -165,20 +179,9 @@ pub fn wait_with_deadline(mut child: Child, deadline: Duration) -> RunResult {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    use std::io::Read as _;
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut stdout);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
-    RunResult {
-        status,
-        stdout,
-        stderr,
-    }
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    RunResult { status, stdout, stderr }
 }
 
 /// Parses a JSONL file into records (panics on a malformed line: that is a test failure).

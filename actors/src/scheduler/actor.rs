@@ -228,7 +228,10 @@ impl Handler<Abort> for Scheduler {
 
     fn handle(&mut self, msg: Abort, ctx: &mut Context<Self>) {
         self.crawl.drain();
-        self.forced = Some(FinishReason::Fatal(msg.reason));
+        // The first fatal cause is the one reported; later ones are consequences.
+        if !matches!(self.forced, Some(FinishReason::Fatal(_))) {
+            self.forced = Some(FinishReason::Fatal(msg.reason));
+        }
         self.after(ctx);
     }
 }
