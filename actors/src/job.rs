@@ -117,10 +117,10 @@ impl Faults {
 
     /// Panics (on purpose) when `url` carries the marker of this stage.
     pub fn maybe_panic(marker: &Option<String>, url: &str) {
-        if let Some(m) = marker {
-            if url.contains(m.as_str()) {
-                panic!("injected fault for {url}");
-            }
+        if let Some(m) = marker
+            && url.contains(m.as_str())
+        {
+            panic!("injected fault for {url}");
         }
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 /// How to run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Show progress: None = nothing, Some(mode).
     pub progress: Option<progress::Mode>,
@@ -23,17 +23,6 @@ pub struct Options {
     pub handle_signals: bool,
     /// Extra trusted roots for the HTTP client.
     pub extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            progress: None,
-            faults: Faults::default(),
-            handle_signals: false,
-            extra_roots: Vec::new(),
-        }
-    }
 }
 
 /// Loads the config file (or the defaults when `path` is None), adds the command-line seeds and checks that there

@@ -181,7 +181,11 @@ pub fn wait_with_deadline(mut child: Child, deadline: Duration) -> RunResult {
     };
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
-    RunResult { status, stdout, stderr }
+    RunResult {
+        status,
+        stdout,
+        stderr,
+    }
 }
 
 /// Parses a JSONL file into records (panics on a malformed line: that is a test failure).

@@ -69,7 +69,11 @@ async fn fixture(first_octet: u8, very_slow: bool) -> Fixture {
     if very_slow {
         for n in very_slow_pages() {
             let first = Route::not_found().delay(VERY_SLOW);
-            b = b.route(0, &format!("/missing/{n}"), Route::sequence(vec![first, Route::not_found()]));
+            b = b.route(
+                0,
+                &format!("/missing/{n}"),
+                Route::sequence(vec![first, Route::not_found()]),
+            );
         }
     }
     let site = b.start().await.expect("start site");
@@ -78,7 +82,11 @@ async fn fixture(first_octet: u8, very_slow: bool) -> Fixture {
     want.extend(exp.fetched_ok.iter().map(|u| (u.clone(), Want::Ok)));
     want.extend(exp.redirects.keys().map(|u| (u.clone(), Want::Redirect)));
     want.extend(exp.not_found.iter().map(|u| (u.clone(), Want::NotFound)));
-    want.extend(exp.robots_excluded.iter().map(|u| (u.clone(), Want::Robots)));
+    want.extend(
+        exp.robots_excluded
+            .iter()
+            .map(|u| (u.clone(), Want::Robots)),
+    );
     let crawl = TestCrawl::new(&site.all_seed_urls(), &overrides());
     Fixture { site, crawl, want }
 }
@@ -153,7 +161,11 @@ fn assert_clean_prefix(fx: &Fixture, label: &str) -> Vec<Record> {
 fn assert_exactly_once(fx: &Fixture, label: &str) -> Vec<Record> {
     let records = assert_clean_prefix(fx, label);
     let got: BTreeSet<&str> = records.iter().map(|r| r.url.as_str()).collect();
-    let missing: Vec<&String> = fx.want.keys().filter(|u| !got.contains(u.as_str())).collect();
+    let missing: Vec<&String> = fx
+        .want
+        .keys()
+        .filter(|u| !got.contains(u.as_str()))
+        .collect();
     assert!(
         missing.is_empty(),
         "{label}: {} of {} URLs missing: {missing:?}",
@@ -167,7 +179,11 @@ fn assert_exactly_once(fx: &Fixture, label: &str) -> Vec<Record> {
             Want::NotFound => r.outcome == Outcome::Fetched && r.status == Some(404),
             Want::Robots => r.outcome == Outcome::Excluded && r.reason == Some(Reason::Robots),
         };
-        assert!(ok, "{label}: wrong record for a {:?} URL: {r:?}", fx.want[&r.url]);
+        assert!(
+            ok,
+            "{label}: wrong record for a {:?} URL: {r:?}",
+            fx.want[&r.url]
+        );
     }
     records
 }
@@ -233,7 +249,10 @@ async fn wait_for(fx: &Fixture, child: &mut Child, point: Point) {
             }
             panic!("crawl ended ({status}) before kill point {point:?}: {err}");
         }
-        assert!(start.elapsed() < DEADLINE, "kill point {point:?} not reached");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "kill point {point:?} not reached"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -280,14 +299,22 @@ fn assert_fetch_counts(fx: &Fixture, stops: &[Stop], max: usize) {
         }
     }
     for s in stops {
-        for u in reqs[s.requests..].iter().filter(|u| s.recorded.contains(*u)) {
-            bad.push(format!("{u} requested again although recorded before {}", s.label));
+        for u in reqs[s.requests..]
+            .iter()
+            .filter(|u| s.recorded.contains(*u))
+        {
+            bad.push(format!(
+                "{u} requested again although recorded before {}",
+                s.label
+            ));
         }
     }
     for (u, n) in &total {
         match fx.want.get(u) {
             None => bad.push(format!("{u} requested {n} times but must never be")),
-            Some(Want::Robots) => bad.push(format!("{u} is robots-excluded but requested {n} times")),
+            Some(Want::Robots) => {
+                bad.push(format!("{u} is robots-excluded but requested {n} times"))
+            }
             Some(_) if *n > max => bad.push(format!("{u} requested {n} times (at most {max})")),
             Some(_) => {}
         }
@@ -385,7 +412,10 @@ async fn torn_last_line_is_cut_on_resume_after_kill_and_after_completion() {
     let before = page_requests(&fx.site).len();
     run_to_end(&fx, "torn line after completion").await;
     let after = std::fs::read(&fx.crawl.jsonl).expect("read jsonl");
-    assert!(after == done, "the torn bytes are cut and nothing else changes");
+    assert!(
+        after == done,
+        "the torn bytes are cut and nothing else changes"
+    );
     assert_exactly_once(&fx, "after completion + torn line");
     let new: Vec<String> = page_requests(&fx.site).split_off(before);
     assert!(new.is_empty(), "a finished crawl fetches no page: {new:?}");
@@ -405,17 +435,31 @@ async fn sigterm_drains_in_flight_fetches_exits_zero_and_resume_completes() {
         took < Duration::from_millis(GRACE_MS + 3000),
         "exited {took:?} after SIGTERM (grace {GRACE_MS} ms)"
     );
-    assert!(res.stdout.contains("stopped by signal"), "summary: {}", res.stdout);
+    assert!(
+        res.stdout.contains("stopped by signal"),
+        "summary: {}",
+        res.stdout
+    );
     let records = assert_clean_prefix(&fx, "after SIGTERM");
-    assert!(records.len() < fx.want.len(), "SIGTERM stopped the crawl early");
+    assert!(
+        records.len() < fx.want.len(),
+        "SIGTERM stopped the crawl early"
+    );
     // every fetch that reached the site (including those in flight at the signal) ended in a record
     let recorded: BTreeSet<&str> = records.iter().map(|r| r.url.as_str()).collect();
     let lost: Vec<String> = page_requests(&fx.site)
         .into_iter()
         .filter(|u| !recorded.contains(u.as_str()))
         .collect();
-    assert!(lost.is_empty(), "fetched but not recorded after the drain: {lost:?}");
-    eprintln!("sigterm: {} of {} lines after {took:?}", records.len(), fx.want.len());
+    assert!(
+        lost.is_empty(),
+        "fetched but not recorded after the drain: {lost:?}"
+    );
+    eprintln!(
+        "sigterm: {} of {} lines after {took:?}",
+        records.len(),
+        fx.want.len()
+    );
 
     run_to_end(&fx, "resume after SIGTERM").await;
     assert_exactly_once(&fx, "after SIGTERM + resume");
@@ -433,13 +477,17 @@ async fn second_sigterm_exits_at_once_and_resume_is_exact() {
     let mut child = fx.crawl.spawn();
     let start = Instant::now();
     let slow_started = loop {
-        let hit = fx.site.requests().into_iter().find(|r| {
-            r.host == 0 && r.end.is_none() && slow.contains(&fx.site.url(0, &r.path))
-        });
+        let hit =
+            fx.site.requests().into_iter().find(|r| {
+                r.host == 0 && r.end.is_none() && slow.contains(&fx.site.url(0, &r.path))
+            });
         if let Some(r) = hit {
             break r.start;
         }
-        assert!(child.try_wait().expect("try_wait").is_none(), "crawl ended first");
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "crawl ended first"
+        );
         assert!(start.elapsed() < DEADLINE, "no very slow request in flight");
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
@@ -486,7 +534,11 @@ async fn second_process_on_same_data_dir_is_refused_and_first_completes() {
         "the refusal names the data_dir as in use: {}",
         second.stderr
     );
-    assert!(!second.stdout.contains("crawl "), "no summary: {}", second.stdout);
+    assert!(
+        !second.stdout.contains("crawl "),
+        "no summary: {}",
+        second.stdout
+    );
     assert!(line_count(&fx) >= lines, "the JSONL is not truncated");
     let res = finish(first).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
@@ -510,4 +562,32 @@ async fn rerun_of_finished_crawl_writes_nothing_and_fetches_no_page() {
     assert!(after == done, "a finished crawl writes no new line");
     let new: Vec<String> = page_requests(&fx.site).split_off(before);
     assert!(new.is_empty(), "a finished crawl fetches no page: {new:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn tmp_kill_at_db_create() {
+    let mut bad = 0;
+    for i in 0..20u64 {
+        let fx = fixture(104, false).await;
+        let db = fx.crawl.data_dir.join("frontier.redb");
+        let mut child = fx.crawl.spawn();
+        let start = Instant::now();
+        while !db.exists() && start.elapsed() < Duration::from_secs(5) {
+            std::hint::spin_loop();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let len = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
+        let res = finish(fx.crawl.spawn()).await;
+        eprintln!(
+            "iter {i}: db {len} bytes after kill; rerun {:?} {}",
+            res.code(),
+            res.stderr.lines().last().unwrap_or("")
+        );
+        if res.code() != Some(0) {
+            bad += 1;
+        }
+    }
+    eprintln!("bad {bad}");
 }

@@ -74,7 +74,7 @@ pub fn reason_of(e: &FetchError) -> Reason {
 }
 
 enum Step {
-    Parse(Parse),
+    Parse(Box<Parse>),
     Done(JobDone),
 }
 
@@ -88,7 +88,7 @@ async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
         },
     };
     match result {
-        Ok(response) => Step::Parse(Parse { job, response }),
+        Ok(response) => Step::Parse(Box::new(Parse { job, response })),
         Err(e) => {
             let result = JobResult::FetchFailed {
                 reason: reason_of(&e),
@@ -137,7 +137,7 @@ impl Handler<Fetch> for Fetcher {
         let fut = AssertUnwindSafe(run_job(self.client.clone(), msg.job, self.faults.clone()))
             .catch_unwind();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
-            Ok(Step::Parse(p)) => act.parser.do_send(p),
+            Ok(Step::Parse(p)) => act.parser.do_send(*p),
             Ok(Step::Done(d)) => act.scheduler.do_send(d),
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());

@@ -33,7 +33,7 @@ pub fn process(settings: &ParseSettings, job: &Job, resp: RawResponse) -> JobRes
     }
 }
 
-fn header<'a>(resp: &'a RawResponse, name: http::header::HeaderName) -> Option<&'a str> {
+fn header(resp: &RawResponse, name: http::header::HeaderName) -> Option<&str> {
     resp.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -97,14 +97,14 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
         out.retry_after = header(&resp, http::header::RETRY_AFTER)
             .and_then(|v| crawl_core::retry_after::parse_retry_after(v, SystemTime::now()));
     }
-    if (300..400).contains(&resp.status) {
-        if let Some(base) = &page_url {
-            out.redirect_to = header(&resp, http::header::LOCATION).map(|loc| {
-                canon::canonicalize_relative(base, loc)
-                    .map(|u| judge(settings, &u, job.entry.depth))
-                    .map_err(|e| format!("unusable Location {loc:?}: {e}"))
-            });
-        }
+    if (300..400).contains(&resp.status)
+        && let Some(base) = &page_url
+    {
+        out.redirect_to = header(&resp, http::header::LOCATION).map(|loc| {
+            canon::canonicalize_relative(base, loc)
+                .map(|u| judge(settings, &u, job.entry.depth))
+                .map_err(|e| format!("unusable Location {loc:?}: {e}"))
+        });
     }
     let body = match decode(&resp, resp.body.clone(), settings.max_body_bytes) {
         Ok(b) => b,

@@ -392,13 +392,14 @@ impl Crawl {
                 self.queues.release(job.host, now, Feedback::Ok);
                 let e = &job.entry;
                 let detail = format!("unexpected result for a page job: {other:?}");
-                let record = Record::terminal(
+                let mut record = Record::terminal(
                     &e.url,
                     e.depth,
                     e.parent.as_deref(),
                     Reason::Protocol,
                     Some(detail),
                 );
+                record.attempts = e.tries();
                 self.finish(record, true);
             }
         }
@@ -411,12 +412,16 @@ impl Crawl {
     }
 
     fn on_panic(&mut self, job: Job, stage: &str, detail: &str, now: Instant) {
-        self.queues.release(job.host, now, Feedback::Ok);
         self.stats.panics += 1;
         let mut entry = job.entry;
         entry.attempt += 1;
         tracing::warn!(url = %entry.url, stage, attempt = entry.attempt, detail, "handler panicked; re-driving url");
-        if entry.attempt >= self.settings.max_attempts {
+        let poisoned = entry.attempt >= self.settings.max_attempts;
+        if !(poisoned && entry.kind == JobKind::Robots) {
+            // on_robots releases the host itself
+            self.queues.release(job.host, now, Feedback::Ok);
+        }
+        if poisoned {
             if entry.kind == JobKind::Page {
                 let mut record = Record::terminal(
                     &entry.url,
@@ -428,7 +433,8 @@ impl Crawl {
                         entry.attempt
                     )),
                 );
-                record.attempts = entry.tries();
+                // `attempt` already counts this try
+                record.attempts = entry.attempt + entry.retries;
                 self.finish(record, true);
             } else if entry.kind == JobKind::Robots {
                 self.on_robots(
@@ -498,7 +504,7 @@ impl Crawl {
                     record.redirect_to = Some(target.url.clone());
                     let mut chain = entry.redirect_chain.clone();
                     chain.push(entry.url.clone());
-                    if chain.iter().any(|u| *u == target.url) {
+                    if chain.contains(&target.url) {
                         record.outcome = Outcome::Failed;
                         record.reason = Some(Reason::RedirectLoop);
                         record.error = Some(format!("redirect loop back to {}", target.url));
@@ -744,3 +750,7 @@ impl Crawl {
         s
     }
 }
+
+#[cfg(test)]
+#[path = "crawl_tests.rs"]
+mod tests;

@@ -123,4 +123,37 @@ mod tests {
         assert!(t.gave_up("http://b.test/y"));
         assert_eq!(t.gate("http://b.test/y", now), Some(Gate::Drop));
     }
+
+    #[test]
+    fn refetch_after_expiry_and_failures_reset_on_rules() {
+        let now = Instant::now();
+        let mut t = RobotsTable::default();
+        let auth = "https://c.test:443";
+        assert!(t.start(auth));
+        assert_eq!(t.failed(auth), 1);
+        assert_eq!(t.failed(auth), 2);
+        assert!(!t.start(auth), "still pending while retried");
+        t.set(
+            auth,
+            RobotsState::Ready {
+                rules: Arc::new(Robots::allow_all()),
+                expires: now + Duration::from_secs(1),
+            },
+        );
+        assert_eq!(t.failed(auth), 1, "rules reset the failure count");
+        assert_eq!(t.gate("https://c.test/p", now), Some(Gate::Go));
+        assert_eq!(
+            t.gate("https://c.test/p", now + Duration::from_secs(1)),
+            None
+        );
+        assert!(t.start(auth), "an expired entry may be fetched again");
+        assert_eq!(t.gate("https://c.test/p", now), Some(Gate::Block));
+        assert!(!t.gave_up("https://c.test/p"));
+        assert!(!t.gave_up("not a url"));
+        assert_eq!(
+            t.gate("not a url", now),
+            Some(Gate::Go),
+            "the fetcher records it"
+        );
+    }
 }

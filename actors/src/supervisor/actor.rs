@@ -91,22 +91,26 @@ impl Handler<ChildFailed> for Supervisor {
             .or_default()
             .record(Instant::now(), self.policy.window);
         if n > self.policy.max_restarts {
-            tracing::error!(
-                child = msg.child.kind(),
-                restarts = n,
-                "restart limit reached; escalating"
-            );
-            self.stats.escalated = true;
-            if let Some(s) = &self.scheduler {
-                s.do_send(Abort {
-                    reason: format!(
-                        "{} failed {} times within {:?}: {}",
-                        msg.child.kind(),
-                        n,
-                        self.policy.window,
-                        msg.detail
-                    ),
-                });
+            if !self.stats.escalated {
+                tracing::error!(
+                    child = msg.child.kind(),
+                    failures = n,
+                    "restart limit reached; escalating"
+                );
+                self.stats.escalated = true;
+                if let Some(s) = &self.scheduler {
+                    s.do_send(Abort {
+                        reason: format!(
+                            "{} exceeded the restart limit (supervisor.max_restarts = {}): \
+                             {} failures within {}s; last: {}",
+                            msg.child.kind(),
+                            self.policy.max_restarts,
+                            n,
+                            self.policy.window.as_secs(),
+                            msg.detail
+                        ),
+                    });
+                }
             }
             return;
         }

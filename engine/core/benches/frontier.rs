@@ -41,15 +41,10 @@ fn queues(c: &mut Criterion) {
                 }
                 let mut dropped = Vec::new();
                 let mut popped = 0;
-                loop {
-                    match q.pop_ready(now, |_, _| Gate::Go, &mut dropped) {
-                        Pop::Ready(h, e) => {
-                            black_box(&e);
-                            q.release(h, now, Feedback::Ok);
-                            popped += 1;
-                        }
-                        _ => break,
-                    }
+                while let Pop::Ready(h, e) = q.pop_ready(now, |_, _| Gate::Go, &mut dropped) {
+                    black_box(&e);
+                    q.release(h, now, Feedback::Ok);
+                    popped += 1;
                 }
                 assert_eq!(popped, n);
             },

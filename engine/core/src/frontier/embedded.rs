@@ -62,7 +62,9 @@ impl EmbeddedFrontier {
     pub fn open(dir: &Path) -> Result<EmbeddedFrontier, FrontierError> {
         let lock = DirLock::acquire(dir)?;
         // redb caches up to 1 GiB by default; the hot set here is small (pending entries and recent pages).
-        let db = Database::builder().set_cache_size(CACHE_BYTES).create(dir.join("frontier.redb"))?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(dir.join("frontier.redb"))?;
         Ok(EmbeddedFrontier {
             db,
             known: HashSet::new(),

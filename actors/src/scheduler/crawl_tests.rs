@@ -1,0 +1,699 @@
+//! Unit tests of [`Crawl`], driven directly (no actix) with a real `EmbeddedFrontier` in a tempdir, synthetic job
+//! results and explicit instants; every check reads the committed JSONL lines back as [`Record`]s.
+//! This file holds the harness and the robots, links, redirect and concurrency tests; `crawl_tests_faults.rs` holds
+//! retries, panics, limits, drain and durability.
+
+use super::*;
+use crawl_core::frontier::embedded::EmbeddedFrontier;
+use crawl_core::politeness::PolitenessPolicy;
+use crawl_core::robots::Robots;
+use crawl_core::scope::ScopeMode;
+
+#[path = "crawl_tests_faults.rs"]
+mod faults;
+
+pub(super) fn settings() -> CrawlSettings {
+    CrawlSettings {
+        max_pages: 0,
+        concurrency: 16,
+        respect_robots: false,
+        robots_cache: Duration::from_secs(3600),
+        robots_retry: Duration::from_secs(10),
+        robots_max_attempts: 3,
+        follow_sitemaps: true,
+        sitemap_max_depth: 1,
+        max_retries: 2,
+        retry_base: Duration::from_secs(1),
+        max_attempts: 3,
+        max_redirects: 2,
+        commit_max_ops: 1000,
+    }
+}
+
+pub(super) fn policy(per_host: u32) -> PolitenessPolicy {
+    PolitenessPolicy {
+        per_host_concurrency: per_host,
+        min_delay: Duration::ZERO,
+        backoff_base: Duration::from_secs(1),
+        ..PolitenessPolicy::default()
+    }
+}
+
+pub(super) fn link(url: &str, verdict: ScopeVerdict) -> FoundLink {
+    let u = url::Url::parse(url).unwrap();
+    FoundLink {
+        url: u.as_str().to_owned(),
+        host: canon::host_key(&u).to_owned(),
+        verdict,
+    }
+}
+
+pub(super) fn inscope(urls: &[&str]) -> Vec<FoundLink> {
+    urls.iter()
+        .map(|u| link(u, ScopeVerdict::InScope))
+        .collect()
+}
+
+pub(super) fn status(code: u16, retry_after: Option<Duration>) -> JobResult {
+    JobResult::Page(Box::new(PageOutcome {
+        status: code,
+        content_type: Some("text/html".into()),
+        content_length: 10,
+        http_version: "HTTP/1.1".into(),
+        elapsed_ms: 3,
+        retry_after,
+        ..PageOutcome::default()
+    }))
+}
+
+pub(super) fn ok(links: Vec<FoundLink>) -> JobResult {
+    JobResult::Page(Box::new(PageOutcome {
+        status: 200,
+        content_type: Some("text/html".into()),
+        content_length: 100,
+        http_version: "HTTP/1.1".into(),
+        elapsed_ms: 5,
+        links_found: links.len() as u32,
+        links,
+        ..PageOutcome::default()
+    }))
+}
+
+pub(super) fn redirect(to: &str) -> JobResult {
+    JobResult::Page(Box::new(PageOutcome {
+        status: 301,
+        http_version: "HTTP/1.1".into(),
+        redirect_to: Some(Ok(link(to, ScopeVerdict::InScope))),
+        ..PageOutcome::default()
+    }))
+}
+
+pub(super) fn failed(reason: Reason, retryable: bool) -> JobResult {
+    JobResult::FetchFailed {
+        reason,
+        detail: format!("synthetic {}", reason.as_str()),
+        retryable,
+    }
+}
+
+pub(super) fn panicked() -> JobResult {
+    JobResult::Panicked {
+        stage: "parser",
+        detail: "boom".into(),
+    }
+}
+
+fn robots(body: &str) -> JobResult {
+    JobResult::Robots(RobotsOutcome::Rules(Arc::new(Robots::parse(
+        body.as_bytes(),
+        "crawl-engine/0.1",
+    ))))
+}
+
+fn unavailable() -> JobResult {
+    JobResult::Robots(RobotsOutcome::Unavailable {
+        detail: "503".into(),
+    })
+}
+
+/// A crawl over a real store, plus the JSONL it has written so far.
+pub(super) struct H {
+    pub crawl: Crawl,
+    pub dir: tempfile::TempDir,
+    pub t0: Instant,
+    /// The JSONL: line n (1-based) is `file[n - 1]`.
+    pub file: Vec<Record>,
+    /// Every job leased, in order.
+    pub leased: Vec<Job>,
+}
+
+fn open(dir: &std::path::Path) -> (EmbeddedFrontier, Recovered) {
+    let mut store = EmbeddedFrontier::open(dir).unwrap();
+    let rec = store.recover().unwrap();
+    (store, rec)
+}
+
+pub(super) fn parse(line: &[u8]) -> Record {
+    assert_eq!(line.last(), Some(&b'\n'), "a line ends with a newline");
+    serde_json::from_slice(line).unwrap()
+}
+
+impl H {
+    pub fn new(settings: CrawlSettings, policy: PolitenessPolicy) -> H {
+        H::resume(tempfile::tempdir().unwrap(), settings, policy, Vec::new())
+    }
+
+    /// Reopens the store in `dir` the way the tree does: writes the outbox records the file lacks, trims, then
+    /// builds a new crawl from the recovery.
+    pub fn resume(
+        dir: tempfile::TempDir,
+        settings: CrawlSettings,
+        policy: PolitenessPolicy,
+        mut file: Vec<Record>,
+    ) -> H {
+        let (mut store, mut rec) = open(dir.path());
+        for (seq, line) in std::mem::take(&mut rec.outbox) {
+            if seq > file.len() as u64 {
+                assert_eq!(seq, file.len() as u64 + 1, "outbox continues the file");
+                file.push(parse(&line));
+            }
+        }
+        store.trim_outbox(file.len() as u64);
+        store.commit().unwrap();
+        let scope = Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        ));
+        let t0 = Instant::now();
+        let crawl = Crawl::new(
+            settings,
+            scope,
+            HostQueues::new(policy),
+            Box::new(store),
+            rec,
+            file.len() as u64,
+            t0,
+        );
+        H {
+            crawl,
+            dir,
+            t0,
+            file,
+            leased: Vec::new(),
+        }
+    }
+
+    /// Drops the crawl (releasing the store's lock) and hands back the directory and the file.
+    pub fn close(self) -> (tempfile::TempDir, Vec<Record>) {
+        drop(self.crawl);
+        (self.dir, self.file)
+    }
+
+    pub fn at(&self, ms: u64) -> Instant {
+        self.t0 + Duration::from_millis(ms)
+    }
+
+    pub fn seed(&mut self, url: &str) -> bool {
+        let u = canon::canonicalize(url).unwrap();
+        let now = self.t0;
+        self.crawl.add_seed(&u, now)
+    }
+
+    /// next_jobs at `ms` after t0.
+    pub fn lease(&mut self, ms: u64) -> (Vec<Job>, Option<Instant>) {
+        let (jobs, wake) = self.crawl.next_jobs(self.at(ms));
+        self.leased.extend(jobs.iter().cloned());
+        (jobs, wake)
+    }
+
+    /// Leases and expects no job; returns the wake-up instant.
+    pub fn idle(&mut self, ms: u64) -> Option<Instant> {
+        let (jobs, wake) = self.lease(ms);
+        assert!(jobs.is_empty(), "{jobs:?}");
+        wake
+    }
+
+    /// Leases and expects exactly one job.
+    pub fn one(&mut self, ms: u64) -> Job {
+        let (jobs, _) = self.lease(ms);
+        assert_eq!(jobs.len(), 1, "{jobs:?}");
+        jobs.into_iter().next().unwrap()
+    }
+
+    pub fn done(&mut self, job: &Job, result: JobResult, ms: u64) {
+        let now = self.at(ms);
+        self.crawl.job_done(job.id, result, now);
+    }
+
+    /// Commits and returns the durable records (not written yet), checking their sequence numbers follow the file.
+    pub fn commit(&mut self) -> Vec<(u64, Record)> {
+        let out = self.crawl.commit().unwrap();
+        out.iter().map(|(seq, line)| (*seq, parse(line))).collect()
+    }
+
+    /// Commit, write everything to the file, acknowledge, commit the trim. Returns the new records.
+    pub fn flush(&mut self) -> Vec<Record> {
+        let out = self.commit();
+        let mut new = Vec::new();
+        for (seq, r) in out {
+            assert_eq!(
+                seq,
+                self.file.len() as u64 + 1,
+                "records are numbered by line"
+            );
+            self.file.push(r.clone());
+            new.push(r);
+        }
+        self.crawl.written(self.file.len() as u64);
+        self.crawl.commit().unwrap();
+        new
+    }
+
+    /// The one record of `url` in the file (fails when there are none or several).
+    pub fn record(&self, url: &str) -> &Record {
+        let found: Vec<&Record> = self.file.iter().filter(|r| r.url == url).collect();
+        assert_eq!(found.len(), 1, "{url}: {found:?}");
+        found[0]
+    }
+
+    pub fn assert_unique(&self) {
+        let mut seen = HashSet::new();
+        for r in &self.file {
+            assert!(seen.insert(r.url.clone()), "{} recorded twice", r.url);
+        }
+    }
+
+    pub fn leased_urls(&self) -> Vec<String> {
+        self.leased.iter().map(|j| j.entry.url.clone()).collect()
+    }
+}
+
+fn robots_settings() -> CrawlSettings {
+    CrawlSettings {
+        respect_robots: true,
+        ..settings()
+    }
+}
+
+#[test]
+fn robots_first_then_rules_crawl_delay_and_sitemaps() {
+    let mut h = H::new(robots_settings(), policy(2));
+    assert!(h.seed("http://a.test/"));
+    assert!(h.seed("http://a.test/private/1"));
+    assert!(!h.seed("http://a.test/"), "a seed is added once");
+
+    let r = h.one(0);
+    assert_eq!(r.entry.kind, JobKind::Robots);
+    assert_eq!(
+        url::Url::parse(&r.entry.url).unwrap().as_str(),
+        "http://a.test/robots.txt"
+    );
+    // two slots on the host, yet no page goes while robots.txt is unknown, however long we wait
+    assert!(h.lease(0).0.is_empty());
+    assert!(h.lease(100_000).0.is_empty());
+
+    h.done(
+        &r,
+        robots(
+            "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n\
+             Sitemap: http://a.test/sitemap.xml\n",
+        ),
+        1000,
+    );
+    // the sitemap goes first (urgent); the crawl-delay keeps the first page 5 s behind it
+    let (jobs, wake) = h.lease(1000);
+    assert_eq!(jobs.len(), 1);
+    let sm = &jobs[0];
+    assert_eq!(sm.entry.kind, JobKind::Sitemap);
+    assert_eq!(sm.entry.url, "http://a.test/sitemap.xml");
+    assert_eq!(wake, Some(h.at(6000)));
+    let pages = SitemapOutcome {
+        pages: inscope(&["http://a.test/from-sitemap", "http://a.test/private/2"]),
+        sitemaps: Vec::new(),
+        error: None,
+    };
+    h.done(sm, JobResult::Sitemap(pages), 1000);
+    assert!(h.lease(5999).0.is_empty());
+
+    let (jobs, wake) = h.lease(6000);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].entry.url, "http://a.test/");
+    assert_eq!(wake, Some(h.at(11_000)), "crawl-delay between two starts");
+    h.done(&jobs[0], ok(Vec::new()), 6000);
+
+    let p = h.one(11_000);
+    assert_eq!(p.entry.url, "http://a.test/from-sitemap");
+    assert_eq!(p.entry.depth, 1);
+    assert_eq!(p.entry.parent.as_deref(), Some("http://a.test/sitemap.xml"));
+    h.done(&p, ok(Vec::new()), 11_000);
+    assert!(h.lease(16_000).0.is_empty());
+    assert!(h.lease(60_000).0.is_empty());
+
+    h.flush();
+    for url in ["http://a.test/private/1", "http://a.test/private/2"] {
+        let rec = h.record(url);
+        assert_eq!(
+            (rec.outcome, rec.reason),
+            (Outcome::Excluded, Some(Reason::Robots))
+        );
+        assert_eq!((rec.status, rec.attempts), (None, 0));
+    }
+    assert_eq!(h.record("http://a.test/private/2").depth, 1);
+    assert_eq!(h.record("http://a.test/").outcome, Outcome::Fetched);
+    assert!(
+        !h.leased_urls().iter().any(|u| u.contains("/private/")),
+        "disallowed pages are never leased"
+    );
+    assert_eq!(h.file.len(), 4, "robots.txt and sitemaps are not recorded");
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+    let s = h.crawl.stats();
+    assert_eq!((s.robots_fetches, s.sitemap_fetches), (1, 1));
+}
+
+#[test]
+fn child_sitemaps_stop_at_sitemap_max_depth() {
+    let mut h = H::new(robots_settings(), policy(1));
+    h.seed("http://a.test/");
+    let r = h.one(0);
+    h.done(&r, robots("Sitemap: http://a.test/index.xml\n"), 0);
+    let index = h.one(0);
+    let children = SitemapOutcome {
+        sitemaps: vec!["http://a.test/child.xml".into()],
+        ..SitemapOutcome::default()
+    };
+    h.done(&index, JobResult::Sitemap(children), 0);
+    let child = h.one(0);
+    assert_eq!(child.entry.url, "http://a.test/child.xml");
+    assert_eq!(child.entry.depth, 1);
+    let deeper = SitemapOutcome {
+        pages: inscope(&["http://a.test/p"]),
+        sitemaps: vec!["http://a.test/grandchild.xml".into()],
+        error: None,
+    };
+    h.done(&child, JobResult::Sitemap(deeper), 0);
+    let mut urls = Vec::new();
+    for _ in 0..4 {
+        let (jobs, _) = h.lease(0);
+        for j in jobs {
+            urls.push(j.entry.url.clone());
+            h.done(&j, ok(Vec::new()), 0);
+        }
+    }
+    assert_eq!(urls, ["http://a.test/", "http://a.test/p"]);
+    h.flush();
+    assert_eq!(h.record("http://a.test/p").depth, 1);
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}
+
+#[test]
+fn robots_unavailable_retries_with_doubling_then_gives_up() {
+    let mut h = H::new(robots_settings(), policy(1));
+    h.seed("http://a.test/1");
+    h.seed("http://a.test/2");
+    let r = h.one(0);
+    h.done(&r, unavailable(), 0);
+    assert_eq!(h.idle(0), Some(h.at(10_000)));
+    assert!(h.lease(9_999).0.is_empty());
+    let r = h.one(10_000);
+    assert_eq!(r.entry.kind, JobKind::Robots, "only robots.txt goes");
+    h.done(&r, unavailable(), 10_000);
+    // doubled: 20 s this time
+    assert_eq!(h.idle(29_999), Some(h.at(30_000)));
+    let r = h.one(30_000);
+    assert_eq!(r.entry.kind, JobKind::Robots);
+    h.done(&r, failed(Reason::Timeout, true), 30_000);
+    assert!(h.lease(30_000).0.is_empty());
+    assert!(
+        h.leased.iter().all(|j| j.entry.kind == JobKind::Robots),
+        "no page was leased"
+    );
+    h.flush();
+    for url in ["http://a.test/1", "http://a.test/2"] {
+        let rec = h.record(url);
+        assert_eq!(rec.outcome, Outcome::Failed);
+        assert_eq!(rec.reason, Some(Reason::RobotsUnavailable));
+    }
+    assert_eq!(h.crawl.stats().robots_fetches, 3);
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}
+
+#[test]
+fn robots_4xx_allows_all_and_private_network_lets_pages_fail_alone() {
+    let mut h = H::new(robots_settings(), policy(1));
+    h.seed("http://a.test/x");
+    h.seed("http://b.test/y");
+    let (jobs, _) = h.lease(0);
+    assert_eq!(jobs.len(), 2);
+    assert!(jobs.iter().all(|j| j.entry.kind == JobKind::Robots));
+    let (ra, rb) = if jobs[0].entry.url.contains("a.test") {
+        (&jobs[0], &jobs[1])
+    } else {
+        (&jobs[1], &jobs[0])
+    };
+    h.done(
+        ra,
+        JobResult::Robots(RobotsOutcome::AllowAll { status: 404 }),
+        0,
+    );
+    h.done(rb, failed(Reason::PrivateNetwork, false), 0);
+    let (pages, _) = h.lease(0);
+    let mut urls: Vec<_> = pages.iter().map(|j| j.entry.url.as_str()).collect();
+    urls.sort();
+    assert_eq!(urls, ["http://a.test/x", "http://b.test/y"]);
+    for j in &pages {
+        let result = if j.entry.url.contains("b.test") {
+            failed(Reason::PrivateNetwork, false)
+        } else {
+            ok(Vec::new())
+        };
+        h.done(j, result, 0);
+    }
+    h.flush();
+    assert_eq!(h.record("http://a.test/x").status, Some(200));
+    let b = h.record("http://b.test/y");
+    assert_eq!(
+        (b.outcome, b.reason, b.status),
+        (Outcome::Excluded, Some(Reason::PrivateNetwork), None)
+    );
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}
+
+#[test]
+fn robots_rules_expire_and_are_fetched_again() {
+    let s = CrawlSettings {
+        robots_cache: Duration::from_secs(60),
+        ..robots_settings()
+    };
+    let mut h = H::new(s, policy(1));
+    h.seed("http://a.test/1");
+    h.seed("http://a.test/2");
+    let r = h.one(0);
+    h.done(&r, robots("User-agent: *\nDisallow:\n"), 0);
+    let p = h.one(0);
+    h.done(&p, ok(Vec::new()), 0);
+    let r2 = h.one(61_000);
+    assert_eq!(
+        r2.entry.kind,
+        JobKind::Robots,
+        "cache expired: refetch first"
+    );
+    h.done(&r2, robots("User-agent: *\nDisallow: /2\n"), 61_000);
+    assert!(h.lease(61_000).0.is_empty());
+    h.flush();
+    assert_eq!(h.record("http://a.test/2").reason, Some(Reason::Robots));
+}
+
+#[test]
+fn links_are_admitted_or_excluded_and_recorded_once() {
+    let mut h = H::new(settings(), policy(1));
+    h.seed("http://a.test/");
+    let root = h.one(0);
+    assert_eq!((root.entry.depth, root.entry.parent.as_deref()), (0, None));
+    let links = vec![
+        link("http://a.test/x", ScopeVerdict::InScope),
+        link("http://b.test/", ScopeVerdict::OutOfScope),
+        link("http://a.test/logout", ScopeVerdict::Filtered),
+        link("http://a.test/deep", ScopeVerdict::TooDeep),
+        link("http://a.test/x", ScopeVerdict::InScope),
+        link("http://b.test/", ScopeVerdict::OutOfScope),
+        link("http://a.test/", ScopeVerdict::InScope),
+    ];
+    h.done(&root, ok(links), 0);
+    let new = h.flush();
+    assert_eq!(new.len(), 4, "{new:?}");
+    for (url, reason) in [
+        ("http://b.test/", Reason::Scope),
+        ("http://a.test/logout", Reason::Filter),
+        ("http://a.test/deep", Reason::Depth),
+    ] {
+        let r = h.record(url);
+        assert_eq!((r.outcome, r.reason), (Outcome::Excluded, Some(reason)));
+        assert_eq!((r.depth, r.parent.as_deref()), (1, Some("http://a.test/")));
+    }
+    let x = h.one(0);
+    assert_eq!(x.entry.url, "http://a.test/x");
+    assert_eq!(
+        (x.entry.depth, x.entry.parent.as_deref()),
+        (1, Some("http://a.test/"))
+    );
+    let again = vec![
+        link("http://a.test/", ScopeVerdict::InScope),
+        link("http://a.test/x", ScopeVerdict::InScope),
+        link("http://b.test/", ScopeVerdict::OutOfScope),
+        link("http://a.test/deep", ScopeVerdict::TooDeep),
+        link("http://a.test/y", ScopeVerdict::InScope),
+    ];
+    h.done(&x, ok(again), 0);
+    let y = h.one(0);
+    assert_eq!(
+        (y.entry.url.as_str(), y.entry.depth),
+        ("http://a.test/y", 2)
+    );
+    h.done(&y, ok(inscope(&["http://a.test/x", "http://a.test/y"])), 0);
+    assert!(h.lease(0).0.is_empty());
+    h.flush();
+    h.assert_unique();
+    assert_eq!(h.file.len(), 6);
+    let r = h.record("http://a.test/");
+    assert_eq!((r.status, r.links, r.attempts), (Some(200), Some(7), 1));
+    assert_eq!(h.crawl.stats().known, 6);
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}
+
+#[test]
+fn links_of_non_2xx_pages_are_not_followed() {
+    let mut h = H::new(settings(), policy(1));
+    h.seed("http://a.test/");
+    let j = h.one(0);
+    let mut out = PageOutcome {
+        status: 404,
+        links: inscope(&["http://a.test/from-404"]),
+        ..PageOutcome::default()
+    };
+    out.links_found = 1;
+    h.done(&j, JobResult::Page(Box::new(out)), 0);
+    assert!(h.lease(0).0.is_empty());
+    h.flush();
+    assert_eq!(h.file.len(), 1);
+    assert_eq!(h.record("http://a.test/").status, Some(404));
+}
+
+#[test]
+fn redirects_follow_chain_detect_loops_and_limits() {
+    let mut h = H::new(settings(), policy(1));
+    h.seed("http://a.test/a");
+    let a = h.one(0);
+    h.done(&a, redirect("http://a.test/b"), 0);
+    let b = h.one(0);
+    assert_eq!(b.entry.url, "http://a.test/b");
+    assert_eq!(b.entry.depth, 0, "a redirect keeps the depth");
+    assert_eq!(b.entry.parent.as_deref(), Some("http://a.test/a"));
+    assert_eq!(b.entry.redirect_chain, ["http://a.test/a"]);
+    h.done(&b, redirect("http://a.test/a"), 0);
+    assert!(h.lease(0).0.is_empty());
+    h.flush();
+    let ra = h.record("http://a.test/a");
+    assert_eq!((ra.outcome, ra.status), (Outcome::Fetched, Some(301)));
+    assert_eq!(ra.redirect_to.as_deref(), Some("http://a.test/b"));
+    let rb = h.record("http://a.test/b");
+    assert_eq!(
+        (rb.outcome, rb.reason),
+        (Outcome::Failed, Some(Reason::RedirectLoop))
+    );
+
+    // max_redirects = 2: c -> d -> e are followed, the third hop (e -> f) is one too many
+    h.seed("http://a.test/c");
+    let mut chain = Vec::new();
+    for (from, to) in [("c", "d"), ("d", "e"), ("e", "f")] {
+        let j = h.one(0);
+        assert_eq!(j.entry.url, format!("http://a.test/{from}"));
+        assert_eq!(j.entry.redirect_chain, chain);
+        chain.push(j.entry.url.clone());
+        h.done(&j, redirect(&format!("http://a.test/{to}")), 0);
+    }
+    assert!(h.lease(0).0.is_empty(), "f is not queued");
+    h.flush();
+    let re = h.record("http://a.test/e");
+    assert_eq!(
+        (re.outcome, re.reason),
+        (Outcome::Failed, Some(Reason::TooManyRedirects))
+    );
+    assert_eq!(h.record("http://a.test/d").outcome, Outcome::Fetched);
+    assert!(!h.file.iter().any(|r| r.url == "http://a.test/f"));
+
+    // a redirect to a known URL adds nothing
+    h.seed("http://a.test/g");
+    let g = h.one(0);
+    h.done(&g, redirect("http://a.test/a"), 0);
+    assert!(h.lease(0).0.is_empty());
+    h.flush();
+    assert_eq!(
+        h.record("http://a.test/g").redirect_to.as_deref(),
+        Some("http://a.test/a")
+    );
+    h.assert_unique();
+    assert_eq!(h.file.len(), 6);
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}
+
+#[test]
+fn unusable_redirect_and_out_of_scope_target() {
+    let mut h = H::new(settings(), policy(1));
+    h.seed("http://a.test/bad");
+    h.seed("http://a.test/out");
+    let j = h.one(0);
+    let out = PageOutcome {
+        status: 302,
+        redirect_to: Some(Err("location is not a url".into())),
+        ..PageOutcome::default()
+    };
+    h.done(&j, JobResult::Page(Box::new(out)), 0);
+    let j = h.one(0);
+    let out = PageOutcome {
+        status: 302,
+        redirect_to: Some(Ok(link("http://z.test/", ScopeVerdict::OutOfScope))),
+        ..PageOutcome::default()
+    };
+    h.done(&j, JobResult::Page(Box::new(out)), 0);
+    assert!(h.lease(0).0.is_empty());
+    h.flush();
+    let bad = h.record("http://a.test/bad");
+    assert_eq!((bad.status, bad.redirect_to.as_deref()), (Some(302), None));
+    assert_eq!(bad.error.as_deref(), Some("location is not a url"));
+    let z = h.record("http://z.test/");
+    assert_eq!(z.reason, Some(Reason::Scope));
+    assert_eq!(z.parent.as_deref(), Some("http://a.test/out"));
+}
+
+#[test]
+fn per_host_and_global_concurrency_limit_leases() {
+    let s = CrawlSettings {
+        concurrency: 3,
+        ..settings()
+    };
+    let mut h = H::new(s, policy(2));
+    for i in 0..4 {
+        h.seed(&format!("http://a.test/{i}"));
+        h.seed(&format!("http://b.test/{i}"));
+    }
+    let (jobs, _) = h.lease(0);
+    assert_eq!(jobs.len(), 3, "global limit");
+    for host in [0, 1] {
+        assert!(jobs.iter().filter(|j| j.host == host).count() <= 2);
+    }
+    assert!(h.lease(0).0.is_empty());
+    assert_eq!(h.crawl.in_flight(), 3);
+    h.done(&jobs[0], ok(Vec::new()), 0);
+    assert_eq!(h.lease(0).0.len(), 1);
+
+    let s = CrawlSettings {
+        concurrency: 10,
+        ..settings()
+    };
+    let mut h = H::new(s, policy(2));
+    for i in 0..4 {
+        h.seed(&format!("http://a.test/{i}"));
+        h.seed(&format!("http://b.test/{i}"));
+    }
+    let (jobs, _) = h.lease(0);
+    assert_eq!(jobs.len(), 4, "two per host");
+    let a = jobs
+        .iter()
+        .filter(|j| j.entry.url.contains("a.test"))
+        .count();
+    assert_eq!(a, 2);
+    let first_a = jobs
+        .iter()
+        .find(|j| j.entry.url.contains("a.test"))
+        .unwrap();
+    h.done(first_a, ok(Vec::new()), 0);
+    let (more, _) = h.lease(0);
+    assert_eq!(more.len(), 1);
+    assert!(
+        more[0].entry.url.contains("a.test"),
+        "the freed slot is a.test's"
+    );
+}
