@@ -208,6 +208,10 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     let sup = sup_ctx.address();
     let sched_ctx = Context::<Scheduler>::new();
     let me = sched_ctx.address();
+    let pool_restarts = Arc::new(crate::parser::actor::PoolRestarts::new(
+        config.supervisor.backoff_base,
+        config.supervisor.backoff_max,
+    ));
     let (ps, pf, sched_r, sup_r) = (
         parse_settings,
         faults.clone(),
@@ -215,7 +219,13 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         sup.clone().recipient(),
     );
     let parser = SyncArbiter::start(parser_threads, move || {
-        Parser::new(ps.clone(), sched_r.clone(), sup_r.clone(), pf.clone())
+        Parser::new(
+            ps.clone(),
+            sched_r.clone(),
+            sup_r.clone(),
+            pf.clone(),
+            pool_restarts.clone(),
+        )
     });
     let (parser_r, sched_r) = (parser.recipient(), me.clone().recipient());
     let factory: FetcherFactory = Arc::new(move |i, sup_r| {

@@ -7,10 +7,13 @@ use super::logic::{ParseSettings, process};
 use super::messages::Parse;
 use crate::job::{Faults, JobResult, panic_text};
 use crate::scheduler::messages::JobDone;
+use crate::supervisor::backoff::restart_delay;
 use crate::supervisor::messages::{ChildFailed, ChildId};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 /// One parser thread's actor.
 pub struct Parser {
@@ -18,6 +21,34 @@ pub struct Parser {
     scheduler: Recipient<JobDone>,
     supervisor: Recipient<ChildFailed>,
     faults: Arc<Faults>,
+    restarts: Arc<PoolRestarts>,
+}
+
+/// Restart bookkeeping shared by the parsers of one pool: panics in a row (reset by a clean parse) and the
+/// backoff a freshly built parser waits before it takes work.
+#[derive(Debug)]
+pub struct PoolRestarts {
+    in_a_row: AtomicU32,
+    base: Duration,
+    max: Duration,
+}
+
+impl PoolRestarts {
+    pub fn new(base: Duration, max: Duration) -> PoolRestarts {
+        PoolRestarts {
+            in_a_row: AtomicU32::new(0),
+            base,
+            max,
+        }
+    }
+
+    /// How long a parser built after the latest panic waits before taking work.
+    pub fn delay(&self) -> Duration {
+        match self.in_a_row.load(Ordering::Relaxed) {
+            0 => Duration::ZERO,
+            n => restart_delay(self.base, self.max, n),
+        }
+    }
 }
 
 impl Parser {
@@ -26,18 +57,32 @@ impl Parser {
         scheduler: Recipient<JobDone>,
         supervisor: Recipient<ChildFailed>,
         faults: Arc<Faults>,
+        restarts: Arc<PoolRestarts>,
     ) -> Parser {
         Parser {
             settings,
             scheduler,
             supervisor,
             faults,
+            restarts,
         }
     }
 }
 
 impl Actor for Parser {
     type Context = SyncContext<Self>;
+
+    fn started(&mut self, _ctx: &mut SyncContext<Self>) {
+        // A parser rebuilt after a panic waits out the backoff on its own thread; the pool's other threads go on.
+        let delay = self.restarts.delay();
+        if !delay.is_zero() {
+            tracing::info!(
+                delay_ms = delay.as_millis() as u64,
+                "parser restarting after backoff"
+            );
+            std::thread::sleep(delay);
+        }
+    }
 }
 
 impl Handler<Parse> for Parser {
@@ -53,7 +98,10 @@ impl Handler<Parse> for Parser {
             process(settings, &job, response)
         }));
         match result {
-            Ok(result) => self.scheduler.do_send(JobDone { job: id, result }),
+            Ok(result) => {
+                self.restarts.in_a_row.store(0, Ordering::Relaxed);
+                self.scheduler.do_send(JobDone { job: id, result })
+            }
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());
                 tracing::error!(url = %job.entry.url, detail, "parser panicked; restarting it");
@@ -64,6 +112,7 @@ impl Handler<Parse> for Parser {
                         detail: detail.clone(),
                     },
                 });
+                self.restarts.in_a_row.fetch_add(1, Ordering::Relaxed);
                 self.supervisor.do_send(ChildFailed {
                     child: ChildId::Parser,
                     job: Some(id),
@@ -72,5 +121,24 @@ impl Handler<Parse> for Parser {
                 ctx.stop();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_backoff_grows_with_panics_in_a_row_and_resets() {
+        let r = PoolRestarts::new(Duration::from_millis(100), Duration::from_secs(1));
+        assert_eq!(r.delay(), Duration::ZERO);
+        r.in_a_row.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(r.delay(), Duration::from_millis(100));
+        r.in_a_row.fetch_add(2, Ordering::Relaxed);
+        assert_eq!(r.delay(), Duration::from_millis(400));
+        r.in_a_row.fetch_add(10, Ordering::Relaxed);
+        assert_eq!(r.delay(), Duration::from_secs(1), "capped");
+        r.in_a_row.store(0, Ordering::Relaxed);
+        assert_eq!(r.delay(), Duration::ZERO);
     }
 }
