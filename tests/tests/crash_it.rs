@@ -1,17 +1,20 @@
-//! Crash safety of the real binary: `kill -9` at several points of a crawl (once or several times in a row), then
-//! the same command resumes and the JSONL ends with every URL exactly once, none lost, and a URL in flight at the
-//! kill fetched again at most once; a torn last line is cut on start; SIGTERM drains and exits 0 with a clean
-//! prefix (a second signal exits at once and stays crash-safe); a second process on the same data_dir is refused;
-//! running a finished crawl again does nothing.
+//! Crash safety of the real binary: `kill -9` at several points of a crawl (once or several times in a row, and
+//! while the frontier file is being created), then the same command resumes and the JSONL ends with every URL
+//! exactly once, none lost, and a URL in flight at the kill fetched again at most once; records committed but not
+//! yet in the JSONL are rewritten from the outbox; a torn last line is cut on start; SIGTERM drains and exits 0
+//! with a clean prefix (a second signal exits at once and stays crash-safe); a second process on the same data_dir
+//! is refused; running a finished crawl again does nothing.
 //!
 //! Sites: 3 hosts x 150 gzip pages, every host seeded, every sixth `/missing/{n}` answering after 200 ms so work is
-//! always in flight. Hosts use 127.0.0.90..=107 (this file's range is 90-109); listeners take ephemeral ports, so
-//! two tests of this file on one IP never collide.
+//! always in flight. Hosts use 127.0.0.90..=109 (this file's range); listeners take ephemeral ports, so two tests
+//! of this file on one IP never collide.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use crawl_core::frontier::FrontierStore as _;
+use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::record::{Outcome, Reason, Record};
 use crawl_tests::engine::{RunResult, TestCrawl, signal, wait_with_deadline};
 use crawl_tests::site::{ExpectOptions, Route, Site, SiteSpec};
@@ -19,8 +22,9 @@ use crawl_tests::site::{ExpectOptions, Route, Site, SiteSpec};
 const HOSTS: usize = 3;
 const PAGES: usize = 150;
 const SLOW: Duration = Duration::from_millis(200);
-/// First answer of the "very slow" routes of the double-signal test.
+/// First answer of the "very slow" routes (`/missing/{n}` of host 0) of the double-signal test.
 const VERY_SLOW: Duration = Duration::from_secs(3);
+const VERY_SLOW_PAGES: [usize; 2] = [10, 40];
 const GRACE_MS: u64 = 5000;
 const DEADLINE: Duration = Duration::from_secs(40);
 /// Appended by hand to simulate a write cut by a crash.
@@ -67,7 +71,7 @@ async fn fixture(first_octet: u8, very_slow: bool) -> Fixture {
         }
     }
     if very_slow {
-        for n in very_slow_pages() {
+        for n in VERY_SLOW_PAGES {
             let first = Route::not_found().delay(VERY_SLOW);
             b = b.route(
                 0,
@@ -79,20 +83,16 @@ async fn fixture(first_octet: u8, very_slow: bool) -> Fixture {
     let site = b.start().await.expect("start site");
     let exp = site.expected_from(ExpectOptions::default(), &[0, 1, 2]);
     let mut want = BTreeMap::new();
-    want.extend(exp.fetched_ok.iter().map(|u| (u.clone(), Want::Ok)));
-    want.extend(exp.redirects.keys().map(|u| (u.clone(), Want::Redirect)));
-    want.extend(exp.not_found.iter().map(|u| (u.clone(), Want::NotFound)));
-    want.extend(
-        exp.robots_excluded
-            .iter()
-            .map(|u| (u.clone(), Want::Robots)),
-    );
+    for (urls, w) in [
+        (exp.fetched_ok, Want::Ok),
+        (exp.redirects.into_keys().collect(), Want::Redirect),
+        (exp.not_found, Want::NotFound),
+        (exp.robots_excluded, Want::Robots),
+    ] {
+        want.extend(urls.into_iter().map(|u| (u, w)));
+    }
     let crawl = TestCrawl::new(&site.all_seed_urls(), &overrides());
     Fixture { site, crawl, want }
-}
-
-fn very_slow_pages() -> [usize; 2] {
-    [10, 40]
 }
 
 /// The complete lines of the JSONL as records (a malformed complete line fails the test) and the number of bytes
@@ -136,17 +136,12 @@ fn counts(urls: &[String]) -> BTreeMap<String, usize> {
     out
 }
 
-/// Duplicated URLs (with their count) of a list of records.
-fn duplicates(records: &[Record]) -> BTreeMap<String, usize> {
-    let urls: Vec<String> = records.iter().map(|r| r.url.clone()).collect();
-    counts(&urls).into_iter().filter(|(_, n)| *n > 1).collect()
-}
-
 /// The JSONL is a valid prefix of a correct crawl: no torn tail, no malformed line, no URL twice, none unexpected.
 fn assert_clean_prefix(fx: &Fixture, label: &str) -> Vec<Record> {
     let (records, torn) = read_jsonl(fx);
     assert_eq!(torn, 0, "{label}: {torn} bytes after the last newline");
-    let dups = duplicates(&records);
+    let urls: Vec<String> = records.iter().map(|r| r.url.clone()).collect();
+    let dups: BTreeMap<_, _> = counts(&urls).into_iter().filter(|(_, n)| *n > 1).collect();
     assert!(dups.is_empty(), "{label}: duplicated URLs {dups:?}");
     let extra: Vec<&str> = records
         .iter()
@@ -179,11 +174,7 @@ fn assert_exactly_once(fx: &Fixture, label: &str) -> Vec<Record> {
             Want::NotFound => r.outcome == Outcome::Fetched && r.status == Some(404),
             Want::Robots => r.outcome == Outcome::Excluded && r.reason == Some(Reason::Robots),
         };
-        assert!(
-            ok,
-            "{label}: wrong record for a {:?} URL: {r:?}",
-            fx.want[&r.url]
-        );
+        assert!(ok, "{label}: wrong record for {:?}: {r:?}", fx.want[&r.url]);
     }
     records
 }
@@ -217,8 +208,6 @@ async fn snapshot(fx: &Fixture, label: &str) -> Stop {
 /// When to kill.
 #[derive(Debug, Clone, Copy)]
 enum Point {
-    /// this long after the spawn
-    After(Duration),
     /// at the first page request the site sees
     FirstRequest,
     /// once the JSONL has this share of the expected records
@@ -227,6 +216,13 @@ enum Point {
 
 /// Polls until `point`, bounded; fails if the process ends first.
 async fn wait_for(fx: &Fixture, child: &mut Child, point: Point) {
+    if let Err(e) = try_wait_for(fx, child, point).await {
+        panic!("{e}");
+    }
+}
+
+/// Polls until `point`, bounded; an error (with the exit status and stderr) when the process ends first.
+async fn try_wait_for(fx: &Fixture, child: &mut Child, point: Point) -> Result<(), String> {
     let target = match point {
         Point::Share(s) => (fx.want.len() as f64 * s) as usize,
         _ => 0,
@@ -234,12 +230,11 @@ async fn wait_for(fx: &Fixture, child: &mut Child, point: Point) {
     let start = Instant::now();
     loop {
         let reached = match point {
-            Point::After(d) => start.elapsed() >= d,
             Point::FirstRequest => !page_requests(&fx.site).is_empty(),
             Point::Share(_) => line_count(fx) >= target,
         };
         if reached {
-            return;
+            return Ok(());
         }
         if let Some(status) = child.try_wait().expect("try_wait") {
             let mut err = String::new();
@@ -247,12 +242,11 @@ async fn wait_for(fx: &Fixture, child: &mut Child, point: Point) {
                 use std::io::Read as _;
                 let _ = e.read_to_string(&mut err);
             }
-            panic!("crawl ended ({status}) before kill point {point:?}: {err}");
+            return Err(format!(
+                "crawl ended ({status}) before kill point {point:?}: {err}"
+            ));
         }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "kill point {point:?} not reached"
-        );
+        assert!(start.elapsed() < DEADLINE, "{point:?} not reached");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -360,11 +354,7 @@ async fn kill9_at_ninety_percent_then_resume_records_each_url_once() {
 async fn kill9_several_times_in_a_row_then_finish_records_each_url_once() {
     let fx = fixture(102, false).await;
     let mut stops = Vec::new();
-    for point in [
-        Point::After(Duration::from_millis(40)),
-        Point::Share(0.3),
-        Point::Share(0.65),
-    ] {
+    for point in [Point::Share(0.1), Point::Share(0.4), Point::Share(0.75)] {
         stops.push(kill_at(&fx, point).await);
         // each resumed run must stand on a clean prefix
         assert_clean_prefix(&fx, &stops[stops.len() - 1].label);
@@ -414,7 +404,7 @@ async fn torn_last_line_is_cut_on_resume_after_kill_and_after_completion() {
     let after = std::fs::read(&fx.crawl.jsonl).expect("read jsonl");
     assert!(
         after == done,
-        "the torn bytes are cut and nothing else changes"
+        "the torn bytes are cut, nothing else changes"
     );
     assert_exactly_once(&fx, "after completion + torn line");
     let new: Vec<String> = page_requests(&fx.site).split_off(before);
@@ -435,31 +425,16 @@ async fn sigterm_drains_in_flight_fetches_exits_zero_and_resume_completes() {
         took < Duration::from_millis(GRACE_MS + 3000),
         "exited {took:?} after SIGTERM (grace {GRACE_MS} ms)"
     );
-    assert!(
-        res.stdout.contains("stopped by signal"),
-        "summary: {}",
-        res.stdout
-    );
+    assert!(res.stdout.contains("stopped by signal"), "{}", res.stdout);
     let records = assert_clean_prefix(&fx, "after SIGTERM");
-    assert!(
-        records.len() < fx.want.len(),
-        "SIGTERM stopped the crawl early"
-    );
+    assert!(records.len() < fx.want.len(), "SIGTERM stops early");
     // every fetch that reached the site (including those in flight at the signal) ended in a record
     let recorded: BTreeSet<&str> = records.iter().map(|r| r.url.as_str()).collect();
     let lost: Vec<String> = page_requests(&fx.site)
         .into_iter()
         .filter(|u| !recorded.contains(u.as_str()))
         .collect();
-    assert!(
-        lost.is_empty(),
-        "fetched but not recorded after the drain: {lost:?}"
-    );
-    eprintln!(
-        "sigterm: {} of {} lines after {took:?}",
-        records.len(),
-        fx.want.len()
-    );
+    assert!(lost.is_empty(), "fetched, not recorded: {lost:?}");
 
     run_to_end(&fx, "resume after SIGTERM").await;
     assert_exactly_once(&fx, "after SIGTERM + resume");
@@ -470,7 +445,7 @@ async fn sigterm_drains_in_flight_fetches_exits_zero_and_resume_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_sigterm_exits_at_once_and_resume_is_exact() {
     let fx = fixture(93, true).await;
-    let slow: BTreeSet<String> = very_slow_pages()
+    let slow: BTreeSet<String> = VERY_SLOW_PAGES
         .iter()
         .map(|n| fx.site.url(0, &format!("/missing/{n}")))
         .collect();
@@ -484,10 +459,7 @@ async fn second_sigterm_exits_at_once_and_resume_is_exact() {
         if let Some(r) = hit {
             break r.start;
         }
-        assert!(
-            child.try_wait().expect("try_wait").is_none(),
-            "crawl ended first"
-        );
+        assert!(child.try_wait().expect("try_wait").is_none(), "ended");
         assert!(start.elapsed() < DEADLINE, "no very slow request in flight");
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
@@ -534,11 +506,7 @@ async fn second_process_on_same_data_dir_is_refused_and_first_completes() {
         "the refusal names the data_dir as in use: {}",
         second.stderr
     );
-    assert!(
-        !second.stdout.contains("crawl "),
-        "no summary: {}",
-        second.stdout
-    );
+    assert!(!second.stdout.contains("crawl "), "{}", second.stdout);
     assert!(line_count(&fx) >= lines, "the JSONL is not truncated");
     let res = finish(first).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
@@ -564,30 +532,105 @@ async fn rerun_of_finished_crawl_writes_nothing_and_fetches_no_page() {
     assert!(new.is_empty(), "a finished crawl fetches no page: {new:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn tmp_kill_at_db_create() {
-    let mut bad = 0;
-    for i in 0..20u64 {
-        let fx = fixture(104, false).await;
-        let db = fx.crawl.data_dir.join("frontier.redb");
-        let mut child = fx.crawl.spawn();
+/// Kills the child as soon as `file` is no longer empty (busy-polling, on a blocking thread) and returns its size
+/// then.
+async fn kill_when_written(mut child: Child, file: std::path::PathBuf) -> u64 {
+    let len = |f: &std::path::Path| std::fs::metadata(f).map_or(0, |m| m.len());
+    tokio::task::spawn_blocking(move || {
         let start = Instant::now();
-        while !db.exists() && start.elapsed() < Duration::from_secs(5) {
+        while len(&file) == 0 && start.elapsed() < DEADLINE {
+            if child.try_wait().expect("try_wait").is_some() {
+                break;
+            }
             std::hint::spin_loop();
         }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let len = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
-        let res = finish(fx.crawl.spawn()).await;
-        eprintln!(
-            "iter {i}: db {len} bytes after kill; rerun {:?} {}",
-            res.code(),
-            res.stderr.lines().last().unwrap_or("")
-        );
-        if res.code() != Some(0) {
-            bad += 1;
+        let _ = child.kill();
+        child.wait().expect("wait after kill");
+        len(&file)
+    })
+    .await
+    .expect("join")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_while_the_frontier_is_created_then_the_same_command_resumes() {
+    // The window is short, so try several fresh data_dirs; each must resume.
+    let mut failures = Vec::new();
+    let mut last = None;
+    for attempt in 0..4 {
+        let fx = fixture(107, false).await;
+        let db = fx.crawl.data_dir.join("frontier.redb");
+        let len = kill_when_written(fx.crawl.spawn(), db).await;
+        let mut child = fx.crawl.spawn();
+        match try_wait_for(&fx, &mut child, Point::Share(0.02)).await {
+            Ok(()) => {
+                child.kill().expect("kill -9");
+                child.wait().expect("wait after kill");
+                last = Some(fx);
+            }
+            Err(e) => failures.push(format!(
+                "attempt {attempt}: killed with frontier.redb at {len} bytes, then {}",
+                e.trim()
+            )),
         }
     }
-    eprintln!("bad {bad}");
+    assert!(
+        failures.is_empty(),
+        "after kill -9 during startup the same command must resume:\n{}",
+        failures.join("\n")
+    );
+    let fx = last.expect("a resumed attempt");
+    run_to_end(&fx, "final resume").await;
+    assert_exactly_once(&fx, "after kills during startup");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_records_missing_from_the_jsonl_are_rewritten_once() {
+    let fx = fixture(102, false).await;
+    let mut stops = Vec::new();
+    // Kill until the outbox holds records (it is empty only right after a commit that trimmed it).
+    let (first, next) = loop {
+        let share = [0.5, 0.7, 0.85][stops.len()];
+        stops.push(kill_at(&fx, Point::Share(share)).await);
+        let rec = EmbeddedFrontier::open(&fx.crawl.data_dir)
+            .and_then(|mut store| store.recover())
+            .expect("open the killed crawl's frontier");
+        let lines = line_count(&fx) as u64;
+        // every committed record not known to be written: a contiguous run ending at the last one
+        let seqs: Vec<u64> = rec.outbox.iter().map(|(s, _)| *s).collect();
+        let first = seqs.first().copied().unwrap_or(rec.next_seq);
+        assert!(
+            seqs.iter().copied().eq(first..rec.next_seq) && first <= lines + 1,
+            "outbox {seqs:?}, next seq {}, {lines} lines",
+            rec.next_seq
+        );
+        if first < rec.next_seq || stops.len() == 3 {
+            break (first, rec.next_seq);
+        }
+    };
+    assert!(first < next, "the outbox held records at one of the kills");
+    // Leave the file as a crash between the commit and the write does: without the outbox's records.
+    let bytes = std::fs::read(&fx.crawl.jsonl).expect("read jsonl");
+    let keep = (first - 1) as usize;
+    let cut_at: usize = bytes
+        .split_inclusive(|b| *b == b'\n')
+        .take(keep)
+        .map(<[u8]>::len)
+        .sum();
+    let (records, _) = read_jsonl(&fx);
+    std::fs::write(&fx.crawl.jsonl, &bytes[..cut_at]).expect("cut the jsonl");
+    eprintln!(
+        "cut {} lines; the outbox holds {}",
+        records.len() - keep,
+        next - first
+    );
+    // the cut records are done in the frontier: they come back from the outbox, not from a new fetch
+    if let Some(last) = stops.last_mut() {
+        last.recorded.extend(records.into_iter().map(|r| r.url));
+    }
+    let res = run_to_end(&fx, "resume with the outbox missing from the file").await;
+    let rewritten = resume_field(&res.stderr, "rewritten");
+    assert_eq!(rewritten, Some(next - first), "{}", res.stderr);
+    assert_exactly_once(&fx, "after rewrite from the outbox");
+    assert_fetch_counts(&fx, &stops, 2);
 }

@@ -62,9 +62,13 @@ impl EmbeddedFrontier {
     pub fn open(dir: &Path) -> Result<EmbeddedFrontier, FrontierError> {
         let lock = DirLock::acquire(dir)?;
         // redb caches up to 1 GiB by default; the hot set here is small (pending entries and recent pages).
+        let path = dir.join("frontier.redb");
+        if !path.exists() {
+            create_atomically(&path)?;
+        }
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
-            .create(dir.join("frontier.redb"))?;
+            .create(&path)?;
         Ok(EmbeddedFrontier {
             db,
             known: HashSet::new(),
@@ -87,6 +91,35 @@ impl EmbeddedFrontier {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Creates an empty database under a temporary name and renames it into place, so a crash (even `kill -9`) in the
+/// middle of creation never leaves a half-written `frontier.redb` behind: the file either does not exist or is a
+/// complete, empty database.
+fn create_atomically(path: &Path) -> Result<(), FrontierError> {
+    let io = |source| FrontierError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("redb.creating");
+    if tmp.exists() {
+        std::fs::remove_file(&tmp).map_err(io)?;
+    }
+    drop(
+        Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&tmp)?,
+    );
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
 }
 
 fn encode_pending(entry: &Entry) -> Vec<u8> {
@@ -343,6 +376,16 @@ mod tests {
         assert_eq!(rec.pending[0].retries, 2);
         assert_eq!(rec.pages_fetched, 0);
         assert_eq!(rec.done, 5);
+    }
+
+    #[test]
+    fn leftover_of_an_interrupted_creation_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a crash in the middle of creation leaves: a partial temporary file, no frontier.redb.
+        std::fs::write(dir.path().join("frontier.redb.creating"), vec![0u8; 73728]).unwrap();
+        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+        assert!(f.recover().unwrap().fresh);
+        assert!(!dir.path().join("frontier.redb.creating").exists());
     }
 
     #[test]
