@@ -1,1 +1,15 @@
+//! crawl-engine's integration tests: one test binary, one module per area. Every test starts its own loopback
+//! servers (the site generator in `crawl_tests::site`) and runs the real `crawl-engine` binary
+//! (`crawl_tests::engine`), so `cargo build --workspace --bins` must run first (`make test` does).
+//!
+//! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
+//! - `crawl` (127.0.0.50-69): exact URL sets, scope, depth, limits, filters, gzip, CLI, data_dir lock.
+//! - `robots_politeness` (70-89): the robots.txt status matrix, crawl-delay, per-host delay and concurrency, 429/503.
+//! - `crash` (90-109): kill -9 at many points, torn lines, outbox rewrite, SIGTERM drain, second signal.
+//! - `faults` (110-129): injected panics, poison, escalation, redirect loops, size limits, gzip bombs, deadlines,
+//!   private networks, broken servers, garbage input.
 
+mod crash;
+mod crawl;
+mod faults;
+mod robots_politeness;
