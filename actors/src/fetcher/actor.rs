@@ -88,7 +88,11 @@ async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
         },
     };
     match result {
-        Ok(response) => Step::Parse(Box::new(Parse { job, response })),
+        Ok(response) => Step::Parse(Box::new(Parse {
+            job,
+            response,
+            dns: None,
+        })),
         Err(e) => {
             let result = JobResult::FetchFailed {
                 reason: reason_of(&e),
@@ -98,6 +102,7 @@ async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
             Step::Done(JobDone {
                 job: job.id,
                 result,
+                dns: None,
             })
         }
     }

@@ -89,7 +89,7 @@ impl Handler<Parse> for Parser {
     type Result = ();
 
     fn handle(&mut self, msg: Parse, ctx: &mut SyncContext<Self>) {
-        let Parse { job, response } = msg;
+        let Parse { job, response, dns } = msg;
         let id = job.id;
         let settings = &self.settings;
         let faults = &self.faults;
@@ -100,7 +100,11 @@ impl Handler<Parse> for Parser {
         match result {
             Ok(result) => {
                 self.restarts.in_a_row.store(0, Ordering::Relaxed);
-                self.scheduler.do_send(JobDone { job: id, result })
+                self.scheduler.do_send(JobDone {
+                    job: id,
+                    result,
+                    dns,
+                })
             }
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());
@@ -111,6 +115,7 @@ impl Handler<Parse> for Parser {
                         stage: "parser",
                         detail: detail.clone(),
                     },
+                    dns: None,
                 });
                 self.restarts.in_a_row.fetch_add(1, Ordering::Relaxed);
                 self.supervisor.do_send(ChildFailed {

@@ -10,4 +10,6 @@ use actix::Message;
 pub struct Parse {
     pub job: Job,
     pub response: RawResponse,
+    /// How the host was resolved (passed through to the record).
+    pub dns: Option<crawl_core::record::DnsInfo>,
 }

@@ -167,7 +167,8 @@ impl Handler<JobDone> for Scheduler {
     type Result = ();
 
     fn handle(&mut self, msg: JobDone, ctx: &mut Context<Self>) {
-        self.crawl.job_done(msg.job, msg.result, Instant::now());
+        self.crawl
+            .job_done_with_dns(msg.job, msg.result, msg.dns, Instant::now());
         self.after(ctx);
     }
 }

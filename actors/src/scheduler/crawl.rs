@@ -7,7 +7,7 @@ use crate::job::{FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, S
 use crawl_core::canon;
 use crawl_core::frontier::{Entry, FrontierError, FrontierStore, JobKind, Recovered};
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
-use crawl_core::record::{Outcome, Reason, Record, now_rfc3339};
+use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
 use crawl_core::scope::{ScopePolicy, ScopeVerdict};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -69,6 +69,8 @@ pub struct Crawl {
     draining: bool,
     stats: Stats,
     dropped: Vec<Entry>,
+    /// DNS evidence of the job being handled, taken by the job's own record.
+    pending_dns: Option<DnsInfo>,
 }
 
 impl Crawl {
@@ -100,6 +102,7 @@ impl Crawl {
             draining: false,
             stats: Stats::default(),
             dropped: Vec::new(),
+            pending_dns: None,
         };
         crawl.stats.resumed = recovered.pending.len() as u64;
         crawl.stats.known = recovered.known;
@@ -165,7 +168,10 @@ impl Crawl {
         true
     }
 
-    fn finish(&mut self, record: Record, page_job: bool) {
+    fn finish(&mut self, mut record: Record, page_job: bool) {
+        if page_job && record.dns.is_none() {
+            record.dns = self.pending_dns.take();
+        }
         let line = record.to_line();
         self.stats.count(&record);
         let seq = self.store.finish(&record.url, line.clone(), page_job);
@@ -339,6 +345,19 @@ impl Crawl {
         }
     }
 
+    /// A job ended, with how its host was resolved (for its record).
+    pub fn job_done_with_dns(
+        &mut self,
+        id: JobId,
+        result: JobResult,
+        dns: Option<DnsInfo>,
+        now: Instant,
+    ) {
+        self.pending_dns = dns;
+        self.job_done(id, result, now);
+        self.pending_dns = None;
+    }
+
     /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
     pub fn job_done(&mut self, id: JobId, result: JobResult, now: Instant) {
         let Some(lease) = self.take_lease(id) else {
@@ -489,6 +508,7 @@ impl Crawl {
             http_version: Some(out.http_version.clone()),
             noindex: out.noindex,
             error: None,
+            dns: None,
         };
         if let Some((reason, detail)) = out.body_error {
             record.outcome = reason.outcome();

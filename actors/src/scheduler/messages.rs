@@ -11,6 +11,8 @@ use actix::{Message, Recipient};
 pub struct JobDone {
     pub job: JobId,
     pub result: JobResult,
+    /// How the host was resolved, for the record.
+    pub dns: Option<crawl_core::record::DnsInfo>,
 }
 
 /// A fetcher died; re-drive what it held (notification, from the supervisor).

@@ -49,8 +49,10 @@ pub enum Reason {
     TooLarge,
     /// A deadline fired (connect, headers, idle read, total).
     Timeout,
-    /// Name resolution failed.
+    /// Name resolution failed (no answer, NXDOMAIN, servers down).
     Dns,
+    /// Every path gave a polluted (forged) DNS answer.
+    DnsPolluted,
     /// TLS handshake or certificate failure.
     Tls,
     /// TCP connect failed.
@@ -82,6 +84,7 @@ impl Reason {
             Reason::TooLarge => "too_large",
             Reason::Timeout => "timeout",
             Reason::Dns => "dns",
+            Reason::DnsPolluted => "dns_polluted",
             Reason::Tls => "tls",
             Reason::Connect => "connect",
             Reason::Protocol => "protocol",
@@ -136,6 +139,21 @@ pub struct Record {
     pub noindex: bool,
     /// Human-readable detail for failures (never contains credentials).
     pub error: Option<String>,
+    /// How the host name was resolved (null for IP-literal hosts and for URLs never requested).
+    #[serde(default)]
+    pub dns: Option<DnsInfo>,
+}
+
+/// The resolver's evidence for one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DnsInfo {
+    /// hosts | cache | plain | doh
+    pub source: String,
+    /// The addresses the connection could use (forged ones are never among them).
+    pub addresses: Vec<String>,
+    pub polluted: bool,
+    /// Detection rules that fired: bogus_ip, non_public, injection_race, nxdomain_hijack, cross_check.
+    pub rules: Vec<String>,
 }
 
 impl Record {
@@ -164,6 +182,7 @@ impl Record {
             http_version: None,
             noindex: false,
             error,
+            dns: None,
         }
     }
 
