@@ -29,7 +29,7 @@ allow_private_networks = true
 [observability]
 log_level = "warn"
 TOML
-"$bin/crawl-engine" --config .bench/config.toml --no-progress --summary-json .bench/summary.json "${seeds[@]}"
+${CRAWL_PREFIX:-} "$bin/crawl-engine" --config .bench/config.toml --no-progress --summary-json .bench/summary.json "${seeds[@]}"
 kill $site; wait $site 2>/dev/null || true
 trap - EXIT
 python3 - <<'PY'

@@ -15,7 +15,7 @@ const URLS: TableDefinition<&str, &[u8]> = TableDefinition::new("urls");
 const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 const DONE: u8 = b'D';
 const QUEUED: u8 = b'Q';
