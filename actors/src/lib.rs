@@ -13,6 +13,7 @@
 pub mod fetcher;
 pub mod job;
 pub mod parser;
+pub mod resolver;
 pub mod scheduler;
 pub mod sink;
 pub mod supervisor;

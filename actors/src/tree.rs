@@ -8,10 +8,12 @@
 //!             └─ Sink (JSONL)                                     its own arbiter thread
 //! ```
 
-use crate::fetcher::http::{HttpClient, HttpSettings};
+use crate::fetcher::http::{HttpClient, HttpSettings, NameLookup};
 use crate::job::Faults;
 use crate::parser::Parser;
 use crate::parser::logic::ParseSettings;
+use crate::resolver::logic::Outcome;
+use crate::resolver::messages::Resolve;
 use crate::scheduler::Scheduler;
 use crate::scheduler::crawl::{Crawl, CrawlSettings};
 use crate::sink::Sink;
@@ -32,6 +34,7 @@ use std::time::Instant;
 pub struct Tree {
     pub supervisor: Addr<Supervisor>,
     pub scheduler: Addr<Scheduler>,
+    pub resolver: Addr<crate::resolver::Resolver>,
     /// Resolves when the crawl ends.
     pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
     /// What recovery found.
@@ -87,6 +90,7 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         pool_idle_timeout: config.fetch.pool_idle_timeout,
         pool_max_idle_per_host: config.fetch.pool_max_idle_per_host,
         extra_roots: Vec::new(),
+        lookup: None,
     }
 }
 
@@ -175,6 +179,31 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         crawl.add_seed(seed, now);
     }
 
+    // The resolver: one supervised actor on its own thread; fetchers and their connectors ask it.
+    let resolver_arbiter = Arbiter::new();
+    let resolver_parts = crate::resolver::setup::build(config)?;
+    let resolver = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
+        crate::resolver::Resolver::new(
+            resolver_parts.settings,
+            resolver_parts.ctx,
+            resolver_parts.doh,
+        )
+    });
+    let resolve_r: actix::Recipient<Resolve> = resolver.clone().recipient();
+    let mut http = http;
+    let lookup_r = resolve_r.clone();
+    http.lookup = Some(NameLookup(Arc::new(move |name: String| {
+        let r = lookup_r.clone();
+        Box::pin(async move {
+            match r.send(Resolve { name }).await {
+                Ok(Outcome::Resolved(res)) => Ok(res.addrs),
+                Ok(Outcome::NxDomain { .. }) => Err("nxdomain".to_owned()),
+                Ok(Outcome::Unresolved { detail, .. }) => Err(detail),
+                Err(e) => Err(format!("resolver unavailable: {e}")),
+            }
+        })
+    })));
+
     let n_fetchers = workers(config.fetch.fetchers);
     let mut clients = Vec::with_capacity(n_fetchers);
     for _ in 0..n_fetchers {
@@ -236,6 +265,7 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
             sched_r.clone(),
             sup_r,
             faults.clone(),
+            Some(resolve_r.clone()),
         )
     });
     let mut supervisor = Supervisor::new(restart, handles, factory, done_tx);
@@ -253,9 +283,11 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     sup_ctx.run(supervisor);
     let mut arbiters = arbiters;
     arbiters.push(sink_arbiter);
+    arbiters.push(resolver_arbiter);
     Ok(Tree {
         supervisor: sup,
         scheduler: me,
+        resolver,
         done: done_rx,
         recovery: report,
         stopper: TreeStopper { arbiters },

@@ -89,13 +89,20 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
         if let Some(t) = signal_task {
             t.abort();
         }
+        let dns = tree
+            .resolver
+            .send(crawl_actors::resolver::messages::GetResolverStats)
+            .await
+            .unwrap_or_default();
         tree.stopper.stop();
-        crawl
+        crawl.map(|c| (c, dns))
     });
     actix::System::current().stop();
-    let crawl = result?;
+    let (crawl, dns) = result?;
     // A fatal end still has a summary; the caller prints it and exits 1 with the cause.
-    Ok(Summary::new(crawl, started.elapsed(), output))
+    let mut summary = Summary::new(crawl, started.elapsed(), output);
+    summary.dns = dns;
+    Ok(summary)
 }
 
 async fn watch_signals(

@@ -15,6 +15,8 @@ pub struct Summary {
     pub cpu_seconds: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
     pub output: String,
+    /// Resolver counters (lookups by source/outcome, pollution verdicts by rule).
+    pub dns: crawl_actors::resolver::stats::ResolverStats,
 }
 
 impl Summary {
@@ -26,6 +28,7 @@ impl Summary {
             cpu_seconds: usage::cpu_seconds(),
             peak_rss_bytes: usage::peak_rss_bytes(),
             output,
+            dns: Default::default(),
         }
     }
 
@@ -109,6 +112,25 @@ impl Summary {
                 rss as f64 / (1024.0 * 1024.0)
             );
         }
+        if !self.dns.lookups.is_empty() {
+            let join = |m: &std::collections::BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let verdicts = join(&self.dns.verdicts);
+            let _ = writeln!(
+                out,
+                "  dns       {}; polluted: {}",
+                join(&self.dns.lookups),
+                if verdicts.is_empty() {
+                    "none"
+                } else {
+                    verdicts.as_str()
+                }
+            );
+        }
         let _ = writeln!(out, "  output    {}", self.output);
         out
     }
@@ -126,6 +148,11 @@ impl Summary {
             "pages_per_sec": self.pages_per_sec(),
             "cpu_seconds": self.cpu_seconds, "peak_rss_bytes": self.peak_rss_bytes,
             "output": self.output,
+            "dns": {
+                "lookups": self.dns.lookups, "verdicts": self.dns.verdicts,
+                "plain_queries": self.dns.plain_queries, "doh_queries": self.dns.doh_queries,
+                "hijack_addresses": self.dns.hijack_addresses,
+            },
         })
     }
 }

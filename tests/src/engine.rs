@@ -75,6 +75,12 @@ impl TestCrawl {
             backoff_base_ms = 10
             [shutdown]
             grace_ms = 5000
+            [resolver]
+            # Never the system's nameservers in tests: names not set up by a test fail fast on loopback.
+            nameservers = ["127.0.0.1:9"]
+            hijack_probe = false
+            timeout_ms = 300
+            attempts = 1
             [observability]
             log_level = "info"
             log_format = "json"

@@ -7,5 +7,6 @@
 //!
 //! The integration tests live in `tests/it/` (one test binary made of modules).
 
+pub mod dns;
 pub mod engine;
 pub mod site;

@@ -9,12 +9,15 @@ use super::http::{HttpClient, RawResponse};
 use super::messages::Fetch;
 use crate::job::{Faults, Job, JobResult, panic_text};
 use crate::parser::messages::Parse;
+use crate::resolver::logic::{Outcome, Rule};
+use crate::resolver::messages::Resolve;
 use crate::scheduler::messages::JobDone;
 use crate::supervisor::messages::{ChildFailed, ChildId};
 use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture,
 };
 use crawl_core::frontier::JobKind;
+use crawl_core::record::DnsInfo;
 use crawl_core::record::Reason;
 use crawl_core::robots::MAX_ROBOTS_REDIRECTS;
 use futures_util::FutureExt;
@@ -24,6 +27,7 @@ use std::sync::Arc;
 /// One fetcher.
 pub struct Fetcher {
     index: usize,
+    resolver: Option<Recipient<Resolve>>,
     client: HttpClient,
     parser: Recipient<Parse>,
     scheduler: Recipient<JobDone>,
@@ -39,9 +43,11 @@ impl Fetcher {
         scheduler: Recipient<JobDone>,
         supervisor: Recipient<ChildFailed>,
         faults: Arc<Faults>,
+        resolver: Option<Recipient<Resolve>>,
     ) -> Fetcher {
         Fetcher {
             index,
+            resolver,
             client,
             parser,
             scheduler,
@@ -78,21 +84,131 @@ enum Step {
     Done(JobDone),
 }
 
-async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
-    Faults::maybe_panic(&faults.panic_in_fetcher, &job.entry.url);
-    let result = match url::Url::parse(&job.entry.url) {
-        Err(e) => Err(FetchError::InvalidUrl(e.to_string())),
-        Ok(url) => match job.entry.kind {
-            JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
-            JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
+/// The record's view of a resolver outcome.
+pub fn dns_info(outcome: &Outcome) -> DnsInfo {
+    let rules = |r: &[Rule]| r.iter().map(|x| x.as_str().to_owned()).collect::<Vec<_>>();
+    match outcome {
+        Outcome::Resolved(r) => DnsInfo {
+            source: r.source.as_str().to_owned(),
+            addresses: r.addrs.iter().map(|a| a.to_string()).collect(),
+            polluted: r.polluted,
+            rules: rules(&r.rules),
         },
+        Outcome::NxDomain { rules: r } => DnsInfo {
+            source: "lookup".into(),
+            addresses: Vec::new(),
+            polluted: !r.is_empty(),
+            rules: rules(r),
+        },
+        Outcome::Unresolved {
+            polluted, rules: r, ..
+        } => DnsInfo {
+            source: "lookup".into(),
+            addresses: Vec::new(),
+            polluted: *polluted,
+            rules: rules(r),
+        },
+    }
+}
+
+/// Resolves the job's host through the resolver actor (IP literals and a missing resolver skip this). An error is
+/// the job's result: NXDOMAIN is final, no clean answer is retried (the URL waits).
+async fn resolve_host(
+    resolver: Option<&Recipient<Resolve>>,
+    url: &url::Url,
+) -> Result<Option<DnsInfo>, (JobResult, Option<DnsInfo>)> {
+    let (Some(resolver), Some(url::Host::Domain(name))) = (resolver, url.host()) else {
+        return Ok(None);
+    };
+    let outcome = match resolver
+        .send(Resolve {
+            name: name.to_owned(),
+        })
+        .await
+    {
+        Ok(o) => o,
+        Err(e) => {
+            let result = JobResult::FetchFailed {
+                reason: Reason::Dns,
+                detail: format!("resolver unavailable: {e}"),
+                retryable: true,
+            };
+            return Err((result, None));
+        }
+    };
+    let info = dns_info(&outcome);
+    match outcome {
+        Outcome::Resolved(_) => Ok(Some(info)),
+        Outcome::NxDomain { rules } => {
+            let detail = if rules.is_empty() {
+                format!("{name}: nxdomain")
+            } else {
+                format!("{name}: nxdomain (hijacked answer dropped)")
+            };
+            let result = JobResult::FetchFailed {
+                reason: Reason::Dns,
+                detail,
+                retryable: false,
+            };
+            Err((result, Some(info)))
+        }
+        Outcome::Unresolved {
+            polluted, detail, ..
+        } => {
+            let reason = if polluted {
+                Reason::DnsPolluted
+            } else {
+                Reason::Dns
+            };
+            let result = JobResult::FetchFailed {
+                reason,
+                detail: format!("{name}: {detail}"),
+                retryable: true,
+            };
+            Err((result, Some(info)))
+        }
+    }
+}
+
+async fn run_job(
+    client: HttpClient,
+    job: Job,
+    faults: Arc<Faults>,
+    resolver: Option<Recipient<Resolve>>,
+) -> Step {
+    Faults::maybe_panic(&faults.panic_in_fetcher, &job.entry.url);
+    let url = match url::Url::parse(&job.entry.url) {
+        Ok(u) => u,
+        Err(e) => {
+            let e = FetchError::InvalidUrl(e.to_string());
+            let result = JobResult::FetchFailed {
+                reason: reason_of(&e),
+                detail: e.to_string(),
+                retryable: false,
+            };
+            return Step::Done(JobDone {
+                job: job.id,
+                result,
+                dns: None,
+            });
+        }
+    };
+    let dns = match resolve_host(resolver.as_ref(), &url).await {
+        Ok(dns) => dns,
+        Err((result, dns)) => {
+            return Step::Done(JobDone {
+                job: job.id,
+                result,
+                dns,
+            });
+        }
+    };
+    let result = match job.entry.kind {
+        JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
+        JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
     };
     match result {
-        Ok(response) => Step::Parse(Box::new(Parse {
-            job,
-            response,
-            dns: None,
-        })),
+        Ok(response) => Step::Parse(Box::new(Parse { job, response, dns })),
         Err(e) => {
             let result = JobResult::FetchFailed {
                 reason: reason_of(&e),
@@ -102,7 +218,7 @@ async fn run_job(client: HttpClient, job: Job, faults: Arc<Faults>) -> Step {
             Step::Done(JobDone {
                 job: job.id,
                 result,
-                dns: None,
+                dns,
             })
         }
     }
@@ -139,8 +255,13 @@ impl Handler<Fetch> for Fetcher {
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) {
         let id = msg.job.id;
         let url = msg.job.entry.url.clone();
-        let fut = AssertUnwindSafe(run_job(self.client.clone(), msg.job, self.faults.clone()))
-            .catch_unwind();
+        let fut = AssertUnwindSafe(run_job(
+            self.client.clone(),
+            msg.job,
+            self.faults.clone(),
+            self.resolver.clone(),
+        ))
+        .catch_unwind();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
             Ok(Step::Parse(p)) => act.parser.do_send(*p),
             Ok(Step::Done(d)) => act.scheduler.do_send(d),

@@ -62,6 +62,23 @@ pub struct HttpSettings {
     pub pool_max_idle_per_host: usize,
     /// Extra trusted root certificates (tests, private CAs), added to the webpki roots.
     pub extra_roots: Vec<CertificateDer<'static>>,
+    /// Name resolution for new connections (the resolver actor); None = the system resolver.
+    pub lookup: Option<NameLookup>,
+}
+
+/// Resolves a host name to addresses for the connector (in the engine: a message to the resolver actor).
+#[derive(Clone)]
+pub struct NameLookup(pub Arc<LookupFn>);
+
+/// The function behind [`NameLookup`]: host name -> addresses, or why not.
+pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, String>>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for NameLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NameLookup")
+    }
 }
 
 impl Default for HttpSettings {
@@ -78,6 +95,7 @@ impl Default for HttpSettings {
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_host: 8,
             extra_roots: Vec::new(),
+            lookup: None,
         }
     }
 }
@@ -107,9 +125,10 @@ pub struct RawResponse {
 }
 
 /// DNS resolver that drops non-public addresses unless private networks are allowed.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct GuardedResolver {
     allow_private: bool,
+    lookup: Option<NameLookup>,
 }
 
 impl tower_service::Service<Name> for GuardedResolver {
@@ -124,26 +143,28 @@ impl tower_service::Service<Name> for GuardedResolver {
     fn call(&mut self, name: Name) -> Self::Future {
         let allow_private = self.allow_private;
         let host = name.as_str().to_owned();
-        Box::pin(resolve(host, allow_private))
+        Box::pin(resolve(host, allow_private, self.lookup.clone()))
     }
 }
 
 async fn resolve(
     host: String,
     allow_private: bool,
+    via: Option<NameLookup>,
 ) -> Result<std::vec::IntoIter<SocketAddr>, ResolveError> {
-    let lookup: Result<Vec<SocketAddr>, std::io::Error> =
-        match tokio::net::lookup_host((host.as_str(), 0)).await {
+    let lookup: Result<Vec<SocketAddr>, String> = match via {
+        Some(NameLookup(f)) => f(host.clone())
+            .await
+            .map(|ips| ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect()),
+        None => match tokio::net::lookup_host((host.as_str(), 0)).await {
             Ok(addrs) => Ok(addrs.collect()),
-            Err(e) => Err(e),
-        };
+            Err(e) => Err(e.to_string()),
+        },
+    };
     let found = match lookup {
         Ok(found) => found,
-        Err(e) => {
-            return Err(ResolveError::Lookup {
-                host,
-                detail: e.to_string(),
-            });
+        Err(detail) => {
+            return Err(ResolveError::Lookup { host, detail });
         }
     };
     if allow_private && !found.is_empty() {
@@ -216,6 +237,7 @@ impl HttpClient {
 
         let mut http = HttpConnector::new_with_resolver(GuardedResolver {
             allow_private: settings.allow_private_networks,
+            lookup: settings.lookup.clone(),
         });
         http.enforce_http(false);
         http.set_nodelay(true);

@@ -11,6 +11,8 @@ pub enum TreeError {
     Output(#[from] OutputError),
     #[error("http client: {0}")]
     Http(String),
+    #[error(transparent)]
+    Resolver(#[from] crate::resolver::error::ResolverError),
 }
 
 impl TreeError {

@@ -5,8 +5,9 @@
 use super::reader::{Section, Walker};
 use super::validate;
 use super::{
-    Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
-    ParserConfig, PolitenessConfig, SecurityConfig, ShutdownConfig, SupervisorConfig,
+    Config, CrawlConfig, DohEndpoint, FetchConfig, FrontierConfig, ObservabilityConfig,
+    OutputConfig, ParserConfig, PolitenessConfig, ResolverConfig, SecurityConfig, ShutdownConfig,
+    SupervisorConfig,
 };
 
 /// Builds the config from the document, recording every problem in the walker's sink.
@@ -19,6 +20,7 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
         frontier: frontier(&mut w.section("frontier")),
         output: output(&mut w.section("output")),
         security: security(&mut w.section("security")),
+        resolver: resolver(&mut w.section("resolver")),
         supervisor: supervisor(&mut w.section("supervisor")),
         parser: parser(&mut w.section("parser")),
         shutdown: shutdown(&mut w.section("shutdown")),
@@ -120,6 +122,62 @@ fn security(s: &mut Section<'_, '_, '_, '_>) -> SecurityConfig {
     SecurityConfig {
         allow_private_networks: s.bool("allow_private_networks", d.allow_private_networks),
     }
+}
+
+fn resolver(s: &mut Section<'_, '_, '_, '_>) -> ResolverConfig {
+    let d = ResolverConfig::default();
+    let c = ResolverConfig {
+        nameservers: s.list("nameservers", validate::nameserver),
+        mode: s.string("mode", d.mode, validate::resolver_mode),
+        hosts: s.string_map("hosts", validate::host_name, validate::ip),
+        bogus_ips: s.list("bogus_ips", validate::ip_or_cidr),
+        bogus_ips_file: s.string("bogus_ips_file", d.bogus_ips_file, |v| {
+            // "" = none, so that the documented default can be written out.
+            if v.is_empty() {
+                Ok(None)
+            } else {
+                validate::path(v).map(Some)
+            }
+        }),
+        hold_on: s.millis("hold_on_ms", d.hold_on, 0),
+        timeout: s.millis("timeout_ms", d.timeout, 1),
+        attempts: s.u32("attempts", d.attempts, 1),
+        min_ttl: s.secs("min_ttl_s", d.min_ttl, 0),
+        max_ttl: s.secs("max_ttl_s", d.max_ttl, 0),
+        negative_ttl: s.secs("negative_ttl_s", d.negative_ttl, 0),
+        hijack_probe: s.bool("hijack_probe", d.hijack_probe),
+        doh: s.tables("doh", doh_endpoint),
+    };
+    s.check_not_above(
+        "min_ttl_s",
+        c.min_ttl.as_secs().into(),
+        "max_ttl_s",
+        c.max_ttl.as_secs().into(),
+    );
+    if c.mode.needs_doh() && c.doh.is_empty() && !s.rejected("mode") && !s.rejected("doh") {
+        let msg = format!(
+            "mode `{}` needs at least one `[[resolver.doh]]` endpoint",
+            c.mode
+        );
+        s.invalid("mode", &msg);
+    }
+    c
+}
+
+/// One `[[resolver.doh]]` table; `None` when its URL is missing or bad.
+fn doh_endpoint(s: &mut Section<'_, '_, '_, '_>) -> Option<DohEndpoint> {
+    let present = s.has("url");
+    let url = s.string("url", None, |v| validate::doh_url(v).map(Some));
+    let bootstrap = s.string("bootstrap", None, |v| validate::ip(v).map(Some));
+    let ca_file = s.string("ca_file", None, |v| validate::path(v).map(Some));
+    if !present {
+        s.missing("url");
+    }
+    Some(DohEndpoint {
+        url: url?,
+        bootstrap,
+        ca_file,
+    })
 }
 
 fn supervisor(s: &mut Section<'_, '_, '_, '_>) -> SupervisorConfig {

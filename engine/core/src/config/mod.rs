@@ -13,9 +13,13 @@ mod validate;
 #[cfg(test)]
 mod error_tests;
 #[cfg(test)]
+mod resolver_tests;
+#[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -33,6 +37,7 @@ pub struct Config {
     pub frontier: FrontierConfig,
     pub output: OutputConfig,
     pub security: SecurityConfig,
+    pub resolver: ResolverConfig,
     pub supervisor: SupervisorConfig,
     pub parser: ParserConfig,
     pub shutdown: ShutdownConfig,
@@ -236,6 +241,104 @@ pub struct SecurityConfig {
     pub allow_private_networks: bool,
 }
 
+/// How names are resolved (`resolver.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResolverMode {
+    /// Plain DNS with pollution detection; DoH when an answer is judged polluted or plain fails.
+    #[default]
+    Detect,
+    /// DoH only, no plain queries at all.
+    Doh,
+    /// DoH, plain DNS when DoH fails.
+    DohFirst,
+    /// Plain DNS without detection.
+    Plain,
+}
+
+impl ResolverMode {
+    /// The name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResolverMode::Detect => "detect",
+            ResolverMode::Doh => "doh",
+            ResolverMode::DohFirst => "doh-first",
+            ResolverMode::Plain => "plain",
+        }
+    }
+
+    /// True for the modes that cannot work without a DoH endpoint.
+    pub fn needs_doh(self) -> bool {
+        matches!(self, ResolverMode::Doh | ResolverMode::DohFirst)
+    }
+}
+
+impl fmt::Display for ResolverMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `[[resolver.doh]]` endpoint (RFC 8484).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DohEndpoint {
+    /// `https://host[:port]/path`.
+    pub url: url::Url,
+    /// Connect to this address instead of resolving the URL's host.
+    pub bootstrap: Option<IpAddr>,
+    /// PEM CA certificates trusted for this endpoint in addition to the webpki roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// `[resolver]`: DNS resolution and pollution detection (docs/RESOLVER.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolverConfig {
+    /// Plain DNS servers; empty = the system's (/etc/resolv.conf).
+    pub nameservers: Vec<SocketAddr>,
+    pub mode: ResolverMode,
+    /// Static overrides by lowercase name without trailing dot, used first.
+    pub hosts: BTreeMap<String, Vec<IpAddr>>,
+    /// Known forged answers, each an IP address or CIDR (validated, kept as written).
+    pub bogus_ips: Vec<String>,
+    /// More of them, one per line; `""` in the file = none (`from_file` resolves it against the
+    /// config directory).
+    pub bogus_ips_file: Option<PathBuf>,
+    /// After the first plain answer, how long to keep listening for more (`hold_on_ms`).
+    pub hold_on: Duration,
+    /// Per query attempt (`timeout_ms`).
+    pub timeout: Duration,
+    /// Attempts per server (>= 1).
+    pub attempts: u32,
+    /// TTL clamps of the cache (`min_ttl_s` <= `max_ttl_s`).
+    pub min_ttl: Duration,
+    pub max_ttl: Duration,
+    /// Cache lifetime of NXDOMAIN and failures (`negative_ttl_s`).
+    pub negative_ttl: Duration,
+    /// Resolve a random never-registered name at start to learn NXDOMAIN-hijack addresses.
+    pub hijack_probe: bool,
+    /// DoH endpoints, in order of preference.
+    pub doh: Vec<DohEndpoint>,
+}
+
+impl Default for ResolverConfig {
+    fn default() -> Self {
+        Self {
+            nameservers: Vec::new(),
+            mode: ResolverMode::Detect,
+            hosts: BTreeMap::new(),
+            bogus_ips: Vec::new(),
+            bogus_ips_file: None,
+            hold_on: Duration::from_millis(300),
+            timeout: Duration::from_millis(2_000),
+            attempts: 2,
+            min_ttl: Duration::from_secs(30),
+            max_ttl: Duration::from_secs(86_400),
+            negative_ttl: Duration::from_secs(60),
+            hijack_probe: true,
+            doh: Vec::new(),
+        }
+    }
+}
+
 /// `[supervisor]`: actor restarts and poison URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupervisorConfig {
@@ -339,7 +442,8 @@ static KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
 
 impl Config {
     /// Reads and validates a config file. Relative `frontier.data_dir` and `output.jsonl`
-    /// (given or default) are resolved against the file's directory.
+    /// (given or default), `resolver.bogus_ips_file` and `resolver.doh[].ca_file` are resolved
+    /// against the file's directory.
     pub fn from_file(path: &Path) -> Result<Config, ConfigErrors> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| errors::io_error(&origin, &e))?;
@@ -352,6 +456,14 @@ impl Config {
             };
             resolve(&mut config.frontier.data_dir);
             resolve(&mut config.output.jsonl);
+            if let Some(p) = config.resolver.bogus_ips_file.as_mut() {
+                resolve(p);
+            }
+            for doh in &mut config.resolver.doh {
+                if let Some(p) = doh.ca_file.as_mut() {
+                    resolve(p);
+                }
+            }
         }
         Ok(config)
     }

@@ -2,6 +2,7 @@
 //! typed settings and recording every problem with its key's position. The keys a section asks
 //! for form the schema, so unknown keys are exactly those nobody asked for.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use toml::Spanned;
@@ -34,7 +35,9 @@ impl<'a, 't, 'i> Walker<'a, 't, 'i> {
     pub(super) fn section<'w>(&'w mut self, name: &'static str) -> Section<'w, 'a, 't, 'i> {
         self.schema.push((name, Vec::new()));
         let mut table = None;
+        let mut start = Pos::START;
         if let Some((k, v)) = self.root.get_key_value(name) {
+            start = self.sink.pos(k.span().start);
             match v.get_ref() {
                 DeValue::Table(t) => table = Some(t),
                 other => {
@@ -50,9 +53,12 @@ impl<'a, 't, 'i> Walker<'a, 't, 'i> {
         }
         Section {
             walker: self,
-            name,
+            name: name.to_owned(),
             table,
             failed: Vec::new(),
+            asked: Vec::new(),
+            nested: false,
+            start,
         }
     }
 
@@ -131,18 +137,30 @@ impl<'a, 't, 'i> Walker<'a, 't, 'i> {
     }
 }
 
-/// One section of the document; every getter returns the default when the key is absent or bad.
+/// One section of the document (or one table of an array of tables, see [`Section::tables`]);
+/// every getter returns the default when the key is absent or bad.
 pub(super) struct Section<'w, 'a, 't, 'i> {
     walker: &'w mut Walker<'a, 't, 'i>,
-    name: &'static str,
+    /// Dotted name used in messages: `fetch`, or `resolver.doh[0]` for a nested table.
+    name: String,
     table: Option<&'t DeTable<'i>>,
     /// Keys whose value was rejected (cross-key checks skip them).
     failed: Vec<&'static str>,
+    /// Keys asked for in this section.
+    asked: Vec<&'static str>,
+    /// A table inside an array: its keys are not part of `Config::keys()` and its unknown keys
+    /// are checked by [`Section::tables`].
+    nested: bool,
+    /// Where the section starts (errors about a missing key point here).
+    start: Pos,
 }
 
-impl<'t, 'i> Section<'_, '_, 't, 'i> {
+impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     fn entry(&mut self, key: &'static str) -> Option<(Pos, &'t Spanned<DeValue<'i>>)> {
-        if let Some((_, keys)) = self.walker.schema.last_mut() {
+        self.asked.push(key);
+        if !self.nested
+            && let Some((_, keys)) = self.walker.schema.last_mut()
+        {
             keys.push(key);
         }
         let (k, v) = self.table?.get_key_value(key)?;
@@ -156,11 +174,37 @@ impl<'t, 'i> Section<'_, '_, 't, 'i> {
     }
 
     fn fail(&mut self, key: &'static str, pos: Pos, kind: ErrorKind, msg: &str) {
+        let text = format!("`{}.{key}`: {msg}", self.name);
+        self.fail_with(key, pos, kind, text);
+    }
+
+    /// Records `key` as rejected and reports `text` as written.
+    fn fail_with(&mut self, key: &'static str, pos: Pos, kind: ErrorKind, text: String) {
         self.failed.push(key);
-        let name = self.name;
-        self.walker
-            .sink
-            .push(pos, kind, format!("`{name}.{key}`: {msg}"));
+        self.walker.sink.push(pos, kind, text);
+    }
+
+    /// True when `key` is present in this section.
+    pub(super) fn has(&self, key: &str) -> bool {
+        self.key_pos(key).is_some()
+    }
+
+    /// True when a value of `key` was rejected.
+    pub(super) fn rejected(&self, key: &str) -> bool {
+        self.failed.contains(&key)
+    }
+
+    /// Reports a cross-key problem at `key` (or at the section start when it is absent).
+    pub(super) fn invalid(&mut self, key: &'static str, msg: &str) {
+        let pos = self.key_pos(key).unwrap_or(self.start);
+        self.fail(key, pos, ErrorKind::InvalidValue, msg);
+    }
+
+    /// Reports that the required `key` is absent, at the start of the section.
+    pub(super) fn missing(&mut self, key: &'static str) {
+        let text = format!("`{}`: missing required key `{key}`", self.name);
+        let start = self.start;
+        self.fail_with(key, start, ErrorKind::InvalidValue, text);
     }
 
     fn wrong_type(&mut self, key: &'static str, pos: Pos, expected: &str, found: &DeValue<'_>) {
@@ -281,7 +325,6 @@ impl<'t, 'i> Section<'_, '_, 't, 'i> {
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let item_pos = self.walker.sink.pos(item.span().start);
-            let name = self.name;
             let (kind, msg) = match item.get_ref() {
                 DeValue::String(s) => match parse(s) {
                     Ok(t) => {
@@ -295,12 +338,166 @@ impl<'t, 'i> Section<'_, '_, 't, 'i> {
                     format!("expected a string, found {}", other.type_str()),
                 ),
             };
-            self.failed.push(key);
-            self.walker
-                .sink
-                .push(item_pos, kind, format!("`{name}.{key}[{i}]`: {msg}"));
+            let text = format!("`{}.{key}[{i}]`: {msg}", self.name);
+            self.fail_with(key, item_pos, kind, text);
         }
         out
+    }
+
+    /// A table whose values are each a string or an array of strings (like `resolver.hosts`),
+    /// its names converted by `name_of` and its strings by `parse`. A problem is reported at
+    /// the entry (string value) or the element (array) and drops that entry; names that convert
+    /// to the same key are duplicates.
+    pub(super) fn string_map<T>(
+        &mut self,
+        key: &'static str,
+        name_of: impl Fn(&str) -> Result<String, String>,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> BTreeMap<String, Vec<T>> {
+        let mut out = BTreeMap::new();
+        let Some((pos, v)) = self.entry(key) else {
+            return out;
+        };
+        let DeValue::Table(table) = v.get_ref() else {
+            self.wrong_type(key, pos, "a table", v.get_ref());
+            return out;
+        };
+        // In file order, so that the later of two duplicates is the one reported.
+        let mut entries: Vec<_> = table.iter().collect();
+        entries.sort_by_key(|(k, _)| k.span().start);
+        for (k, v) in entries {
+            let raw: &str = k.get_ref();
+            let entry_pos = self.walker.sink.pos(k.span().start);
+            let shown = format!("{}.{key}.{}", self.name, toml_key(raw));
+            let name = match name_of(raw) {
+                Ok(name) if out.contains_key(&name) => {
+                    let text = format!("`{shown}`: duplicate entry for `{name}`");
+                    self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
+                    continue;
+                }
+                Ok(name) => name,
+                Err(msg) => {
+                    let text = format!("`{shown}`: {msg}");
+                    self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
+                    continue;
+                }
+            };
+            let items: Vec<(String, Pos, &Spanned<DeValue<'i>>)> = match v.get_ref() {
+                DeValue::String(_) => vec![(shown.clone(), entry_pos, v)],
+                DeValue::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let item_pos = self.walker.sink.pos(item.span().start);
+                        (format!("{shown}[{i}]"), item_pos, item)
+                    })
+                    .collect(),
+                other => {
+                    let quote = if other.is_table() {
+                        " (quote names that contain dots)"
+                    } else {
+                        ""
+                    };
+                    let text = format!(
+                        "`{shown}`: expected a string or an array of strings, found {}{quote}",
+                        other.type_str()
+                    );
+                    self.fail_with(key, entry_pos, ErrorKind::WrongType, text);
+                    continue;
+                }
+            };
+            if items.is_empty() {
+                let text = format!("`{shown}`: must not be empty");
+                self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
+                continue;
+            }
+            let wanted = items.len();
+            let mut values = Vec::with_capacity(wanted);
+            for (shown, item_pos, item) in items {
+                let (kind, msg) = match item.get_ref() {
+                    DeValue::String(s) => match parse(s) {
+                        Ok(t) => {
+                            values.push(t);
+                            continue;
+                        }
+                        Err(msg) => (ErrorKind::InvalidValue, msg),
+                    },
+                    other => (
+                        ErrorKind::WrongType,
+                        format!("expected a string, found {}", other.type_str()),
+                    ),
+                };
+                self.fail_with(key, item_pos, kind, format!("`{shown}`: {msg}"));
+            }
+            if values.len() == wanted {
+                out.insert(name, values);
+            }
+        }
+        out
+    }
+
+    /// An array of tables (`[[section.key]]`, or an inline array of inline tables). Each table
+    /// is read by `read` as a nested section named `section.key[i]`; its unknown keys are
+    /// reported after `read` returns. Returns what `read` produced for each table.
+    pub(super) fn tables<T>(
+        &mut self,
+        key: &'static str,
+        mut read: impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
+    ) -> Vec<T> {
+        let Some((pos, v)) = self.entry(key) else {
+            return Vec::new();
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            self.wrong_type(key, pos, "an array of tables", v.get_ref());
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_pos = self.walker.sink.pos(item.span().start);
+            let name = format!("{}.{key}[{i}]", self.name);
+            let DeValue::Table(table) = item.get_ref() else {
+                let found = item.get_ref().type_str();
+                let text = format!("`{name}`: expected a table, found {found}");
+                self.fail_with(key, item_pos, ErrorKind::WrongType, text);
+                continue;
+            };
+            let mut sub = Section {
+                walker: &mut *self.walker,
+                name,
+                table: Some(table),
+                failed: Vec::new(),
+                asked: Vec::new(),
+                nested: true,
+                start: item_pos,
+            };
+            let value = read(&mut sub);
+            sub.check_unknown_nested();
+            let sub_failed = !sub.failed.is_empty();
+            if sub_failed {
+                self.failed.push(key);
+            }
+            out.extend(value);
+        }
+        out
+    }
+
+    /// Reports the keys of a nested table that `read` did not ask for.
+    fn check_unknown_nested(&mut self) {
+        let Some(table) = self.table else {
+            return;
+        };
+        for (k, _) in table.iter() {
+            let key: &str = k.get_ref();
+            if self.asked.contains(&key) {
+                continue;
+            }
+            let pos = self.walker.sink.pos(k.span().start);
+            let hint = closest(key, self.asked.iter().copied())
+                .map(|best| format!("; did you mean `{best}`?"))
+                .unwrap_or_default();
+            let text = format!("unknown key `{}.{key}`{hint}", self.name);
+            self.walker.sink.push(pos, ErrorKind::UnknownKey, text);
+        }
     }
 
     /// Reports `low_key > high_key` at `low_key` (or at `high_key` when only that one is
@@ -319,11 +516,22 @@ impl<'t, 'i> Section<'_, '_, 't, 'i> {
             .key_pos(low_key)
             .or_else(|| self.key_pos(high_key))
             .unwrap_or(Pos::START);
-        let name = self.name;
-        self.walker.sink.push(
-            pos,
-            ErrorKind::InvalidValue,
-            format!("`{name}.{low_key}` ({low}) must not exceed `{name}.{high_key}` ({high})"),
-        );
+        let name = &self.name;
+        let text =
+            format!("`{name}.{low_key}` ({low}) must not exceed `{name}.{high_key}` ({high})");
+        self.walker.sink.push(pos, ErrorKind::InvalidValue, text);
+    }
+}
+
+/// A key as TOML would need it written: bare when possible, else quoted.
+fn toml_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if bare {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
     }
 }

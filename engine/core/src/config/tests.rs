@@ -61,6 +61,18 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.frontier.commit_max_ops, 4096);
     assert_eq!(c.output.jsonl, PathBuf::from("crawl.jsonl"));
     assert!(!c.security.allow_private_networks);
+    assert_eq!(c.resolver, ResolverConfig::default());
+    assert_eq!(c.resolver.mode, ResolverMode::Detect);
+    assert_eq!(c.resolver.hold_on, Duration::from_millis(300));
+    assert_eq!(c.resolver.timeout, Duration::from_secs(2));
+    assert_eq!(c.resolver.attempts, 2);
+    assert_eq!(c.resolver.min_ttl, Duration::from_secs(30));
+    assert_eq!(c.resolver.max_ttl, Duration::from_secs(86_400));
+    assert_eq!(c.resolver.negative_ttl, Duration::from_secs(60));
+    assert!(c.resolver.hijack_probe);
+    assert!(c.resolver.nameservers.is_empty() && c.resolver.hosts.is_empty());
+    assert!(c.resolver.bogus_ips.is_empty() && c.resolver.doh.is_empty());
+    assert_eq!(c.resolver.bogus_ips_file, None);
     assert_eq!(c.supervisor.max_attempts, 3);
     assert_eq!(c.supervisor.restart_window, Duration::from_secs(60));
     assert_eq!(c.parser.threads, 0);
@@ -122,6 +134,28 @@ jsonl = "out/records.jsonl"
 
 [security]
 allow_private_networks = true
+
+[resolver]
+nameservers = ["192.0.2.53:53", "[2001:db8::53]:5353", "198.51.100.53"]
+mode = "doh-first"
+hosts = { "Intranet.Example." = "192.0.2.10", "dual.example" = ["192.0.2.11", "2001:db8::11"] }
+bogus_ips = ["203.0.113.0/24", "2001:db8:bad::1"]
+bogus_ips_file = "bogus.txt"
+hold_on_ms = 0
+timeout_ms = 500
+attempts = 1
+min_ttl_s = 0
+max_ttl_s = 600
+negative_ttl_s = 5
+hijack_probe = false
+
+[[resolver.doh]]
+url = "https://dns.example/dns-query"
+
+[[resolver.doh]]
+url = "https://127.0.0.1:8443/q"
+bootstrap = "127.0.0.1"
+ca_file = "certs/ca.pem"
 
 [supervisor]
 max_attempts = 1
@@ -204,6 +238,55 @@ fn every_key_is_parsed() {
     );
     assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
     assert!(c.security.allow_private_networks);
+    let r = &c.resolver;
+    let ns: Vec<String> = r.nameservers.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        ns,
+        ["192.0.2.53:53", "[2001:db8::53]:5353", "198.51.100.53:53"]
+    );
+    assert_eq!(r.mode, ResolverMode::DohFirst);
+    let hosts: Vec<(String, Vec<String>)> = r
+        .hosts
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(ToString::to_string).collect()))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            (
+                "dual.example".to_owned(),
+                vec!["192.0.2.11".to_owned(), "2001:db8::11".to_owned()]
+            ),
+            ("intranet.example".to_owned(), vec!["192.0.2.10".to_owned()]),
+        ]
+    );
+    assert_eq!(r.bogus_ips, ["203.0.113.0/24", "2001:db8:bad::1"]);
+    assert_eq!(r.bogus_ips_file, Some(PathBuf::from("bogus.txt")));
+    assert_eq!((r.hold_on, r.timeout, r.attempts), (ms(0), ms(500), 1));
+    assert_eq!(
+        (r.min_ttl, r.max_ttl, r.negative_ttl),
+        (
+            Duration::ZERO,
+            Duration::from_secs(600),
+            Duration::from_secs(5)
+        )
+    );
+    assert!(!r.hijack_probe);
+    assert_eq!(
+        r.doh,
+        [
+            DohEndpoint {
+                url: url::Url::parse("https://dns.example/dns-query").expect("url"),
+                bootstrap: None,
+                ca_file: None,
+            },
+            DohEndpoint {
+                url: url::Url::parse("https://127.0.0.1:8443/q").expect("url"),
+                bootstrap: Some("127.0.0.1".parse().expect("ip")),
+                ca_file: Some(PathBuf::from("certs/ca.pem")),
+            },
+        ]
+    );
     assert_eq!(
         c.supervisor,
         SupervisorConfig {
@@ -246,7 +329,8 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 49);
+    assert_eq!(keys.len(), 62);
+    assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
     assert!(keys.contains(&"fetch.connect_timeout_ms"));
     assert!(keys.contains(&"observability.progress_interval_s"));

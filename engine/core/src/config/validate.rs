@@ -1,13 +1,14 @@
 //! Value validators for configuration strings (seed URLs, regexes, user agent, log directives,
-//! enum names, paths) and the "did you mean" name matcher. Each validator returns the typed
+//! enum names, paths, resolver addresses and names) and the "did you mean" name matcher. Each validator returns the typed
 //! value or a one-line reason.
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::LogFormat;
+use super::{LogFormat, ResolverMode};
 use crate::scope::ScopeMode;
 
 /// A seed: an absolute `http`/`https` URL with a host.
@@ -154,6 +155,97 @@ pub(super) fn log_format(s: &str) -> Result<LogFormat, String> {
             ("json", LogFormat::Json),
         ],
     )
+}
+
+/// `detect`, `doh`, `doh-first` or `plain`.
+pub(super) fn resolver_mode(s: &str) -> Result<ResolverMode, String> {
+    one_of(
+        s,
+        &[
+            ("detect", ResolverMode::Detect),
+            ("doh", ResolverMode::Doh),
+            ("doh-first", ResolverMode::DohFirst),
+            ("plain", ResolverMode::Plain),
+        ],
+    )
+}
+
+/// A DNS server `ip:port` (`[v6]:port` for IPv6); a bare address means port 53.
+pub(super) fn nameserver(s: &str) -> Result<SocketAddr, String> {
+    let addr = match s.parse::<SocketAddr>() {
+        Ok(addr) => addr,
+        Err(_) => match s.parse::<IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, 53),
+            Err(_) => {
+                return Err(format!(
+                    "invalid nameserver `{s}`, expected ip:port such as `192.0.2.53:53` or `[2001:db8::53]:53`"
+                ));
+            }
+        },
+    };
+    if addr.port() == 0 {
+        return Err(format!("invalid nameserver `{s}`: port must not be 0"));
+    }
+    Ok(addr)
+}
+
+/// An IP address.
+pub(super) fn ip(s: &str) -> Result<IpAddr, String> {
+    s.parse().map_err(|_| format!("invalid IP address `{s}`"))
+}
+
+/// An IP address or `address/prefix` block, kept as written (surrounding spaces trimmed).
+pub(super) fn ip_or_cidr(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let (addr, prefix) = match t.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (t, None),
+    };
+    let Ok(addr) = addr.parse::<IpAddr>() else {
+        return Err(format!("invalid IP address or CIDR `{s}`"));
+    };
+    if let Some(p) = prefix {
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let ok = !p.is_empty()
+            && p.len() <= 3
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u8>().is_ok_and(|n| n <= max);
+        if !ok {
+            return Err(format!(
+                "invalid CIDR `{s}`: prefix length must be 0 to {max}"
+            ));
+        }
+    }
+    Ok(t.to_owned())
+}
+
+/// A DoH endpoint: an absolute `https` URL with a host.
+pub(super) fn doh_url(s: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(s).map_err(|e| format!("invalid URL `{s}`: {e}"))?;
+    if url.scheme() != "https" {
+        return Err(format!(
+            "DoH URL `{s}` must use https, found `{}`",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("DoH URL `{s}` has no host"));
+    }
+    Ok(url)
+}
+
+/// A host name for `resolver.hosts`: IDNA-normalised, lowercase, without trailing dot.
+pub(super) fn host_name(s: &str) -> Result<String, String> {
+    let trimmed = s.strip_suffix('.').unwrap_or(s);
+    if trimmed.is_empty() {
+        return Err("host name must not be empty".to_owned());
+    }
+    match url::Host::parse(trimmed) {
+        Ok(url::Host::Domain(d)) if !d.contains("..") && !d.ends_with('.') => Ok(d),
+        Ok(url::Host::Domain(_)) => Err(format!("invalid host name `{s}`")),
+        Ok(_) => Err(format!("`{s}` is an IP address, not a host name")),
+        Err(e) => Err(format!("invalid host name `{s}`: {e}")),
+    }
 }
 
 /// A non-empty filesystem path (kept as written; `from_file` resolves relative ones).

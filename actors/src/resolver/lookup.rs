@@ -1,0 +1,181 @@
+//! One uncached lookup, as the configured mode prescribes: plain DNS judged by the detection rules, DoH for
+//! cross-checks and fallbacks, or DoH only.
+
+use super::doh::DohClient;
+use super::logic::{self, Answer, DetectCtx, Outcome, PlainVerdict, Rcode, Resolution, Source};
+use super::plain;
+use super::wire::{QType, Response};
+use crawl_core::config::ResolverMode;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// What a lookup needs, fixed for the life of the resolver.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: ResolverMode,
+    pub nameservers: Vec<SocketAddr>,
+    pub hosts: HashMap<String, Vec<IpAddr>>,
+    pub hold_on: Duration,
+    pub timeout: Duration,
+    pub attempts: u32,
+    pub min_ttl: Duration,
+    pub max_ttl: Duration,
+    pub negative_ttl: Duration,
+    pub hijack_probe: bool,
+}
+
+/// Queries a lookup sent, for the counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Sent {
+    pub plain: u64,
+    pub doh: u64,
+}
+
+/// Converts a wire response into the detection logic's view of it.
+pub fn answer_of(r: &Response) -> Answer {
+    Answer {
+        rcode: rcode_of(r.rcode),
+        ips: r.ips.clone(),
+        ttl: Duration::from_secs(u64::from(r.min_ttl)),
+        truncated: r.truncated,
+    }
+}
+
+fn rcode_of(code: u8) -> Rcode {
+    match code {
+        0 => Rcode::NoError,
+        2 => Rcode::ServFail,
+        3 => Rcode::NxDomain,
+        5 => Rcode::Refused,
+        other => Rcode::Other(other),
+    }
+}
+
+async fn plain_answers(
+    s: &Settings,
+    name: &str,
+    hold_on: Duration,
+    sent: &mut Sent,
+) -> Vec<Answer> {
+    sent.plain += 1;
+    match plain::query_with_attempts(
+        &s.nameservers,
+        name,
+        QType::A,
+        s.timeout,
+        hold_on,
+        s.attempts,
+    )
+    .await
+    {
+        Ok(responses) => responses.iter().map(answer_of).collect(),
+        Err(e) => {
+            tracing::debug!(name, error = %e, "plain dns query failed");
+            Vec::new()
+        }
+    }
+}
+
+async fn doh_answer(doh: Option<&DohClient>, name: &str, sent: &mut Sent) -> Option<Answer> {
+    let doh = doh?;
+    sent.doh += 1;
+    match doh.query(name, QType::A).await {
+        Ok(r) => Some(answer_of(&r)),
+        Err(e) => {
+            tracing::debug!(name, error = %e, "doh query failed");
+            None
+        }
+    }
+}
+
+/// An answer taken as it is (no detection): DoH answers, and plain ones in `plain` mode.
+fn direct(answer: Option<Answer>, source: Source) -> Outcome {
+    match answer {
+        Some(a) if a.rcode == Rcode::NxDomain => Outcome::NxDomain { rules: Vec::new() },
+        Some(a) if a.rcode == Rcode::NoError && a.ips.is_empty() => {
+            Outcome::NxDomain { rules: Vec::new() }
+        }
+        Some(a) if a.rcode == Rcode::NoError => Outcome::Resolved(Resolution {
+            addrs: a.ips,
+            source,
+            polluted: false,
+            rules: Vec::new(),
+            ttl: a.ttl,
+        }),
+        Some(a) => Outcome::Unresolved {
+            polluted: false,
+            rules: Vec::new(),
+            detail: format!("{} answered {:?}", source.as_str(), a.rcode),
+        },
+        None => Outcome::Unresolved {
+            polluted: false,
+            rules: Vec::new(),
+            detail: format!("no {} answer", source.as_str()),
+        },
+    }
+}
+
+/// Plain DNS judged by the rules, cross-checked over DoH when suspicious (if DoH is there).
+async fn detect(
+    s: &Settings,
+    ctx: &DetectCtx,
+    doh: Option<&DohClient>,
+    name: &str,
+    sent: &mut Sent,
+) -> Outcome {
+    let answers = plain_answers(s, name, s.hold_on, sent).await;
+    let verdict = logic::judge_plain(name, &answers, ctx);
+    match &verdict {
+        PlainVerdict::Clean { .. } => logic::cross_check(&verdict, None),
+        _ => {
+            let d = doh_answer(doh, name, sent).await;
+            logic::cross_check(&verdict, d.as_ref())
+        }
+    }
+}
+
+/// Resolves `name` (lowercase, no trailing dot) without the cache.
+pub async fn lookup(
+    s: &Settings,
+    ctx: &DetectCtx,
+    doh: Option<&DohClient>,
+    name: &str,
+) -> (Outcome, Sent) {
+    let mut sent = Sent::default();
+    let outcome = match s.mode {
+        ResolverMode::Plain => {
+            let answers = plain_answers(s, name, Duration::ZERO, &mut sent).await;
+            direct(answers.into_iter().next(), Source::Plain)
+        }
+        ResolverMode::Detect => detect(s, ctx, doh, name, &mut sent).await,
+        ResolverMode::Doh => direct(doh_answer(doh, name, &mut sent).await, Source::Doh),
+        ResolverMode::DohFirst => match doh_answer(doh, name, &mut sent).await {
+            Some(a) if matches!(a.rcode, Rcode::NoError | Rcode::NxDomain) => {
+                direct(Some(a), Source::Doh)
+            }
+            _ => {
+                tracing::debug!(name, "doh failed; trying plain dns");
+                let answers = plain_answers(s, name, s.hold_on, &mut sent).await;
+                let verdict = logic::judge_plain(name, &answers, ctx);
+                logic::cross_check(&verdict, None)
+            }
+        },
+    };
+    (outcome, sent)
+}
+
+/// Learns the NXDOMAIN-hijack addresses: resolves a random never-registered name over plain DNS.
+pub async fn probe_hijack(s: &Settings, seed: u64) -> Vec<IpAddr> {
+    if !s.hijack_probe || matches!(s.mode, ResolverMode::Doh | ResolverMode::Plain) {
+        return Vec::new();
+    }
+    let name = logic::probe_name(seed);
+    let mut sent = Sent::default();
+    let answers = plain_answers(s, &name, Duration::ZERO, &mut sent).await;
+    let found: Vec<IpAddr> = answers.iter().flat_map(logic::hijack_addresses).collect();
+    if !found.is_empty() {
+        tracing::warn!(probe = %name, addresses = ?found, "nxdomain hijack detected: these answers will be treated as nxdomain");
+    }
+    found
+}

@@ -1,0 +1,26 @@
+//! Counters of the resolver, kept for the summary and the metrics issue.
+
+use std::collections::BTreeMap;
+
+/// Lookups by source and outcome, pollution verdicts by rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolverStats {
+    /// "source/outcome" (e.g. "plain/resolved", "doh/nxdomain", "cache/resolved") -> count.
+    pub lookups: BTreeMap<String, u64>,
+    /// Rule name -> answers judged polluted with that rule among the evidence.
+    pub verdicts: BTreeMap<String, u64>,
+    /// Queries sent over plain DNS and DoH.
+    pub plain_queries: u64,
+    pub doh_queries: u64,
+    /// Addresses learned by the NXDOMAIN-hijack probe.
+    pub hijack_addresses: u64,
+}
+
+impl ResolverStats {
+    pub fn lookup(&mut self, source: &str, outcome: &str) {
+        *self
+            .lookups
+            .entry(format!("{source}/{outcome}"))
+            .or_insert(0) += 1;
+    }
+}
