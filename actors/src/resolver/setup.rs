@@ -30,28 +30,6 @@ pub fn parse_hosts(text: &str) -> HashMap<String, Vec<IpAddr>> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_file_lines() {
-        let h = parse_hosts(
-            "127.0.0.1 localhost vm\n::1 localhost ip6-localhost # c\n# x\nbad line\n10.0.0.1 A.Example.\n",
-        );
-        assert_eq!(
-            h["localhost"],
-            vec![
-                IpAddr::from([127, 0, 0, 1]),
-                "::1".parse::<IpAddr>().unwrap()
-            ]
-        );
-        assert_eq!(h["vm"], vec![IpAddr::from([127, 0, 0, 1])]);
-        assert_eq!(h["a.example"], vec![IpAddr::from([10, 0, 0, 1])]);
-        assert!(!h.contains_key("bad"));
-    }
-}
-
 /// Everything the resolver actor starts with.
 pub struct Parts {
     pub settings: Settings,
@@ -124,4 +102,26 @@ pub fn build(config: &Config) -> Result<Parts, ResolverError> {
         non_public_suspicious: !config.security.allow_private_networks,
     };
     Ok(Parts { settings, ctx, doh })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_file_lines() {
+        let h = parse_hosts(
+            "127.0.0.1 localhost vm\n::1 localhost ip6-localhost # c\n# x\nbad line\n10.0.0.1 A.Example.\n",
+        );
+        assert_eq!(
+            h["localhost"],
+            vec![
+                IpAddr::from([127, 0, 0, 1]),
+                "::1".parse::<IpAddr>().unwrap()
+            ]
+        );
+        assert_eq!(h["vm"], vec![IpAddr::from([127, 0, 0, 1])]);
+        assert_eq!(h["a.example"], vec![IpAddr::from([10, 0, 0, 1])]);
+        assert!(!h.contains_key("bad"));
+    }
 }
