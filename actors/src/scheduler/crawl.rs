@@ -256,18 +256,18 @@ impl Crawl {
 
     fn record_dropped(&mut self) {
         for entry in std::mem::take(&mut self.dropped) {
-            let reason = if self.robots.gave_up(&entry.url) {
-                Reason::RobotsUnavailable
-            } else {
-                Reason::Robots
+            let (reason, dns, error) = match self.robots.gave_up(&entry.url) {
+                Some((reason, dns, detail)) => (reason, dns, Some(detail)),
+                None => (Reason::Robots, None, None),
             };
             let mut record = Record::terminal(
                 &entry.url,
                 entry.depth,
                 entry.parent.as_deref(),
                 reason,
-                None,
+                error,
             );
+            record.dns = dns;
             record.attempts = 0;
             self.finish(record, false);
         }
@@ -568,6 +568,15 @@ impl Crawl {
             Err(_) => return,
         };
         self.stats.robots_fetches += 1;
+        // Why the host's pages fail if robots.txt never comes: a name that never resolved is a DNS failure.
+        let dns = self.pending_dns.take();
+        let give_up_reason = match &result {
+            JobResult::FetchFailed {
+                reason: r @ (Reason::Dns | Reason::DnsPolluted),
+                ..
+            } => *r,
+            _ => Reason::RobotsUnavailable,
+        };
         let outcome = match result {
             JobResult::Robots(o) => o,
             JobResult::FetchFailed {
@@ -575,6 +584,14 @@ impl Crawl {
                 ..
             } => {
                 // Pages on this host will each be recorded as private_network without any connection.
+                RobotsOutcome::AllowAll { status: 0 }
+            }
+            JobResult::FetchFailed {
+                reason: Reason::Dns,
+                retryable: false,
+                ..
+            } => {
+                // NXDOMAIN: no server, no rules to break. Each page is then recorded failed/dns (from the cache).
                 RobotsOutcome::AllowAll { status: 0 }
             }
             JobResult::FetchFailed { detail, .. } => RobotsOutcome::Unavailable { detail },
@@ -621,7 +638,16 @@ impl Crawl {
                         detail,
                         "robots.txt unavailable; giving up on its urls"
                     );
-                    self.robots.set(&authority, RobotsState::GaveUp);
+                    self.robots.set(
+                        &authority,
+                        RobotsState::GaveUp {
+                            reason: give_up_reason,
+                            dns,
+                            detail: format!(
+                                "robots.txt unavailable after {attempts} attempts: {detail}"
+                            ),
+                        },
+                    );
                     self.queues.unblock(host, now);
                 } else {
                     let wait = self

@@ -2,6 +2,7 @@
 
 use crawl_core::canon;
 use crawl_core::politeness::Gate;
+use crawl_core::record::{DnsInfo, Reason};
 use crawl_core::robots::Robots;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +19,12 @@ pub enum RobotsState {
         expires: Instant,
     },
     /// Unavailable too many times: the authority's pages are recorded as failed (robots_unavailable).
-    GaveUp,
+    GaveUp {
+        /// robots_unavailable, or dns / dns_polluted when the name never resolved.
+        reason: Reason,
+        dns: Option<DnsInfo>,
+        detail: String,
+    },
 }
 
 /// The table of authorities.
@@ -38,7 +44,7 @@ impl RobotsTable {
         match self.states.get(&canon::authority_key(&url)) {
             None => None,
             Some(RobotsState::Pending) => Some(Gate::Block),
-            Some(RobotsState::GaveUp) => Some(Gate::Drop),
+            Some(RobotsState::GaveUp { .. }) => Some(Gate::Drop),
             Some(RobotsState::Ready { expires, .. }) if *expires <= now => None,
             Some(RobotsState::Ready { rules, .. }) => {
                 Some(if rules.is_allowed(canon::path_and_query(&url)) {
@@ -76,12 +82,17 @@ impl RobotsTable {
         *n
     }
 
-    /// True when the page's authority was given up on.
-    pub fn gave_up(&self, page_url: &str) -> bool {
-        url::Url::parse(page_url)
-            .ok()
-            .and_then(|u| self.states.get(&canon::authority_key(&u)))
-            .is_some_and(|s| matches!(s, RobotsState::GaveUp))
+    /// Why the page's authority was given up on, if it was: the reason, DNS evidence and detail for its records.
+    pub fn gave_up(&self, page_url: &str) -> Option<(Reason, Option<DnsInfo>, String)> {
+        let url = url::Url::parse(page_url).ok()?;
+        match self.states.get(&canon::authority_key(&url))? {
+            RobotsState::GaveUp {
+                reason,
+                dns,
+                detail,
+            } => Some((*reason, dns.clone(), detail.clone())),
+            _ => None,
+        }
     }
 }
 
@@ -119,8 +130,18 @@ mod tests {
         );
         assert_eq!(t.failed("http://b.test:80"), 1);
         assert_eq!(t.failed("http://b.test:80"), 2);
-        t.set("http://b.test:80", RobotsState::GaveUp);
-        assert!(t.gave_up("http://b.test/y"));
+        t.set(
+            "http://b.test:80",
+            RobotsState::GaveUp {
+                reason: Reason::RobotsUnavailable,
+                dns: None,
+                detail: "503".into(),
+            },
+        );
+        assert_eq!(
+            t.gave_up("http://b.test/y").map(|g| g.0),
+            Some(Reason::RobotsUnavailable)
+        );
         assert_eq!(t.gate("http://b.test/y", now), Some(Gate::Drop));
     }
 
@@ -148,8 +169,8 @@ mod tests {
         );
         assert!(t.start(auth), "an expired entry may be fetched again");
         assert_eq!(t.gate("https://c.test/p", now), Some(Gate::Block));
-        assert!(!t.gave_up("https://c.test/p"));
-        assert!(!t.gave_up("not a url"));
+        assert!(t.gave_up("https://c.test/p").is_none());
+        assert!(t.gave_up("not a url").is_none());
         assert_eq!(
             t.gate("not a url", now),
             Some(Gate::Go),

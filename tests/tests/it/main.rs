@@ -8,8 +8,11 @@
 //! - `crash` (90-109): kill -9 at many points, torn lines, outbox rewrite, SIGTERM drain, second signal.
 //! - `faults` (110-129): injected panics, poison, escalation, redirect loops, size limits, gzip bombs, deadlines,
 //!   private networks, broken servers, garbage input.
+//! - `resolver` (150-169): injection race, bogus IPs with DoH cross-check, NXDOMAIN hijack, DoH modes, DNS outage,
+//!   TTL expiry, names without an answer (FakeDns / FakeDoh).
 
 mod crash;
 mod crawl;
 mod faults;
+mod resolver;
 mod robots_politeness;
