@@ -8,11 +8,13 @@
 //! - [`fetcher`]: HTTP(S) with deadlines and limits.
 //! - [`parser`]: decoding, link extraction, robots.txt and sitemaps, on a thread pool.
 //! - [`sink`]: the JSONL output, exactly once.
+//! - [`proxy`]: SOCKS5 proxy chains: rules, selection, breakers, the chain handshake.
 //! - [`job`]: the job and result types that travel between them; [`tree`] wires them together.
 
 pub mod fetcher;
 pub mod job;
 pub mod parser;
+pub mod proxy;
 pub mod resolver;
 pub mod scheduler;
 pub mod sink;

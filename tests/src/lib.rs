@@ -4,9 +4,11 @@
 //! - [`site`]: the one generator of test sites (pages, links, robots.txt, redirects, 404s, sitemaps, custom routes),
 //!   used by the integration tests, `make demo` and `make bench`.
 //! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
+//! - [`socks`]: in-test SOCKS5 servers that behave and misbehave, for the proxy-chain tests.
 //!
 //! The integration tests live in `tests/it/` (one test binary made of modules).
 
 pub mod dns;
 pub mod engine;
 pub mod site;
+pub mod socks;

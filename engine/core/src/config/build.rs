@@ -5,9 +5,9 @@
 use super::reader::{Section, Walker};
 use super::validate;
 use super::{
-    Config, CrawlConfig, DohEndpoint, FetchConfig, FrontierConfig, ObservabilityConfig,
-    OutputConfig, ParserConfig, PolitenessConfig, ResolverConfig, SecurityConfig, ShutdownConfig,
-    SupervisorConfig,
+    ChainConfig, Config, CrawlConfig, DohEndpoint, FetchConfig, FrontierConfig,
+    ObservabilityConfig, OutputConfig, ParserConfig, PolitenessConfig, ProxyConfig, ProxyRule,
+    ResolverConfig, SecurityConfig, ShutdownConfig, SupervisorConfig,
 };
 
 /// Builds the config from the document, recording every problem in the walker's sink.
@@ -25,6 +25,7 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
         parser: parser(&mut w.section("parser")),
         shutdown: shutdown(&mut w.section("shutdown")),
         observability: observability(&mut w.section("observability")),
+        proxy: proxy(&mut w.section("proxy")),
     }
 }
 
@@ -219,4 +220,85 @@ fn observability(s: &mut Section<'_, '_, '_, '_>) -> ObservabilityConfig {
         log_format: s.string("log_format", d.log_format, validate::log_format),
         progress_interval: s.secs("progress_interval_s", d.progress_interval, 1),
     }
+}
+
+fn proxy(s: &mut Section<'_, '_, '_, '_>) -> ProxyConfig {
+    let d = ProxyConfig::default();
+    // `default` and `rules` refer to chains by name; a declared name counts even when its
+    // table has errors, so that those are not reported a second time as unknown chains.
+    let declared: Vec<String> = s
+        .sub_keys("chains")
+        .into_iter()
+        .filter(|n| validate::chain_name(n).is_ok())
+        .collect();
+    let has_default = s.has("default");
+    let default = s.string_or_list("default", |v| validate::chain_ref(v, &declared));
+    let c = ProxyConfig {
+        default: if has_default && !default.is_empty() {
+            default
+        } else {
+            d.default
+        },
+        select: s.string("select", d.select, validate::select_policy),
+        fallback_direct: s.bool("fallback_direct", d.fallback_direct),
+        connect_timeout: s.millis("connect_timeout_ms", d.connect_timeout, 1),
+        greeting_timeout: s.millis("greeting_timeout_ms", d.greeting_timeout, 1),
+        auth_timeout: s.millis("auth_timeout_ms", d.auth_timeout, 1),
+        connect_reply_timeout: s.millis("connect_reply_timeout_ms", d.connect_reply_timeout, 1),
+        chain_timeout: s.millis("chain_timeout_ms", d.chain_timeout, 1),
+        breaker_failures: s.u32("breaker_failures", d.breaker_failures, 1),
+        breaker_cooldown: s.millis("breaker_cooldown_ms", d.breaker_cooldown, 0),
+        chains: s
+            .named_tables("chains", validate::chain_name, proxy_chain)
+            .into_iter()
+            .filter_map(|(name, chain)| Some((name, chain?)))
+            .collect(),
+        rules: s.tables("rules", |r| proxy_rule(r, &declared)),
+    };
+    let chain = c.chain_timeout.as_millis();
+    for (key, phase) in [
+        ("connect_timeout_ms", c.connect_timeout),
+        ("greeting_timeout_ms", c.greeting_timeout),
+        ("auth_timeout_ms", c.auth_timeout),
+        ("connect_reply_timeout_ms", c.connect_reply_timeout),
+    ] {
+        s.check_not_above(key, phase.as_millis(), "chain_timeout_ms", chain);
+    }
+    c
+}
+
+/// One `[proxy.chains.<name>]` table; `None` when its hops are missing or bad.
+fn proxy_chain(s: &mut Section<'_, '_, '_, '_>) -> Option<ChainConfig> {
+    let present = s.has("hops");
+    let hops = s.list("hops", validate::proxy_hop);
+    let resolve = s.string("resolve", Default::default(), validate::resolve_at);
+    if !present {
+        s.missing("hops");
+        return None;
+    }
+    if s.rejected("hops") {
+        return None;
+    }
+    if hops.is_empty() {
+        s.invalid("hops", "must not be empty (a chain needs at least one hop)");
+        return None;
+    }
+    Some(ChainConfig { hops, resolve })
+}
+
+/// One `[[proxy.rules]]` table; `hosts` and `use` are required.
+fn proxy_rule(s: &mut Section<'_, '_, '_, '_>, declared: &[String]) -> Option<ProxyRule> {
+    let has_hosts = s.has("hosts");
+    let has_use = s.has("use");
+    let hosts = s.list("hosts", validate::host_pattern);
+    let use_ = s.string_or_list("use", |v| validate::chain_ref(v, declared));
+    if !has_hosts {
+        s.missing("hosts");
+    } else if hosts.is_empty() && !s.rejected("hosts") {
+        s.invalid("hosts", "must not be empty");
+    }
+    if !has_use {
+        s.missing("use");
+    }
+    Some(ProxyRule { hosts, use_ })
 }

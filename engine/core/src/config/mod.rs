@@ -7,11 +7,14 @@
 
 mod build;
 mod errors;
+mod proxy;
 mod reader;
 mod validate;
 
 #[cfg(test)]
 mod error_tests;
+#[cfg(test)]
+mod proxy_tests;
 #[cfg(test)]
 mod resolver_tests;
 #[cfg(test)]
@@ -25,6 +28,10 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 pub use errors::{ConfigError, ConfigErrors, ErrorKind};
+pub use proxy::{
+    ChainConfig, DIRECT, ProxyConfig, ProxyHop, ProxyRule, ResolveAt, Secret, SelectPolicy,
+    redact_credentials,
+};
 
 use crate::scope::ScopeMode;
 
@@ -42,6 +49,7 @@ pub struct Config {
     pub parser: ParserConfig,
     pub shutdown: ShutdownConfig,
     pub observability: ObservabilityConfig,
+    pub proxy: ProxyConfig,
 }
 
 /// `[crawl]`: what to crawl.

@@ -189,6 +189,18 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         self.key_pos(key).is_some()
     }
 
+    /// The names inside the table at `key`, in file order, without asking for the key (empty
+    /// when it is absent or not a table).
+    pub(super) fn sub_keys(&self, key: &str) -> Vec<String> {
+        let Some(DeValue::Table(t)) = self.table.and_then(|t| t.get(key)).map(Spanned::get_ref)
+        else {
+            return Vec::new();
+        };
+        let mut keys: Vec<_> = t.iter().map(|(k, _)| k).collect();
+        keys.sort_by_key(|k| k.span().start);
+        keys.into_iter().map(|k| k.get_ref().to_string()).collect()
+    }
+
     /// True when a value of `key` was rejected.
     pub(super) fn rejected(&self, key: &str) -> bool {
         self.failed.contains(&key)
@@ -382,58 +394,156 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
                     continue;
                 }
             };
-            let items: Vec<(String, Pos, &Spanned<DeValue<'i>>)> = match v.get_ref() {
-                DeValue::String(_) => vec![(shown.clone(), entry_pos, v)],
-                DeValue::Array(items) => items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| {
-                        let item_pos = self.walker.sink.pos(item.span().start);
-                        (format!("{shown}[{i}]"), item_pos, item)
-                    })
-                    .collect(),
-                other => {
-                    let quote = if other.is_table() {
-                        " (quote names that contain dots)"
-                    } else {
-                        ""
-                    };
-                    let text = format!(
-                        "`{shown}`: expected a string or an array of strings, found {}{quote}",
-                        other.type_str()
-                    );
-                    self.fail_with(key, entry_pos, ErrorKind::WrongType, text);
-                    continue;
-                }
-            };
-            if items.is_empty() {
-                let text = format!("`{shown}`: must not be empty");
-                self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
-                continue;
-            }
-            let wanted = items.len();
-            let mut values = Vec::with_capacity(wanted);
-            for (shown, item_pos, item) in items {
-                let (kind, msg) = match item.get_ref() {
-                    DeValue::String(s) => match parse(s) {
-                        Ok(t) => {
-                            values.push(t);
-                            continue;
-                        }
-                        Err(msg) => (ErrorKind::InvalidValue, msg),
-                    },
-                    other => (
-                        ErrorKind::WrongType,
-                        format!("expected a string, found {}", other.type_str()),
-                    ),
-                };
-                self.fail_with(key, item_pos, kind, format!("`{shown}`: {msg}"));
-            }
-            if values.len() == wanted {
+            let quote = " (quote names that contain dots)";
+            if let Some(values) = self.strings(key, &shown, entry_pos, v, quote, &parse) {
                 out.insert(name, values);
             }
         }
         out
+    }
+
+    /// A string or a non-empty array of strings at `v` (shown as `shown`), each converted by
+    /// `parse`; problems are reported at the value or the element. `Some` only when every
+    /// element was accepted. `table_hint` is appended to the wrong-type message of a table.
+    fn strings<T>(
+        &mut self,
+        key: &'static str,
+        shown: &str,
+        pos: Pos,
+        v: &'t Spanned<DeValue<'i>>,
+        table_hint: &str,
+        parse: &impl Fn(&str) -> Result<T, String>,
+    ) -> Option<Vec<T>> {
+        let items: Vec<(String, Pos, &Spanned<DeValue<'i>>)> = match v.get_ref() {
+            DeValue::String(_) => vec![(shown.to_owned(), pos, v)],
+            DeValue::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let item_pos = self.walker.sink.pos(item.span().start);
+                    (format!("{shown}[{i}]"), item_pos, item)
+                })
+                .collect(),
+            other => {
+                let hint = if other.is_table() { table_hint } else { "" };
+                let text = format!(
+                    "`{shown}`: expected a string or an array of strings, found {}{hint}",
+                    other.type_str()
+                );
+                self.fail_with(key, pos, ErrorKind::WrongType, text);
+                return None;
+            }
+        };
+        if items.is_empty() {
+            let text = format!("`{shown}`: must not be empty");
+            self.fail_with(key, pos, ErrorKind::InvalidValue, text);
+            return None;
+        }
+        let wanted = items.len();
+        let mut values = Vec::with_capacity(wanted);
+        for (shown, item_pos, item) in items {
+            let (kind, msg) = match item.get_ref() {
+                DeValue::String(s) => match parse(s) {
+                    Ok(t) => {
+                        values.push(t);
+                        continue;
+                    }
+                    Err(msg) => (ErrorKind::InvalidValue, msg),
+                },
+                other => (
+                    ErrorKind::WrongType,
+                    format!("expected a string, found {}", other.type_str()),
+                ),
+            };
+            self.fail_with(key, item_pos, kind, format!("`{shown}`: {msg}"));
+        }
+        (values.len() == wanted).then_some(values)
+    }
+
+    /// A string or a non-empty array of strings (like `proxy.default`), each converted by
+    /// `parse`. Empty when the key is absent or any problem was reported.
+    pub(super) fn string_or_list<T>(
+        &mut self,
+        key: &'static str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Vec<T> {
+        let Some((pos, v)) = self.entry(key) else {
+            return Vec::new();
+        };
+        let shown = format!("{}.{key}", self.name);
+        self.strings(key, &shown, pos, v, "", &parse)
+            .unwrap_or_default()
+    }
+
+    /// A table of tables (`[section.key.<name>]`, like `proxy.chains`): each entry's name is
+    /// converted by `name_of` and its table read by `read` as a nested section named
+    /// `section.key.<name>`. Returns, in file order, every entry with a valid name and a table
+    /// value, with what `read` produced for it.
+    pub(super) fn named_tables<T>(
+        &mut self,
+        key: &'static str,
+        name_of: impl Fn(&str) -> Result<String, String>,
+        mut read: impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
+    ) -> Vec<(String, Option<T>)> {
+        let mut out = Vec::new();
+        let Some((pos, v)) = self.entry(key) else {
+            return out;
+        };
+        let DeValue::Table(table) = v.get_ref() else {
+            self.wrong_type(key, pos, "a table", v.get_ref());
+            return out;
+        };
+        let mut entries: Vec<_> = table.iter().collect();
+        entries.sort_by_key(|(k, _)| k.span().start);
+        for (k, v) in entries {
+            let raw: &str = k.get_ref();
+            let entry_pos = self.walker.sink.pos(k.span().start);
+            let shown = format!("{}.{key}.{}", self.name, toml_key(raw));
+            let name = match name_of(raw) {
+                Ok(name) => name,
+                Err(msg) => {
+                    let text = format!("`{shown}`: {msg}");
+                    self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
+                    continue;
+                }
+            };
+            let DeValue::Table(sub) = v.get_ref() else {
+                let found = v.get_ref().type_str();
+                let text = format!("`{shown}`: expected a table, found {found}");
+                self.fail_with(key, entry_pos, ErrorKind::WrongType, text);
+                continue;
+            };
+            let value = self.nested(key, shown, sub, entry_pos, &mut read);
+            out.push((name, value));
+        }
+        out
+    }
+
+    /// Reads `table` as a nested section named `name` with `read`, then reports its unknown
+    /// keys; a problem inside marks `key` as rejected.
+    fn nested<T>(
+        &mut self,
+        key: &'static str,
+        name: String,
+        table: &'t DeTable<'i>,
+        start: Pos,
+        read: &mut impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
+    ) -> Option<T> {
+        let mut sub = Section {
+            walker: &mut *self.walker,
+            name,
+            table: Some(table),
+            failed: Vec::new(),
+            asked: Vec::new(),
+            nested: true,
+            start,
+        };
+        let value = read(&mut sub);
+        sub.check_unknown_nested();
+        if !sub.failed.is_empty() {
+            self.failed.push(key);
+        }
+        value
     }
 
     /// An array of tables (`[[section.key]]`, or an inline array of inline tables). Each table
@@ -461,21 +571,7 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
                 self.fail_with(key, item_pos, ErrorKind::WrongType, text);
                 continue;
             };
-            let mut sub = Section {
-                walker: &mut *self.walker,
-                name,
-                table: Some(table),
-                failed: Vec::new(),
-                asked: Vec::new(),
-                nested: true,
-                start: item_pos,
-            };
-            let value = read(&mut sub);
-            sub.check_unknown_nested();
-            let sub_failed = !sub.failed.is_empty();
-            if sub_failed {
-                self.failed.push(key);
-            }
+            let value = self.nested(key, name, table, item_pos, &mut read);
             out.extend(value);
         }
         out

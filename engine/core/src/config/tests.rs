@@ -80,6 +80,18 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.observability.log_level, "info");
     assert_eq!(c.observability.log_format, LogFormat::Auto);
     assert_eq!(c.observability.progress_interval, Duration::from_secs(10));
+    assert_eq!(c.proxy, ProxyConfig::default());
+    assert_eq!(c.proxy.default, [DIRECT]);
+    assert_eq!(c.proxy.select, SelectPolicy::RoundRobin);
+    assert!(!c.proxy.fallback_direct && !c.proxy.enabled());
+    assert_eq!(c.proxy.connect_timeout, Duration::from_secs(5));
+    assert_eq!(c.proxy.greeting_timeout, Duration::from_secs(3));
+    assert_eq!(c.proxy.auth_timeout, Duration::from_secs(3));
+    assert_eq!(c.proxy.connect_reply_timeout, Duration::from_secs(10));
+    assert_eq!(c.proxy.chain_timeout, Duration::from_secs(20));
+    assert_eq!(c.proxy.breaker_failures, 3);
+    assert_eq!(c.proxy.breaker_cooldown, Duration::from_secs(30));
+    assert!(c.proxy.chains.is_empty() && c.proxy.rules.is_empty());
 }
 
 /// Every key set to a non-default value.
@@ -174,6 +186,26 @@ grace_ms = 0
 log_level = "warn,crawl_core=debug,crawl_actors::fetcher=trace"
 log_format = "json"
 progress_interval_s = 1
+
+[proxy]
+default = ["eu", "direct"]
+select = "sticky"
+fallback_direct = true
+connect_timeout_ms = 1
+greeting_timeout_ms = 2
+auth_timeout_ms = 3
+connect_reply_timeout_ms = 4
+chain_timeout_ms = 5
+breaker_failures = 1
+breaker_cooldown_ms = 0
+
+[proxy.chains.eu]
+hops = ["socks5://127.0.0.1:1080"]
+resolve = "local"
+
+[[proxy.rules]]
+hosts = ["*.example.org"]
+use = "eu"
 "#;
 
 #[test]
@@ -307,6 +339,36 @@ fn every_key_is_parsed() {
             progress_interval: Duration::from_secs(1),
         }
     );
+    let x = &c.proxy;
+    assert_eq!(x.default, ["eu", "direct"]);
+    assert_eq!(
+        (x.select, x.fallback_direct, x.breaker_failures),
+        (SelectPolicy::Sticky, true, 1)
+    );
+    assert_eq!(
+        [
+            x.connect_timeout,
+            x.greeting_timeout,
+            x.auth_timeout,
+            x.connect_reply_timeout,
+            x.chain_timeout,
+            x.breaker_cooldown
+        ],
+        [ms(1), ms(2), ms(3), ms(4), ms(5), ms(0)]
+    );
+    assert_eq!(x.chains.len(), 1);
+    assert_eq!(x.chains["eu"].resolve, ResolveAt::Local);
+    assert_eq!(
+        x.chains["eu"].hops[0].to_string(),
+        "socks5://127.0.0.1:1080"
+    );
+    assert_eq!(
+        x.rules,
+        [ProxyRule {
+            hosts: vec!["*.example.org".to_owned()],
+            use_: vec!["eu".to_owned()],
+        }]
+    );
 }
 
 /// Dotted names of every key in a TOML text (two levels: section.key).
@@ -329,7 +391,8 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 62);
+    assert_eq!(keys.len(), 74);
+    assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
     assert!(keys.contains(&"fetch.connect_timeout_ms"));

@@ -1,6 +1,7 @@
 //! Value validators for configuration strings (seed URLs, regexes, user agent, log directives,
-//! enum names, paths, resolver addresses and names) and the "did you mean" name matcher. Each validator returns the typed
-//! value or a one-line reason.
+//! enum names, paths, resolver addresses and names, proxy hops, chain names and host patterns)
+//! and the "did you mean" name matcher. Each validator returns the typed value or a one-line
+//! reason; reasons never contain a proxy password.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -8,7 +9,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{LogFormat, ResolverMode};
+use super::proxy::{DIRECT, is_scheme, redact_credentials};
+use super::{LogFormat, ProxyHop, ResolveAt, ResolverMode, Secret, SelectPolicy};
 use crate::scope::ScopeMode;
 
 /// A seed: an absolute `http`/`https` URL with a host.
@@ -257,6 +259,223 @@ pub(super) fn path(s: &str) -> Result<PathBuf, String> {
         return Err("must not contain a NUL character".to_owned());
     }
     Ok(PathBuf::from(s))
+}
+
+/// `round-robin`, `least-failures` or `sticky`.
+pub(super) fn select_policy(s: &str) -> Result<SelectPolicy, String> {
+    one_of(
+        s,
+        &[
+            ("round-robin", SelectPolicy::RoundRobin),
+            ("least-failures", SelectPolicy::LeastFailures),
+            ("sticky", SelectPolicy::Sticky),
+        ],
+    )
+}
+
+/// `remote` or `local`.
+pub(super) fn resolve_at(s: &str) -> Result<ResolveAt, String> {
+    one_of(
+        s,
+        &[("remote", ResolveAt::Remote), ("local", ResolveAt::Local)],
+    )
+}
+
+/// A chain name (the `<name>` of `[proxy.chains.<name>]`): letters, digits, `-` and `_`, not
+/// the reserved `direct`.
+pub(super) fn chain_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("chain name must not be empty".to_owned());
+    }
+    if s == DIRECT {
+        return Err("`direct` is reserved (it means no proxy)".to_owned());
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(format!(
+            "invalid chain name `{}`: use letters, digits, `-` and `_`",
+            redact_credentials(s)
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// A reference to a chain in `proxy.default` or `proxy.rules[].use`: `direct` or a declared name.
+pub(super) fn chain_ref(s: &str, declared: &[String]) -> Result<String, String> {
+    if s == DIRECT || declared.iter().any(|d| d == s) {
+        return Ok(s.to_owned());
+    }
+    let shown = redact_credentials(s);
+    let names = declared
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(DIRECT));
+    match closest(s, names) {
+        Some(best) => Err(format!("unknown chain `{shown}`; did you mean `{best}`?")),
+        None => Err(format!(
+            "unknown chain `{shown}` (declare `[proxy.chains.{shown}]` or use `direct`)"
+        )),
+    }
+}
+
+/// A host glob for `proxy.rules[].hosts`: labels of letters, digits, `-`, `_` and `*` (IP
+/// literals too), lowercased, non-ASCII labels converted to their `xn--` form, trailing dot
+/// removed.
+pub(super) fn host_pattern(s: &str) -> Result<String, String> {
+    let bad = |why: &str| Err(format!("invalid host pattern `{s}`: {why}"));
+    let trimmed = s.strip_suffix('.').unwrap_or(s);
+    if trimmed.is_empty() {
+        return Err("host pattern must not be empty".to_owned());
+    }
+    let mut labels = Vec::new();
+    for label in trimmed.split('.') {
+        if label.is_empty() {
+            return bad("empty label");
+        }
+        if label.is_ascii() {
+            let ok = label.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*' | b':' | b'[' | b']')
+            });
+            if !ok {
+                return bad("only letters, digits, `-`, `_`, `.` and `*` are allowed");
+            }
+            labels.push(label.to_ascii_lowercase());
+        } else if label.contains('*') {
+            return bad("a label with `*` must be ASCII (write the `xn--` form)");
+        } else {
+            match url::Host::parse(label) {
+                Ok(url::Host::Domain(d)) if !d.contains('.') => labels.push(d),
+                _ => return bad("not a valid host name label"),
+            }
+        }
+    }
+    Ok(labels.join("."))
+}
+
+/// A hop `socks5://[user:pass@]host:port`. Credentials are percent-decoded and must be 1 to
+/// 255 bytes each (RFC 1929); messages show the hop as `socks5://***@host:port`.
+pub(super) fn proxy_hop(s: &str) -> Result<ProxyHop, String> {
+    let shown = redact_credentials(s);
+    let bad = |why: &str| format!("invalid proxy hop `{shown}`: {why}");
+    let form = "expected `socks5://[user:pass@]host:port`";
+    let Some((scheme, rest)) = s.split_once("://") else {
+        return Err(bad(form));
+    };
+    if !is_scheme(scheme) {
+        return Err(bad(form));
+    }
+    if !scheme.eq_ignore_ascii_case("socks5") {
+        let hint = if scheme.eq_ignore_ascii_case("socks5h") {
+            " (write `socks5` and set `resolve = \"remote\"`)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "proxy hop `{shown}` must use socks5, found `{scheme}`{hint}"
+        ));
+    }
+    let (userinfo, hostport) = match rest.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, rest),
+    };
+    let hostport = hostport.strip_suffix('/').unwrap_or(hostport);
+    if hostport.contains(['/', '?', '#']) {
+        return Err(bad("must not have a path, query or fragment"));
+    }
+    let (host, port) = hop_host_port(hostport).map_err(|why| bad(&why))?;
+    let (username, password) = match userinfo {
+        None => (None, None),
+        Some(info) => {
+            let Some((user, pass)) = info.split_once(':') else {
+                return Err(bad(
+                    "credentials need a user name and a password (`user:pass@`)",
+                ));
+            };
+            let user = percent_decode(user).map_err(|why| bad(&why))?;
+            let pass = percent_decode(pass).map_err(|why| bad(&why))?;
+            for (what, v) in [("user name", &user), ("password", &pass)] {
+                if v.is_empty() || v.len() > 255 {
+                    return Err(bad(&format!("the {what} must be 1 to 255 bytes")));
+                }
+            }
+            (Some(user), Some(Secret::new(pass)))
+        }
+    };
+    Ok(ProxyHop {
+        scheme: "socks5".to_owned(),
+        host,
+        port,
+        username,
+        password,
+    })
+}
+
+/// `host:port` or `[v6]:port` of a hop; the host comes back lowercase, IPv6 without brackets.
+fn hop_host_port(s: &str) -> Result<(String, u16), String> {
+    let (host, port) = if let Some(inner) = s.strip_prefix('[') {
+        let Some((v6, after)) = inner.split_once(']') else {
+            return Err("unclosed `[` in the host".to_owned());
+        };
+        let Some(port) = after.strip_prefix(':') else {
+            return Err("missing port".to_owned());
+        };
+        let ip: std::net::Ipv6Addr = v6
+            .parse()
+            .map_err(|_| format!("invalid IPv6 address `{v6}`"))?;
+        (ip.to_string(), port)
+    } else {
+        let Some((host, port)) = s.rsplit_once(':') else {
+            return Err("missing port".to_owned());
+        };
+        if host.contains(':') {
+            return Err("write IPv6 addresses in brackets, e.g. `[::1]:1080`".to_owned());
+        }
+        if host.is_empty() {
+            return Err("missing host".to_owned());
+        }
+        let host = match url::Host::parse(host) {
+            Ok(url::Host::Domain(d)) if !d.is_empty() && !d.contains("..") => d,
+            Ok(url::Host::Domain(_)) => return Err(format!("invalid host `{host}`")),
+            Ok(other) => other.to_string(),
+            Err(e) => return Err(format!("invalid host `{host}`: {e}")),
+        };
+        (host, port)
+    };
+    if port.is_empty() {
+        return Err("missing port".to_owned());
+    }
+    match port.parse::<u16>() {
+        Ok(0) => Err("port must not be 0".to_owned()),
+        Ok(p) if port.bytes().all(|b| b.is_ascii_digit()) => Ok((host, p)),
+        _ => Err(format!("invalid port `{port}`")),
+    }
+}
+
+/// Decodes `%XX` escapes; the result must be UTF-8. Messages never echo the input.
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            let Some(b) = hex else {
+                return Err("invalid percent-encoding in the credentials".to_owned());
+            };
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "the credentials are not valid UTF-8".to_owned())
 }
 
 /// The candidate closest to `name` by edit distance (case-insensitive), if close enough to be
