@@ -46,6 +46,8 @@ pub struct PageOutcome {
     /// For 3xx: the canonical Location target, or why it is unusable.
     pub redirect_to: Option<Result<FoundLink, String>>,
     pub noindex: bool,
+    /// The proxy chain used, or "direct" (None when no proxy is configured).
+    pub proxy: Option<String>,
     /// Parsed Retry-After of a 429/503.
     pub retry_after: Option<Duration>,
     /// The body could not be used: too_large or decode.

@@ -91,6 +91,7 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         pool_max_idle_per_host: config.fetch.pool_max_idle_per_host,
         extra_roots: Vec::new(),
         lookup: None,
+        proxy: None,
     }
 }
 
@@ -203,6 +204,16 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
             }
         })
     })));
+
+    // The proxy-chain actor, when chains are configured: every proxied connection goes through it.
+    if config.proxy.enabled() {
+        let pcfg = config.proxy.clone();
+        let presolver = resolve_r.clone();
+        let proxy = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
+            crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver))
+        });
+        http.proxy = Some(crate::fetcher::http::ProxyHandle(proxy.recipient()));
+    }
 
     let n_fetchers = workers(config.fetch.fetchers);
     let mut clients = Vec::with_capacity(n_fetchers);

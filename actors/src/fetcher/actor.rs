@@ -75,6 +75,7 @@ pub fn reason_of(e: &FetchError) -> Reason {
         "timeout" => Reason::Timeout,
         "too_large" => Reason::TooLarge,
         "invalid_url" => Reason::InvalidUrl,
+        "proxy" => Reason::Proxy,
         _ => Reason::Protocol,
     }
 }

@@ -67,6 +67,9 @@ pub enum FetchError {
     /// The URL cannot be fetched (scheme, host, syntax).
     #[error("invalid url: {0}")]
     InvalidUrl(String),
+    /// No proxy chain could carry the connection (all failed or none healthy; no direct fallback).
+    #[error("proxy error: {0}")]
+    Proxy(String),
     /// The client settings are unusable (bad user agent, TLS setup failure).
     #[error("invalid http settings: {0}")]
     Config(String),
@@ -85,6 +88,7 @@ impl FetchError {
             FetchError::Protocol(_) => "protocol",
             FetchError::InvalidUrl(_) => "invalid_url",
             FetchError::Config(_) => "config",
+            FetchError::Proxy(_) => "proxy",
         }
     }
 
@@ -94,7 +98,8 @@ impl FetchError {
             FetchError::Dns(_)
             | FetchError::Connect(_)
             | FetchError::Timeout(_)
-            | FetchError::Protocol(_) => true,
+            | FetchError::Protocol(_)
+            | FetchError::Proxy(_) => true,
             FetchError::PrivateNetwork { .. }
             | FetchError::Tls(_)
             | FetchError::TooLarge { .. }
@@ -159,6 +164,16 @@ pub fn classify(err: &(dyn StdError + 'static), during_connect: bool) -> FetchEr
     let mut cur = Some(err);
     let mut depth = 0;
     while let Some(e) = cur {
+        if let Some(p) = e.downcast_ref::<crate::fetcher::connector::ProxyConnectError>() {
+            return match p {
+                crate::fetcher::connector::ProxyConnectError::Proxy(d) => {
+                    FetchError::Proxy(d.clone())
+                }
+                crate::fetcher::connector::ProxyConnectError::Target(d) => {
+                    FetchError::Connect(d.clone())
+                }
+            };
+        }
         if let Some(r) = e.downcast_ref::<ResolveError>() {
             return match r {
                 ResolveError::PrivateOnly { host, addr } => FetchError::PrivateNetwork {

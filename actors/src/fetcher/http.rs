@@ -64,6 +64,18 @@ pub struct HttpSettings {
     pub extra_roots: Vec<CertificateDer<'static>>,
     /// Name resolution for new connections (the resolver actor); None = the system resolver.
     pub lookup: Option<NameLookup>,
+    /// The proxy-chain actor, when chains are configured; None = always direct.
+    pub proxy: Option<ProxyHandle>,
+}
+
+/// The proxy-chain actor's address, as the connector uses it.
+#[derive(Clone)]
+pub struct ProxyHandle(pub actix::Recipient<crate::proxy::messages::OpenChain>);
+
+impl std::fmt::Debug for ProxyHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProxyHandle")
+    }
 }
 
 /// Resolves a host name to addresses for the connector (in the engine: a message to the resolver actor).
@@ -96,6 +108,7 @@ impl Default for HttpSettings {
             pool_max_idle_per_host: 8,
             extra_roots: Vec::new(),
             lookup: None,
+            proxy: None,
         }
     }
 }
@@ -121,6 +134,8 @@ pub struct RawResponse {
     pub body: Bytes,
     /// Peer address of the connection, when the connector reported it.
     pub remote_addr: Option<SocketAddr>,
+    /// The proxy chain the connection went through, or "direct"; None when no proxy is configured.
+    pub proxy: Option<String>,
     pub timings: Timings,
 }
 
@@ -192,7 +207,7 @@ async fn resolve(
     Ok(public.into_iter())
 }
 
-type Connector = HttpsConnector<HttpConnector<GuardedResolver>>;
+type Connector = HttpsConnector<super::connector::ProxyConnector<GuardedResolver>>;
 
 /// Pooled HTTP/1.1 + HTTP/2 client; cheap to clone (clones share the pool).
 #[derive(Clone)]
@@ -248,9 +263,17 @@ impl HttpClient {
             .https_or_http()
             .enable_http1();
         let https = if settings.http2 {
-            builder.enable_http2().wrap_connector(http)
+            builder
+                .enable_http2()
+                .wrap_connector(super::connector::ProxyConnector {
+                    direct: http.clone(),
+                    proxy: settings.proxy.clone().map(|p| p.0),
+                })
         } else {
-            builder.wrap_connector(http)
+            builder.wrap_connector(super::connector::ProxyConnector {
+                direct: http.clone(),
+                proxy: settings.proxy.clone().map(|p| p.0),
+            })
         };
 
         let client = Client::builder(TokioExecutor::new())
@@ -377,6 +400,10 @@ impl HttpClient {
             .extensions()
             .get::<HttpInfo>()
             .map(HttpInfo::remote_addr);
+        let proxy = response
+            .extensions()
+            .get::<super::connector::ProxyUsed>()
+            .map(|p| p.0.clone());
         let (parts, body) = response.into_parts();
         let body = self.read_body(&parts.headers, body).await?;
         let total = start.elapsed();
@@ -386,6 +413,7 @@ impl HttpClient {
             version: parts.version,
             body,
             remote_addr,
+            proxy,
             timings: Timings {
                 headers: headers_at,
                 body: total.saturating_sub(headers_at),

@@ -1,6 +1,7 @@
 //! The fetcher: HTTP(S) requests with deadlines and limits, one actor per fetcher thread.
 
 pub mod actor;
+pub mod connector;
 pub mod error;
 pub mod http;
 pub mod messages;

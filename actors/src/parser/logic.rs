@@ -91,6 +91,7 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
         content_type: content_type.clone(),
         http_version: version_str(resp.version).to_owned(),
         elapsed_ms: resp.timings.total.as_millis() as u64,
+        proxy: resp.proxy.clone(),
         ..PageOutcome::default()
     };
     if resp.status == 429 || resp.status == 503 {

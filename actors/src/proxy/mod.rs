@@ -7,7 +7,9 @@
 //! - [`hop`]: per-chain and per-hop counters for the metrics.
 //! - [`socks`]: opening a chain hop by hop with tokio-socks, classifying faults.
 
+pub mod actor;
 pub mod breaker;
 pub mod hop;
+pub mod messages;
 pub mod select;
 pub mod socks;

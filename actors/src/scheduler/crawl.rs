@@ -509,6 +509,7 @@ impl Crawl {
             noindex: out.noindex,
             error: None,
             dns: None,
+            proxy: out.proxy.clone(),
         };
         if let Some((reason, detail)) = out.body_error {
             record.outcome = reason.outcome();

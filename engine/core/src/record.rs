@@ -53,6 +53,8 @@ pub enum Reason {
     Dns,
     /// Every path gave a polluted (forged) DNS answer.
     DnsPolluted,
+    /// No proxy chain could carry the request and direct connections are not allowed.
+    Proxy,
     /// TLS handshake or certificate failure.
     Tls,
     /// TCP connect failed.
@@ -85,6 +87,7 @@ impl Reason {
             Reason::Timeout => "timeout",
             Reason::Dns => "dns",
             Reason::DnsPolluted => "dns_polluted",
+            Reason::Proxy => "proxy",
             Reason::Tls => "tls",
             Reason::Connect => "connect",
             Reason::Protocol => "protocol",
@@ -142,6 +145,9 @@ pub struct Record {
     /// How the host name was resolved (null for IP-literal hosts and for URLs never requested).
     #[serde(default)]
     pub dns: Option<DnsInfo>,
+    /// The proxy chain the request went through, or "direct" (null when no proxy is configured).
+    #[serde(default)]
+    pub proxy: Option<String>,
 }
 
 /// The resolver's evidence for one record.
@@ -183,6 +189,7 @@ impl Record {
             noindex: false,
             error,
             dns: None,
+            proxy: None,
         }
     }
 

@@ -1,0 +1,51 @@
+//! Messages the proxy-chain actor handles.
+
+use super::hop::ProxyStats;
+use super::socks::ChainStream;
+use actix::Message;
+
+/// Open a connection to `host:port` for the HTTP connector (command). `tried` lists the chains that already failed
+/// for this connection, so a retry goes to another chain.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Opened, ProxyFailure>")]
+pub struct OpenChain {
+    pub host: String,
+    pub port: u16,
+    pub tried: Vec<String>,
+}
+
+/// A connection to use.
+pub enum Opened {
+    /// Connect directly: the host's route is direct, or no chain is healthy and `fallback_direct` is on.
+    Direct { fallback: bool },
+    /// The tunnel through `chain`.
+    Chain { chain: String, stream: ChainStream },
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Opened::Direct { fallback } => write!(f, "Direct {{ fallback: {fallback} }}"),
+            Opened::Chain { chain, .. } => write!(f, "Chain {{ chain: {chain} }}"),
+        }
+    }
+}
+
+/// Why no connection was opened (never contains credentials).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProxyFailure {
+    /// The chain failed (a proxy fault); another chain may be tried.
+    #[error("proxy chain {chain} failed: {detail}")]
+    Fault { chain: String, detail: String },
+    /// The chain worked but the target could not be reached (SOCKS reply 03-06): recorded on the URL.
+    #[error("target unreachable through chain {chain}: {detail}")]
+    Target { chain: String, detail: String },
+    /// No healthy chain is left and direct connections are not allowed.
+    #[error("no healthy proxy chain for {host} (tried: {tried}) and fallback_direct is off")]
+    NoChain { host: String, tried: String },
+}
+
+/// Read the counters.
+#[derive(Message)]
+#[rtype(result = "ProxyStats")]
+pub struct GetProxyStats;
