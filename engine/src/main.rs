@@ -48,6 +48,9 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             config.frontier.data_dir.display(),
             config.output.jsonl.display()
         );
+        for (name, hops) in crawl_actors::proxy::actor::describe(&config.proxy) {
+            println!("  proxy chain {name}: {}", hops.join(" -> "));
+        }
         return Ok(());
     }
     let format = match config.observability.log_format {

@@ -224,6 +224,25 @@ impl Handler<OpenChain> for ProxyChains {
         let resolver = self.resolver.clone();
         let (host, port) = (msg.host, msg.port);
         let fut = async move {
+            let mut hops = hops;
+            // The first hop given by name is resolved by the resolver actor like every other name.
+            if let (Some(first), Some(r)) = (hops.first_mut(), resolver.as_ref())
+                && first.host.parse::<IpAddr>().is_err()
+            {
+                match r
+                    .send(Resolve {
+                        name: first.host.clone(),
+                    })
+                    .await
+                {
+                    Ok(Outcome::Resolved(res)) if !res.addrs.is_empty() => {
+                        first.host = res.addrs[0].to_string();
+                    }
+                    other => {
+                        tracing::warn!(hop = %first, outcome = ?other.ok(), "proxy hop name not resolved")
+                    }
+                }
+            }
             let target = target_for(host, port, resolve, resolver).await;
             match target {
                 Ok(t) => Ok(open_chain(&hops, &t, &deadlines).await),
