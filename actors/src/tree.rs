@@ -35,6 +35,8 @@ pub struct Tree {
     pub supervisor: Addr<Supervisor>,
     pub scheduler: Addr<Scheduler>,
     pub resolver: Addr<crate::resolver::Resolver>,
+    /// The proxy-chain actor, when chains are configured.
+    pub proxy: Option<Addr<crate::proxy::actor::ProxyChains>>,
     /// Resolves when the crawl ends.
     pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
     /// What recovery found.
@@ -206,13 +208,15 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     })));
 
     // The proxy-chain actor, when chains are configured: every proxied connection goes through it.
+    let mut proxy_addr = None;
     if config.proxy.enabled() {
         let pcfg = config.proxy.clone();
         let presolver = resolve_r.clone();
         let proxy = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
             crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver))
         });
-        http.proxy = Some(crate::fetcher::http::ProxyHandle(proxy.recipient()));
+        http.proxy = Some(crate::fetcher::http::ProxyHandle(proxy.clone().recipient()));
+        proxy_addr = Some(proxy);
     }
 
     let n_fetchers = workers(config.fetch.fetchers);
@@ -299,6 +303,7 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         supervisor: sup,
         scheduler: me,
         resolver,
+        proxy: proxy_addr,
         done: done_rx,
         recovery: report,
         stopper: TreeStopper { arbiters },

@@ -94,14 +94,22 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
             .send(crawl_actors::resolver::messages::GetResolverStats)
             .await
             .unwrap_or_default();
+        let proxy = match &tree.proxy {
+            Some(p) => p
+                .send(crawl_actors::proxy::messages::GetProxyStats)
+                .await
+                .ok(),
+            None => None,
+        };
         tree.stopper.stop();
-        crawl.map(|c| (c, dns))
+        crawl.map(|c| (c, dns, proxy))
     });
     actix::System::current().stop();
-    let (crawl, dns) = result?;
+    let (crawl, dns, proxy) = result?;
     // A fatal end still has a summary; the caller prints it and exits 1 with the cause.
     let mut summary = Summary::new(crawl, started.elapsed(), output);
     summary.dns = dns;
+    summary.proxy = proxy;
     Ok(summary)
 }
 

@@ -17,6 +17,8 @@ pub struct Summary {
     pub output: String,
     /// Resolver counters (lookups by source/outcome, pollution verdicts by rule).
     pub dns: crawl_actors::resolver::stats::ResolverStats,
+    /// Proxy-chain counters (connects, faults, breaker per chain), when chains are configured.
+    pub proxy: Option<crawl_actors::proxy::hop::ProxyStats>,
 }
 
 impl Summary {
@@ -29,6 +31,7 @@ impl Summary {
             peak_rss_bytes: usage::peak_rss_bytes(),
             output,
             dns: Default::default(),
+            proxy: None,
         }
     }
 
@@ -130,6 +133,28 @@ impl Summary {
                     verdicts.as_str()
                 }
             );
+        }
+        if let Some(p) = &self.proxy {
+            for (name, c) in p.chains() {
+                let faults = c
+                    .counters
+                    .faults
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = writeln!(
+                    out,
+                    "  proxy     {name}: {} connects, breaker {}, faults: {}",
+                    c.counters.connects,
+                    c.counters.breaker,
+                    if faults.is_empty() {
+                        "none"
+                    } else {
+                        faults.as_str()
+                    }
+                );
+            }
         }
         let _ = writeln!(out, "  output    {}", self.output);
         out

@@ -216,8 +216,11 @@ impl Handler<OpenChain> for ProxyChains {
             };
             return Box::pin(actix::fut::ready(Err(failure)));
         };
-        // Takes the half-open probe slot when the breaker is half-open.
+        // Takes the half-open probe slots (chain and hops) when a breaker is half-open.
         chain.breaker.allow(now);
+        for b in &mut chain.hop_breakers {
+            b.allow(now);
+        }
         let hops = chain.hops.clone();
         let resolve = chain.resolve;
         let deadlines = self.deadlines;
@@ -250,10 +253,20 @@ impl Handler<OpenChain> for ProxyChains {
             }
         };
         Box::pin(fut.into_actor(self).map(move |res, act, _ctx| match res {
-            Err(detail) => Err(ProxyFailure::Target {
-                chain: name,
-                detail,
-            }),
+            Err(detail) => {
+                // The chain was never tried (the target name did not resolve): give back any probe slot.
+                if let Some(c) = act.chains.get_mut(&name) {
+                    let now = Instant::now();
+                    c.breaker.cancel_probe(now);
+                    for b in &mut c.hop_breakers {
+                        b.cancel_probe(now);
+                    }
+                }
+                Err(ProxyFailure::Target {
+                    chain: name,
+                    detail,
+                })
+            }
             Ok(Ok(stream)) => {
                 act.settle(&name, None);
                 Ok(Opened::Chain {

@@ -569,11 +569,12 @@ impl Crawl {
             Err(_) => return,
         };
         self.stats.robots_fetches += 1;
-        // Why the host's pages fail if robots.txt never comes: a name that never resolved is a DNS failure.
+        // Why the host's pages fail if robots.txt never comes: a name that never resolved is a DNS failure, a host no
+        // proxy chain could reach is a proxy failure.
         let dns = self.pending_dns.take();
         let give_up_reason = match &result {
             JobResult::FetchFailed {
-                reason: r @ (Reason::Dns | Reason::DnsPolluted),
+                reason: r @ (Reason::Dns | Reason::DnsPolluted | Reason::Proxy),
                 ..
             } => *r,
             _ => Reason::RobotsUnavailable,

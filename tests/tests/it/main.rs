@@ -10,9 +10,12 @@
 //!   private networks, broken servers, garbage input.
 //! - `resolver` (150-169): injection race, bogus IPs with DoH cross-check, NXDOMAIN hijack, DoH modes, DNS outage,
 //!   TTL expiry, names without an answer (FakeDns / FakeDoh).
+//! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
+//!   redaction, microsocks interop (FakeSocks).
 
 mod crash;
 mod crawl;
 mod faults;
+mod proxy;
 mod resolver;
 mod robots_politeness;
