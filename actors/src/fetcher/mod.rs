@@ -7,3 +7,5 @@ pub mod http;
 pub mod messages;
 
 pub use actor::Fetcher;
+#[cfg(test)]
+mod proxy_tls_tests;
