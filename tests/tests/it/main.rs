@@ -3,6 +3,7 @@
 //! (`crawl_tests::engine`), so `cargo build --workspace --bins` must run first (`make test` does).
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
+//! - `cli`: `--check`, missing seeds, `--help`/`--version`, unreadable configs.
 //! - `crawl` (127.0.0.50-69): exact URL sets, scope, depth, limits, filters, gzip, CLI, data_dir lock.
 //! - `robots_politeness` (70-89): the robots.txt status matrix, crawl-delay, per-host delay and concurrency, 429/503.
 //! - `crash` (90-109): kill -9 at many points, torn lines, outbox rewrite, SIGTERM drain, second signal.
@@ -13,6 +14,7 @@
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 
+mod cli;
 mod crash;
 mod crawl;
 mod faults;

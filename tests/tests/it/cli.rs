@@ -1,0 +1,118 @@
+//! The command line: `--check` with positioned errors, missing seeds, `--help`, `--version`, unreadable configs.
+
+use super::crawl::{run_cmd, toml_str};
+use crawl_tests::engine::{TestCrawl, binary_path};
+use std::process::Command;
+
+fn engine() -> Command {
+    let mut c = Command::new(binary_path());
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c.env_remove("CRAWL_ENGINE_CONFIG");
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_every_config_error_with_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().join("data");
+    let config = dir.path().join("bad.toml");
+    let text = format!(
+        "[crawl]\nseeds = [\"ftp//no-scheme\"]\nmax_pages = \"ten\"\ninclude = [\"(unclosed\"]\ncolour = \"blue\"\n\
+         [frontier]\ndata_dir = {}\n",
+        toml_str(&data_dir.display().to_string())
+    );
+    std::fs::write(&config, text).expect("write config");
+    let mut cmd = engine();
+    cmd.current_dir(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .arg("--check");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(2), "{res:?}");
+    let path = config.display().to_string();
+    for (line, word) in [
+        (2, "ftp//no-scheme"),
+        (3, "max_pages"),
+        (4, "regex"),
+        (5, "colour"),
+    ] {
+        let prefix = format!("{path}:{line}:");
+        let l = res
+            .stderr
+            .lines()
+            .find(|l| l.contains(&prefix))
+            .unwrap_or_else(|| panic!("no error at line {line}:\n{}", res.stderr));
+        let rest = &l[l.find(&prefix).expect("prefix") + prefix.len()..];
+        let (col, msg) = rest
+            .split_once(": ")
+            .unwrap_or_else(|| panic!("no column in {l}"));
+        assert!(col.parse::<u32>().is_ok_and(|c| c >= 1), "column of {l}");
+        assert!(msg.contains(word) || l.contains(word), "line {line}: {l}");
+    }
+    assert!(!data_dir.exists(), "--check created the data_dir");
+    assert!(!dir.path().join("crawl-data").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_accepts_a_good_config_and_missing_seeds_are_refused() {
+    let good = TestCrawl::new(&["http://127.0.0.64:9/".to_owned()], "");
+    let mut cmd = good.command();
+    cmd.arg("--check");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(res.stdout.contains("ok"), "stdout:\n{}", res.stdout);
+    assert!(!good.data_dir.exists(), "--check created the data_dir");
+
+    let empty = TestCrawl::new(&[], "");
+    for check in [false, true] {
+        let mut cmd = empty.command();
+        if check {
+            cmd.arg("--check");
+        }
+        let res = run_cmd(cmd).await;
+        assert_eq!(res.code(), Some(2), "{res:?}");
+        assert!(res.stderr.contains("no seeds"), "stderr:\n{}", res.stderr);
+    }
+    assert!(!empty.data_dir.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_version_and_unreadable_config() {
+    let mut help = engine();
+    help.arg("--help");
+    let res = run_cmd(help).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    for flag in ["--config", "--seed", "--check"] {
+        assert!(
+            res.stdout.contains(flag),
+            "help lacks {flag}:\n{}",
+            res.stdout
+        );
+    }
+    let mut version = engine();
+    version.arg("--version");
+    let res = run_cmd(version).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stdout.contains(env!("CARGO_PKG_VERSION")),
+        "{}",
+        res.stdout
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nope.toml");
+    for path in [missing.as_path(), dir.path()] {
+        let mut cmd = engine();
+        cmd.current_dir(dir.path()).arg("--config").arg(path);
+        let res = run_cmd(cmd).await;
+        assert_eq!(res.code(), Some(2), "{path:?}: {res:?}");
+        assert!(
+            res.stderr.contains(&path.display().to_string()),
+            "stderr:\n{}",
+            res.stderr
+        );
+    }
+    assert!(!dir.path().join("crawl-data").exists());
+}
