@@ -19,5 +19,6 @@ mod crash;
 mod crawl;
 mod faults;
 mod proxy;
+mod proxy_interop;
 mod resolver;
 mod robots_politeness;

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,13 +19,12 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Kill deadline of every crawl run: a run that outlives it fails its test (the engine hung).
 const DEADLINE: Duration = Duration::from_secs(30);
-const MICROSOCKS: &str = "/usr/bin/microsocks";
 
-fn ip(last: u8) -> IpAddr {
+pub(super) fn ip(last: u8) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(127, 0, 0, last))
 }
 
-async fn socks(b: Behaviour, last: u8) -> FakeSocks {
+pub(super) async fn socks(b: Behaviour, last: u8) -> FakeSocks {
     FakeSocks::start_with(b, SocksOptions::default().on(ip(last)))
         .await
         .expect("fake socks starts")
@@ -33,7 +32,7 @@ async fn socks(b: Behaviour, last: u8) -> FakeSocks {
 
 /// `hosts` generated hosts from 127.0.0.{first} with `pages` pages each (a chain of links), no robots.txt,
 /// sitemaps, redirects or 404 links.
-fn plain(first: u8, hosts: usize, pages: usize) -> SiteSpec {
+pub(super) fn plain(first: u8, hosts: usize, pages: usize) -> SiteSpec {
     SiteSpec {
         hosts,
         pages_per_host: pages,
@@ -77,7 +76,7 @@ fn list<S: AsRef<str>>(items: &[S]) -> String {
 }
 
 /// `[proxy.chains.<name>]` tables for (name, hop URLs).
-fn chains(defs: &[(&str, Vec<String>)]) -> String {
+pub(super) fn chains(defs: &[(&str, Vec<String>)]) -> String {
     defs.iter()
         .map(|(name, hops)| format!("[proxy.chains.{name}]\nhops = {}\n", list(hops)))
         .collect()
@@ -92,7 +91,7 @@ fn rule(host: &str, use_: &[&str]) -> String {
 }
 
 /// Runs `cmd` to its end on a blocking thread (sites and proxies keep serving on the runtime meanwhile).
-async fn run(mut cmd: Command) -> RunResult {
+pub(super) async fn run(mut cmd: Command) -> RunResult {
     tokio::task::spawn_blocking(move || {
         let child = cmd
             .spawn()
@@ -112,7 +111,7 @@ fn tail(s: &str) -> &str {
     &s[at..]
 }
 
-fn assert_ok(r: &RunResult) {
+pub(super) fn assert_ok(r: &RunResult) {
     assert_eq!(
         r.code(),
         Some(0),
@@ -123,7 +122,7 @@ fn assert_ok(r: &RunResult) {
 }
 
 /// Records by URL; a URL recorded twice fails the test.
-fn index(records: Vec<Record>) -> BTreeMap<String, Record> {
+pub(super) fn index(records: Vec<Record>) -> BTreeMap<String, Record> {
     let mut m = BTreeMap::new();
     for r in records {
         let url = r.url.clone();
@@ -135,7 +134,11 @@ fn index(records: Vec<Record>) -> BTreeMap<String, Record> {
 }
 
 /// Asserts exactly `want` were recorded, all fetched with status 200 through `proxy` (a name, or one of `any`).
-fn assert_all_fetched(recs: &BTreeMap<String, Record>, want: &BTreeSet<String>, any: &[&str]) {
+pub(super) fn assert_all_fetched(
+    recs: &BTreeMap<String, Record>,
+    want: &BTreeSet<String>,
+    any: &[&str],
+) {
     let got: BTreeSet<String> = recs.keys().cloned().collect();
     assert_eq!(&got, want, "recorded URL set");
     for r in recs.values() {
@@ -671,70 +674,4 @@ async fn credentials_never_appear() {
             assert!(line.is_none(), "{secret} in {what}: {line:?}");
         }
     }
-}
-
-/// Kills and reaps a child process (the microsocks server) when dropped, also on a failed assertion.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn interop_with_microsocks() {
-    if !std::path::Path::new(MICROSOCKS).exists() {
-        eprintln!("note: {MICROSOCKS} is not installed; skipping the microsocks interop test");
-        return;
-    }
-    let site = Site::start(plain(189, 1, 6)).await.expect("site starts");
-    let port = std::net::TcpListener::bind((ip(189), 0))
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let server = Command::new(MICROSOCKS)
-        .args([
-            "-i",
-            "127.0.0.189",
-            "-p",
-            &port.to_string(),
-            "-b",
-            "127.0.0.189",
-        ])
-        .args(["-u", "mcuser", "-P", "mcpass"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn microsocks");
-    let mut server = KillOnDrop(server);
-    let addr = SocketAddr::new(ip(189), port);
-    let mut listening = false;
-    for _ in 0..300 {
-        if TcpStream::connect(addr).await.is_ok() {
-            listening = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(listening, "microsocks listens on {addr}");
-    let overrides = format!(
-        "[proxy]\ndefault = [\"ms\"]\n{}",
-        chains(&[("ms", vec![format!("socks5://mcuser:mcpass@{addr}")])])
-    );
-    let crawl = TestCrawl::new(&[site.seed_url()], &overrides);
-    let res = run(crawl.command()).await;
-    assert_ok(&res);
-    let recs = index(crawl.records());
-    let want = site.expected(ExpectOptions::default()).fetched_ok;
-    assert_all_fetched(&recs, &want, &["ms"]);
-    assert!(site.connections(0) > 0);
-    assert!(
-        server.0.try_wait().expect("try_wait").is_none(),
-        "microsocks still running"
-    );
-    server.0.kill().expect("kill microsocks");
-    server.0.wait().expect("reap microsocks");
 }
