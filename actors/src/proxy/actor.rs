@@ -15,7 +15,7 @@ use actix::{
     Supervised, WrapFuture,
 };
 use crawl_core::config::{DIRECT, ProxyConfig, ResolveAt};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -301,7 +301,7 @@ impl Handler<GetProxyStats> for ProxyChains {
 }
 
 /// Chains configured (for `--check` and logs; credentials redacted).
-pub fn describe(config: &ProxyConfig) -> HashMap<String, Vec<String>> {
+pub fn describe(config: &ProxyConfig) -> BTreeMap<String, Vec<String>> {
     config
         .chains
         .iter()

@@ -147,10 +147,8 @@ impl Handler<Resolve> for Resolver {
             return Box::pin(async move { outcome });
         }
         let now = Instant::now();
-        if let Some(mut cached) = self.cache.get(&name, now) {
-            if let Outcome::Resolved(r) = &mut cached {
-                r.source = Source::Cache;
-            }
+        // The cache marks resolved answers with source Cache and their remaining TTL.
+        if let Some(cached) = self.cache.get(&name, now) {
             self.record(&cached);
             return Box::pin(async move { cached });
         }

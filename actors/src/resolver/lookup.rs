@@ -2,7 +2,7 @@
 //! cross-checks and fallbacks, or DoH only.
 
 use super::doh::DohClient;
-use super::logic::{self, Answer, DetectCtx, Outcome, PlainVerdict, Rcode, Resolution, Source};
+use super::logic::{self, Answer, DetectCtx, Outcome, PlainVerdict, Rcode, Source};
 use super::plain;
 use super::wire::{QType, Response};
 use crawl_core::config::ResolverMode;
@@ -35,20 +35,10 @@ pub struct Sent {
 /// Converts a wire response into the detection logic's view of it.
 pub fn answer_of(r: &Response) -> Answer {
     Answer {
-        rcode: rcode_of(r.rcode),
+        rcode: Rcode::from_u8(r.rcode),
         ips: r.ips.clone(),
         ttl: Duration::from_secs(u64::from(r.min_ttl)),
         truncated: r.truncated,
-    }
-}
-
-fn rcode_of(code: u8) -> Rcode {
-    match code {
-        0 => Rcode::NoError,
-        2 => Rcode::ServFail,
-        3 => Rcode::NxDomain,
-        5 => Rcode::Refused,
-        other => Rcode::Other(other),
     }
 }
 
@@ -92,22 +82,7 @@ async fn doh_answer(doh: Option<&DohClient>, name: &str, sent: &mut Sent) -> Opt
 /// An answer taken as it is (no detection): DoH answers, and plain ones in `plain` mode.
 fn direct(answer: Option<Answer>, source: Source) -> Outcome {
     match answer {
-        Some(a) if a.rcode == Rcode::NxDomain => Outcome::NxDomain { rules: Vec::new() },
-        Some(a) if a.rcode == Rcode::NoError && a.ips.is_empty() => {
-            Outcome::NxDomain { rules: Vec::new() }
-        }
-        Some(a) if a.rcode == Rcode::NoError => Outcome::Resolved(Resolution {
-            addrs: a.ips,
-            source,
-            polluted: false,
-            rules: Vec::new(),
-            ttl: a.ttl,
-        }),
-        Some(a) => Outcome::Unresolved {
-            polluted: false,
-            rules: Vec::new(),
-            detail: format!("{} answered {:?}", source.as_str(), a.rcode),
-        },
+        Some(a) => logic::answer_outcome(&a, source),
         None => Outcome::Unresolved {
             polluted: false,
             rules: Vec::new(),

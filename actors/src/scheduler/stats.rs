@@ -12,9 +12,9 @@ pub struct Stats {
     /// Decoded body bytes of fetched pages.
     pub bytes: u64,
     /// Records by reason (failed and excluded).
-    pub by_reason: BTreeMap<String, u64>,
+    pub by_reason: BTreeMap<&'static str, u64>,
     /// Fetched records by status class ("2xx", "3xx", ...).
-    pub by_status: BTreeMap<String, u64>,
+    pub by_status: BTreeMap<&'static str, u64>,
     pub queued: u64,
     pub in_flight: u64,
     pub hosts: u64,
@@ -40,22 +40,31 @@ impl Stats {
                 self.fetched += 1;
                 self.bytes += r.content_length.unwrap_or(0);
                 if let Some(s) = r.status {
-                    *self.by_status.entry(format!("{}xx", s / 100)).or_insert(0) += 1;
+                    *self.by_status.entry(status_class(s)).or_insert(0) += 1;
                 }
             }
             Outcome::Failed => self.failed += 1,
             Outcome::Excluded => self.excluded += 1,
         }
         if let Some(reason) = r.reason {
-            *self
-                .by_reason
-                .entry(reason.as_str().to_owned())
-                .or_insert(0) += 1;
+            *self.by_reason.entry(reason.as_str()).or_insert(0) += 1;
         }
     }
 
     /// Records written this run.
     pub fn records(&self) -> u64 {
         self.fetched + self.failed + self.excluded
+    }
+}
+
+/// "1xx" .. "5xx" ("other" outside 100-599), without allocating per record.
+fn status_class(status: u16) -> &'static str {
+    match status / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        5 => "5xx",
+        _ => "other",
     }
 }
