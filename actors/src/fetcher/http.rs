@@ -459,4 +459,4 @@ impl HttpClient {
 
 #[cfg(test)]
 #[path = "http_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -418,7 +418,7 @@ fn bad_user_agent_is_config_error() {
 }
 
 /// A CA and a `localhost` / `127.0.0.1` leaf signed by it; returns (ca der, leaf der, leaf key).
-fn test_pki() -> (
+pub(crate) fn test_pki() -> (
     CertificateDer<'static>,
     CertificateDer<'static>,
     PrivateKeyDer<'static>,

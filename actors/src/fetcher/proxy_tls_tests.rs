@@ -13,47 +13,17 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::fetcher::http::tests::test_pki;
 use crate::fetcher::http::{HttpClient, HttpSettings, ProxyHandle};
 use crate::proxy::actor::ProxyChains;
 use crawl_core::config::{ChainConfig, ProxyConfig, ProxyHop, ResolveAt};
 
 /// Upper bound of connections any test server accepts.
 const MAX_ACCEPTS: usize = 16;
-
-/// A CA and a `localhost` / `127.0.0.1` leaf signed by it; returns (ca der, leaf der, leaf key).
-fn test_pki() -> (
-    CertificateDer<'static>,
-    CertificateDer<'static>,
-    PrivateKeyDer<'static>,
-) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "crawl proxy test ca");
-    ca_params.key_usages = vec![
-        rcgen::KeyUsagePurpose::KeyCertSign,
-        rcgen::KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let mut leaf_params =
-        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-            .unwrap();
-    leaf_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "localhost");
-    leaf_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-    let leaf_cert = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    (ca_cert.der().clone(), leaf_cert.der().clone(), key)
-}
 
 /// A TLS hyper server (h2 + http/1.1 via ALPN and auto) answering 200 "secure"; returns its address.
 async fn tls_server(leaf: CertificateDer<'static>, key: PrivateKeyDer<'static>) -> SocketAddr {
