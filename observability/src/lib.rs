@@ -1,12 +1,29 @@
-//! crawl-observability: logging setup for crawl-engine (OTLP tracing and Prometheus metrics come later).
+//! crawl-observability: logging, OpenTelemetry tracing over OTLP/gRPC, and Prometheus metrics for crawl-engine.
 //!
 //! # Layout
-//! - [`init`]: installs the global `tracing` subscriber (text on a terminal, JSON otherwise, or as configured)
-//!   and returns a [`Guard`] to keep for the life of the process.
+//! - [`init`]: installs the global `tracing` subscriber (text on a terminal, JSON otherwise, or as configured) with a
+//!   reloadable filter, and the global OpenTelemetry tracer provider (exporting when an endpoint is set); returns a
+//!   [`Guard`] to keep for the life of the process and to [`Guard::shutdown`] at the end (flushes spans).
+//! - [`trace`]: one trace per URL ([`trace::TraceCtx`] travels in the actor messages), sampling ratio live.
+//! - [`metrics`]: the process-wide Prometheus registry and its typed update helpers.
+//! - [`server`]: the `/metrics` HTTP endpoint.
+//! - [`redact`]: URLs as they may appear in spans and logs.
 
+pub mod metrics;
+pub mod redact;
+pub mod server;
+pub mod trace;
+
+pub use opentelemetry::KeyValue;
+
+use opentelemetry_otlp::WithExportConfig;
 use std::io::IsTerminal;
-use tracing_subscriber::EnvFilter;
+use std::net::SocketAddr;
+use std::time::Duration;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry, reload};
 
 /// How log lines look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,12 +34,26 @@ pub enum Format {
     Json,
 }
 
-/// Logging settings.
+/// Where and how spans are exported.
+#[derive(Debug, Clone)]
+pub struct OtlpSettings {
+    /// `http://host:port` of an OTLP/gRPC collector; None = `OTEL_EXPORTER_OTLP_ENDPOINT`, else no export.
+    pub endpoint: Option<String>,
+    /// `service.name` (OTEL_SERVICE_NAME, when set, wins).
+    pub service_name: String,
+    pub service_version: String,
+    /// Share of URL traces exported, 0..=1.
+    pub sample_ratio: f64,
+}
+
+/// Telemetry settings.
 #[derive(Debug, Clone)]
 pub struct TelemetryConfig {
     /// An `EnvFilter` directive ("info", "crawl_actors=debug,info"); `RUST_LOG` overrides it when set.
     pub log_level: String,
     pub format: Format,
+    /// Tracing; None = no tracer at all (records carry no trace id).
+    pub otlp: Option<OtlpSettings>,
 }
 
 /// Errors of telemetry setup.
@@ -32,45 +63,213 @@ pub enum TelemetryError {
     Filter { filter: String, detail: String },
     #[error("a global tracing subscriber is already installed")]
     AlreadyInstalled,
+    #[error("otlp exporter for {endpoint}: {detail}")]
+    Otlp { endpoint: String, detail: String },
+    #[error("metrics listener {addr}: {detail}")]
+    Listen { addr: SocketAddr, detail: String },
 }
 
-/// Keeps telemetry alive; dropping it flushes what needs flushing.
-#[derive(Debug)]
-pub struct Guard {
-    pub json: bool,
+/// Changes the log filter of the running process.
+#[derive(Clone)]
+pub struct LogControl {
+    handle: reload::Handle<EnvFilter, Registry>,
 }
 
-/// Installs the global subscriber. Logs go to stderr so stdout stays free for the summary.
-pub fn init(cfg: &TelemetryConfig) -> Result<Guard, TelemetryError> {
-    let directive = std::env::var("RUST_LOG")
+impl std::fmt::Debug for LogControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogControl")
+    }
+}
+
+/// Parses an EnvFilter directive.
+pub fn parse_filter(directive: &str) -> Result<EnvFilter, TelemetryError> {
+    EnvFilter::try_new(directive).map_err(|e| TelemetryError::Filter {
+        filter: directive.to_owned(),
+        detail: e.to_string(),
+    })
+}
+
+fn rust_log() -> Option<String> {
+    std::env::var("RUST_LOG")
         .ok()
         .filter(|s| !s.trim().is_empty())
-        .unwrap_or(cfg.log_level.clone());
-    let filter = EnvFilter::try_new(&directive).map_err(|e| TelemetryError::Filter {
-        filter: directive.clone(),
-        detail: e.to_string(),
-    })?;
+}
+
+impl LogControl {
+    /// Applies `directive` (ignored, with a note, while RUST_LOG is set: the environment wins).
+    pub fn set(&self, directive: &str) -> Result<(), TelemetryError> {
+        if rust_log().is_some() {
+            tracing::info!("log level from RUST_LOG kept; config log_level not applied");
+            return Ok(());
+        }
+        let filter = parse_filter(directive)?;
+        self.handle
+            .reload(filter)
+            .map_err(|e| TelemetryError::Filter {
+                filter: directive.to_owned(),
+                detail: e.to_string(),
+            })
+    }
+}
+
+struct OtelPipeline {
+    provider: opentelemetry_sdk::trace::SdkTracerProvider,
+    exporting: bool,
+    /// Runs the gRPC channel's tasks; outlives the actor system so the last spans still go out.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// Keeps telemetry alive; [`Guard::shutdown`] (or drop) flushes the spans still buffered.
+pub struct Guard {
+    pub json: bool,
+    log: LogControl,
+    otel: Option<OtelPipeline>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("json", &self.json)
+            .field("exporting", &self.exporting())
+            .finish()
+    }
+}
+
+impl Guard {
+    /// The handle that changes the log filter live.
+    pub fn log_control(&self) -> LogControl {
+        self.log.clone()
+    }
+
+    /// Whether spans are exported.
+    pub fn exporting(&self) -> bool {
+        self.otel.as_ref().is_some_and(|o| o.exporting)
+    }
+
+    /// Flushes and stops the exporter. Runs the blocking shutdown on a thread of its own: on a runtime thread it
+    /// would deadlock the gRPC channel it waits for.
+    pub fn shutdown(&mut self) {
+        let Some(otel) = self.otel.take() else {
+            return;
+        };
+        let OtelPipeline {
+            provider, runtime, ..
+        } = otel;
+        let joined = std::thread::Builder::new()
+            .name("otel-shutdown".into())
+            .spawn(move || {
+                if let Err(e) = provider.shutdown() {
+                    eprintln!("warning: trace export shutdown: {e}");
+                }
+            })
+            .map(|t| t.join());
+        if joined.is_err() {
+            eprintln!("warning: could not start the trace flush thread");
+        }
+        if let Some(rt) = runtime {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The collector endpoint in use: the configured one, else `OTEL_EXPORTER_OTLP_ENDPOINT`.
+pub fn resolve_endpoint(configured: Option<&str>) -> Option<String> {
+    configured
+        .map(str::to_owned)
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
+    trace::set_sample_ratio(s.sample_ratio);
+    let mut resource = opentelemetry_sdk::Resource::builder()
+        .with_attribute(KeyValue::new("service.version", s.service_version.clone()));
+    if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
+        resource = resource.with_service_name(s.service_name.clone());
+    }
+    let resource = resource.build();
+    let Some(endpoint) = resolve_endpoint(s.endpoint.as_deref()) else {
+        let provider = trace::provider(None, resource);
+        trace::install(&provider);
+        return Ok(OtelPipeline {
+            provider,
+            exporting: false,
+            runtime: None,
+        });
+    };
+    let err = |detail: String| TelemetryError::Otlp {
+        endpoint: endpoint.clone(),
+        detail,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("otlp")
+        .enable_all()
+        .build()
+        .map_err(|e| err(e.to_string()))?;
+    // The tonic channel spawns its tasks on the runtime it is built in.
+    let exporter = {
+        let _enter = runtime.enter();
+        opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint.clone())
+            .with_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| err(e.to_string()))?
+    };
+    let provider = trace::provider(Some(exporter), resource);
+    trace::install(&provider);
+    Ok(OtelPipeline {
+        provider,
+        exporting: true,
+        runtime: Some(runtime),
+    })
+}
+
+/// Installs the global subscriber and tracer. Logs go to stderr so stdout stays free for the summary.
+pub fn init(cfg: &TelemetryConfig) -> Result<Guard, TelemetryError> {
+    let directive = rust_log().unwrap_or(cfg.log_level.clone());
+    let filter = parse_filter(&directive)?;
     let json = match cfg.format {
         Format::Json => true,
         Format::Text => false,
         Format::Auto => !std::io::stderr().is_terminal(),
     };
+    let otel = cfg.otlp.as_ref().map(otel_pipeline).transpose()?;
+    let (filter_layer, handle) = reload::Layer::new(filter);
     let writer = std::io::stderr.with_max_level(tracing::Level::TRACE);
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer)
-        .with_target(true);
-    let res = if json {
-        builder
+    let fmt_layer = if json {
+        tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(false)
-            .try_init()
+            .with_target(true)
+            .with_writer(writer)
+            .boxed()
     } else {
-        builder.compact().try_init()
+        tracing_subscriber::fmt::layer()
+            .compact()
+            .with_target(true)
+            .with_writer(writer)
+            .boxed()
     };
-    res.map_err(|_| TelemetryError::AlreadyInstalled)?;
-    Ok(Guard { json })
+    tracing_subscriber::registry()
+        .with(filter_layer)
+        .with(fmt_layer)
+        .try_init()
+        .map_err(|_| TelemetryError::AlreadyInstalled)?;
+    Ok(Guard {
+        json,
+        log: LogControl { handle },
+        otel,
+    })
 }
 
 #[cfg(test)]
@@ -79,13 +278,25 @@ mod tests {
 
     #[test]
     fn bad_filter_is_an_error_not_a_panic() {
-        // SAFETY-free: RUST_LOG is not read when unset; the directive below is invalid on purpose.
         let cfg = TelemetryConfig {
             log_level: "info,[bad".into(),
             format: Format::Text,
+            otlp: None,
         };
         if std::env::var("RUST_LOG").is_err() {
             assert!(matches!(init(&cfg), Err(TelemetryError::Filter { .. })));
         }
+    }
+
+    #[test]
+    fn configured_endpoint_wins() {
+        assert_eq!(
+            resolve_endpoint(Some("http://127.0.0.1:4317")).as_deref(),
+            Some("http://127.0.0.1:4317")
+        );
+        assert_eq!(
+            resolve_endpoint(Some("  ")),
+            None.or_else(|| resolve_endpoint(None))
+        );
     }
 }
