@@ -198,7 +198,13 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     http.lookup = Some(NameLookup(Arc::new(move |name: String| {
         let r = lookup_r.clone();
         Box::pin(async move {
-            match r.send(Resolve { name }).await {
+            match r
+                .send(Resolve {
+                    name,
+                    trace: crawl_observability::trace::current(),
+                })
+                .await
+            {
                 Ok(Outcome::Resolved(res)) => Ok(res.addrs),
                 Ok(Outcome::NxDomain { .. }) => Err("nxdomain".to_owned()),
                 Ok(Outcome::Unresolved { detail, .. }) => Err(detail),

@@ -124,6 +124,7 @@ async fn resolve_host(
     let outcome = match resolver
         .send(Resolve {
             name: name.to_owned(),
+            trace: crawl_observability::trace::current(),
         })
         .await
     {

@@ -144,6 +144,7 @@ where
                     host: host.clone(),
                     port,
                     tried: tried.clone(),
+                    trace: crawl_observability::trace::current(),
                 };
                 match proxy.send(msg).await {
                     Ok(Ok(Opened::Chain { chain, stream })) => {

@@ -167,7 +167,13 @@ async fn target_for(
         return Ok(Target::Addr(SocketAddr::new(ip, port)));
     }
     match (resolve, resolver) {
-        (ResolveAt::Local, Some(r)) => match r.send(Resolve { name: host.clone() }).await {
+        (ResolveAt::Local, Some(r)) => match r
+            .send(Resolve {
+                name: host.clone(),
+                trace: crawl_observability::trace::TraceCtx::default(),
+            })
+            .await
+        {
             Ok(Outcome::Resolved(res)) => res
                 .addrs
                 .first()
@@ -235,6 +241,7 @@ impl Handler<OpenChain> for ProxyChains {
                 match r
                     .send(Resolve {
                         name: first.host.clone(),
+                        trace: crawl_observability::trace::TraceCtx::default(),
                     })
                     .await
                 {

@@ -12,6 +12,8 @@ pub struct OpenChain {
     pub host: String,
     pub port: u16,
     pub tried: Vec<String>,
+    /// The trace of the URL job whose connection this is; the actor adds a `proxy.connect` span to it.
+    pub trace: crawl_observability::trace::TraceCtx,
 }
 
 /// A connection to use.

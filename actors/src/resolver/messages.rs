@@ -9,6 +9,8 @@ use actix::Message;
 #[rtype(result = "Outcome")]
 pub struct Resolve {
     pub name: String,
+    /// The trace of the URL job asking; the lookup adds a `dns.resolve` span to it.
+    pub trace: crawl_observability::trace::TraceCtx,
 }
 
 /// Read the resolver's counters.
