@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo test test-unit test-it bench bench-crawl bench-micro fmt lint doc ci clean
+.PHONY: all build release demo test test-unit test-it bench bench-crawl bench-micro promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -29,6 +29,13 @@ bench-crawl: release
 
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-actors
+
+# Alert rules of the observability stack: syntax check plus promtool unit tests (observability/deploy).
+PROMTOOL ?= promtool
+promtool-test:
+	@command -v $(PROMTOOL) >/dev/null 2>&1 || { echo "promtool not found: apt-get install prometheus" >&2; exit 1; }
+	$(PROMTOOL) check rules observability/deploy/alerts.yml
+	$(PROMTOOL) test rules observability/deploy/alerts_test.yml
 
 fmt:
 	$(CARGO) fmt --all
