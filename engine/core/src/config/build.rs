@@ -219,6 +219,11 @@ fn observability(s: &mut Section<'_, '_, '_, '_>) -> ObservabilityConfig {
         log_level: s.string("log_level", d.log_level, validate::log_level),
         log_format: s.string("log_format", d.log_format, validate::log_format),
         progress_interval: s.secs("progress_interval_s", d.progress_interval, 1),
+        otlp_endpoint: s.string("otlp_endpoint", d.otlp_endpoint, validate::otlp_endpoint),
+        service_name: s.string("service_name", d.service_name, validate::service_name),
+        sample_ratio: s.float("sample_ratio", d.sample_ratio, 0.0, 1.0),
+        // Only the default is implied; a non-loopback address must be written out.
+        metrics_listen: s.string("metrics_listen", d.metrics_listen, validate::listen_addr),
     }
 }
 

@@ -4,17 +4,25 @@
 //! Loading parses into a spanned tree (`toml::de::DeTable`), walks the known schema collecting
 //! errors (`reader`, `build`, `validate`), then returns the typed `Config` only if none were found.
 //! Every key is optional; an empty file yields [`Config::default`].
+//!
+//! [`reload`] decides which differences between two validated configs a running crawl can
+//! apply (SIGHUP) and which need a restart.
 
 mod build;
 mod errors;
 mod proxy;
 mod reader;
+pub mod reload;
 mod validate;
 
 #[cfg(test)]
 mod error_tests;
 #[cfg(test)]
+mod observability_tests;
+#[cfg(test)]
 mod proxy_tests;
+#[cfg(test)]
+mod reload_tests;
 #[cfg(test)]
 mod resolver_tests;
 #[cfg(test)]
@@ -420,14 +428,33 @@ impl fmt::Display for LogFormat {
     }
 }
 
-/// `[observability]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Default `observability.service_name`.
+pub const DEFAULT_SERVICE_NAME: &str = "crawl-engine";
+
+/// Default `observability.metrics_listen`: loopback only. A non-loopback address is served only
+/// when written explicitly in the file; no default ever exposes the metrics beyond the host.
+pub const DEFAULT_METRICS_LISTEN: SocketAddr =
+    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9464);
+
+/// `[observability]` (docs/OBSERVABILITY.md).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ObservabilityConfig {
     /// EnvFilter-style directives, e.g. `info` or `warn,crawl_core=debug`.
     pub log_level: String,
     pub log_format: LogFormat,
     /// Progress log-line interval when stderr is not a TTY.
     pub progress_interval: Duration,
+    /// OTLP/gRPC collector, `http(s)://host:port` with an explicit port and no path; `None`
+    /// (`""` in the file) = use `OTEL_EXPORTER_OTLP_ENDPOINT` if set, else no export.
+    pub otlp_endpoint: Option<url::Url>,
+    /// The `service.name` resource attribute (non-empty, no control characters).
+    pub service_name: String,
+    /// Share of URL traces exported, `0.0..=1.0`.
+    pub sample_ratio: f64,
+    /// Prometheus `/metrics` listener; `None` (`""` in the file) = off. Port 0 picks a free
+    /// port. Defaults to [`DEFAULT_METRICS_LISTEN`] (loopback); any other address, including a
+    /// non-loopback one, comes only from the file.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ObservabilityConfig {
@@ -436,6 +463,10 @@ impl Default for ObservabilityConfig {
             log_level: "info".to_owned(),
             log_format: LogFormat::Auto,
             progress_interval: Duration::from_secs(10),
+            otlp_endpoint: None,
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            sample_ratio: 1.0,
+            metrics_listen: Some(DEFAULT_METRICS_LISTEN),
         }
     }
 }

@@ -297,6 +297,35 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         Duration::from_secs(self.int(key, default.as_secs(), min_s, MAX_DURATION_SECS))
     }
 
+    /// A number in `min..=max`, written as a float or as an integer (e.g. `0`, `1`); NaN is
+    /// rejected.
+    pub(super) fn float(&mut self, key: &'static str, default: f64, min: f64, max: f64) -> f64 {
+        let Some((pos, v)) = self.entry(key) else {
+            return default;
+        };
+        let (value, shown) = match v.get_ref() {
+            DeValue::Float(f) => (f.as_str().parse::<f64>().ok(), f.as_str().to_owned()),
+            // Exact up to 2^53, far beyond any bound a setting has.
+            DeValue::Integer(int) => match i128::from_str_radix(int.as_str(), int.radix()) {
+                Ok(n) => (Some(n as f64), n.to_string()),
+                Err(_) => (None, int.to_string()),
+            },
+            other => {
+                self.wrong_type(key, pos, "a number", other);
+                return default;
+            }
+        };
+        match value {
+            // `+ 0.0` turns -0.0 into 0.0.
+            Some(x) if (min..=max).contains(&x) => x + 0.0,
+            _ => {
+                let msg = format!("must be from {min:?} to {max:?}, found {shown}");
+                self.fail(key, pos, ErrorKind::InvalidValue, &msg);
+                default
+            }
+        }
+    }
+
     /// A string converted by `parse`; its error text is reported at the key.
     pub(super) fn string<T>(
         &mut self,

@@ -80,6 +80,12 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.observability.log_level, "info");
     assert_eq!(c.observability.log_format, LogFormat::Auto);
     assert_eq!(c.observability.progress_interval, Duration::from_secs(10));
+    assert_eq!(c.observability.otlp_endpoint, None);
+    assert_eq!(c.observability.service_name, "crawl-engine");
+    assert_eq!(c.observability.sample_ratio, 1.0);
+    let listen = c.observability.metrics_listen.expect("on by default");
+    assert_eq!(listen.to_string(), "127.0.0.1:9464");
+    assert!(listen.ip().is_loopback());
     assert_eq!(c.proxy, ProxyConfig::default());
     assert_eq!(c.proxy.default, [DIRECT]);
     assert_eq!(c.proxy.select, SelectPolicy::RoundRobin);
@@ -95,7 +101,7 @@ fn empty_file_gives_all_defaults() {
 }
 
 /// Every key set to a non-default value.
-const ALL_KEYS: &str = r#"
+pub(super) const ALL_KEYS: &str = r#"
 [crawl]
 seeds = ["https://example.com/", "http://example.org/a?b=1"]
 max_pages = 1_000
@@ -186,6 +192,10 @@ grace_ms = 0
 log_level = "warn,crawl_core=debug,crawl_actors::fetcher=trace"
 log_format = "json"
 progress_interval_s = 1
+otlp_endpoint = "http://127.0.0.1:4317"
+service_name = "crawl-test"
+sample_ratio = 0.25
+metrics_listen = "[::1]:0"
 
 [proxy]
 default = ["eu", "direct"]
@@ -337,6 +347,10 @@ fn every_key_is_parsed() {
             log_level: "warn,crawl_core=debug,crawl_actors::fetcher=trace".to_owned(),
             log_format: LogFormat::Json,
             progress_interval: Duration::from_secs(1),
+            otlp_endpoint: Some(url::Url::parse("http://127.0.0.1:4317").expect("url")),
+            service_name: "crawl-test".to_owned(),
+            sample_ratio: 0.25,
+            metrics_listen: Some("[::1]:0".parse().expect("addr")),
         }
     );
     let x = &c.proxy;
@@ -391,12 +405,13 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 74);
+    assert_eq!(keys.len(), 78);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
     assert!(keys.contains(&"fetch.connect_timeout_ms"));
     assert!(keys.contains(&"observability.progress_interval_s"));
+    assert!(keys.ends_with(&["proxy.chains", "proxy.rules"]));
     // The every-key example really covers every key (and nothing else).
     assert_eq!(dotted_keys_of(ALL_KEYS), set);
 }

@@ -1,7 +1,7 @@
 //! Value validators for configuration strings (seed URLs, regexes, user agent, log directives,
-//! enum names, paths, resolver addresses and names, proxy hops, chain names and host patterns)
-//! and the "did you mean" name matcher. Each validator returns the typed value or a one-line
-//! reason; reasons never contain a proxy password.
+//! enum names, paths, resolver addresses and names, the OTLP endpoint and listen addresses,
+//! proxy hops, chain names and host patterns) and the "did you mean" name matcher. Each
+//! validator returns the typed value or a one-line reason; reasons never contain a password.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -259,6 +259,88 @@ pub(super) fn path(s: &str) -> Result<PathBuf, String> {
         return Err("must not contain a NUL character".to_owned());
     }
     Ok(PathBuf::from(s))
+}
+
+/// An OTLP/gRPC collector `http(s)://host:port`: explicit port (not 0), no credentials, no
+/// path other than `/`, no query or fragment. `""` = none.
+pub(super) fn otlp_endpoint(s: &str) -> Result<Option<url::Url>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let shown = redact_credentials(s);
+    let url = url::Url::parse(s).map_err(|e| format!("invalid URL `{shown}`: {e}"))?;
+    let bad = |why: &str| Err(format!("OTLP endpoint `{shown}` {why}"));
+    if !matches!(url.scheme(), "http" | "https") {
+        return bad(&format!("must use http or https, found `{}`", url.scheme()));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return bad("has no host");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return bad("must not contain credentials");
+    }
+    // `Url::port` hides a port equal to the scheme's default, so look at the text as written.
+    if url.port().is_none() && !has_explicit_port(s) {
+        return bad("needs an explicit port, e.g. `http://127.0.0.1:4317`");
+    }
+    if url.port() == Some(0) {
+        return bad("must not use port 0");
+    }
+    if url.path() != "/" {
+        return bad(&format!(
+            "must not have a path, found `{}` (OTLP/gRPC takes none)",
+            url.path()
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return bad("must not have a query or fragment");
+    }
+    Ok(Some(url))
+}
+
+/// True when the authority of `scheme://authority/...` ends in `:port` with a non-empty port.
+fn has_explicit_port(s: &str) -> bool {
+    let rest = s.split_once("://").map_or(s, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // For `[v6]:port` only what follows the bracket can be the port.
+    let after_host = host_port.rsplit_once(']').map_or(host_port, |(_, p)| p);
+    after_host
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty())
+}
+
+/// A `service.name`: non-empty, without control characters.
+pub(super) fn service_name(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if let Some((i, c)) = s.chars().enumerate().find(|(_, c)| c.is_control()) {
+        return Err(format!(
+            "must not contain control characters, found {:?} at character {}",
+            c,
+            i + 1
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// A listen address `ip:port` (`[v6]:port`; port 0 = any free port); `""` = off.
+pub(super) fn listen_addr(s: &str) -> Result<Option<SocketAddr>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(Some(addr));
+    }
+    let why = match s.parse::<IpAddr>() {
+        Ok(IpAddr::V4(_)) => "missing port",
+        Ok(IpAddr::V6(_)) => "missing port (IPv6 addresses go in brackets)",
+        Err(_) => "not an IP address and port",
+    };
+    Err(format!(
+        "invalid listen address `{s}`: {why}; expected ip:port such as `127.0.0.1:9464` or `[::1]:9464` (\"\" = off)"
+    ))
 }
 
 /// `round-robin`, `least-failures` or `sticky`.

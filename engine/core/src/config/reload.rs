@@ -1,0 +1,286 @@
+//! Reload planning (docs/OBSERVABILITY.md, "SIGHUP"): which keys differ between the running
+//! config and a newly loaded one, and whether the running crawl may take them.
+//!
+//! Pure: [`plan`] compares two validated [`Config`]s field by field, naming each difference by
+//! its dotted key (as written in the file and listed by [`Config::keys`]), and sorts it with
+//! [`classify`]. Every section is destructured without `..`, so a field added to a config
+//! struct does not compile until it is compared here; a test checks that [`classify`] knows
+//! every key.
+
+use super::{
+    Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
+    ParserConfig, PolitenessConfig, ProxyConfig, ResolverConfig, SecurityConfig, ShutdownConfig,
+    SupervisorConfig,
+};
+
+/// Whether a running crawl can take a new value of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyClass {
+    /// Applied at once by a reload.
+    Live,
+    /// A change rejects the whole reload; it takes effect after a restart.
+    RestartOnly,
+}
+
+/// The pseudo-key under which adding the first proxy chain or removing the last one is
+/// reported: restart-only, although changes between configured chains are live.
+const PROXY_CHAINS: &str = "proxy.chains";
+
+/// Classification rules, first match wins: an exact key, or a whole section as `section.`.
+const RULES: &[(&str, KeyClass)] = &[
+    ("crawl.include", KeyClass::Live),
+    ("crawl.exclude", KeyClass::Live),
+    ("crawl.user_agent", KeyClass::Live),
+    ("crawl.", KeyClass::RestartOnly),
+    ("politeness.", KeyClass::Live),
+    ("fetch.", KeyClass::RestartOnly),
+    ("frontier.", KeyClass::RestartOnly),
+    ("output.", KeyClass::RestartOnly),
+    ("security.", KeyClass::RestartOnly),
+    ("resolver.", KeyClass::Live),
+    ("supervisor.", KeyClass::RestartOnly),
+    ("parser.", KeyClass::RestartOnly),
+    ("shutdown.", KeyClass::RestartOnly),
+    ("observability.log_level", KeyClass::Live),
+    ("observability.sample_ratio", KeyClass::Live),
+    ("observability.", KeyClass::RestartOnly),
+    ("proxy.", KeyClass::Live),
+];
+
+/// The class of a dotted key such as `politeness.min_delay_ms`, or `None` outside the known
+/// sections.
+///
+/// `proxy.chains` is [`KeyClass::Live`] here: changing configured chains is live, but [`plan`]
+/// reports it as restart-only when the change adds the first chain or removes the last one
+/// ([`ProxyConfig::enabled`] flips).
+pub fn classify(key: &str) -> Option<KeyClass> {
+    RULES
+        .iter()
+        .find(|(pattern, _)| {
+            if pattern.ends_with('.') {
+                key.len() > pattern.len() && key.starts_with(pattern)
+            } else {
+                key == *pattern
+            }
+        })
+        .map(|(_, class)| *class)
+}
+
+/// What a reload from one config to another would change.
+///
+/// Both lists hold dotted key names in [`Config::keys`] order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReloadPlan {
+    /// Changed keys that need a restart; any of them rejects the reload.
+    pub restart_only: Vec<&'static str>,
+    /// Changed keys that the running crawl applies at once.
+    pub live: Vec<&'static str>,
+}
+
+impl ReloadPlan {
+    /// True when no key differs.
+    pub fn is_noop(&self) -> bool {
+        self.restart_only.is_empty() && self.live.is_empty()
+    }
+
+    /// True when a restart-only key changed, so that the reload must be rejected as a whole
+    /// (the live changes are not applied either).
+    pub fn rejected(&self) -> bool {
+        !self.restart_only.is_empty()
+    }
+
+    /// A one-line summary for the log, e.g. `reload rejected: frontier.data_dir,
+    /// observability.metrics_listen cannot change while running (restart to apply)`,
+    /// `reload applies politeness.min_delay_ms` or `reload: no changes`.
+    pub fn message(&self) -> String {
+        if self.rejected() {
+            format!(
+                "reload rejected: {} cannot change while running (restart to apply)",
+                self.restart_only.join(", ")
+            )
+        } else if self.is_noop() {
+            "reload: no changes".to_owned()
+        } else {
+            format!("reload applies {}", self.live.join(", "))
+        }
+    }
+}
+
+/// Records `section.key` for every listed field whose values differ (`==`, or the function
+/// given after `by`). The struct pattern names every field without `..`, so a field missing
+/// from the list is a compile error.
+macro_rules! compare {
+    ($diff:ident, $section:literal, $ty:ident, $old:expr, $new:expr, {
+        $($field:ident => $key:literal $(by $same:path)?),+ $(,)?
+    }) => {{
+        let (old, new): (&$ty, &$ty) = ($old, $new);
+        let $ty { $($field: _),+ } = old;
+        $(
+            let same = compare!(@same old.$field, new.$field $(, $same)?);
+            $diff.record(concat!($section, ".", $key), !same);
+        )+
+    }};
+    (@same $a:expr, $b:expr) => {
+        $a == $b
+    };
+    (@same $a:expr, $b:expr, $same:path) => {
+        $same(&$a, &$b)
+    };
+}
+
+/// Compares two configs key by key and sorts the differences into live and restart-only ones.
+pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
+    let mut diff = Diff {
+        plan: ReloadPlan::default(),
+        chains_toggled: old.proxy.enabled() != new.proxy.enabled(),
+    };
+    // No `..` here or in `compare!`: a new section or field must be listed to compile.
+    let Config {
+        crawl,
+        politeness,
+        fetch,
+        frontier,
+        output,
+        security,
+        resolver,
+        supervisor,
+        parser,
+        shutdown,
+        observability,
+        proxy,
+    } = old;
+    compare!(diff, "crawl", CrawlConfig, crawl, &new.crawl, {
+        seeds => "seeds",
+        max_pages => "max_pages",
+        max_depth => "max_depth",
+        scope => "scope",
+        include => "include" by same_patterns,
+        exclude => "exclude" by same_patterns,
+        user_agent => "user_agent",
+        respect_robots => "respect_robots",
+        robots_cache => "robots_cache_s",
+        robots_retry => "robots_retry_ms",
+        robots_max_attempts => "robots_max_attempts",
+        follow_sitemaps => "follow_sitemaps",
+        sitemap_max_bytes => "sitemap_max_bytes",
+        sitemap_max_depth => "sitemap_max_depth",
+        sitemap_max_urls => "sitemap_max_urls",
+    });
+    compare!(diff, "politeness", PolitenessConfig, politeness, &new.politeness, {
+        per_host_concurrency => "per_host_concurrency",
+        min_delay => "min_delay_ms",
+        honour_crawl_delay => "honour_crawl_delay",
+        max_crawl_delay => "max_crawl_delay_ms",
+        backoff_base => "backoff_base_ms",
+        backoff_max => "backoff_max_ms",
+    });
+    compare!(diff, "fetch", FetchConfig, fetch, &new.fetch, {
+        concurrency => "concurrency",
+        fetchers => "fetchers",
+        connect_timeout => "connect_timeout_ms",
+        header_timeout => "header_timeout_ms",
+        idle_timeout => "idle_timeout_ms",
+        request_timeout => "request_timeout_ms",
+        max_body_bytes => "max_body_bytes",
+        max_redirects => "max_redirects",
+        http2 => "http2",
+        max_retries => "max_retries",
+        retry_base => "retry_base_ms",
+        pool_idle_timeout => "pool_idle_timeout_ms",
+        pool_max_idle_per_host => "pool_max_idle_per_host",
+    });
+    compare!(diff, "frontier", FrontierConfig, frontier, &new.frontier, {
+        data_dir => "data_dir",
+        commit_interval => "commit_interval_ms",
+        commit_max_ops => "commit_max_ops",
+    });
+    compare!(diff, "output", OutputConfig, output, &new.output, {
+        jsonl => "jsonl",
+    });
+    compare!(diff, "security", SecurityConfig, security, &new.security, {
+        allow_private_networks => "allow_private_networks",
+    });
+    compare!(diff, "resolver", ResolverConfig, resolver, &new.resolver, {
+        nameservers => "nameservers",
+        mode => "mode",
+        hosts => "hosts",
+        bogus_ips => "bogus_ips",
+        // The path only: the resolver re-reads the file's contents on every reload.
+        bogus_ips_file => "bogus_ips_file",
+        hold_on => "hold_on_ms",
+        timeout => "timeout_ms",
+        attempts => "attempts",
+        min_ttl => "min_ttl_s",
+        max_ttl => "max_ttl_s",
+        negative_ttl => "negative_ttl_s",
+        hijack_probe => "hijack_probe",
+        doh => "doh",
+    });
+    compare!(diff, "supervisor", SupervisorConfig, supervisor, &new.supervisor, {
+        max_attempts => "max_attempts",
+        backoff_base => "backoff_base_ms",
+        backoff_max => "backoff_max_ms",
+        max_restarts => "max_restarts",
+        restart_window => "restart_window_s",
+    });
+    compare!(diff, "parser", ParserConfig, parser, &new.parser, {
+        threads => "threads",
+    });
+    compare!(diff, "shutdown", ShutdownConfig, shutdown, &new.shutdown, {
+        grace => "grace_ms",
+    });
+    compare!(diff, "observability", ObservabilityConfig, observability, &new.observability, {
+        log_level => "log_level",
+        log_format => "log_format",
+        progress_interval => "progress_interval_s",
+        otlp_endpoint => "otlp_endpoint",
+        service_name => "service_name",
+        sample_ratio => "sample_ratio",
+        metrics_listen => "metrics_listen",
+    });
+    compare!(diff, "proxy", ProxyConfig, proxy, &new.proxy, {
+        default => "default",
+        select => "select",
+        fallback_direct => "fallback_direct",
+        connect_timeout => "connect_timeout_ms",
+        greeting_timeout => "greeting_timeout_ms",
+        auth_timeout => "auth_timeout_ms",
+        connect_reply_timeout => "connect_reply_timeout_ms",
+        chain_timeout => "chain_timeout_ms",
+        breaker_failures => "breaker_failures",
+        breaker_cooldown => "breaker_cooldown_ms",
+        chains => "chains",
+        rules => "rules",
+    });
+    diff.plan
+}
+
+/// Collects the changed keys of one comparison.
+struct Diff {
+    plan: ReloadPlan,
+    /// The old and new configs differ in whether any proxy chain is configured.
+    chains_toggled: bool,
+}
+
+impl Diff {
+    fn record(&mut self, key: &'static str, changed: bool) {
+        if !changed {
+            return;
+        }
+        let class = if key == PROXY_CHAINS && self.chains_toggled {
+            Some(KeyClass::RestartOnly)
+        } else {
+            classify(key)
+        };
+        match class {
+            Some(KeyClass::Live) => self.plan.live.push(key),
+            // An unclassified key errs on the safe side.
+            Some(KeyClass::RestartOnly) | None => self.plan.restart_only.push(key),
+        }
+    }
+}
+
+/// Regex lists compare by pattern text (as [`CrawlConfig`]'s `PartialEq` does).
+fn same_patterns(a: &[regex::Regex], b: &[regex::Regex]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.as_str() == y.as_str())
+}
