@@ -5,10 +5,14 @@
 //!   used by the integration tests, `make demo` and `make bench`.
 //! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
 //! - [`socks`]: in-test SOCKS5 servers that behave and misbehave, for the proxy-chain tests.
+//! - [`otlp`]: an in-process OTLP/gRPC trace receiver that keeps the spans it is sent.
+//! - [`prom`]: a Prometheus text-format parser, a blocking `/metrics` scraper and `promtool check metrics`.
 //!
 //! The integration tests live in `tests/it/` (one test binary made of modules).
 
 pub mod dns;
 pub mod engine;
+pub mod otlp;
+pub mod prom;
 pub mod site;
 pub mod socks;

@@ -1,0 +1,596 @@
+//! An in-process OTLP/gRPC trace receiver for tests: a tonic `TraceService` on `127.0.0.1:0` that keeps every span
+//! it is sent, flattened into [`SpanRecord`]s (ids as lowercase hex, attributes and resource attributes as maps).
+//!
+//! Two ways to start it:
+//! - [`OtlpReceiver::start`] from async code: the server runs as a task of the caller's tokio runtime;
+//! - [`OtlpReceiver::start_background`] from a plain `#[test]` (the integration tests run the real binary and are
+//!   synchronous): the server gets its own tokio runtime on its own thread.
+//!
+//! Point the engine at [`OtlpReceiver::endpoint`] (`observability.otlp_endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`),
+//! then read [`OtlpReceiver::spans`] or wait with [`OtlpReceiver::wait_for`]. Dropping the receiver stops the server.
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// How long a dropped receiver waits for its connections to close (after a GOAWAY) before it cuts them.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// A span or resource attribute value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    Double(f64),
+    /// Arrays, key-value lists, bytes and empty values, rendered with `Debug`.
+    Other(String),
+}
+
+impl AttrValue {
+    fn from_proto(v: Option<&AnyValue>) -> AttrValue {
+        match v.and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::StringValue(s)) => AttrValue::Str(s.clone()),
+            Some(any_value::Value::IntValue(i)) => AttrValue::Int(*i),
+            Some(any_value::Value::BoolValue(b)) => AttrValue::Bool(*b),
+            Some(any_value::Value::DoubleValue(d)) => AttrValue::Double(*d),
+            Some(other) => AttrValue::Other(format!("{other:?}")),
+            None => AttrValue::Other(String::new()),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            AttrValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            AttrValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            AttrValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_double(&self) -> Option<f64> {
+        match self {
+            AttrValue::Double(d) => Some(*d),
+            _ => None,
+        }
+    }
+}
+
+/// One received span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanRecord {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// 16 lowercase hex digits.
+    pub span_id: String,
+    /// `None` for a root span (an empty parent id on the wire).
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub start_unix_nanos: u64,
+    pub end_unix_nanos: u64,
+    pub attributes: BTreeMap<String, AttrValue>,
+    /// The attributes of the span's resource (`service.name`, ...).
+    pub resource: BTreeMap<String, AttrValue>,
+    /// The span's status code is `Error`.
+    pub status_error: bool,
+    /// The status message (empty when none).
+    pub status_message: String,
+    /// The instrumentation scope's name (the tracer's name).
+    pub scope_name: String,
+}
+
+impl SpanRecord {
+    pub fn attr(&self, key: &str) -> Option<&AttrValue> {
+        self.attributes.get(key)
+    }
+
+    /// A string attribute (`None` when missing or of another type).
+    pub fn attr_str(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key).and_then(AttrValue::as_str)
+    }
+
+    /// An integer attribute (`None` when missing or of another type).
+    pub fn attr_int(&self, key: &str) -> Option<i64> {
+        self.attributes.get(key).and_then(AttrValue::as_int)
+    }
+
+    /// A boolean attribute (`None` when missing or of another type).
+    pub fn attr_bool(&self, key: &str) -> Option<bool> {
+        self.attributes.get(key).and_then(AttrValue::as_bool)
+    }
+
+    /// A string resource attribute, e.g. `resource_str("service.name")`.
+    pub fn resource_str(&self, key: &str) -> Option<&str> {
+        self.resource.get(key).and_then(AttrValue::as_str)
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.parent_span_id.is_none()
+    }
+
+    /// `end - start` (zero when the end is before the start).
+    pub fn duration(&self) -> Duration {
+        Duration::from_nanos(self.end_unix_nanos.saturating_sub(self.start_unix_nanos))
+    }
+}
+
+/// The spans grouped by trace id, each trace's spans in the order they were received.
+pub fn traces(spans: &[SpanRecord]) -> BTreeMap<String, Vec<SpanRecord>> {
+    let mut out: BTreeMap<String, Vec<SpanRecord>> = BTreeMap::new();
+    for s in spans {
+        out.entry(s.trace_id.clone()).or_default().push(s.clone());
+    }
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+fn attr_map(kvs: &[KeyValue]) -> BTreeMap<String, AttrValue> {
+    kvs.iter()
+        .map(|kv| (kv.key.clone(), AttrValue::from_proto(kv.value.as_ref())))
+        .collect()
+}
+
+/// Flattens one export request into records.
+fn records(req: &ExportTraceServiceRequest) -> Vec<SpanRecord> {
+    let mut out = Vec::new();
+    for rs in &req.resource_spans {
+        let resource = rs
+            .resource
+            .as_ref()
+            .map(|r| attr_map(&r.attributes))
+            .unwrap_or_default();
+        for ss in &rs.scope_spans {
+            let scope_name = ss
+                .scope
+                .as_ref()
+                .map(|s| s.name.clone())
+                .unwrap_or_default();
+            for s in &ss.spans {
+                let status = s.status.as_ref();
+                out.push(SpanRecord {
+                    trace_id: hex(&s.trace_id),
+                    span_id: hex(&s.span_id),
+                    parent_span_id: s
+                        .parent_span_id
+                        .iter()
+                        .any(|b| *b != 0)
+                        .then(|| hex(&s.parent_span_id)),
+                    name: s.name.clone(),
+                    start_unix_nanos: s.start_time_unix_nano,
+                    end_unix_nanos: s.end_time_unix_nano,
+                    attributes: attr_map(&s.attributes),
+                    resource: resource.clone(),
+                    status_error: status.is_some_and(|st| st.code == StatusCode::Error as i32),
+                    status_message: status.map(|st| st.message.clone()).unwrap_or_default(),
+                    scope_name: scope_name.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// What the service and the waiting tests share.
+#[derive(Default)]
+struct Store {
+    spans: Mutex<Vec<SpanRecord>>,
+    changed: Condvar,
+}
+
+impl Store {
+    fn lock(&self) -> MutexGuard<'_, Vec<SpanRecord>> {
+        // A test that panicked while holding the lock must not hide the spans from the others.
+        self.spans.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Clone)]
+struct Service(Arc<Store>);
+
+#[tonic::async_trait]
+impl TraceService for Service {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let new = records(request.get_ref());
+        self.0.lock().extend(new);
+        self.0.changed.notify_all();
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+/// Binds the listener and returns the server future (ends when `stop` fires or is dropped).
+async fn bind(
+    store: Arc<Store>,
+    stop: oneshot::Receiver<()>,
+) -> std::io::Result<(
+    SocketAddr,
+    impl Future<Output = Result<(), tonic::transport::Error>>,
+)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let svc = TraceServiceServer::new(Service(store)).max_decoding_message_size(64 << 20);
+    let server = tonic::transport::Server::builder()
+        .add_service(svc)
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            async move {
+                let _ = stop.await;
+            },
+        );
+    Ok((addr, server))
+}
+
+enum Runner {
+    /// A task on the caller's runtime.
+    Task(tokio::task::JoinHandle<()>),
+    /// A thread with its own runtime; it ends when the stop signal fires.
+    Thread(std::thread::JoinHandle<()>),
+}
+
+/// An OTLP/gRPC trace receiver on `127.0.0.1:PORT`. Dropping it stops the server.
+pub struct OtlpReceiver {
+    addr: SocketAddr,
+    store: Arc<Store>,
+    stop: Option<oneshot::Sender<()>>,
+    runner: Option<Runner>,
+}
+
+impl OtlpReceiver {
+    /// Starts the receiver as a task of the current tokio runtime (panics outside one, or when it can't bind).
+    pub async fn start() -> OtlpReceiver {
+        let store = Arc::new(Store::default());
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (addr, server) = bind(store.clone(), stop_rx)
+            .await
+            .expect("OTLP receiver: bind 127.0.0.1:0");
+        let task = tokio::spawn(async move {
+            if let Err(e) = server.await {
+                eprintln!("OTLP receiver: server failed: {e}");
+            }
+        });
+        OtlpReceiver {
+            addr,
+            store,
+            stop: Some(stop_tx),
+            runner: Some(Runner::Task(task)),
+        }
+    }
+
+    /// Starts the receiver on its own thread with its own tokio runtime, for synchronous tests (panics when it
+    /// can't start).
+    pub fn start_background() -> OtlpReceiver {
+        let store = Arc::new(Store::default());
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
+        let thread_store = store.clone();
+        let thread = std::thread::Builder::new()
+            .name("otlp-receiver".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("otlp-receiver-rt")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let (addr, server) = match bind(thread_store, stop_rx).await {
+                        Ok(x) => x,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(addr));
+                    // After the stop signal the server drains its connections; cut them after a grace period.
+                    let server = tokio::spawn(server);
+                    match server.await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => eprintln!("OTLP receiver: server failed: {e}"),
+                        Err(e) => eprintln!("OTLP receiver: server task failed: {e}"),
+                    }
+                });
+                // Dropping the runtime cancels what is left (connection tasks that did not close in time).
+                rt.shutdown_timeout(DRAIN_GRACE);
+            })
+            .expect("OTLP receiver: spawn its thread");
+        let addr = ready_rx
+            .recv()
+            .expect("OTLP receiver: its thread ended before it was ready")
+            .expect("OTLP receiver: start (runtime, bind 127.0.0.1:0)");
+        OtlpReceiver {
+            addr,
+            store,
+            stop: Some(stop_tx),
+            runner: Some(Runner::Thread(thread)),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, for `observability.otlp_endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every span received so far, in the order received.
+    pub fn spans(&self) -> Vec<SpanRecord> {
+        self.store.lock().clone()
+    }
+
+    /// Forgets the spans received so far.
+    pub fn clear(&self) {
+        self.store.lock().clear();
+    }
+
+    /// Blocks until `pred(spans received so far)` holds (true) or `timeout` passes (false; `pred` is checked once
+    /// more at the end). For synchronous tests: on a current-thread runtime that also runs the receiver started by
+    /// [`OtlpReceiver::start`] this would block the server, use [`OtlpReceiver::wait_for_async`] there.
+    pub fn wait_for(&self, pred: impl Fn(&[SpanRecord]) -> bool, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut spans = self.store.lock();
+        loop {
+            if pred(&spans) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            spans = self
+                .store
+                .changed
+                .wait_timeout(spans, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// [`OtlpReceiver::wait_for`] for async tests: polls every 10 ms without blocking the runtime.
+    pub async fn wait_for_async(
+        &self,
+        pred: impl Fn(&[SpanRecord]) -> bool,
+        timeout: Duration,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if pred(&self.store.lock()) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for OtlpReceiver {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.runner.take() {
+            // The listener closes as soon as the task sees the signal; its connections get a GOAWAY.
+            Some(Runner::Task(task)) => drop(task),
+            Some(Runner::Thread(thread)) => {
+                let _ = thread.join();
+            }
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{
+        Span as _, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
+    };
+    use opentelemetry::{Context, KeyValue};
+    use opentelemetry_otlp::WithExportConfig as _;
+    use opentelemetry_sdk::Resource;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use std::time::SystemTime;
+
+    /// Must be called inside a tokio runtime (the tonic channel is built there).
+    fn provider(endpoint: &str) -> SdkTracerProvider {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .with_timeout(Duration::from_secs(3))
+            .build()
+            .expect("build the OTLP exporter");
+        SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(
+                Resource::builder_empty()
+                    .with_service_name("otlp-receiver-test")
+                    .build(),
+            )
+            .build()
+    }
+
+    /// A root and two children with explicit times; returns the start time (the root's).
+    fn emit(provider: &SdkTracerProvider) -> SystemTime {
+        let tracer = provider.tracer("crawl-tests");
+        let t0 = SystemTime::now();
+        let ms = Duration::from_millis;
+        let root = tracer
+            .span_builder("crawl.url")
+            .with_start_time(t0)
+            .with_attributes([
+                KeyValue::new("url.full", "http://127.0.0.1/a"),
+                KeyValue::new("crawl.depth", 2_i64),
+            ])
+            .start_with_context(&tracer, &Context::new());
+        let cx = Context::new().with_span(root);
+        let mut wait = tracer
+            .span_builder("frontier.wait")
+            .with_start_time(t0 + ms(1))
+            .with_attributes([KeyValue::new("crawl.host", "127.0.0.1")])
+            .start_with_context(&tracer, &cx);
+        wait.end_with_timestamp(t0 + ms(5));
+        let mut dns = tracer
+            .span_builder("dns.resolve")
+            .with_start_time(t0 + ms(5))
+            .with_attributes([
+                KeyValue::new("dns.polluted", true),
+                KeyValue::new("dns.rules", ""),
+            ])
+            .start_with_context(&tracer, &cx);
+        dns.set_status(Status::error("nxdomain"));
+        dns.end_with_timestamp(t0 + ms(9));
+        cx.span().end_with_timestamp(t0 + ms(10));
+        t0
+    }
+
+    fn nanos(t: SystemTime) -> u64 {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos() as u64
+    }
+
+    fn check(spans: &[SpanRecord], t0: SystemTime) {
+        assert_eq!(spans.len(), 3, "{spans:#?}");
+        let by_trace = traces(spans);
+        assert_eq!(by_trace.len(), 1, "one trace: {by_trace:#?}");
+        let (trace_id, trace) = by_trace.iter().next().expect("one trace");
+        assert_eq!(trace_id.len(), 32);
+        assert!(
+            trace_id
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        );
+        let root = trace
+            .iter()
+            .find(|s| s.name == "crawl.url")
+            .expect("root span");
+        assert!(root.is_root(), "{root:#?}");
+        assert_eq!(root.span_id.len(), 16);
+        assert_eq!(root.attr_str("url.full"), Some("http://127.0.0.1/a"));
+        assert_eq!(root.attr_int("crawl.depth"), Some(2));
+        assert_eq!(
+            root.resource_str("service.name"),
+            Some("otlp-receiver-test")
+        );
+        assert_eq!(root.scope_name, "crawl-tests");
+        assert!(!root.status_error);
+        assert_eq!(root.start_unix_nanos, nanos(t0));
+        assert_eq!(root.duration(), Duration::from_millis(10));
+
+        let wait = trace
+            .iter()
+            .find(|s| s.name == "frontier.wait")
+            .expect("wait span");
+        assert_eq!(wait.parent_span_id.as_deref(), Some(root.span_id.as_str()));
+        assert_eq!(wait.attr_str("crawl.host"), Some("127.0.0.1"));
+        assert_eq!(wait.start_unix_nanos, nanos(t0) + 1_000_000);
+        assert_eq!(wait.end_unix_nanos, nanos(t0) + 5_000_000);
+
+        let dns = trace
+            .iter()
+            .find(|s| s.name == "dns.resolve")
+            .expect("dns span");
+        assert_eq!(dns.parent_span_id.as_deref(), Some(root.span_id.as_str()));
+        assert_eq!(dns.attr_bool("dns.polluted"), Some(true));
+        assert_eq!(dns.attr_str("dns.rules"), Some(""));
+        assert_eq!(dns.attr_int("dns.polluted"), None, "wrong type gives None");
+        assert!(dns.status_error);
+        assert_eq!(dns.status_message, "nxdomain");
+        assert_eq!(dns.resource_str("service.name"), Some("otlp-receiver-test"));
+        assert_ne!(wait.span_id, dns.span_id);
+    }
+
+    #[tokio::test]
+    async fn receives_spans_from_the_otlp_exporter() {
+        let rx = OtlpReceiver::start().await;
+        assert!(rx.endpoint().starts_with("http://127.0.0.1:"));
+        let provider = provider(&rx.endpoint());
+        let t0 = emit(&provider);
+        // shutdown() blocks until the batch is exported: never on this (current-thread) runtime's thread.
+        let p = provider.clone();
+        tokio::task::spawn_blocking(move || p.shutdown())
+            .await
+            .expect("join the shutdown")
+            .expect("provider shutdown");
+        assert!(
+            rx.wait_for_async(|s| s.len() >= 3, Duration::from_secs(5))
+                .await,
+            "got {:#?}",
+            rx.spans()
+        );
+        check(&rx.spans(), t0);
+        rx.clear();
+        assert!(rx.spans().is_empty());
+    }
+
+    #[test]
+    fn background_receiver_serves_synchronous_tests() {
+        let rx = OtlpReceiver::start_background();
+        let endpoint = rx.endpoint();
+        // The exporter lives in a runtime of its own, as in the engine binary.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("exporter runtime");
+        let provider = rt.block_on(async { provider(&endpoint) });
+        let t0 = emit(&provider);
+        provider.shutdown().expect("provider shutdown");
+        assert!(
+            rx.wait_for(|s| s.len() >= 3, Duration::from_secs(5)),
+            "got {:#?}",
+            rx.spans()
+        );
+        check(&rx.spans(), t0);
+        assert!(!rx.wait_for(|s| s.len() > 3, Duration::from_millis(50)));
+        drop(rt);
+        let addr = rx.addr();
+        drop(rx);
+        // The server is gone: the port no longer accepts.
+        assert!(std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_err());
+    }
+}
