@@ -2,10 +2,14 @@
 //! selection policy among those whose breakers (chain and hops) allow it, opens the chain with per-phase deadlines,
 //! and feeds the result back into the breakers and counters. Never a silent direct connection: direct happens only
 //! when the route says so, or when no healthy chain is left and `fallback_direct` is on.
+//!
+//! Every `OpenChain` adds a `proxy.connect` span to the asking URL's trace and passes that trace on to the
+//! `Resolve`s it sends. The summary counters ([`ProxyStats`]) and the Prometheus counters are updated together, in
+//! `settle`. [`Reconfigure`] swaps the config live, keeping the breakers of unchanged chains.
 
-use super::breaker::Breaker;
+use super::breaker::{Breaker, BreakerState};
 use super::hop::ProxyStats;
-use super::messages::{GetProxyStats, OpenChain, Opened, ProxyFailure};
+use super::messages::{GetProxyStats, OpenChain, Opened, ProxyFailure, Reconfigure};
 use super::select::{ChainHealth, Route, Router, Selector};
 use super::socks::{ChainError, Deadlines, HopSpec, Target, open_chain};
 use crate::resolver::logic::Outcome;
@@ -14,7 +18,10 @@ use actix::{
     Actor, ActorFutureExt, Context, Handler, MessageResult, Recipient, ResponseActFuture,
     Supervised, WrapFuture,
 };
-use crawl_core::config::{DIRECT, ProxyConfig, ResolveAt};
+use crawl_core::config::{ChainConfig, DIRECT, ProxyConfig, ResolveAt};
+use crawl_observability::KeyValue;
+use crawl_observability::metrics::metrics;
+use crawl_observability::trace::{ChildSpan, TraceCtx};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
@@ -25,6 +32,38 @@ struct Chain {
     breaker: Breaker,
     hop_breakers: Vec<Breaker>,
     faults: u64,
+    /// Which build of the chain this is: an attempt settles only into the chain it started on (a reconfigure may
+    /// have replaced it meanwhile).
+    generation: u64,
+}
+
+fn hop_specs(c: &ChainConfig) -> Vec<HopSpec> {
+    c.hops
+        .iter()
+        .map(|h| HopSpec {
+            host: h.host.clone(),
+            port: h.port,
+            auth: match (&h.username, &h.password) {
+                (Some(u), Some(p)) => Some((u.clone(), p.expose().to_owned())),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+impl Chain {
+    /// A chain with closed breakers.
+    fn new(hops: Vec<HopSpec>, resolve: ResolveAt, config: &ProxyConfig, generation: u64) -> Chain {
+        let breaker = || Breaker::new(config.breaker_failures, config.breaker_cooldown);
+        Chain {
+            hop_breakers: hops.iter().map(|_| breaker()).collect(),
+            hops,
+            resolve,
+            breaker: breaker(),
+            faults: 0,
+            generation,
+        }
+    }
 }
 
 struct Health<'a>(&'a BTreeMap<String, Chain>);
@@ -48,65 +87,104 @@ pub struct ProxyChains {
     fallback_direct: bool,
     resolver: Option<Recipient<Resolve>>,
     stats: ProxyStats,
+    /// The config in use (the latest [`Reconfigure`]d one): a restart rebuilds from it.
     config: ProxyConfig,
+    /// The generation of the chains built last.
+    generation: u64,
+}
+
+fn deadlines(config: &ProxyConfig) -> Deadlines {
+    Deadlines {
+        connect: config.connect_timeout,
+        greeting: config.greeting_timeout,
+        auth: config.auth_timeout,
+        connect_reply: config.connect_reply_timeout,
+        chain: config.chain_timeout,
+    }
+}
+
+/// The fault kind name of the counters, metrics, logs and spans (e.g. `proxy(timeout(greeting))`).
+fn fault_kind(e: &ChainError) -> String {
+    format!("{:?}", e.kind).to_ascii_lowercase()
+}
+
+/// Whether a breaker state counts as open for the `crawl_proxy_breaker_open` gauge (half-open does: the chain
+/// takes no traffic but its probe).
+fn breaker_open(state: BreakerState) -> bool {
+    !matches!(state, BreakerState::Closed)
+}
+
+/// Ends a `proxy.connect` span that failed.
+fn failed(mut span: ChildSpan, kind: &str, error: &str) {
+    span.set(KeyValue::new("proxy.result", "fault"));
+    span.set(KeyValue::new("proxy.fault", kind.to_owned()));
+    span.set_error(error);
+    span.end();
 }
 
 impl ProxyChains {
     pub fn new(config: &ProxyConfig, resolver: Option<Recipient<Resolve>>) -> ProxyChains {
-        let chains = config
+        Self::build(config, resolver, 0)
+    }
+
+    fn build(
+        config: &ProxyConfig,
+        resolver: Option<Recipient<Resolve>>,
+        generation: u64,
+    ) -> ProxyChains {
+        let chains: BTreeMap<String, Chain> = config
             .chains
             .iter()
             .map(|(name, c)| {
-                let hops: Vec<HopSpec> = c
-                    .hops
-                    .iter()
-                    .map(|h| HopSpec {
-                        host: h.host.clone(),
-                        port: h.port,
-                        auth: match (&h.username, &h.password) {
-                            (Some(u), Some(p)) => Some((u.clone(), p.expose().to_owned())),
-                            _ => None,
-                        },
-                    })
-                    .collect();
-                let breaker = || Breaker::new(config.breaker_failures, config.breaker_cooldown);
-                let chain = Chain {
-                    hop_breakers: hops.iter().map(|_| breaker()).collect(),
-                    hops,
-                    resolve: c.resolve,
-                    breaker: breaker(),
-                    faults: 0,
-                };
+                let chain = Chain::new(hop_specs(c), c.resolve, config, generation);
                 (name.clone(), chain)
             })
             .collect();
+        // Every chain's gauge exists from the start.
+        for name in chains.keys() {
+            metrics().proxy_breaker(name, false);
+        }
         ProxyChains {
             chains,
             router: Router::new(config),
             selector: Selector::new(config.select),
-            deadlines: Deadlines {
-                connect: config.connect_timeout,
-                greeting: config.greeting_timeout,
-                auth: config.auth_timeout,
-                connect_reply: config.connect_reply_timeout,
-                chain: config.chain_timeout,
-            },
+            deadlines: deadlines(config),
             fallback_direct: config.fallback_direct,
             resolver,
             stats: ProxyStats::from_config(config),
             config: config.clone(),
+            generation,
         }
     }
 
-    fn direct(&mut self, fallback: bool) -> Result<Opened, ProxyFailure> {
+    fn direct(&mut self, mut span: ChildSpan, fallback: bool) -> Result<Opened, ProxyFailure> {
         self.stats.record_direct();
+        span.set(KeyValue::new("proxy.chain", DIRECT));
+        span.set(KeyValue::new("proxy.hops", 0_i64));
+        span.set(KeyValue::new("proxy.result", "direct"));
+        span.end();
         Ok(Opened::Direct { fallback })
     }
 
-    /// Feeds a chain attempt's result (None = the tunnel opened) into its breakers and counters.
-    fn settle(&mut self, chain: &str, error: Option<&ChainError>) {
+    /// The chain `name` if it is still the build `generation`.
+    fn current(&mut self, name: &str, generation: u64) -> Option<&mut Chain> {
+        self.chains
+            .get_mut(name)
+            .filter(|c| c.generation == generation)
+    }
+
+    /// Feeds a chain attempt's result (None = the tunnel opened) into its breakers, counters and metrics.
+    fn settle(&mut self, chain: &str, generation: u64, error: Option<&ChainError>) {
         let now = Instant::now();
-        let Some(c) = self.chains.get_mut(chain) else {
+        let Some(c) = self
+            .chains
+            .get_mut(chain)
+            .filter(|c| c.generation == generation)
+        else {
+            tracing::debug!(
+                chain,
+                "proxy chain reconfigured while a connection opened; result not counted"
+            );
             return;
         };
         match error {
@@ -116,11 +194,12 @@ impl ProxyChains {
                     b.success(now);
                 }
                 self.stats.record_connect(chain);
+                metrics().proxy_connect(chain, true);
             }
             Some(e) if e.is_proxy_fault() => {
                 c.faults += 1;
                 c.breaker.failure(now);
-                let kind = format!("{:?}", e.kind).to_ascii_lowercase();
+                let kind = fault_kind(e);
                 if let Some(b) = c.hop_breakers.get_mut(e.hop) {
                     b.failure(now);
                     self.stats.record_hop_fault(chain, e.hop, &kind);
@@ -128,16 +207,78 @@ impl ProxyChains {
                         .record_hop_breaker(chain, e.hop, b.state(now).as_str());
                 }
                 self.stats.record_fault(chain, &kind);
+                metrics().proxy_connect(chain, false);
+                metrics().proxy_fault(chain, &kind);
                 tracing::warn!(chain, hop = e.hop, fault = %kind, detail = %e.detail, breaker = c.breaker.state(now).as_str(), "proxy fault");
             }
             Some(_) => {
                 // A target fault: the chain itself worked.
                 c.breaker.success(now);
                 self.stats.record_connect(chain);
+                metrics().proxy_connect(chain, true);
             }
         }
-        let state = c.breaker.state(now).as_str();
-        self.stats.record_breaker(chain, state);
+        let state = c.breaker.state(now);
+        self.stats.record_breaker(chain, state.as_str());
+        metrics().proxy_breaker(chain, breaker_open(state));
+    }
+
+    /// Applies a new config; see [`Reconfigure`].
+    fn reconfigure(&mut self, config: ProxyConfig) {
+        self.generation += 1;
+        let generation = self.generation;
+        let mut old = std::mem::take(&mut self.chains);
+        let (mut kept, mut added, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        for (name, c) in &config.chains {
+            let hops = hop_specs(c);
+            let chain = match old.remove(name) {
+                Some(mut prev) if prev.hops == hops => {
+                    prev.resolve = c.resolve;
+                    prev.breaker
+                        .set_policy(config.breaker_failures, config.breaker_cooldown);
+                    for b in &mut prev.hop_breakers {
+                        b.set_policy(config.breaker_failures, config.breaker_cooldown);
+                    }
+                    kept.push(name.as_str());
+                    prev
+                }
+                previous => {
+                    if previous.is_some() {
+                        changed.push(name.as_str());
+                    } else {
+                        added.push(name.as_str());
+                    }
+                    metrics().proxy_breaker(name, false);
+                    Chain::new(hops, c.resolve, &config, generation)
+                }
+            };
+            self.chains.insert(name.clone(), chain);
+        }
+        let removed: Vec<&str> = old.keys().map(String::as_str).collect();
+        for name in &removed {
+            metrics().proxy_breaker(name, false);
+        }
+        self.stats = std::mem::take(&mut self.stats).reconfigured(&config, &kept);
+        self.router = Router::new(&config);
+        self.selector = Selector::new(config.select);
+        self.deadlines = deadlines(&config);
+        self.fallback_direct = config.fallback_direct;
+        tracing::info!(
+            chains = ?config.chains.keys().collect::<Vec<_>>(),
+            kept = ?kept,
+            added = ?added,
+            changed = ?changed,
+            removed = ?removed,
+            rules = config.rules.len(),
+            default = ?config.default,
+            select = ?config.select,
+            fallback_direct = config.fallback_direct,
+            breaker_failures = config.breaker_failures,
+            breaker_cooldown_ms = config.breaker_cooldown.as_millis() as u64,
+            chain_timeout_ms = config.chain_timeout.as_millis() as u64,
+            "proxy reconfigured"
+        );
+        self.config = config;
     }
 }
 
@@ -148,8 +289,10 @@ impl Actor for ProxyChains {
 impl Supervised for ProxyChains {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         tracing::warn!("proxy-chain actor restarting");
+        metrics().actor_restart("proxy");
         let resolver = self.resolver.take();
-        *self = ProxyChains::new(&self.config.clone(), resolver);
+        let generation = self.generation + 1;
+        *self = ProxyChains::build(&self.config.clone(), resolver, generation);
     }
 }
 
@@ -158,6 +301,7 @@ async fn target_for(
     port: u16,
     resolve: ResolveAt,
     resolver: Option<Recipient<Resolve>>,
+    trace: TraceCtx,
 ) -> Result<Target, String> {
     if let Ok(ip) = host
         .trim_start_matches('[')
@@ -170,7 +314,7 @@ async fn target_for(
         (ResolveAt::Local, Some(r)) => match r
             .send(Resolve {
                 name: host.clone(),
-                trace: crawl_observability::trace::TraceCtx::default(),
+                trace,
             })
             .await
         {
@@ -191,8 +335,9 @@ impl Handler<OpenChain> for ProxyChains {
 
     fn handle(&mut self, msg: OpenChain, _ctx: &mut Context<Self>) -> Self::Result {
         let now = Instant::now();
+        let mut span = msg.trace.start("proxy.connect", Vec::new());
         let candidates = match self.router.candidates(&msg.host) {
-            Route::Direct => return Box::pin(actix::fut::ready(self.direct(false))),
+            Route::Direct => return Box::pin(actix::fut::ready(self.direct(span, false))),
             Route::Chains(c) => c,
         };
         let picked = {
@@ -201,17 +346,18 @@ impl Handler<OpenChain> for ProxyChains {
                 .pick_excluding(&msg.host, &candidates, &msg.tried, &health, now)
         };
         let name = match picked {
-            Some(n) if n == DIRECT => return Box::pin(actix::fut::ready(self.direct(false))),
+            Some(n) if n == DIRECT => return Box::pin(actix::fut::ready(self.direct(span, false))),
             Some(n) => n,
             None if self.fallback_direct => {
                 tracing::warn!(host = %msg.host, "no healthy proxy chain; falling back to direct (fallback_direct = true)");
-                return Box::pin(actix::fut::ready(self.direct(true)));
+                return Box::pin(actix::fut::ready(self.direct(span, true)));
             }
             None => {
                 let failure = ProxyFailure::NoChain {
                     host: msg.host.clone(),
                     tried: msg.tried.join(","),
                 };
+                failed(span, "no_chain", &failure.to_string());
                 return Box::pin(actix::fut::ready(Err(failure)));
             }
         };
@@ -220,8 +366,14 @@ impl Handler<OpenChain> for ProxyChains {
                 host: msg.host,
                 tried: name,
             };
+            failed(span, "no_chain", &failure.to_string());
             return Box::pin(actix::fut::ready(Err(failure)));
         };
+        span.set(KeyValue::new("proxy.chain", name.clone()));
+        span.set(KeyValue::new(
+            "proxy.hops",
+            i64::try_from(chain.hops.len()).unwrap_or(i64::MAX),
+        ));
         // Takes the half-open probe slots (chain and hops) when a breaker is half-open.
         chain.breaker.allow(now);
         for b in &mut chain.hop_breakers {
@@ -229,9 +381,10 @@ impl Handler<OpenChain> for ProxyChains {
         }
         let hops = chain.hops.clone();
         let resolve = chain.resolve;
+        let generation = chain.generation;
         let deadlines = self.deadlines;
         let resolver = self.resolver.clone();
-        let (host, port) = (msg.host, msg.port);
+        let (host, port, trace) = (msg.host, msg.port, msg.trace);
         let fut = async move {
             let mut hops = hops;
             // The first hop given by name is resolved by the resolver actor like every other name.
@@ -241,7 +394,7 @@ impl Handler<OpenChain> for ProxyChains {
                 match r
                     .send(Resolve {
                         name: first.host.clone(),
-                        trace: crawl_observability::trace::TraceCtx::default(),
+                        trace: trace.clone(),
                     })
                     .await
                 {
@@ -253,7 +406,7 @@ impl Handler<OpenChain> for ProxyChains {
                     }
                 }
             }
-            let target = target_for(host, port, resolve, resolver).await;
+            let target = target_for(host, port, resolve, resolver, trace).await;
             match target {
                 Ok(t) => Ok(open_chain(&hops, &t, &deadlines).await),
                 Err(e) => Err(e),
@@ -262,27 +415,31 @@ impl Handler<OpenChain> for ProxyChains {
         Box::pin(fut.into_actor(self).map(move |res, act, _ctx| match res {
             Err(detail) => {
                 // The chain was never tried (the target name did not resolve): give back any probe slot.
-                if let Some(c) = act.chains.get_mut(&name) {
+                if let Some(c) = act.current(&name, generation) {
                     let now = Instant::now();
                     c.breaker.cancel_probe(now);
                     for b in &mut c.hop_breakers {
                         b.cancel_probe(now);
                     }
                 }
+                failed(span, "target_unresolved", &detail);
                 Err(ProxyFailure::Target {
                     chain: name,
                     detail,
                 })
             }
             Ok(Ok(stream)) => {
-                act.settle(&name, None);
+                act.settle(&name, generation, None);
+                span.set(KeyValue::new("proxy.result", "ok"));
+                span.end();
                 Ok(Opened::Chain {
                     chain: name,
                     stream,
                 })
             }
             Ok(Err(e)) => {
-                act.settle(&name, Some(&e));
+                act.settle(&name, generation, Some(&e));
+                failed(span, &fault_kind(&e), &e.detail);
                 if e.is_proxy_fault() {
                     Err(ProxyFailure::Fault {
                         chain: name,
@@ -296,6 +453,14 @@ impl Handler<OpenChain> for ProxyChains {
                 }
             }
         }))
+    }
+}
+
+impl Handler<Reconfigure> for ProxyChains {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reconfigure, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reconfigure(msg.config);
     }
 }
 
@@ -315,3 +480,7 @@ pub fn describe(config: &ProxyConfig) -> BTreeMap<String, Vec<String>> {
         .map(|(n, c)| (n.clone(), c.hops.iter().map(|h| h.to_string()).collect()))
         .collect()
 }
+
+#[cfg(test)]
+#[path = "actor_tests.rs"]
+mod tests;

@@ -64,6 +64,13 @@ impl Breaker {
         }
     }
 
+    /// Adopts new settings keeping the state: an open breaker stays open until its cooldown ends, a closed one keeps
+    /// its run of failures (and opens on the next one if the run already reaches the new threshold).
+    pub fn set_policy(&mut self, failures: u32, cooldown: Duration) {
+        self.threshold = failures.max(1);
+        self.cooldown = cooldown;
+    }
+
     /// The state at `now`.
     pub fn state(&self, now: Instant) -> BreakerState {
         match self.inner {
@@ -248,6 +255,38 @@ mod tests {
         let mut closed = Breaker::new(1, COOL);
         closed.cancel_probe(t0);
         assert_eq!(closed.state(t0), BreakerState::Closed);
+    }
+
+    #[test]
+    fn new_policy_keeps_the_state() {
+        let t0 = Instant::now();
+        let mut open = Breaker::new(1, COOL);
+        open.failure(t0);
+        open.set_policy(5, Duration::from_secs(600));
+        assert_eq!(
+            open.state(secs(t0, 1)),
+            BreakerState::Open {
+                until: secs(t0, 30)
+            },
+            "the running cooldown is kept"
+        );
+        assert!(open.allow(secs(t0, 30)));
+        open.failure(secs(t0, 31));
+        assert_eq!(
+            open.state(secs(t0, 32)),
+            BreakerState::Open {
+                until: secs(t0, 631)
+            },
+            "the next cooldown is the new one"
+        );
+        let mut closed = Breaker::new(5, COOL);
+        closed.failure(t0);
+        closed.failure(t0);
+        closed.set_policy(2, COOL);
+        assert_eq!(closed.consecutive_failures(), 2);
+        assert_eq!(closed.state(t0), BreakerState::Closed);
+        closed.failure(t0);
+        assert_eq!(closed.state(t0).as_str(), "open");
     }
 
     #[test]

@@ -98,6 +98,22 @@ impl ProxyStats {
         }
     }
 
+    /// The counters after a reconfigure to `config`: the chains named in `keep` (unchanged name and hops) keep
+    /// theirs, every other configured chain starts at zero, chains no longer configured are dropped. Direct
+    /// connects are kept.
+    pub fn reconfigured(mut self, config: &ProxyConfig, keep: &[&str]) -> Self {
+        let mut fresh = Self::from_config(config);
+        for name in keep {
+            if let (Some(old), Some(slot)) =
+                (self.chains.remove(*name), fresh.chains.get_mut(*name))
+            {
+                *slot = old;
+            }
+        }
+        fresh.direct_connects = self.direct_connects;
+        fresh
+    }
+
     /// One chain's counters.
     pub fn chain(&self, name: &str) -> Option<&ChainStats> {
         self.chains.get(name)
@@ -238,6 +254,29 @@ mod tests {
         assert_eq!(eu.hops[0].counters.total_faults(), 0);
         assert_eq!(eu.hops[0].counters.breaker, "closed");
         assert_eq!(s.total_connects(), 3);
+        assert_eq!(s.direct_connects, 1);
+    }
+
+    #[test]
+    fn reconfigure_keeps_only_unchanged_chains() {
+        let mut s = ProxyStats::from_config(&two_chains());
+        s.record_connect("eu");
+        s.record_connect("us");
+        s.record_breaker("eu", "open");
+        s.record_direct();
+        let text = "[proxy.chains.eu]\n\
+            hops = [\"socks5://alice:hunter2@127.0.0.1:1080\", \"socks5://127.0.0.1:1081\"]\n\
+            [proxy.chains.asia]\nhops = [\"socks5://127.0.0.1:7000\"]\n";
+        let config = Config::from_str(text, "t.toml").expect("valid").proxy;
+        let s = s.reconfigured(&config, &["eu"]);
+        let names: Vec<&str> = s.chains().map(|(n, _)| n).collect();
+        assert_eq!(names, ["asia", "eu"]);
+        let eu = s.chain("eu").expect("eu");
+        assert_eq!(
+            (eu.counters.connects, eu.counters.breaker.as_str()),
+            (1, "open")
+        );
+        assert_eq!(s.chain("asia").map(|c| c.counters.connects), Some(0));
         assert_eq!(s.direct_connects, 1);
     }
 

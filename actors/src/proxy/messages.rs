@@ -51,3 +51,15 @@ pub enum ProxyFailure {
 #[derive(Message)]
 #[rtype(result = "ProxyStats")]
 pub struct GetProxyStats;
+
+/// Apply a new `[proxy]` config (command, from a config reload; the config is validated already).
+///
+/// Rules, chains, the selection policy, deadlines, breaker settings and `fallback_direct` change at once. A chain whose
+/// name and hops are unchanged keeps its breakers and counters; a removed chain is dropped (its breaker gauge goes to
+/// 0), a new or changed one starts closed. Connections already open keep working; attempts still running settle into
+/// their chain only if it is unchanged. A later restart by the actix `Supervisor` keeps the new config.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Reconfigure {
+    pub config: crawl_core::config::ProxyConfig,
+}

@@ -3,18 +3,26 @@
 //! Order: static hosts, then the cache (TTL-clamped, negative caching), then one lookup per name at a time
 //! (concurrent requests for a name wait for the same lookup). The detection context (bogus IPs and the addresses
 //! learned by the NXDOMAIN-hijack probe) is ready before the first lookup runs. A panic inside a lookup is caught and
-//! answered as an unresolved outcome; the actor is then restarted by actix's `Supervisor` with a fresh state.
+//! answered as an unresolved outcome; the actor is then restarted by actix's `Supervisor`, which reuses this value:
+//! the settings (the latest [`Reconfigure`]d ones) stay, the lookups in flight and the probe start afresh.
+//!
+//! Every `Resolve` adds a `dns.resolve` span to the asking URL's trace, from the message to the answer. The
+//! summary counters ([`ResolverStats`]) and the Prometheus counters are updated together, in [`Resolver::record`].
 
 use super::cache::DnsCache;
 use super::doh::DohClient;
-use super::logic::{DetectCtx, Outcome, Resolution, Source};
+use super::logic::{DetectCtx, Outcome, Resolution, Rule, Source};
 use super::lookup::{self, Settings};
-use super::messages::{GetResolverStats, Resolve};
+use super::messages::{GetResolverStats, Reconfigure, Resolve};
+use super::setup::Parts;
 use super::stats::ResolverStats;
 use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, MessageResult,
     ResponseFuture, Supervised, WrapFuture,
 };
+use crawl_observability::KeyValue;
+use crawl_observability::metrics::metrics;
+use crawl_observability::trace::ChildSpan;
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use std::collections::HashMap;
@@ -26,13 +34,20 @@ use tokio::sync::oneshot;
 
 type CtxFuture = Shared<BoxFuture<'static, Arc<DetectCtx>>>;
 
+/// Most names the cache holds.
+const CACHE_CAPACITY: usize = 100_000;
+
 pub struct Resolver {
     settings: Arc<Settings>,
     base_ctx: DetectCtx,
     doh: Option<Arc<DohClient>>,
     ctx: CtxFuture,
     cache: DnsCache,
-    inflight: HashMap<String, Vec<oneshot::Sender<Outcome>>>,
+    /// Bumped by every [`Reconfigure`]: a lookup started under an older generation answers its waiters but is
+    /// not cached, and requests arriving after the reload do not join it.
+    generation: u64,
+    /// Waiters by (generation, name) of the lookup they wait for.
+    inflight: HashMap<(u64, String), Vec<oneshot::Sender<Outcome>>>,
     stats: ResolverStats,
 }
 
@@ -51,6 +66,10 @@ fn probe_ctx(settings: Arc<Settings>, base: DetectCtx) -> CtxFuture {
     .shared()
 }
 
+fn new_cache(s: &Settings) -> DnsCache {
+    DnsCache::new(CACHE_CAPACITY, s.min_ttl, s.max_ttl, s.negative_ttl)
+}
+
 /// RFC 6761: `localhost` and names under it are loopback, answered without any query.
 pub fn is_localhost(name: &str) -> bool {
     name == "localhost" || name.ends_with(".localhost")
@@ -61,40 +80,77 @@ pub fn normalize(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
 }
 
+/// The `source` and `outcome` labels of an answer, shared by the summary counters, the metric and the span.
+/// `cached` marks a negative answer taken from the cache (a resolved one already carries source `cache`).
+pub fn labels(outcome: &Outcome, cached: bool) -> (&'static str, &'static str) {
+    let negative = if cached { "cache" } else { "lookup" };
+    match outcome {
+        Outcome::Resolved(r) => (r.source.as_str(), "resolved"),
+        Outcome::NxDomain { .. } => (negative, "nxdomain"),
+        Outcome::Unresolved { .. } => (negative, "failed"),
+    }
+}
+
+/// Whether an answer counts as polluted (an NXDOMAIN with rules is a hijack), and the rules that fired.
+fn verdict(outcome: &Outcome) -> (bool, &[Rule]) {
+    match outcome {
+        Outcome::Resolved(r) => (r.polluted, r.rules.as_slice()),
+        Outcome::NxDomain { rules } => (!rules.is_empty(), rules.as_slice()),
+        Outcome::Unresolved {
+            polluted, rules, ..
+        } => (*polluted, rules.as_slice()),
+    }
+}
+
+fn join<T: ToString>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found).
+fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
+    let (source, what) = labels(outcome, cached);
+    let (polluted, rules) = verdict(outcome);
+    span.set(KeyValue::new("dns.source", source));
+    span.set(KeyValue::new("dns.outcome", what));
+    span.set(KeyValue::new("dns.polluted", polluted));
+    if !rules.is_empty() {
+        span.set(KeyValue::new("dns.rules", join(rules)));
+    }
+    let addrs = outcome.addrs();
+    if !addrs.is_empty() {
+        span.set(KeyValue::new("dns.addresses", join(addrs)));
+    }
+    if let Outcome::Unresolved { detail, .. } = outcome {
+        span.set_error(detail);
+    }
+    span.end();
+}
+
 impl Resolver {
     pub fn new(settings: Settings, ctx: DetectCtx, doh: Option<DohClient>) -> Resolver {
         let settings = Arc::new(settings);
-        let cache = DnsCache::new(
-            100_000,
-            settings.min_ttl,
-            settings.max_ttl,
-            settings.negative_ttl,
-        );
         Resolver {
             ctx: probe_ctx(settings.clone(), ctx.clone()),
+            cache: new_cache(&settings),
             base_ctx: ctx,
             settings,
             doh: doh.map(Arc::new),
-            cache,
+            generation: 0,
             inflight: HashMap::new(),
             stats: ResolverStats::default(),
         }
     }
 
-    fn record(&mut self, outcome: &Outcome) {
-        let (source, what) = match outcome {
-            Outcome::Resolved(r) => (r.source.as_str(), "resolved"),
-            Outcome::NxDomain { .. } => ("lookup", "nxdomain"),
-            Outcome::Unresolved { .. } => ("lookup", "unresolved"),
-        };
+    /// Counts one answer in the summary counters and the metrics alike.
+    fn record(&mut self, outcome: &Outcome, cached: bool) {
+        let (source, what) = labels(outcome, cached);
         self.stats.lookup(source, what);
-        let (polluted, rules) = match outcome {
-            Outcome::Resolved(r) => (r.polluted, r.rules.as_slice()),
-            Outcome::NxDomain { rules } => (!rules.is_empty(), rules.as_slice()),
-            Outcome::Unresolved {
-                polluted, rules, ..
-            } => (*polluted, rules.as_slice()),
-        };
+        metrics().dns_lookup(source, what);
+        let (polluted, rules) = verdict(outcome);
         if polluted {
             for rule in rules {
                 *self
@@ -102,8 +158,20 @@ impl Resolver {
                     .verdicts
                     .entry(rule.as_str().to_owned())
                     .or_insert(0) += 1;
+                metrics().dns_polluted(rule.as_str());
             }
         }
+    }
+
+    /// Swaps in new parts: the next lookup uses them, the cache starts empty, the hijack probe runs again.
+    fn apply(&mut self, parts: Parts) {
+        let settings = Arc::new(parts.settings);
+        self.generation = self.generation.wrapping_add(1);
+        self.ctx = probe_ctx(settings.clone(), parts.ctx.clone());
+        self.cache = new_cache(&settings);
+        self.base_ctx = parts.ctx;
+        self.doh = parts.doh.map(Arc::new);
+        self.settings = settings;
     }
 }
 
@@ -119,6 +187,7 @@ impl Actor for Resolver {
 impl Supervised for Resolver {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         tracing::warn!("resolver restarting");
+        metrics().actor_restart("resolver");
         self.inflight.clear();
         self.ctx = probe_ctx(self.settings.clone(), self.base_ctx.clone());
     }
@@ -129,6 +198,9 @@ impl Handler<Resolve> for Resolver {
 
     fn handle(&mut self, msg: Resolve, ctx: &mut Context<Self>) -> Self::Result {
         let name = normalize(&msg.name);
+        let span = msg
+            .trace
+            .start("dns.resolve", vec![KeyValue::new("dns.name", name.clone())]);
         let builtin = is_localhost(&name).then(|| {
             vec![
                 IpAddr::from([127, 0, 0, 1]),
@@ -143,23 +215,26 @@ impl Handler<Resolve> for Resolver {
                 rules: Vec::new(),
                 ttl: self.settings.max_ttl,
             });
-            self.stats.lookup("hosts", "resolved");
+            self.record(&outcome, false);
+            end_span(span, &outcome, false);
             return Box::pin(async move { outcome });
         }
         let now = Instant::now();
         // The cache marks resolved answers with source Cache and their remaining TTL.
         if let Some(cached) = self.cache.get(&name, now) {
-            self.record(&cached);
+            self.record(&cached, true);
+            end_span(span, &cached, true);
             return Box::pin(async move { cached });
         }
         let (tx, rx) = oneshot::channel();
-        let first = !self.inflight.contains_key(&name);
-        self.inflight.entry(name.clone()).or_default().push(tx);
+        let key = (self.generation, name);
+        let first = !self.inflight.contains_key(&key);
+        self.inflight.entry(key.clone()).or_default().push(tx);
         if first {
             let settings = self.settings.clone();
             let doh = self.doh.clone();
             let ctx_fut = self.ctx.clone();
-            let lookup_name = name.clone();
+            let lookup_name = key.1.clone();
             let fut = AssertUnwindSafe(async move {
                 let dctx = ctx_fut.await;
                 let hijack = dctx.hijack.len() as u64;
@@ -169,9 +244,13 @@ impl Handler<Resolve> for Resolver {
             })
             .catch_unwind();
             ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+                let (generation, name) = &key;
+                let current = *generation == act.generation;
                 let (outcome, panicked) = match res {
                     Ok((outcome, sent, hijack)) => {
-                        act.stats.hijack_addresses = hijack;
+                        if current {
+                            act.stats.hijack_addresses = hijack;
+                        }
                         act.stats.plain_queries += sent.plain;
                         act.stats.doh_queries += sent.doh;
                         (outcome, false)
@@ -185,30 +264,36 @@ impl Handler<Resolve> for Resolver {
                         true,
                     ),
                 };
-                log_verdict(&name, &outcome);
-                act.record(&outcome);
+                log_verdict(name, &outcome);
+                act.record(&outcome, false);
                 let ttl = match &outcome {
                     Outcome::Resolved(r) => r.ttl,
                     _ => act.settings.negative_ttl,
                 };
-                if !panicked {
-                    act.cache.put(&name, outcome.clone(), ttl, Instant::now());
+                // An answer found with the settings of before a reload is not cached under the new ones.
+                if !panicked && current {
+                    act.cache.put(name, outcome.clone(), ttl, Instant::now());
                 }
-                for waiter in act.inflight.remove(&name).unwrap_or_default() {
+                for waiter in act.inflight.remove(&key).unwrap_or_default() {
                     let _ = waiter.send(outcome.clone());
                 }
                 if panicked {
-                    tracing::error!(name, "resolver lookup panicked; restarting the resolver");
+                    tracing::error!(
+                        name = %key.1,
+                        "resolver lookup panicked; restarting the resolver"
+                    );
                     ctx.stop();
                 }
             }));
         }
         Box::pin(async move {
-            rx.await.unwrap_or_else(|_| Outcome::Unresolved {
+            let outcome = rx.await.unwrap_or_else(|_| Outcome::Unresolved {
                 polluted: false,
                 rules: Vec::new(),
                 detail: "resolver restarted during the lookup".into(),
-            })
+            });
+            end_span(span, &outcome, false);
+            outcome
         })
     }
 }
@@ -248,3 +333,33 @@ impl Handler<GetResolverStats> for Resolver {
         MessageResult(self.stats.clone())
     }
 }
+
+impl Handler<Reconfigure> for Resolver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reconfigure, _ctx: &mut Context<Self>) -> Self::Result {
+        let running = self.inflight.len();
+        self.apply(msg.parts);
+        let s = &self.settings;
+        tracing::info!(
+            mode = ?s.mode,
+            nameservers = ?s.nameservers,
+            hosts = s.hosts.len(),
+            bogus_entries = self.base_ctx.bogus.len(),
+            doh = ?self.doh.as_deref().map(DohClient::endpoint_labels).unwrap_or_default(),
+            timeout_ms = s.timeout.as_millis() as u64,
+            hold_on_ms = s.hold_on.as_millis() as u64,
+            attempts = s.attempts,
+            min_ttl_s = s.min_ttl.as_secs(),
+            max_ttl_s = s.max_ttl.as_secs(),
+            negative_ttl_s = s.negative_ttl.as_secs(),
+            hijack_probe = s.hijack_probe,
+            lookups_running = running,
+            "resolver reconfigured"
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "actor_tests.rs"]
+mod tests;

@@ -288,6 +288,11 @@ impl DohClient {
         })
     }
 
+    /// The endpoints as logged (`host/path`, no query or credentials), in order of preference.
+    pub fn endpoint_labels(&self) -> Vec<&str> {
+        self.endpoints.iter().map(|e| e.label.as_str()).collect()
+    }
+
     /// Resolves `name` / `qtype`, trying the endpoints in order; returns the first valid answer
     /// (whatever its rcode) or the last endpoint's error.
     pub async fn query(&self, name: &str, qtype: QType) -> Result<Response, DohError> {

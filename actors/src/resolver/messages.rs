@@ -1,6 +1,7 @@
 //! Messages the resolver handles.
 
 use super::logic::Outcome;
+use super::setup::Parts;
 use super::stats::ResolverStats;
 use actix::Message;
 
@@ -17,3 +18,15 @@ pub struct Resolve {
 #[derive(Message)]
 #[rtype(result = "ResolverStats")]
 pub struct GetResolverStats;
+
+/// Replace the resolver's settings, detection context and DoH client (command, from a config reload).
+///
+/// Build `parts` with [`super::setup::build`] from the new config first: every error (bogus-IP file, DoH CA
+/// file) rejects the reload before anything changes. The handler swaps everything at once and clears the cache;
+/// lookups already running finish with the settings they started with and answer their waiters, without caching.
+/// A later restart by the actix `Supervisor` keeps the new settings.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Reconfigure {
+    pub parts: Parts,
+}

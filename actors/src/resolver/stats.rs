@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 /// Lookups by source and outcome, pollution verdicts by rule.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResolverStats {
-    /// "source/outcome" (e.g. "plain/resolved", "doh/nxdomain", "cache/resolved") -> count.
+    /// "source/outcome" -> count, with the labels of `crawl_dns_lookups_total`: source hosts/cache/plain/doh, or
+    /// "lookup" for a fresh negative answer; outcome resolved/nxdomain/failed (e.g. "plain/resolved",
+    /// "cache/resolved", "lookup/nxdomain", "cache/failed").
     pub lookups: BTreeMap<String, u64>,
     /// Rule name -> answers judged polluted with that rule among the evidence.
     pub verdicts: BTreeMap<String, u64>,
