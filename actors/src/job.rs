@@ -20,6 +20,8 @@ pub struct Job {
     pub entry: Entry,
     /// When the scheduler started it.
     pub started_at: Instant,
+    /// The URL's trace; every actor the job visits adds its spans to it.
+    pub trace: crawl_observability::trace::TraceCtx,
 }
 
 /// A link found in a page, canonicalised and judged against the scope.

@@ -13,6 +13,7 @@
 
 pub mod fetcher;
 pub mod job;
+pub mod live;
 pub mod parser;
 pub mod proxy;
 pub mod resolver;

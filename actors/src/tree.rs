@@ -37,6 +37,8 @@ pub struct Tree {
     pub resolver: Addr<crate::resolver::Resolver>,
     /// The proxy-chain actor, when chains are configured.
     pub proxy: Option<Addr<crate::proxy::actor::ProxyChains>>,
+    /// Applies config reloads to the running actors.
+    pub reconfigurer: Reconfigurer,
     /// Resolves when the crawl ends.
     pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
     /// What recovery found.
@@ -138,21 +140,8 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         );
     }
 
-    let scope = Arc::new(ScopePolicy::new(
-        config.crawl.scope,
-        &config.crawl.seeds,
-        config.crawl.include.clone(),
-        config.crawl.exclude.clone(),
-        config.crawl.max_depth,
-    ));
-    let policy = PolitenessPolicy {
-        per_host_concurrency: config.politeness.per_host_concurrency,
-        min_delay: config.politeness.min_delay,
-        honour_crawl_delay: config.politeness.honour_crawl_delay,
-        max_crawl_delay: config.politeness.max_crawl_delay,
-        backoff_base: config.politeness.backoff_base,
-        backoff_max: config.politeness.backoff_max,
-    };
+    let scope = scope_policy(config);
+    let policy = politeness_policy(config);
     let settings = CrawlSettings {
         max_pages: config.crawl.max_pages,
         concurrency: config.fetch.concurrency as usize,
@@ -230,13 +219,9 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     for _ in 0..n_fetchers {
         clients.push(HttpClient::new(http.clone()).map_err(|e| TreeError::Http(e.to_string()))?);
     }
-    let parse_settings = Arc::new(ParseSettings {
-        scope,
-        user_agent: config.crawl.user_agent.clone(),
-        max_body_bytes: config.fetch.max_body_bytes,
-        sitemap_max_bytes: config.crawl.sitemap_max_bytes,
-        sitemap_max_urls: config.crawl.sitemap_max_urls,
-    });
+    let parse_settings = crate::live::Live::new(parse_settings(config, scope));
+    let live_parse = parse_settings.clone();
+    let live_clients = clients.clone();
     let faults = Arc::new(faults);
     let restart = RestartPolicy {
         backoff_base: config.supervisor.backoff_base,
@@ -305,13 +290,113 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     let mut arbiters = arbiters;
     arbiters.push(sink_arbiter);
     arbiters.push(resolver_arbiter);
+    let reconfigurer = Reconfigurer {
+        scheduler: me.clone(),
+        resolver: resolver.clone(),
+        proxy: proxy_addr.clone(),
+        parse: live_parse,
+        clients: live_clients,
+    };
     Ok(Tree {
         supervisor: sup,
         scheduler: me,
         resolver,
         proxy: proxy_addr,
+        reconfigurer,
         done: done_rx,
         recovery: report,
         stopper: TreeStopper { arbiters },
     })
+}
+
+/// The scope of a config.
+pub fn scope_policy(config: &Config) -> Arc<ScopePolicy> {
+    Arc::new(ScopePolicy::new(
+        config.crawl.scope,
+        &config.crawl.seeds,
+        config.crawl.include.clone(),
+        config.crawl.exclude.clone(),
+        config.crawl.max_depth,
+    ))
+}
+
+/// The politeness policy of a config.
+pub fn politeness_policy(config: &Config) -> PolitenessPolicy {
+    PolitenessPolicy {
+        per_host_concurrency: config.politeness.per_host_concurrency,
+        min_delay: config.politeness.min_delay,
+        honour_crawl_delay: config.politeness.honour_crawl_delay,
+        max_crawl_delay: config.politeness.max_crawl_delay,
+        backoff_base: config.politeness.backoff_base,
+        backoff_max: config.politeness.backoff_max,
+    }
+}
+
+fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
+    ParseSettings {
+        scope,
+        user_agent: config.crawl.user_agent.clone(),
+        max_body_bytes: config.fetch.max_body_bytes,
+        sitemap_max_bytes: config.crawl.sitemap_max_bytes,
+        sitemap_max_urls: config.crawl.sitemap_max_urls,
+    }
+}
+
+/// Everything a config reload changes, built and checked before any of it is applied (a reload that fails here
+/// changes nothing).
+pub struct Prepared {
+    politeness: PolitenessPolicy,
+    scope: Arc<ScopePolicy>,
+    parse: ParseSettings,
+    user_agent: String,
+    resolver: crate::resolver::setup::Parts,
+    proxy: crawl_core::config::ProxyConfig,
+}
+
+/// Applies config reloads to the running tree: the scheduler (politeness, scope), the parsers (scope, robots
+/// product token), the HTTP clients (User-Agent), the resolver and the proxy-chain actor.
+#[derive(Clone)]
+pub struct Reconfigurer {
+    scheduler: Addr<Scheduler>,
+    resolver: Addr<crate::resolver::Resolver>,
+    proxy: Option<Addr<crate::proxy::actor::ProxyChains>>,
+    parse: crate::live::Live<ParseSettings>,
+    clients: Vec<HttpClient>,
+}
+
+impl Reconfigurer {
+    /// Builds what `config` needs; any error rejects the reload.
+    pub fn prepare(config: &Config) -> Result<Prepared, TreeError> {
+        http::HeaderValue::from_str(&config.crawl.user_agent)
+            .map_err(|e| TreeError::Http(format!("user agent: {e}")))?;
+        let resolver = crate::resolver::setup::build(config)?;
+        let scope = scope_policy(config);
+        Ok(Prepared {
+            politeness: politeness_policy(config),
+            parse: parse_settings(config, scope.clone()),
+            scope,
+            user_agent: config.crawl.user_agent.clone(),
+            resolver,
+            proxy: config.proxy.clone(),
+        })
+    }
+
+    /// Applies a prepared reload. Every step is infallible, so it is applied whole.
+    pub fn apply(&self, p: Prepared) {
+        self.parse.store(p.parse);
+        for c in &self.clients {
+            // Checked in `prepare`.
+            let _ = c.set_user_agent(&p.user_agent);
+        }
+        self.scheduler
+            .do_send(crate::scheduler::messages::Reconfigure {
+                politeness: p.politeness,
+                scope: p.scope,
+            });
+        self.resolver
+            .do_send(crate::resolver::messages::Reconfigure { parts: p.resolver });
+        if let Some(proxy) = &self.proxy {
+            proxy.do_send(crate::proxy::messages::Reconfigure { config: p.proxy });
+        }
+    }
 }

@@ -3,11 +3,13 @@
 //!
 //! # Layout
 //! - [`cli`]: arguments. [`run`]: load and check the config, run the crawl. [`progress`]: bar or log lines.
+//! - [`reload`]: SIGHUP config reloads.
 //! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process. [`error`]: exit statuses.
 
 pub mod cli;
 pub mod error;
 pub mod progress;
+pub mod reload;
 pub mod run;
 pub mod summary;
 pub mod usage;

@@ -6,8 +6,10 @@ use crawl_actors::job::Faults;
 use crawl_actors::scheduler::crawl::FinishReason;
 use crawl_engine::cli::Cli;
 use crawl_engine::progress::Mode;
+use crawl_engine::reload::ReloadSource;
 use crawl_engine::{EngineError, Options, load_config, run_crawl};
-use crawl_observability::{Format, TelemetryConfig};
+use crawl_observability::server::MetricsServer;
+use crawl_observability::{Format, OtlpSettings, TelemetryConfig};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -58,11 +60,41 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         crawl_core::config::LogFormat::Text => Format::Text,
         crawl_core::config::LogFormat::Json => Format::Json,
     };
-    let _guard = crawl_observability::init(&TelemetryConfig {
-        log_level: config.observability.log_level.clone(),
+    let obs = &config.observability;
+    let mut guard = crawl_observability::init(&TelemetryConfig {
+        log_level: obs.log_level.clone(),
         format,
+        otlp: Some(OtlpSettings {
+            endpoint: obs
+                .otlp_endpoint
+                .as_ref()
+                .map(|u| u.as_str().trim_end_matches('/').to_owned()),
+            service_name: obs.service_name.clone(),
+            service_version: env!("CARGO_PKG_VERSION").to_owned(),
+            sample_ratio: obs.sample_ratio,
+        }),
     })
     .map_err(EngineError::from)?;
+    if guard.exporting() {
+        tracing::info!(
+            endpoint = %crawl_observability::resolve_endpoint(obs.otlp_endpoint.as_ref().map(|u| u.as_str().trim_end_matches('/'))).unwrap_or_default(),
+            sample_ratio = obs.sample_ratio,
+            "exporting traces over otlp"
+        );
+    }
+    let _metrics = match obs.metrics_listen {
+        Some(addr) => {
+            if !addr.ip().is_loopback() {
+                tracing::warn!(%addr, "metrics listener is reachable from other machines (observability.metrics_listen)");
+            }
+            Some(MetricsServer::start(addr).map_err(|e| {
+                EngineError::Usage(format!(
+                    "{e} (set observability.metrics_listen to a free address, or \"\" to turn metrics off)"
+                ))
+            })?)
+        }
+        None => None,
+    };
     let progress = if cli.no_progress {
         None
     } else if std::io::stderr().is_terminal() {
@@ -83,8 +115,16 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         faults,
         handle_signals: true,
         extra_roots: Vec::new(),
+        reload: ReloadSource {
+            path: config_path.clone(),
+            seeds: cli.seeds.clone(),
+            log: Some(guard.log_control()),
+        },
     };
-    let summary = run_crawl(&config, opts)?;
+    let summary = run_crawl(&config, opts);
+    // Flush the last spans whatever the outcome (on this thread: no runtime is running any more).
+    guard.shutdown();
+    let summary = summary?;
     print!("{}", summary.render());
     if let Some(p) = &cli.summary_json {
         std::fs::write(p, serde_json::to_vec_pretty(&summary.to_json())?)?;

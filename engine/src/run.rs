@@ -23,6 +23,8 @@ pub struct Options {
     pub handle_signals: bool,
     /// Extra trusted roots for the HTTP client.
     pub extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// What SIGHUP re-reads (with `handle_signals`).
+    pub reload: crate::reload::ReloadSource,
 }
 
 /// Loads the config file (or the defaults when `path` is None), adds the command-line seeds and checks that there
@@ -71,7 +73,28 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
     let sys = actix::System::new();
     let config = config.clone();
     let result = sys.block_on(async move {
+        // Installed before anything else: SIGHUP's default action would end the process.
+        let hangup = if opts.handle_signals {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::hangup()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot install the sighup handler; reloads are off");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let tree = tree::start(&config, opts.faults.clone(), http)?;
+        let reload_task = hangup.map(|h| {
+            let reloader = crate::reload::Reloader::new(
+                opts.reload.clone(),
+                config.clone(),
+                tree.reconfigurer.clone(),
+            );
+            actix_rt::spawn(watch_hangup(h, reloader))
+        });
         let scheduler = tree.scheduler.clone();
         let progress_task = opts
             .progress
@@ -87,6 +110,9 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
             t.abort();
         }
         if let Some(t) = signal_task {
+            t.abort();
+        }
+        if let Some(t) = reload_task {
             t.abort();
         }
         let dns = tree
@@ -111,6 +137,18 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
     summary.dns = dns;
     summary.proxy = proxy;
     Ok(summary)
+}
+
+/// Reloads on every SIGHUP. The signal stream keeps one pending notification, so SIGHUPs that arrive during a
+/// reload coalesce into one more reload, which reads the file as it is by then.
+async fn watch_hangup(
+    mut hangup: tokio::signal::unix::Signal,
+    mut reloader: crate::reload::Reloader,
+) {
+    while hangup.recv().await.is_some() {
+        tracing::info!("sighup received; reloading the config");
+        reloader.reload();
+    }
 }
 
 async fn watch_signals(

@@ -22,6 +22,13 @@ pub const SCOPE: &str = "crawl-engine";
 /// The share of new traces that are recorded and exported; changed live by a config reload.
 static RATIO_BITS: AtomicU64 = AtomicU64::new(0);
 
+/// Whether spans go anywhere; without an exporter nothing is sampled (trace ids are still made).
+static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn set_exporting(on: bool) {
+    EXPORTING.store(on, Ordering::Relaxed);
+}
+
 /// Sets the sampling ratio of new traces (clamped to 0..=1).
 pub fn set_sample_ratio(ratio: f64) {
     let r = if ratio.is_nan() {
@@ -76,7 +83,7 @@ impl ShouldSample for LiveRatioSampler {
                 (sc.is_sampled(), sc.trace_state().clone())
             }
             None => (
-                ratio_admits(trace_id, sample_ratio()),
+                EXPORTING.load(Ordering::Relaxed) && ratio_admits(trace_id, sample_ratio()),
                 TraceState::default(),
             ),
         };
@@ -97,6 +104,7 @@ pub(crate) fn provider(
     exporter: Option<opentelemetry_otlp::SpanExporter>,
     resource: opentelemetry_sdk::Resource,
 ) -> SdkTracerProvider {
+    set_exporting(exporter.is_some());
     let mut b = SdkTracerProvider::builder()
         .with_sampler(LiveRatioSampler)
         .with_resource(resource);

@@ -31,6 +31,7 @@ pub struct TestCrawl {
     pub config_path: PathBuf,
     pub jsonl: PathBuf,
     pub data_dir: PathBuf,
+    seeds: Vec<String>,
 }
 
 /// How a run ended.
@@ -54,6 +55,33 @@ impl TestCrawl {
         let dir = tempfile::tempdir().expect("tempdir");
         let jsonl = dir.path().join("crawl.jsonl");
         let data_dir = dir.path().join("data");
+        let config_path = dir.path().join("config.toml");
+        let crawl = TestCrawl {
+            dir,
+            config_path,
+            jsonl,
+            data_dir,
+            seeds: seeds.to_vec(),
+        };
+        crawl.rewrite(overrides);
+        crawl
+    }
+
+    /// Writes the config file again with other `overrides` (same defaults, seeds, data_dir and JSONL), atomically,
+    /// so a running crawl that re-reads it (SIGHUP) never sees half a file.
+    pub fn rewrite(&self, overrides: &str) {
+        self.write_raw(&self.render(overrides));
+    }
+
+    /// Replaces the config file with `text` as is (atomically).
+    pub fn write_raw(&self, text: &str) {
+        let tmp = self.config_path.with_extension("toml.tmp");
+        std::fs::write(&tmp, text).expect("write config");
+        std::fs::rename(&tmp, &self.config_path).expect("replace config");
+    }
+
+    fn render(&self, overrides: &str) -> String {
+        let (seeds, jsonl, data_dir) = (&self.seeds, &self.jsonl, &self.data_dir);
         let mut base: toml::Table = toml::from_str(
             r#"
             [crawl]
@@ -82,6 +110,8 @@ impl TestCrawl {
             timeout_ms = 300
             attempts = 1
             [observability]
+            # Parallel tests must not fight over the default port; tests that scrape set their own.
+            metrics_listen = ""
             log_level = "info"
             log_format = "json"
             progress_interval_s = 1
@@ -117,15 +147,7 @@ impl TestCrawl {
             t.entry("jsonl")
                 .or_insert_with(|| toml::Value::String(jsonl.display().to_string()));
         }
-        let config_path = dir.path().join("config.toml");
-        std::fs::write(&config_path, toml::to_string(&base).expect("render config"))
-            .expect("write config");
-        TestCrawl {
-            dir,
-            config_path,
-            jsonl,
-            data_dir,
-        }
+        toml::to_string(&base).expect("render config")
     }
 
     /// The command, ready to spawn (stdout/stderr piped).

@@ -117,6 +117,7 @@ pub fn dns_info(outcome: &Outcome) -> DnsInfo {
 async fn resolve_host(
     resolver: Option<&Recipient<Resolve>>,
     url: &url::Url,
+    trace: &crawl_observability::trace::TraceCtx,
 ) -> Result<Option<DnsInfo>, (JobResult, Option<DnsInfo>)> {
     let (Some(resolver), Some(url::Host::Domain(name))) = (resolver, url.host()) else {
         return Ok(None);
@@ -124,7 +125,7 @@ async fn resolve_host(
     let outcome = match resolver
         .send(Resolve {
             name: name.to_owned(),
-            trace: crawl_observability::trace::current(),
+            trace: trace.clone(),
         })
         .await
     {
@@ -195,7 +196,7 @@ async fn run_job(
             });
         }
     };
-    let dns = match resolve_host(resolver.as_ref(), &url).await {
+    let dns = match resolve_host(resolver.as_ref(), &url, &job.trace).await {
         Ok(dns) => dns,
         Err((result, dns)) => {
             return Step::Done(JobDone {
@@ -205,10 +206,15 @@ async fn run_job(
             });
         }
     };
-    let result = match job.entry.kind {
-        JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
-        JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
-    };
+    // The connectors add their spans (connect, TLS) to this job's trace through the probe.
+    let probe = super::connector::ConnProbe::new(job.trace.clone());
+    let result = super::connector::with_probe(probe, async {
+        match job.entry.kind {
+            JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
+            JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
+        }
+    })
+    .await;
     match result {
         Ok(response) => Step::Parse(Box::new(Parse { job, response, dns })),
         Err(e) => {

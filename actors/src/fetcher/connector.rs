@@ -6,14 +6,189 @@
 use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
 use actix::Recipient;
+use crawl_observability::KeyValue;
+use crawl_observability::trace::{TraceCtx, wall};
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Instant;
 use tokio::net::TcpStream;
+
+/// What the connectors learn about a connection opened for the fetch in whose task-local scope they run: the
+/// fetch's trace (their spans go there) and when the transport and the whole connection were ready.
+#[derive(Debug, Default)]
+pub struct ConnProbe {
+    pub trace: TraceCtx,
+    times: Mutex<ProbeTimes>,
+}
+
+/// See [`ConnProbe`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ProbeTimes {
+    /// A new connection was opened (false: a pooled one was reused).
+    pub opened: bool,
+    /// TCP (or the proxy tunnel) ready.
+    pub transport_done: Option<Instant>,
+    /// TLS (when any) done: the connection is usable.
+    pub conn_done: Option<Instant>,
+}
+
+impl ConnProbe {
+    pub fn new(trace: TraceCtx) -> Arc<ConnProbe> {
+        Arc::new(ConnProbe {
+            trace,
+            times: Mutex::new(ProbeTimes::default()),
+        })
+    }
+
+    /// What was seen so far.
+    pub fn times(&self) -> ProbeTimes {
+        self.times.lock().map(|t| *t).unwrap_or_default()
+    }
+
+    /// Forgets what was seen (before the next request of the same fetch, e.g. a redirect hop).
+    pub fn reset(&self) {
+        if let Ok(mut t) = self.times.lock() {
+            *t = ProbeTimes::default();
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut ProbeTimes)) {
+        if let Ok(mut t) = self.times.lock() {
+            f(&mut t);
+        }
+    }
+}
+
+tokio::task_local! {
+    static PROBE: Arc<ConnProbe>;
+}
+
+/// Runs `fut` (a request) with `probe` visible to the connectors it calls.
+pub async fn with_probe<F: Future>(probe: Arc<ConnProbe>, fut: F) -> F::Output {
+    PROBE.scope(probe, fut).await
+}
+
+/// The probe of the enclosing request, if any.
+pub fn probe() -> Option<Arc<ConnProbe>> {
+    PROBE.try_with(Arc::clone).ok()
+}
+
+/// Records a `net.connect` span for a direct TCP connection and marks the transport ready.
+fn record_tcp(
+    probe: Option<&Arc<ConnProbe>>,
+    host: &str,
+    port: u16,
+    start: Instant,
+    result: Result<&TokioIo<TcpStream>, &str>,
+) {
+    let Some(p) = probe else {
+        return;
+    };
+    let end = Instant::now();
+    let mut attrs = vec![
+        KeyValue::new("server.address", host.to_owned()),
+        KeyValue::new("server.port", i64::from(port)),
+    ];
+    match result {
+        Ok(io) => {
+            if let Ok(peer) = io.inner().peer_addr() {
+                attrs.push(KeyValue::new("network.peer.address", peer.ip().to_string()));
+            }
+            p.trace.span("net.connect", wall(start), wall(end), attrs);
+            p.update(|t| t.transport_done = Some(end));
+        }
+        Err(e) => p
+            .trace
+            .failed_span("net.connect", wall(start), wall(end), attrs, e),
+    }
+}
+
+fn host_port(uri: &http::Uri) -> (String, u16) {
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    (host, port)
+}
+
+/// Wraps the TLS connector: times the whole connection, so the TLS handshake is what follows the transport.
+#[derive(Clone)]
+pub struct Timed<C>(pub C);
+
+impl<C> tower_service::Service<http::Uri> for Timed<C>
+where
+    C: tower_service::Service<http::Uri>,
+    C::Response: Connection + Send + 'static,
+    C::Error: std::fmt::Display + Send + 'static,
+    C::Future: Send + 'static,
+{
+    type Response = C::Response;
+    type Error = C::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<C::Response, C::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let probe = probe();
+        let https = uri.scheme_str() == Some("https");
+        let start = Instant::now();
+        let fut = self.0.call(uri);
+        Box::pin(async move {
+            let res = fut.await;
+            if let Some(p) = probe {
+                let end = Instant::now();
+                let transport = p.times().transport_done;
+                match &res {
+                    Ok(conn) => {
+                        p.update(|t| {
+                            t.opened = true;
+                            t.conn_done = Some(end);
+                        });
+                        if https {
+                            let alpn = if conn.connected().is_negotiated_h2() {
+                                "h2"
+                            } else {
+                                "http/1.1"
+                            };
+                            p.trace.span(
+                                "tls.handshake",
+                                wall(transport.unwrap_or(start)),
+                                wall(end),
+                                vec![KeyValue::new("tls.alpn", alpn)],
+                            );
+                        }
+                    }
+                    Err(e) if https && transport.is_some() => p.trace.failed_span(
+                        "tls.handshake",
+                        wall(transport.unwrap_or(start)),
+                        wall(end),
+                        Vec::new(),
+                        &e.to_string(),
+                    ),
+                    Err(_) => {}
+                }
+            }
+            res
+        })
+    }
+}
 
 /// Which way a response's connection went: a chain name or "direct". Found in the response extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,46 +291,56 @@ where
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
         let mut direct = self.direct.clone();
+        let probe = probe();
+        let (host, port) = host_port(&uri);
         let Some(proxy) = self.proxy.clone() else {
+            let start = Instant::now();
             let fut = direct.call(uri);
             return Box::pin(async move {
-                fut.await
-                    .map(|io| Conn::Direct(io, false))
-                    .map_err(Into::into)
+                match fut.await {
+                    Ok(io) => {
+                        record_tcp(probe.as_ref(), &host, port, start, Ok(&io));
+                        Ok(Conn::Direct(io, false))
+                    }
+                    Err(e) => {
+                        let e: BoxError = e.into();
+                        record_tcp(probe.as_ref(), &host, port, start, Err(&e.to_string()));
+                        Err(e)
+                    }
+                }
             });
         };
+        let trace = probe.as_ref().map(|p| p.trace.clone()).unwrap_or_default();
         Box::pin(async move {
-            let host = uri
-                .host()
-                .unwrap_or_default()
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned();
-            let port = uri
-                .port_u16()
-                .unwrap_or(if uri.scheme_str() == Some("https") {
-                    443
-                } else {
-                    80
-                });
             let mut tried: Vec<String> = Vec::new();
             loop {
                 let msg = OpenChain {
                     host: host.clone(),
                     port,
                     tried: tried.clone(),
-                    trace: crawl_observability::trace::current(),
+                    trace: trace.clone(),
                 };
                 match proxy.send(msg).await {
                     Ok(Ok(Opened::Chain { chain, stream })) => {
+                        if let Some(p) = &probe {
+                            let now = Instant::now();
+                            p.update(|t| t.transport_done = Some(now));
+                        }
                         return Ok(Conn::Chain(TokioIo::new(stream), chain));
                     }
                     Ok(Ok(Opened::Direct { .. })) => {
-                        return direct
-                            .call(uri)
-                            .await
-                            .map(|io| Conn::Direct(io, true))
-                            .map_err(Into::into);
+                        let start = Instant::now();
+                        return match direct.call(uri).await {
+                            Ok(io) => {
+                                record_tcp(probe.as_ref(), &host, port, start, Ok(&io));
+                                Ok(Conn::Direct(io, true))
+                            }
+                            Err(e) => {
+                                let e: BoxError = e.into();
+                                record_tcp(probe.as_ref(), &host, port, start, Err(&e.to_string()));
+                                Err(e)
+                            }
+                        };
                     }
                     Ok(Err(ProxyFailure::Fault { chain, detail })) => {
                         tracing::debug!(host, chain, detail, "proxy chain failed; trying another");

@@ -116,6 +116,8 @@ impl Default for HttpSettings {
 /// Durations measured for one request.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timings {
+    /// When the request started (None in hand-made responses).
+    pub started: Option<Instant>,
     /// Request start to response headers.
     pub headers: Duration,
     /// Response headers to the end of the body.
@@ -207,14 +209,16 @@ async fn resolve(
     Ok(public.into_iter())
 }
 
-type Connector = HttpsConnector<super::connector::ProxyConnector<GuardedResolver>>;
+type Connector =
+    super::connector::Timed<HttpsConnector<super::connector::ProxyConnector<GuardedResolver>>>;
 
 /// Pooled HTTP/1.1 + HTTP/2 client; cheap to clone (clones share the pool).
 #[derive(Clone)]
 pub struct HttpClient {
     client: Client<Connector, Empty<Bytes>>,
     settings: Arc<HttpSettings>,
-    user_agent: HeaderValue,
+    /// Replaced by a config reload; shared by the clones of this client.
+    user_agent: crate::live::Live<HeaderValue>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -281,13 +285,21 @@ impl HttpClient {
             .pool_max_idle_per_host(settings.pool_max_idle_per_host)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
-            .build(https);
+            .build(super::connector::Timed(https));
 
         Ok(HttpClient {
             client,
             settings: Arc::new(settings),
-            user_agent,
+            user_agent: crate::live::Live::new(user_agent),
         })
+    }
+
+    /// Changes the User-Agent of this client and its clones from the next request.
+    pub fn set_user_agent(&self, user_agent: &str) -> Result<(), FetchError> {
+        let v = HeaderValue::from_str(user_agent)
+            .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
+        self.user_agent.store(v);
+        Ok(())
     }
 
     /// The settings this client was built with.
@@ -361,7 +373,7 @@ impl HttpClient {
             .body(Empty::new())
             .map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
         let headers = req.headers_mut();
-        headers.insert(header::USER_AGENT, self.user_agent.clone());
+        headers.insert(header::USER_AGENT, self.user_agent.load().as_ref().clone());
         headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
         headers.insert(
             header::ACCEPT_ENCODING,
@@ -385,6 +397,10 @@ impl HttpClient {
         start: Instant,
     ) -> Result<RawResponse, FetchError> {
         let req = self.build_request(uri, referer)?;
+        let probe = super::connector::probe();
+        if let Some(p) = &probe {
+            p.reset();
+        }
         let response = match tokio::time::timeout(
             self.settings.header_timeout,
             self.client.request(req),
@@ -396,6 +412,23 @@ impl HttpClient {
             Ok(Ok(response)) => response,
         };
         let headers_at = start.elapsed();
+        if let Some(p) = &probe {
+            let seen = p.times();
+            let from = if seen.opened {
+                seen.conn_done.unwrap_or(start)
+            } else {
+                start
+            };
+            p.trace.span(
+                "http.first_byte",
+                crawl_observability::trace::wall(from),
+                crawl_observability::trace::wall(start + headers_at),
+                vec![
+                    crawl_observability::KeyValue::new("http.request.method", "GET"),
+                    crawl_observability::KeyValue::new("net.connection.reused", !seen.opened),
+                ],
+            );
+        }
         let remote_addr = response
             .extensions()
             .get::<HttpInfo>()
@@ -415,6 +448,7 @@ impl HttpClient {
             remote_addr,
             proxy,
             timings: Timings {
+                started: Some(start),
                 headers: headers_at,
                 body: total.saturating_sub(headers_at),
                 total,

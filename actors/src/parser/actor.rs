@@ -10,6 +10,8 @@ use crate::scheduler::messages::JobDone;
 use crate::supervisor::backoff::restart_delay;
 use crate::supervisor::messages::{ChildFailed, ChildId};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
+use crawl_observability::KeyValue;
+use crawl_observability::trace::wall;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 /// One parser thread's actor.
 pub struct Parser {
-    settings: Arc<ParseSettings>,
+    settings: crate::live::Live<ParseSettings>,
     scheduler: Recipient<JobDone>,
     supervisor: Recipient<ChildFailed>,
     faults: Arc<Faults>,
@@ -53,7 +55,7 @@ impl PoolRestarts {
 
 impl Parser {
     pub fn new(
-        settings: Arc<ParseSettings>,
+        settings: crate::live::Live<ParseSettings>,
         scheduler: Recipient<JobDone>,
         supervisor: Recipient<ChildFailed>,
         faults: Arc<Faults>,
@@ -91,12 +93,60 @@ impl Handler<Parse> for Parser {
     fn handle(&mut self, msg: Parse, ctx: &mut SyncContext<Self>) {
         let Parse { job, response, dns } = msg;
         let id = job.id;
-        let settings = &self.settings;
+        let settings = self.settings.load();
+        let settings = settings.as_ref();
         let faults = &self.faults;
+        let wire_bytes = response.body.len();
+        let version = format!("{:?}", response.version);
+        let timings = response.timings;
+        let parse_start = std::time::SystemTime::now();
         let result = catch_unwind(AssertUnwindSafe(|| {
             Faults::maybe_panic(&faults.panic_in_parser, &job.entry.url);
             process(settings, &job, response)
         }));
+        if let Some(started) = timings.started {
+            let decoded = match &result {
+                Ok(JobResult::Page(p)) => Some(p.content_length),
+                _ => None,
+            };
+            let mut attrs = vec![
+                KeyValue::new("http.response.body.size", wire_bytes as i64),
+                KeyValue::new("network.protocol.version", version),
+            ];
+            if let Some(d) = decoded {
+                attrs.push(KeyValue::new(
+                    "crawl.decoded_bytes",
+                    i64::try_from(d).unwrap_or(i64::MAX),
+                ));
+            }
+            job.trace.span(
+                "http.body",
+                wall(started + timings.headers),
+                wall(started + timings.total),
+                attrs,
+            );
+        }
+        let parse_end = std::time::SystemTime::now();
+        match &result {
+            Ok(JobResult::Page(p)) => job.trace.span(
+                "parse",
+                parse_start,
+                parse_end,
+                vec![
+                    KeyValue::new("crawl.links_found", i64::from(p.links_found)),
+                    KeyValue::new("crawl.links_followed", p.links.len() as i64),
+                    KeyValue::new("crawl.noindex", p.noindex),
+                ],
+            ),
+            Ok(_) => job.trace.span("parse", parse_start, parse_end, Vec::new()),
+            Err(_) => job.trace.failed_span(
+                "parse",
+                parse_start,
+                parse_end,
+                Vec::new(),
+                "parser panicked",
+            ),
+        }
         match result {
             Ok(result) => {
                 self.restarts.in_a_row.store(0, Ordering::Relaxed);

@@ -3,7 +3,7 @@
 //! committed records to the sink and trims the outbox once they are written.
 
 use super::crawl::{Crawl, FinishReason};
-use super::messages::{Abort, Drain, FetcherDown, FetcherUp, GetStats, JobDone};
+use super::messages::{Abort, Drain, FetcherDown, FetcherUp, GetStats, JobDone, Reconfigure};
 use super::stats::Stats;
 use crate::fetcher::messages::Fetch;
 use crate::sink::Sink;
@@ -129,6 +129,8 @@ impl Scheduler {
     /// Runs after every event: start what may start, commit when due, report the end.
     fn after(&mut self, ctx: &mut Context<Self>) {
         self.pump(ctx);
+        let (queued, in_flight, known, hosts) = self.crawl.gauges();
+        crawl_observability::metrics::metrics().frontier(queued, in_flight, known, hosts);
         if self.crawl.commit_due() || (self.forced.is_some() && self.crawl.has_staged()) {
             self.commit_now(ctx);
         } else if self.crawl.has_staged() && self.commit_timer.is_none() {
@@ -243,5 +245,14 @@ impl Handler<GetStats> for Scheduler {
     fn handle(&mut self, _msg: GetStats, _ctx: &mut Context<Self>) -> Self::Result {
         let s: Stats = self.crawl.stats();
         MessageResult(s)
+    }
+}
+
+impl Handler<Reconfigure> for Scheduler {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reconfigure, ctx: &mut Context<Self>) {
+        self.crawl.reconfigure(msg.politeness, msg.scope);
+        self.after(ctx);
     }
 }

@@ -9,7 +9,11 @@ use crawl_core::frontier::{Entry, FrontierError, FrontierStore, JobKind, Recover
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
 use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
 use crawl_core::scope::{ScopePolicy, ScopeVerdict};
-use std::collections::{HashMap, HashSet};
+use crawl_observability::KeyValue;
+use crawl_observability::metrics::metrics;
+use crawl_observability::redact::redact_url;
+use crawl_observability::trace::{self, TraceCtx, wall};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,6 +75,41 @@ pub struct Crawl {
     dropped: Vec<Entry>,
     /// DNS evidence of the job being handled, taken by the job's own record.
     pending_dns: Option<DnsInfo>,
+    /// The trace of the job being handled, taken by the job's own record.
+    pending_trace: Option<TraceCtx>,
+    /// Traces of URLs queued again (retry, re-drive), continued by their next lease.
+    retry_traces: HashMap<String, TraceCtx>,
+    /// Traces of records not committed yet, by sequence.
+    unsent_traces: Vec<(u64, TraceCtx)>,
+    /// Traces of committed records on their way to the sink: (commit started, traces).
+    writing: VecDeque<(Instant, Vec<(u64, TraceCtx)>)>,
+    /// The scope changed in a reload: queued URLs are judged again when they come up.
+    rescope: bool,
+}
+
+/// Root-span attributes of a job.
+fn job_attributes(entry: &Entry) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new("url.full", redact_url(&entry.url)),
+        KeyValue::new(
+            "crawl.kind",
+            match entry.kind {
+                JobKind::Page => "page",
+                JobKind::Robots => "robots",
+                JobKind::Sitemap => "sitemap",
+            },
+        ),
+        KeyValue::new("crawl.depth", i64::from(entry.depth)),
+    ]
+}
+
+/// The registrable domain of a URL's host (the IP for IP hosts), for per-site metric labels.
+fn host_group(url: &str) -> String {
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    psl::domain_str(&host).map_or(host.clone(), str::to_owned)
 }
 
 impl Crawl {
@@ -103,6 +142,11 @@ impl Crawl {
             stats: Stats::default(),
             dropped: Vec::new(),
             pending_dns: None,
+            pending_trace: None,
+            retry_traces: HashMap::new(),
+            unsent_traces: Vec::new(),
+            writing: VecDeque::new(),
+            rescope: false,
         };
         crawl.stats.resumed = recovered.pending.len() as u64;
         crawl.stats.known = recovered.known;
@@ -168,10 +212,38 @@ impl Crawl {
         true
     }
 
-    fn finish(&mut self, mut record: Record, page_job: bool) {
+    fn finish(&mut self, record: Record, page_job: bool) {
+        self.finish_traced(record, page_job, None);
+    }
+
+    /// Records a URL. A page job's record takes the job's trace; others get `trace` or a root span of their own.
+    fn finish_traced(&mut self, mut record: Record, page_job: bool, trace: Option<TraceCtx>) {
         if page_job && record.dns.is_none() {
             record.dns = self.pending_dns.take();
         }
+        let own = if page_job {
+            self.pending_trace.take()
+        } else {
+            None
+        };
+        let trace = match own.or(trace) {
+            Some(t) => t,
+            None => {
+                // A URL recorded without a lease (excluded, disallowed): a root span of its own.
+                let now = std::time::SystemTime::now();
+                trace::root(
+                    "crawl.url",
+                    now,
+                    vec![
+                        KeyValue::new("url.full", redact_url(&record.url)),
+                        KeyValue::new("crawl.kind", "page"),
+                        KeyValue::new("crawl.depth", i64::from(record.depth)),
+                    ],
+                )
+            }
+        };
+        record.trace_id = trace.trace_id();
+        self.observe(&record, &trace);
         let line = record.to_line();
         self.stats.count(&record);
         let seq = self.store.finish(&record.url, line.clone(), page_job);
@@ -179,6 +251,40 @@ impl Crawl {
             self.pages_done += 1;
         }
         self.unsent.push((seq, line));
+        self.unsent_traces.push((seq, trace));
+    }
+
+    /// Metrics and root-span attributes of a record.
+    fn observe(&self, record: &Record, trace: &TraceCtx) {
+        let m = metrics();
+        let reason = record.reason.map_or("", Reason::as_str);
+        m.record(record.outcome.as_str(), reason);
+        if record.outcome == Outcome::Fetched
+            && let Some(status) = record.status
+        {
+            m.response(status, record.content_length.unwrap_or(0));
+        }
+        if let Some(ms) = record.elapsed_ms {
+            let exemplar = trace.is_sampled().then(|| trace.trace_id()).flatten();
+            m.fetch_duration(record.outcome.as_str(), ms as f64 / 1000.0, exemplar);
+        }
+        if matches!(record.reason, Some(Reason::TooLarge | Reason::Decode)) {
+            m.parse_failure(reason);
+        }
+        let mut attrs = vec![
+            KeyValue::new("crawl.outcome", record.outcome.as_str()),
+            KeyValue::new("crawl.attempt", i64::from(record.attempts)),
+        ];
+        if !reason.is_empty() {
+            attrs.push(KeyValue::new("crawl.reason", reason));
+        }
+        if let Some(s) = record.status {
+            attrs.push(KeyValue::new("http.response.status_code", i64::from(s)));
+        }
+        trace.set_attributes(attrs);
+        if record.outcome == Outcome::Failed {
+            trace.set_error(record.error.as_deref().unwrap_or(reason));
+        }
     }
 
     fn limit_reached(&self) -> bool {
@@ -222,16 +328,44 @@ impl Crawl {
             self.record_dropped();
             match pop {
                 Pop::Ready(host, entry) => {
+                    if !self.still_in_scope(host, &entry, now) {
+                        continue;
+                    }
                     let id = self.next_job;
                     self.next_job += 1;
                     if entry.kind == JobKind::Page {
                         self.page_leases += 1;
+                    }
+                    let queued = wall(entry.queued_at.unwrap_or(now));
+                    let trace = match self.retry_traces.remove(&entry.url) {
+                        Some(t) => t,
+                        None => trace::root("crawl.url", queued, job_attributes(&entry)),
+                    };
+                    let at = wall(now);
+                    trace.span(
+                        "frontier.wait",
+                        queued,
+                        at,
+                        vec![KeyValue::new(
+                            "crawl.host",
+                            self.queues.host_name(host).to_owned(),
+                        )],
+                    );
+                    if entry.kind == JobKind::Page {
+                        let verdict = if respect { "allowed" } else { "not_checked" };
+                        trace.span(
+                            "robots.check",
+                            at,
+                            at,
+                            vec![KeyValue::new("robots.verdict", verdict)],
+                        );
                     }
                     let job = Job {
                         id,
                         host,
                         entry,
                         started_at: now,
+                        trace,
                     };
                     self.leases.insert(
                         id,
@@ -269,7 +403,22 @@ impl Crawl {
             );
             record.dns = dns;
             record.attempts = 0;
-            self.finish(record, false);
+            let now = std::time::SystemTime::now();
+            let queued = entry.queued_at.map_or(now, wall);
+            let t = trace::root("crawl.url", queued, job_attributes(&entry));
+            t.span("frontier.wait", queued, now, Vec::new());
+            let verdict = if reason == Reason::Robots {
+                "disallowed"
+            } else {
+                "unavailable"
+            };
+            t.span(
+                "robots.check",
+                now,
+                now,
+                vec![KeyValue::new("robots.verdict", verdict)],
+            );
+            self.finish_traced(record, false, Some(t));
         }
     }
 
@@ -316,6 +465,10 @@ impl Crawl {
             } else if let Some(lease) = self.take_lease(id) {
                 self.queues
                     .release(lease.job.host, now, Feedback::NotStarted);
+                if lease.job.entry.kind == JobKind::Page {
+                    self.retry_traces
+                        .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
+                }
                 self.requeue(lease.job.entry, now);
             }
         }
@@ -365,6 +518,28 @@ impl Crawl {
             return;
         };
         let job = lease.job;
+        let (kind, url) = (job.entry.kind, job.entry.url.clone());
+        self.pending_trace = Some(job.trace.clone());
+        if let JobResult::FetchFailed { reason, .. } = &result {
+            metrics().fetch_error(reason.as_str());
+        }
+        if let JobResult::Page(out) = &result
+            && matches!(out.status, 403 | 429 | 503)
+        {
+            metrics().antibot(out.status, &host_group(&url));
+        }
+        self.dispatch_result(job, result, now);
+        // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
+        if let Some(t) = self.pending_trace.take() {
+            if kind == JobKind::Page {
+                self.retry_traces.insert(url, t);
+            } else {
+                t.end(wall(now));
+            }
+        }
+    }
+
+    fn dispatch_result(&mut self, job: Job, result: JobResult, now: Instant) {
         match (job.entry.kind, result) {
             (_, JobResult::Panicked { stage, detail }) => self.on_panic(job, stage, &detail, now),
             (JobKind::Robots, result) => self.on_robots(job, result, now),
@@ -427,6 +602,7 @@ impl Crawl {
     fn retry(&mut self, mut entry: Entry, now: Instant) {
         entry.retries += 1;
         self.stats.retries += 1;
+        metrics().retry();
         self.requeue(entry, now);
     }
 
@@ -510,6 +686,7 @@ impl Crawl {
             error: None,
             dns: None,
             proxy: out.proxy.clone(),
+            trace_id: None,
         };
         if let Some((reason, detail)) = out.body_error {
             record.outcome = reason.outcome();
@@ -561,6 +738,47 @@ impl Crawl {
         }
     }
 
+    /// A config reload: the politeness policy applies from the next lease, the scope to links found from now on
+    /// and to URLs still queued (judged again when they come up, and recorded excluded if they left the scope).
+    pub fn reconfigure(
+        &mut self,
+        politeness: crawl_core::politeness::PolitenessPolicy,
+        scope: Arc<ScopePolicy>,
+    ) {
+        self.queues.set_policy(politeness);
+        if !Arc::ptr_eq(&self.scope, &scope) {
+            self.scope = scope;
+            self.rescope = true;
+        }
+    }
+
+    /// After a scope reload: whether a queued page URL is still in scope; records it excluded if not.
+    fn still_in_scope(&mut self, host: HostId, entry: &Entry, now: Instant) -> bool {
+        if !self.rescope || entry.kind != JobKind::Page {
+            return true;
+        }
+        let Ok(url) = url::Url::parse(&entry.url) else {
+            return true;
+        };
+        let reason = match self.scope.check(&url, entry.depth) {
+            ScopeVerdict::InScope => return true,
+            ScopeVerdict::OutOfScope => Reason::Scope,
+            ScopeVerdict::Filtered => Reason::Filter,
+            ScopeVerdict::TooDeep => Reason::Depth,
+        };
+        self.queues.release(host, now, Feedback::NotStarted);
+        let record = Record::terminal(
+            &entry.url,
+            entry.depth,
+            entry.parent.as_deref(),
+            reason,
+            Some("left the scope in a config reload".to_owned()),
+        );
+        let trace = self.retry_traces.remove(&entry.url);
+        self.finish_traced(record, false, trace);
+        false
+    }
+
     /// Stop leasing new work (SIGINT/SIGTERM).
     pub fn drain(&mut self) {
         self.draining = true;
@@ -584,8 +802,13 @@ impl Crawl {
         if self.store.staged() == 0 {
             return Ok(Vec::new());
         }
+        let started = Instant::now();
         let info = self.store.commit()?;
         self.stats.commits += 1;
+        let traces = std::mem::take(&mut self.unsent_traces);
+        if !traces.is_empty() {
+            self.writing.push_back((started, traces));
+        }
         tracing::trace!(
             added = info.added,
             finished = info.finished,
@@ -604,6 +827,38 @@ impl Crawl {
         if seq > self.written_upto {
             self.written_upto = seq;
             self.store.trim_outbox(seq);
+        }
+        self.end_written_traces(seq);
+    }
+
+    /// Ends the traces of records now in the JSONL: an `output.write` span from the commit to the write.
+    fn end_written_traces(&mut self, upto: u64) {
+        let end = std::time::SystemTime::now();
+        while let Some((started, traces)) = self.writing.front_mut() {
+            let start = wall(*started);
+            let mut rest = Vec::new();
+            for (seq, t) in std::mem::take(traces) {
+                if seq <= upto {
+                    t.span(
+                        "output.write",
+                        start,
+                        end,
+                        vec![KeyValue::new(
+                            "crawl.jsonl_line",
+                            i64::try_from(seq).unwrap_or(i64::MAX),
+                        )],
+                    );
+                    t.end(end);
+                } else {
+                    rest.push((seq, t));
+                }
+            }
+            if rest.is_empty() {
+                self.writing.pop_front();
+            } else {
+                *traces = rest;
+                break;
+            }
         }
     }
 
@@ -631,6 +886,16 @@ impl Crawl {
     /// Records committed but not yet written (for the final flush).
     pub fn pending_writes(&self) -> u64 {
         self.committed_upto.saturating_sub(self.written_upto)
+    }
+
+    /// Queued URLs, leases, known URLs and hosts, for the metrics.
+    pub fn gauges(&self) -> (u64, u64, u64, u64) {
+        (
+            self.queues.queued() as u64,
+            self.leases.len() as u64,
+            self.stats.known,
+            self.queues.hosts() as u64,
+        )
     }
 
     pub fn in_flight(&self) -> usize {

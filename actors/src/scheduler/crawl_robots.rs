@@ -44,6 +44,15 @@ impl Crawl {
                 detail: format!("unexpected robots result {other:?}"),
             },
         };
+        let result = match &outcome {
+            RobotsOutcome::Rules(_) => "rules",
+            RobotsOutcome::AllowAll { .. } => "allow_all",
+            RobotsOutcome::Unavailable { .. } => "unavailable",
+        };
+        metrics().robots_fetch(result);
+        if let Some(t) = &self.pending_trace {
+            t.set_attributes(vec![KeyValue::new("robots.result", result)]);
+        }
         match outcome {
             RobotsOutcome::Rules(rules) => {
                 tracing::debug!(authority, rules = rules.rule_count(), "robots.txt loaded");
@@ -138,6 +147,7 @@ impl Crawl {
                 error,
             }) => {
                 if let Some(e) = error {
+                    metrics().parse_failure("sitemap");
                     tracing::info!(sitemap = %job.entry.url, error = %e, "sitemap unusable");
                 }
                 for link in &pages {

@@ -50,3 +50,12 @@ pub struct Abort {
 #[derive(Message)]
 #[rtype(result = "Stats")]
 pub struct GetStats;
+
+/// A config reload changed the politeness policy or the scope (notification, from the reload task). Applies from
+/// the next lease; leases in flight are untouched.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Reconfigure {
+    pub politeness: crawl_core::politeness::PolitenessPolicy,
+    pub scope: std::sync::Arc<crawl_core::scope::ScopePolicy>,
+}

@@ -118,6 +118,7 @@ impl Handler<ChildFailed> for Supervisor {
             ChildId::Parser => {
                 // The SyncArbiter has already built a fresh parser; the scheduler re-drives the job.
                 self.stats.restarts_parser += 1;
+                crawl_observability::metrics::metrics().actor_restart("parser");
             }
             ChildId::Fetcher(i) => {
                 if let Some(s) = &self.scheduler {
@@ -136,6 +137,7 @@ impl Handler<ChildFailed> for Supervisor {
                 );
                 ctx.run_later(delay, move |act, ctx| {
                     act.stats.restarts_fetcher += 1;
+                    crawl_observability::metrics::metrics().actor_restart("fetcher");
                     if let (Some(fetcher), Some(s)) = (
                         act.start_fetcher(i, ctx.address().recipient()),
                         &act.scheduler,

@@ -174,7 +174,8 @@ impl HostQueues {
     }
 
     /// Queues a page on its host.
-    pub fn push(&mut self, host: HostId, entry: Entry, now: Instant) {
+    pub fn push(&mut self, host: HostId, mut entry: Entry, now: Instant) {
+        entry.queued_at = Some(now);
         if let Some(h) = self.hosts.get_mut(host as usize) {
             h.pages.push(Queued(entry));
             self.queued += 1;
@@ -183,7 +184,8 @@ impl HostQueues {
     }
 
     /// Queues an urgent job (robots.txt, sitemap) that goes before the host's pages, even while it is blocked.
-    pub fn push_urgent(&mut self, host: HostId, entry: Entry, now: Instant) {
+    pub fn push_urgent(&mut self, host: HostId, mut entry: Entry, now: Instant) {
+        entry.queued_at = Some(now);
         if let Some(h) = self.hosts.get_mut(host as usize) {
             h.urgent.push_back(entry);
             self.queued += 1;

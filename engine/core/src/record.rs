@@ -148,6 +148,9 @@ pub struct Record {
     /// The proxy chain the request went through, or "direct" (null when no proxy is configured).
     #[serde(default)]
     pub proxy: Option<String>,
+    /// The OpenTelemetry trace of this URL (32 hex digits; null when tracing is off).
+    #[serde(default)]
+    pub trace_id: Option<String>,
 }
 
 /// The resolver's evidence for one record.
@@ -190,6 +193,7 @@ impl Record {
             error,
             dns: None,
             proxy: None,
+            trace_id: None,
         }
     }
 

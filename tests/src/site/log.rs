@@ -19,6 +19,8 @@ pub struct RequestLog {
     pub user_agent: Option<String>,
     pub referer: Option<String>,
     pub accept_encoding: Option<String>,
+    /// a `traceparent` or `tracestate` header (a crawler must never send one to a site)
+    pub trace_header: Option<String>,
     /// when the request head arrived
     pub start: Instant,
     /// when the response body was fully sent or dropped; `None` while in flight

@@ -216,6 +216,12 @@ async fn handle(
             user_agent: header_str(&req, header::USER_AGENT),
             referer: header_str(&req, header::REFERER),
             accept_encoding: header_str(&req, header::ACCEPT_ENCODING),
+            trace_header: req
+                .headers()
+                .get("traceparent")
+                .or_else(|| req.headers().get("tracestate"))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
             start,
             end: None,
             status,

@@ -11,6 +11,10 @@
 //!   private networks, broken servers, garbage input.
 //! - `resolver` (150-169): injection race, bogus IPs with DoH cross-check, NXDOMAIN hijack, DoH modes, DNS outage,
 //!   TTL expiry, names without an answer (FakeDns / FakeDoh).
+//! - `observe` (190-199): one OTLP trace per record with its child spans, redaction, sampling, /metrics vs JSONL,
+//!   promtool, exemplars.
+//! - `reload` (200-209): SIGHUP applies politeness and the user agent live, rejects invalid files and restart-only
+//!   keys, coalesces bursts.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 
@@ -18,7 +22,9 @@ mod cli;
 mod crash;
 mod crawl;
 mod faults;
+mod observe;
 mod proxy;
 mod proxy_interop;
+mod reload;
 mod resolver;
 mod robots_politeness;

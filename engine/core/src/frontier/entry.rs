@@ -16,7 +16,7 @@ pub enum JobKind {
 }
 
 /// A URL in the frontier.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// Canonical URL.
     pub url: String,
@@ -39,6 +39,23 @@ pub struct Entry {
     pub seq: u64,
     #[serde(default)]
     pub kind: JobKind,
+    /// When it was last queued in this process (for the wait span of its trace); never stored.
+    #[serde(skip)]
+    pub queued_at: Option<std::time::Instant>,
+}
+
+/// Entries compare by what is stored; `queued_at` is bookkeeping of this process.
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.url == o.url
+            && self.depth == o.depth
+            && self.parent == o.parent
+            && self.attempt == o.attempt
+            && self.retries == o.retries
+            && self.redirect_chain == o.redirect_chain
+            && self.seq == o.seq
+            && self.kind == o.kind
+    }
 }
 
 impl Entry {
@@ -53,6 +70,7 @@ impl Entry {
             redirect_chain: Vec::new(),
             seq: 0,
             kind: JobKind::Page,
+            queued_at: None,
         }
     }
 

@@ -1,0 +1,139 @@
+//! SIGHUP: re-read the config file, validate it whole, and apply what may change while running — or nothing.
+//!
+//! An invalid file keeps the running config (every error is logged); a change to a restart-only key rejects the
+//! whole reload, naming the keys (nginx semantics: never half-applied); otherwise every live change is applied at
+//! once. Signals that arrive while a reload runs coalesce into one more reload.
+
+use crate::run::load_config;
+use crawl_actors::tree::Reconfigurer;
+use crawl_core::config::Config;
+use crawl_core::config::reload::plan;
+use crawl_observability::LogControl;
+use crawl_observability::metrics::metrics;
+use std::path::PathBuf;
+
+/// Where the config came from, to read it again.
+#[derive(Debug, Clone, Default)]
+pub struct ReloadSource {
+    /// The `--config` file; None = built-in defaults (nothing to re-read).
+    pub path: Option<PathBuf>,
+    /// `--seed` URLs, added to the file's seeds as at start.
+    pub seeds: Vec<String>,
+    /// Changes the log filter.
+    pub log: Option<LogControl>,
+}
+
+/// How a reload ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// Applied; the live keys that changed.
+    Applied(Vec<&'static str>),
+    /// The file could not be used; the running config stays.
+    Invalid(String),
+    /// A restart-only key changed; nothing was applied.
+    Rejected(String),
+    /// No config file to re-read.
+    NoFile,
+}
+
+impl ReloadOutcome {
+    /// The `outcome` label of `crawl_config_reloads_total`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ReloadOutcome::Applied(_) => "success",
+            ReloadOutcome::Invalid(_) | ReloadOutcome::NoFile => "invalid",
+            ReloadOutcome::Rejected(_) => "rejected",
+        }
+    }
+}
+
+/// The running config and the means to change it.
+pub struct Reloader {
+    source: ReloadSource,
+    current: Config,
+    tree: Reconfigurer,
+    generation: u64,
+}
+
+impl Reloader {
+    pub fn new(source: ReloadSource, current: Config, tree: Reconfigurer) -> Reloader {
+        Reloader {
+            source,
+            current,
+            tree,
+            generation: 0,
+        }
+    }
+
+    /// The config in force.
+    pub fn current(&self) -> &Config {
+        &self.current
+    }
+
+    /// Reads the file again and applies it (or not); logs and counts the outcome.
+    pub fn reload(&mut self) -> ReloadOutcome {
+        let outcome = self.try_reload();
+        metrics().config_reload(outcome.label());
+        match &outcome {
+            ReloadOutcome::Applied(keys) => {
+                self.generation += 1;
+                tracing::info!(
+                    generation = self.generation,
+                    changed = %keys.join(","),
+                    user_agent = %self.current.crawl.user_agent,
+                    min_delay_ms = self.current.politeness.min_delay.as_millis() as u64,
+                    "config reloaded"
+                );
+            }
+            ReloadOutcome::Invalid(errors) => {
+                for line in errors.lines() {
+                    tracing::error!(error = %line, "config reload failed; keeping the running config");
+                }
+            }
+            ReloadOutcome::Rejected(msg) => {
+                tracing::error!(error = %msg, "config reload rejected; keeping the running config");
+            }
+            ReloadOutcome::NoFile => {
+                tracing::warn!(
+                    "sighup ignored: the crawl runs on built-in defaults, no config file to re-read"
+                );
+            }
+        }
+        outcome
+    }
+
+    fn try_reload(&mut self) -> ReloadOutcome {
+        let Some(path) = self.source.path.as_deref() else {
+            return ReloadOutcome::NoFile;
+        };
+        let new = match load_config(Some(path), &self.source.seeds) {
+            Ok(c) => c,
+            Err(e) => return ReloadOutcome::Invalid(e.to_string()),
+        };
+        let plan = plan(&self.current, &new);
+        if plan.rejected() {
+            return ReloadOutcome::Rejected(plan.message());
+        }
+        if self.source.log.is_some()
+            && let Err(e) = crawl_observability::parse_filter(&new.observability.log_level)
+        {
+            return ReloadOutcome::Invalid(format!("observability.log_level: {e}"));
+        }
+        // Everything that can fail happens before anything is applied (the bogus IP file is read again here even
+        // when its path did not change).
+        let prepared = match Reconfigurer::prepare(&new) {
+            Ok(p) => p,
+            Err(e) => return ReloadOutcome::Invalid(e.to_string()),
+        };
+        self.tree.apply(prepared);
+        if let Some(log) = &self.source.log
+            && let Err(e) = log.set(&new.observability.log_level)
+        {
+            // Checked above; a failure here only means the subscriber is gone.
+            tracing::warn!(error = %e, "log level not changed");
+        }
+        crawl_observability::trace::set_sample_ratio(new.observability.sample_ratio);
+        self.current = new;
+        ReloadOutcome::Applied(plan.live)
+    }
+}

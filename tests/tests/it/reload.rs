@@ -1,0 +1,243 @@
+//! SIGHUP with the real binary: a lower `min_delay_ms` shows in the inter-arrival times at the site; an invalid
+//! file and a change to `frontier.data_dir` are rejected while the crawl goes on; a burst of 20 SIGHUPs leaves the
+//! last file's User-Agent in force. Every crawl still ends with each URL recorded exactly once.
+//!
+//! Hosts use 127.0.0.200..=209 (this file's range).
+
+use std::collections::BTreeSet;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use crawl_core::record::Record;
+use crawl_tests::engine::{RunResult, TestCrawl, signal, wait_with_deadline};
+use crawl_tests::site::{ExpectOptions, RequestLog, Site, SiteSpec};
+
+const DEADLINE: Duration = Duration::from_secs(90);
+
+fn chain_site(first_octet: u8, pages: usize) -> SiteSpec {
+    SiteSpec {
+        hosts: 1,
+        pages_per_host: pages,
+        links_per_page: 0,
+        cross_host_ratio: 0.0,
+        robots: false,
+        sitemaps: false,
+        redirects: false,
+        missing: false,
+        orphans: 0,
+        gzip: false,
+        first_octet,
+        log_requests: true,
+        ..SiteSpec::default()
+    }
+}
+
+/// Config overrides: one request at a time with `delay_ms` between, robots.txt ignored, `crawl` lines added to
+/// `[crawl]` and `tail` (other sections) at the end.
+fn politeness(delay_ms: u64, crawl: &str, tail: &str) -> String {
+    format!(
+        "[crawl]\nrespect_robots = false\nmax_depth = 1000\n{crawl}\n[politeness]\nper_host_concurrency = 1\nmin_delay_ms = {delay_ms}\n{tail}"
+    )
+}
+
+fn page_requests(site: &Site) -> Vec<RequestLog> {
+    let mut v: Vec<RequestLog> = site
+        .requests()
+        .into_iter()
+        .filter(|r| r.path_only() != "/robots.txt")
+        .collect();
+    v.sort_by_key(|r| r.start);
+    v
+}
+
+/// Waits (off the runtime) until the site has seen `n` page requests.
+async fn wait_requests(site: &Site, n: usize) {
+    let start = Instant::now();
+    while page_requests(site).len() < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "site saw {} requests",
+            page_requests(site).len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn finish(child: Child) -> RunResult {
+    tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE))
+        .await
+        .expect("join")
+}
+
+/// Every URL the site expects recorded exactly once, and each requested once.
+fn assert_complete(records: &[Record], site: &Site) {
+    let urls: BTreeSet<&str> = records.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(urls.len(), records.len(), "a url was recorded twice");
+    let exp = site.expected(ExpectOptions {
+        respect_robots: false,
+        follow_sitemaps: false,
+        max_depth: None,
+    });
+    assert_eq!(
+        page_requests(site).len(),
+        exp.fetch_count(),
+        "a url was fetched twice or never"
+    );
+    for u in &exp.fetched_ok {
+        assert!(urls.contains(u.as_str()), "{u} not recorded");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_lowering_min_delay_shows_in_inter_arrival_times() {
+    const PAGES: usize = 30;
+    let site = Site::builder(chain_site(200, PAGES))
+        .start()
+        .await
+        .expect("site");
+    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(700, "", ""));
+    let child = c.spawn();
+    wait_requests(&site, 3).await;
+    c.rewrite(&politeness(10, "", ""));
+    signal(&child, "HUP");
+    let hup = Instant::now();
+    let run = finish(child).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("config reloaded"), "{}", run.stderr);
+    let reqs = page_requests(&site);
+    let before: Vec<&RequestLog> = reqs.iter().filter(|r| r.start < hup).collect();
+    // The first request after the signal may still have been scheduled under the old delay.
+    let after: Vec<&RequestLog> = reqs.iter().filter(|r| r.start > hup).skip(1).collect();
+    let gaps = |v: &[&RequestLog]| -> Vec<Duration> {
+        v.windows(2).map(|w| w[1].start - w[0].start).collect()
+    };
+    let slow = gaps(&before);
+    assert!(
+        !slow.is_empty() && slow.iter().all(|g| *g >= Duration::from_millis(650)),
+        "before: {slow:?}"
+    );
+    let fast = gaps(&after);
+    assert!(
+        fast.len() >= 10,
+        "only {} requests after the reload",
+        after.len()
+    );
+    let mut sorted = fast.clone();
+    sorted.sort();
+    assert!(
+        sorted[sorted.len() / 2] < Duration::from_millis(300),
+        "after: {fast:?}"
+    );
+    assert_complete(&c.records(), &site);
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_with_an_invalid_file_keeps_the_running_config() {
+    const PAGES: usize = 20;
+    let site = Site::builder(chain_site(201, PAGES))
+        .start()
+        .await
+        .expect("site");
+    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", ""));
+    let child = c.spawn();
+    wait_requests(&site, 2).await;
+    c.write_raw("[politeness]\nmin_delay_ms = \"fast\"\nno_such_key = 1\n");
+    signal(&child, "HUP");
+    let hup = Instant::now();
+    let run = finish(child).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("config reload failed"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("no_such_key"),
+        "every error is logged: {}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("config reloaded"));
+    // The old delay is still in force after the failed reload.
+    let reqs = page_requests(&site);
+    let after: Vec<&RequestLog> = reqs.iter().filter(|r| r.start > hup).collect();
+    for w in after.windows(2) {
+        assert!(
+            w[1].start - w[0].start >= Duration::from_millis(120),
+            "delay changed"
+        );
+    }
+    assert_complete(&c.records(), &site);
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_changing_data_dir_is_rejected_whole() {
+    const PAGES: usize = 20;
+    let site = Site::builder(chain_site(202, PAGES))
+        .start()
+        .await
+        .expect("site");
+    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", ""));
+    let elsewhere = c.dir.path().join("elsewhere");
+    let child = c.spawn();
+    wait_requests(&site, 2).await;
+    // A live change (the delay) together with a restart-only one: nothing may be applied.
+    c.rewrite(&politeness(
+        0,
+        "",
+        &format!("[frontier]\ndata_dir = \"{}\"\n", elsewhere.display()),
+    ));
+    signal(&child, "HUP");
+    let hup = Instant::now();
+    let run = finish(child).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("reload rejected"), "{}", run.stderr);
+    assert!(run.stderr.contains("frontier.data_dir"), "{}", run.stderr);
+    assert!(!elsewhere.exists(), "the new data_dir was used");
+    let reqs = page_requests(&site);
+    let after: Vec<&RequestLog> = reqs.iter().filter(|r| r.start > hup).collect();
+    for w in after.windows(2) {
+        assert!(
+            w[1].start - w[0].start >= Duration::from_millis(120),
+            "the delay was half-applied"
+        );
+    }
+    assert_complete(&c.records(), &site);
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_sighups_leaves_the_last_config_in_force() {
+    const PAGES: usize = 40;
+    let site = Site::builder(chain_site(203, PAGES))
+        .start()
+        .await
+        .expect("site");
+    let ua = |i: usize| format!("user_agent = \"burst-ua-{i}\"\n");
+    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(80, &ua(0), ""));
+    let child = c.spawn();
+    wait_requests(&site, 3).await;
+    for i in 1..=20 {
+        c.rewrite(&politeness(80, &ua(i), ""));
+        signal(&child, "HUP");
+    }
+    let last = Instant::now();
+    let run = finish(child).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let reloads = run.stderr.matches("config reloaded").count();
+    assert!((1..=20).contains(&reloads), "{reloads} reloads");
+    let later: Vec<RequestLog> = page_requests(&site)
+        .into_iter()
+        .filter(|r| r.start > last + Duration::from_millis(500))
+        .collect();
+    assert!(
+        !later.is_empty(),
+        "the crawl ended before the burst settled"
+    );
+    for r in &later {
+        assert_eq!(r.user_agent.as_deref(), Some("burst-ua-20"), "{}", r.path);
+    }
+    assert_complete(&c.records(), &site);
+    site.shutdown().await;
+}
