@@ -15,8 +15,8 @@ release:
 demo: release
 	bash tests/scripts/demo.sh
 
-# Everything CI runs: unit tests, integration tests (real binary, loopback servers), lint.
-test:
+# Everything CI runs: alert-rule tests (promtool), unit tests, integration tests (real binary, loopback servers).
+test: promtool-test
 	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
