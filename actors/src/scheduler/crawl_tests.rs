@@ -11,6 +11,8 @@ use crawl_core::scope::ScopeMode;
 
 #[path = "crawl_tests_faults.rs"]
 mod faults;
+#[path = "crawl_tests_reload.rs"]
+mod reload;
 
 pub(super) fn settings() -> CrawlSettings {
     CrawlSettings {
