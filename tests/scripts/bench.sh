@@ -3,7 +3,7 @@
 # durable embedded frontier; prints pages/s, CPU seconds per 1,000 pages and peak RSS of the crawler.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=target/release
+bin="${CARGO_TARGET_DIR:-target}/release"
 rm -rf .bench && mkdir -p .bench
 "$bin/testsite" --hosts 8 --pages 2600 --first-octet 30 --page-bytes 4000 --seeds-file .bench/seeds --all-seeds \
   > .bench/testsite.log 2>&1 &

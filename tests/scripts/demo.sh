@@ -3,7 +3,7 @@
 # redirects, 404s, sitemaps), crawl it with the root config.toml, stop the site, show the summary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=target/release
+bin="${CARGO_TARGET_DIR:-target}/release"
 rm -rf .demo && mkdir -p .demo
 "$bin/testsite" --hosts 4 --pages 1500 --first-octet 20 --all-seeds --seeds-file .demo/seeds > .demo/testsite.log 2>&1 &
 site=$!

@@ -103,9 +103,9 @@ fn deadlines(config: &ProxyConfig) -> Deadlines {
     }
 }
 
-/// The fault kind name of the counters, metrics, logs and spans (e.g. `proxy(timeout(greeting))`).
+/// The fault kind name of the counters, metrics, logs and spans (e.g. `timeout_greeting`).
 fn fault_kind(e: &ChainError) -> String {
-    format!("{:?}", e.kind).to_ascii_lowercase()
+    e.kind.as_str().to_owned()
 }
 
 /// Whether a breaker state counts as open for the `crawl_proxy_breaker_open` gauge (half-open does: the chain

@@ -297,6 +297,50 @@ pub enum ErrorKind {
     Target(TargetFault),
 }
 
+impl FaultKind {
+    /// Snake-case name, as in logs, stats and the `kind` label of `crawl_proxy_faults_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Refused => "refused",
+            Self::Timeout(Phase::Connect) => "timeout_connect",
+            Self::Timeout(Phase::Greeting) => "timeout_greeting",
+            Self::Timeout(Phase::Auth) => "timeout_auth",
+            Self::Timeout(Phase::ConnectReply) => "timeout_connect_reply",
+            Self::AuthFailed => "auth_failed",
+            Self::AuthRequired => "auth_required",
+            Self::GeneralFailure => "general_failure",
+            Self::NotAllowed => "not_allowed",
+            Self::CommandNotSupported => "command_not_supported",
+            Self::AddrTypeNotSupported => "addr_type_not_supported",
+            Self::Malformed => "malformed",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+impl TargetFault {
+    /// Snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NetworkUnreachable => "network_unreachable",
+            Self::HostUnreachable => "host_unreachable",
+            Self::ConnectionRefused => "connection_refused",
+            Self::TtlExpired => "ttl_expired",
+            Self::InvalidAddress => "invalid_address",
+        }
+    }
+}
+
+impl ErrorKind {
+    /// Snake-case name of the fault.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Proxy(k) => k.as_str(),
+            Self::Target(t) => t.as_str(),
+        }
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

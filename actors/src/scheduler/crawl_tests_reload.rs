@@ -15,7 +15,13 @@ fn scope_excluding(pattern: &str) -> Arc<ScopePolicy> {
 }
 
 fn same_scope() -> Arc<ScopePolicy> {
-    Arc::new(ScopePolicy::new(ScopeMode::Any, &[], Vec::new(), Vec::new(), 10))
+    Arc::new(ScopePolicy::new(
+        ScopeMode::Any,
+        &[],
+        Vec::new(),
+        Vec::new(),
+        10,
+    ))
 }
 
 #[test]
@@ -59,7 +65,11 @@ fn a_new_exclude_pattern_records_queued_urls_excluded_and_keeps_leases() {
     }
     let rest = h.lease(2).0;
     for j in &rest {
-        assert!(!j.entry.url.contains("/drop/"), "{} leased after the reload", j.entry.url);
+        assert!(
+            !j.entry.url.contains("/drop/"),
+            "{} leased after the reload",
+            j.entry.url
+        );
         h.done(j, ok(Vec::new()), 3);
     }
     h.flush();
@@ -68,9 +78,16 @@ fn a_new_exclude_pattern_records_queued_urls_excluded_and_keeps_leases() {
     let dropped_leased = first.iter().any(|j| j.entry.url.contains("/drop/"));
     let r = h.record("http://a.test/drop/1");
     if dropped_leased {
-        assert_eq!(r.outcome, Outcome::Fetched, "a lease in flight is not cancelled");
+        assert_eq!(
+            r.outcome,
+            Outcome::Fetched,
+            "a lease in flight is not cancelled"
+        );
     } else {
-        assert_eq!((r.outcome, r.reason), (Outcome::Excluded, Some(Reason::Filter)));
+        assert_eq!(
+            (r.outcome, r.reason),
+            (Outcome::Excluded, Some(Reason::Filter))
+        );
     }
     assert_eq!(h.record("http://a.test/keep/2").outcome, Outcome::Fetched);
 }
@@ -83,12 +100,22 @@ fn excluded_after_reload_even_when_queued_behind_a_lease() {
     let j = h.one(0);
     assert_eq!(j.entry.url, "http://a.test/keep/1");
     h.crawl.reconfigure(policy(1), scope_excluding("/drop/"));
-    h.done(&j, ok(vec![link("http://a.test/drop/2", ScopeVerdict::InScope)]), 1);
+    h.done(
+        &j,
+        ok(vec![link("http://a.test/drop/2", ScopeVerdict::InScope)]),
+        1,
+    );
     // nothing is left to lease: the queued /drop/ URLs are recorded excluded as they come up
     assert!(h.lease(2).0.is_empty());
     h.flush();
     h.assert_unique();
-    assert_eq!(h.record("http://a.test/drop/1").reason, Some(Reason::Filter));
-    assert_eq!(h.record("http://a.test/drop/2").reason, Some(Reason::Filter));
+    assert_eq!(
+        h.record("http://a.test/drop/1").reason,
+        Some(Reason::Filter)
+    );
+    assert_eq!(
+        h.record("http://a.test/drop/2").reason,
+        Some(Reason::Filter)
+    );
     assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
 }

@@ -401,9 +401,9 @@ async fn misbehaving_hops_end_within_their_deadlines() {
     }
     // each fault classified as the phase that hung or failed (the proxy deadlines fired, not the request timeout)
     for (chain, kind) in [
-        ("greet", "timeout(greeting)"),
-        ("creply", "timeout(connectreply)"),
-        ("auth", "authfailed"),
+        ("greet", "timeout_greeting"),
+        ("creply", "timeout_connect_reply"),
+        ("auth", "auth_failed"),
     ] {
         assert!(
             logged_fault(&res.stderr, chain, kind),
@@ -641,7 +641,7 @@ async fn credentials_never_appear() {
     );
     assert!(res.stderr.contains("DEBUG"), "debug logs were on");
     assert!(
-        logged_fault(&res.stderr, "bad", "authfailed"),
+        logged_fault(&res.stderr, "bad", "auth_failed"),
         "{}",
         tail(&res.stderr)
     );

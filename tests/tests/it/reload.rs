@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crawl_core::record::Record;
 use crawl_tests::engine::{RunResult, TestCrawl, signal, wait_with_deadline};
+use crawl_tests::prom;
 use crawl_tests::site::{ExpectOptions, RequestLog, Site, SiteSpec};
 
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -60,6 +61,33 @@ async fn wait_requests(site: &Site, n: usize) {
             page_requests(site).len()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// `crawl_config_reloads_total{outcome}` of a running crawl, once it has counted one reload.
+async fn reloads(port: u16, outcome: &'static str) -> f64 {
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let start = Instant::now();
+    loop {
+        let text = tokio::task::spawn_blocking(move || prom::scrape(addr, None))
+            .await
+            .expect("join")
+            .expect("scrape");
+        let scrape = prom::parse(&text.1).expect("parse");
+        let total = scrape.sum("crawl_config_reloads_total");
+        if total >= 1.0 || start.elapsed() > Duration::from_secs(5) {
+            return scrape
+                .value("crawl_config_reloads_total", &[("outcome", outcome)])
+                .unwrap_or(0.0);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -139,12 +167,15 @@ async fn sighup_with_an_invalid_file_keeps_the_running_config() {
         .start()
         .await
         .expect("site");
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", ""));
+    let port = free_port();
+    let metrics = format!("[observability]\nmetrics_listen = \"127.0.0.1:{port}\"\n");
+    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
     let child = c.spawn();
     wait_requests(&site, 2).await;
     c.write_raw("[politeness]\nmin_delay_ms = \"fast\"\nno_such_key = 1\n");
     signal(&child, "HUP");
     let hup = Instant::now();
+    assert_eq!(reloads(port, "invalid").await, 1.0);
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(
@@ -178,7 +209,9 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
         .start()
         .await
         .expect("site");
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", ""));
+    let port = free_port();
+    let metrics = format!("[observability]\nmetrics_listen = \"127.0.0.1:{port}\"\n");
+    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
     let elsewhere = c.dir.path().join("elsewhere");
     let child = c.spawn();
     wait_requests(&site, 2).await;
@@ -186,10 +219,14 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
     c.rewrite(&politeness(
         0,
         "",
-        &format!("[frontier]\ndata_dir = \"{}\"\n", elsewhere.display()),
+        &format!(
+            "{metrics}[frontier]\ndata_dir = \"{}\"\n",
+            elsewhere.display()
+        ),
     ));
     signal(&child, "HUP");
     let hup = Instant::now();
+    assert_eq!(reloads(port, "rejected").await, 1.0);
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("reload rejected"), "{}", run.stderr);
