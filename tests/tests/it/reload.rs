@@ -1,6 +1,7 @@
 //! SIGHUP with the real binary: a lower `min_delay_ms` shows in the inter-arrival times at the site; an invalid
 //! file and a change to `frontier.data_dir` are rejected while the crawl goes on; a burst of 20 SIGHUPs leaves the
-//! last file's User-Agent in force. Every crawl still ends with each URL recorded exactly once.
+//! last file's User-Agent in force; a reload turns sampling on and raises the log level. Every crawl still ends
+//! with each URL recorded exactly once.
 //!
 //! Hosts use 127.0.0.200..=209 (this file's range).
 
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crawl_core::record::Record;
 use crawl_tests::engine::{RunResult, TestCrawl, signal, wait_with_deadline};
+use crawl_tests::otlp::OtlpReceiver;
 use crawl_tests::prom;
 use crawl_tests::site::{ExpectOptions, RequestLog, Site, SiteSpec};
 
@@ -276,5 +278,73 @@ async fn a_burst_of_sighups_leaves_the_last_config_in_force() {
         assert_eq!(r.user_agent.as_deref(), Some("burst-ua-20"), "{}", r.path);
     }
     assert_complete(&c.records(), &site);
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_turns_tracing_on_and_raises_the_log_level() {
+    const PAGES: usize = 24;
+    let rx = OtlpReceiver::start().await;
+    let site = Site::builder(chain_site(204, PAGES))
+        .start()
+        .await
+        .expect("site");
+    let obs = |ratio: u32, level: &str| {
+        format!(
+            "[observability]\notlp_endpoint = \"{}\"\nsample_ratio = {ratio}\nlog_level = \"{level}\"\n",
+            rx.endpoint()
+        )
+    };
+    let c = TestCrawl::new(
+        &[site.page_url(0, 0)],
+        &politeness(100, "", &obs(0, "warn")),
+    );
+    let child = c.spawn();
+    wait_requests(&site, 4).await;
+    c.rewrite(&politeness(100, "", &obs(1, "info")));
+    signal(&child, "HUP");
+    let run = finish(child).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    // At "warn" nothing was logged at info before the reload; the reload's own info line shows the new level.
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("config reloaded"))
+        .unwrap_or_else(|| panic!("no info line after the reload:\n{}", run.stderr));
+    assert!(
+        lines[..at]
+            .iter()
+            .all(|l| !l.contains("\"level\":\"INFO\"")),
+        "info lines at warn: {:?}",
+        &lines[..at]
+    );
+    assert!(
+        lines[at].contains("observability.sample_ratio"),
+        "{}",
+        lines[at]
+    );
+    // Records fetched before the reload were not sampled, those after it were.
+    let records = c.records();
+    assert_complete(&records, &site);
+    rx.wait_for_async(|s| !s.is_empty(), Duration::from_secs(5))
+        .await;
+    let exported: BTreeSet<String> = rx.spans().into_iter().map(|s| s.trace_id).collect();
+    let traced: Vec<bool> = records
+        .iter()
+        .map(|r| exported.contains(r.trace_id.as_deref().expect("trace id")))
+        .collect();
+    assert!(
+        !traced[0],
+        "the first record was exported at sample_ratio 0"
+    );
+    assert!(
+        traced.last() == Some(&true),
+        "the last record was not exported after the reload"
+    );
+    let first_on = traced.iter().position(|t| *t).expect("some exported");
+    assert!(
+        traced[first_on..].iter().all(|t| *t),
+        "sampling went off again: {traced:?}"
+    );
     site.shutdown().await;
 }
