@@ -235,3 +235,11 @@ pub fn signal(child: &Child, sig: &str) {
         .arg(child.id().to_string())
         .status();
 }
+
+/// A TCP port free on 127.0.0.1 right now (for a listener the binary opens, e.g. `metrics_listen`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}

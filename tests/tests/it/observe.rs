@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crawl_core::record::{Outcome, Record};
-use crawl_tests::engine::{TestCrawl, signal, wait_with_deadline};
+use crawl_tests::engine::{TestCrawl, free_port, signal, wait_with_deadline};
 use crawl_tests::otlp::{OtlpReceiver, SpanRecord, traces};
 use crawl_tests::prom;
 use crawl_tests::site::{Route, Site, SiteSpec};
@@ -32,13 +32,6 @@ fn spec(first_octet: u8) -> SiteSpec {
         log_requests: true,
         ..SiteSpec::default()
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 fn is_hex32(s: &str) -> bool {

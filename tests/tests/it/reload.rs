@@ -10,7 +10,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crawl_core::record::Record;
-use crawl_tests::engine::{RunResult, TestCrawl, signal, wait_with_deadline};
+use crawl_tests::engine::{RunResult, TestCrawl, free_port, signal, wait_with_deadline};
 use crawl_tests::otlp::OtlpReceiver;
 use crawl_tests::prom;
 use crawl_tests::site::{ExpectOptions, RequestLog, Site, SiteSpec};
@@ -66,13 +66,6 @@ async fn wait_requests(site: &Site, n: usize) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 /// `crawl_config_reloads_total{outcome}` of a running crawl, once it has counted one reload.
 async fn reloads(port: u16, outcome: &'static str) -> f64 {
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
@@ -97,6 +90,27 @@ async fn finish(child: Child) -> RunResult {
     tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE))
         .await
         .expect("join")
+}
+
+/// The 150 ms delay of the running config still separates every request after `hup`.
+fn assert_delay_kept(site: &Site, hup: Instant, what: &str) {
+    let reqs = page_requests(site);
+    let after: Vec<&RequestLog> = reqs.iter().filter(|r| r.start > hup).collect();
+    for w in after.windows(2) {
+        assert!(
+            w[1].start - w[0].start >= Duration::from_millis(120),
+            "{what}"
+        );
+    }
+}
+
+/// A config tail with a metrics listener on a free port, and the port.
+fn metrics_on_free_port() -> (String, u16) {
+    let port = free_port();
+    (
+        format!("[observability]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+        port,
+    )
 }
 
 /// Every URL the site expects recorded exactly once, and each requested once.
@@ -169,8 +183,7 @@ async fn sighup_with_an_invalid_file_keeps_the_running_config() {
         .start()
         .await
         .expect("site");
-    let port = free_port();
-    let metrics = format!("[observability]\nmetrics_listen = \"127.0.0.1:{port}\"\n");
+    let (metrics, port) = metrics_on_free_port();
     let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
     let child = c.spawn();
     wait_requests(&site, 2).await;
@@ -192,14 +205,7 @@ async fn sighup_with_an_invalid_file_keeps_the_running_config() {
     );
     assert!(!run.stderr.contains("config reloaded"));
     // The old delay is still in force after the failed reload.
-    let reqs = page_requests(&site);
-    let after: Vec<&RequestLog> = reqs.iter().filter(|r| r.start > hup).collect();
-    for w in after.windows(2) {
-        assert!(
-            w[1].start - w[0].start >= Duration::from_millis(120),
-            "delay changed"
-        );
-    }
+    assert_delay_kept(&site, hup, "the delay changed");
     assert_complete(&c.records(), &site);
     site.shutdown().await;
 }
@@ -211,8 +217,7 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
         .start()
         .await
         .expect("site");
-    let port = free_port();
-    let metrics = format!("[observability]\nmetrics_listen = \"127.0.0.1:{port}\"\n");
+    let (metrics, port) = metrics_on_free_port();
     let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
     let elsewhere = c.dir.path().join("elsewhere");
     let child = c.spawn();
@@ -234,14 +239,7 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
     assert!(run.stderr.contains("reload rejected"), "{}", run.stderr);
     assert!(run.stderr.contains("frontier.data_dir"), "{}", run.stderr);
     assert!(!elsewhere.exists(), "the new data_dir was used");
-    let reqs = page_requests(&site);
-    let after: Vec<&RequestLog> = reqs.iter().filter(|r| r.start > hup).collect();
-    for w in after.windows(2) {
-        assert!(
-            w[1].start - w[0].start >= Duration::from_millis(120),
-            "the delay was half-applied"
-        );
-    }
+    assert_delay_kept(&site, hup, "the delay was half-applied");
     assert_complete(&c.records(), &site);
     site.shutdown().await;
 }
