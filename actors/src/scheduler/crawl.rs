@@ -64,7 +64,8 @@ pub struct Crawl {
     leases: HashMap<JobId, Lease>,
     next_job: JobId,
     next_entry_seq: u64,
-    unsent: Vec<(u64, Vec<u8>)>,
+    /// Records made but not committed yet: (sequence, JSONL line, trace).
+    unsent: Vec<(u64, Vec<u8>, TraceCtx)>,
     written_upto: u64,
     committed_upto: u64,
     sitemaps_seen: HashSet<String>,
@@ -79,37 +80,10 @@ pub struct Crawl {
     pending_trace: Option<TraceCtx>,
     /// Traces of URLs queued again (retry, re-drive), continued by their next lease.
     retry_traces: HashMap<String, TraceCtx>,
-    /// Traces of records not committed yet, by sequence.
-    unsent_traces: Vec<(u64, TraceCtx)>,
-    /// Traces of committed records on their way to the sink: (commit started, traces).
-    writing: VecDeque<(Instant, Vec<(u64, TraceCtx)>)>,
+    /// Traces of committed records on their way to the sink: (sequence, commit started, trace), in order.
+    writing: VecDeque<(u64, Instant, TraceCtx)>,
     /// The scope changed in a reload: queued URLs are judged again when they come up.
     rescope: bool,
-}
-
-/// Root-span attributes of a job.
-fn job_attributes(entry: &Entry) -> Vec<KeyValue> {
-    vec![
-        KeyValue::new("url.full", redact_url(&entry.url)),
-        KeyValue::new(
-            "crawl.kind",
-            match entry.kind {
-                JobKind::Page => "page",
-                JobKind::Robots => "robots",
-                JobKind::Sitemap => "sitemap",
-            },
-        ),
-        KeyValue::new("crawl.depth", i64::from(entry.depth)),
-    ]
-}
-
-/// The registrable domain of a URL's host (the IP for IP hosts), for per-site metric labels.
-fn host_group(url: &str) -> String {
-    let host = url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_default();
-    psl::domain_str(&host).map_or(host.clone(), str::to_owned)
 }
 
 impl Crawl {
@@ -144,7 +118,6 @@ impl Crawl {
             pending_dns: None,
             pending_trace: None,
             retry_traces: HashMap::new(),
-            unsent_traces: Vec::new(),
             writing: VecDeque::new(),
             rescope: false,
         };
@@ -226,22 +199,7 @@ impl Crawl {
         } else {
             None
         };
-        let trace = match own.or(trace) {
-            Some(t) => t,
-            None => {
-                // A URL recorded without a lease (excluded, disallowed): a root span of its own.
-                let now = std::time::SystemTime::now();
-                trace::root(
-                    "crawl.url",
-                    now,
-                    vec![
-                        KeyValue::new("url.full", redact_url(&record.url)),
-                        KeyValue::new("crawl.kind", "page"),
-                        KeyValue::new("crawl.depth", i64::from(record.depth)),
-                    ],
-                )
-            }
-        };
+        let trace = own.or(trace).unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
         self.observe(&record, &trace);
         let line = record.to_line();
@@ -250,41 +208,7 @@ impl Crawl {
         if page_job {
             self.pages_done += 1;
         }
-        self.unsent.push((seq, line));
-        self.unsent_traces.push((seq, trace));
-    }
-
-    /// Metrics and root-span attributes of a record.
-    fn observe(&self, record: &Record, trace: &TraceCtx) {
-        let m = metrics();
-        let reason = record.reason.map_or("", Reason::as_str);
-        m.record(record.outcome.as_str(), reason);
-        if record.outcome == Outcome::Fetched
-            && let Some(status) = record.status
-        {
-            m.response(status, record.content_length.unwrap_or(0));
-        }
-        if let Some(ms) = record.elapsed_ms {
-            let exemplar = trace.is_sampled().then(|| trace.trace_id()).flatten();
-            m.fetch_duration(record.outcome.as_str(), ms as f64 / 1000.0, exemplar);
-        }
-        if matches!(record.reason, Some(Reason::TooLarge | Reason::Decode)) {
-            m.parse_failure(reason);
-        }
-        let mut attrs = vec![
-            KeyValue::new("crawl.outcome", record.outcome.as_str()),
-            KeyValue::new("crawl.attempt", i64::from(record.attempts)),
-        ];
-        if !reason.is_empty() {
-            attrs.push(KeyValue::new("crawl.reason", reason));
-        }
-        if let Some(s) = record.status {
-            attrs.push(KeyValue::new("http.response.status_code", i64::from(s)));
-        }
-        trace.set_attributes(attrs);
-        if record.outcome == Outcome::Failed {
-            trace.set_error(record.error.as_deref().unwrap_or(reason));
-        }
+        self.unsent.push((seq, line, trace));
     }
 
     fn limit_reached(&self) -> bool {
@@ -336,30 +260,7 @@ impl Crawl {
                     if entry.kind == JobKind::Page {
                         self.page_leases += 1;
                     }
-                    let queued = wall(entry.queued_at.unwrap_or(now));
-                    let trace = match self.retry_traces.remove(&entry.url) {
-                        Some(t) => t,
-                        None => trace::root("crawl.url", queued, job_attributes(&entry)),
-                    };
-                    let at = wall(now);
-                    trace.span(
-                        "frontier.wait",
-                        queued,
-                        at,
-                        vec![KeyValue::new(
-                            "crawl.host",
-                            self.queues.host_name(host).to_owned(),
-                        )],
-                    );
-                    if entry.kind == JobKind::Page {
-                        let verdict = if respect { "allowed" } else { "not_checked" };
-                        trace.span(
-                            "robots.check",
-                            at,
-                            at,
-                            vec![KeyValue::new("robots.verdict", verdict)],
-                        );
-                    }
+                    let trace = self.lease_trace(host, &entry, now);
                     let job = Job {
                         id,
                         host,
@@ -403,22 +304,7 @@ impl Crawl {
             );
             record.dns = dns;
             record.attempts = 0;
-            let now = std::time::SystemTime::now();
-            let queued = entry.queued_at.map_or(now, wall);
-            let t = trace::root("crawl.url", queued, job_attributes(&entry));
-            t.span("frontier.wait", queued, now, Vec::new());
-            let verdict = if reason == Reason::Robots {
-                "disallowed"
-            } else {
-                "unavailable"
-            };
-            t.span(
-                "robots.check",
-                now,
-                now,
-                vec![KeyValue::new("robots.verdict", verdict)],
-            );
-            self.finish_traced(record, false, Some(t));
+            self.finish_traced(record, false, Some(Self::dropped_trace(&entry, reason)));
         }
     }
 
@@ -498,246 +384,6 @@ impl Crawl {
         }
     }
 
-    /// A job ended, with how its host was resolved (for its record).
-    pub fn job_done_with_dns(
-        &mut self,
-        id: JobId,
-        result: JobResult,
-        dns: Option<DnsInfo>,
-        now: Instant,
-    ) {
-        self.pending_dns = dns;
-        self.job_done(id, result, now);
-        self.pending_dns = None;
-    }
-
-    /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
-    pub fn job_done(&mut self, id: JobId, result: JobResult, now: Instant) {
-        let Some(lease) = self.take_lease(id) else {
-            self.stats.stale_results += 1;
-            return;
-        };
-        let job = lease.job;
-        let (kind, url) = (job.entry.kind, job.entry.url.clone());
-        self.pending_trace = Some(job.trace.clone());
-        if let JobResult::FetchFailed { reason, .. } = &result {
-            metrics().fetch_error(reason.as_str());
-        }
-        if let JobResult::Page(out) = &result
-            && matches!(out.status, 403 | 429 | 503)
-        {
-            metrics().antibot(out.status, &host_group(&url));
-        }
-        self.dispatch_result(job, result, now);
-        // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
-        if let Some(t) = self.pending_trace.take() {
-            if kind == JobKind::Page {
-                self.retry_traces.insert(url, t);
-            } else {
-                t.end(wall(now));
-            }
-        }
-    }
-
-    fn dispatch_result(&mut self, job: Job, result: JobResult, now: Instant) {
-        match (job.entry.kind, result) {
-            (_, JobResult::Panicked { stage, detail }) => self.on_panic(job, stage, &detail, now),
-            (JobKind::Robots, result) => self.on_robots(job, result, now),
-            (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
-            (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, now),
-            (
-                JobKind::Page,
-                JobResult::FetchFailed {
-                    reason,
-                    detail,
-                    retryable,
-                },
-            ) => {
-                if retryable && job.entry.retries < self.settings.max_retries {
-                    let wait = self
-                        .settings
-                        .retry_base
-                        .saturating_mul(1 << job.entry.retries.min(16));
-                    self.queues.release(
-                        job.host,
-                        now,
-                        Feedback::Throttled {
-                            retry_after: Some(wait),
-                        },
-                    );
-                    self.retry(job.entry, now);
-                } else {
-                    self.queues.release(job.host, now, Feedback::Ok);
-                    let e = &job.entry;
-                    let mut record = Record::terminal(
-                        &e.url,
-                        e.depth,
-                        e.parent.as_deref(),
-                        reason,
-                        Some(detail),
-                    );
-                    record.attempts = e.tries();
-                    record.elapsed_ms =
-                        Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
-                    self.finish(record, true);
-                }
-            }
-            (JobKind::Page, other) => {
-                self.queues.release(job.host, now, Feedback::Ok);
-                let e = &job.entry;
-                let detail = format!("unexpected result for a page job: {other:?}");
-                let mut record = Record::terminal(
-                    &e.url,
-                    e.depth,
-                    e.parent.as_deref(),
-                    Reason::Protocol,
-                    Some(detail),
-                );
-                record.attempts = e.tries();
-                self.finish(record, true);
-            }
-        }
-    }
-
-    fn retry(&mut self, mut entry: Entry, now: Instant) {
-        entry.retries += 1;
-        self.stats.retries += 1;
-        metrics().retry();
-        self.requeue(entry, now);
-    }
-
-    fn on_panic(&mut self, job: Job, stage: &str, detail: &str, now: Instant) {
-        self.stats.panics += 1;
-        let mut entry = job.entry;
-        entry.attempt += 1;
-        tracing::warn!(url = %entry.url, stage, attempt = entry.attempt, detail, "handler panicked; re-driving url");
-        let poisoned = entry.attempt >= self.settings.max_attempts;
-        if !(poisoned && entry.kind == JobKind::Robots) {
-            // on_robots releases the host itself
-            self.queues.release(job.host, now, Feedback::Ok);
-        }
-        if poisoned {
-            if entry.kind == JobKind::Page {
-                let mut record = Record::terminal(
-                    &entry.url,
-                    entry.depth,
-                    entry.parent.as_deref(),
-                    Reason::Poison,
-                    Some(format!(
-                        "{stage} panicked {} times: {detail}",
-                        entry.attempt
-                    )),
-                );
-                // `attempt` already counts this try
-                record.attempts = entry.attempt + entry.retries;
-                self.finish(record, true);
-            } else if entry.kind == JobKind::Robots {
-                self.on_robots(
-                    Job { entry, ..job },
-                    JobResult::Robots(RobotsOutcome::Unavailable {
-                        detail: detail.to_owned(),
-                    }),
-                    now,
-                );
-            }
-            return;
-        }
-        self.requeue(entry, now);
-    }
-
-    fn on_page(&mut self, job: Job, out: PageOutcome, now: Instant) {
-        let entry = job.entry;
-        let throttled = out.status == 429 || out.status == 503;
-        if throttled && entry.retries < self.settings.max_retries {
-            self.queues.release(
-                job.host,
-                now,
-                Feedback::Throttled {
-                    retry_after: out.retry_after,
-                },
-            );
-            self.retry(entry, now);
-            return;
-        }
-        let feedback = if throttled {
-            Feedback::Throttled {
-                retry_after: out.retry_after,
-            }
-        } else {
-            Feedback::Ok
-        };
-        self.queues.release(job.host, now, feedback);
-        let mut record = Record {
-            url: entry.url.clone(),
-            outcome: Outcome::Fetched,
-            reason: None,
-            status: Some(out.status),
-            depth: entry.depth,
-            parent: entry.parent.clone(),
-            redirect_to: None,
-            content_type: out.content_type.clone(),
-            content_length: Some(out.content_length),
-            links: Some(out.links_found),
-            fetched_at: now_rfc3339(),
-            elapsed_ms: Some(out.elapsed_ms),
-            attempts: entry.tries(),
-            http_version: Some(out.http_version.clone()),
-            noindex: out.noindex,
-            error: None,
-            dns: None,
-            proxy: out.proxy.clone(),
-            trace_id: None,
-        };
-        if let Some((reason, detail)) = out.body_error {
-            record.outcome = reason.outcome();
-            record.reason = Some(reason);
-            record.error = Some(detail);
-            record.links = None;
-            self.finish(record, true);
-            return;
-        }
-        if (300..400).contains(&out.status) {
-            match out.redirect_to {
-                Some(Ok(target)) => {
-                    record.redirect_to = Some(target.url.clone());
-                    let mut chain = entry.redirect_chain.clone();
-                    chain.push(entry.url.clone());
-                    if chain.contains(&target.url) {
-                        record.outcome = Outcome::Failed;
-                        record.reason = Some(Reason::RedirectLoop);
-                        record.error = Some(format!("redirect loop back to {}", target.url));
-                        self.finish(record, true);
-                        return;
-                    }
-                    if chain.len() as u32 > self.settings.max_redirects {
-                        record.outcome = Outcome::Failed;
-                        record.reason = Some(Reason::TooManyRedirects);
-                        record.error = Some(format!(
-                            "more than {} redirects",
-                            self.settings.max_redirects
-                        ));
-                        self.finish(record, true);
-                        return;
-                    }
-                    self.finish(record, true);
-                    self.admit(&target, entry.depth, Some(&entry.url), chain, now);
-                }
-                Some(Err(detail)) => {
-                    record.error = Some(detail);
-                    self.finish(record, true);
-                }
-                None => self.finish(record, true),
-            }
-            return;
-        }
-        self.finish(record, true);
-        if (200..300).contains(&out.status) {
-            for link in &out.links {
-                self.admit(link, entry.depth + 1, Some(&entry.url), Vec::new(), now);
-            }
-        }
-    }
-
     /// A config reload: the politeness policy applies from the next lease, the scope to links found from now on
     /// and to URLs still queued (judged again when they come up, and recorded excluded if they left the scope).
     pub fn reconfigure(
@@ -805,19 +451,17 @@ impl Crawl {
         let started = Instant::now();
         let info = self.store.commit()?;
         self.stats.commits += 1;
-        let traces = std::mem::take(&mut self.unsent_traces);
-        if !traces.is_empty() {
-            self.writing.push_back((started, traces));
-        }
         tracing::trace!(
             added = info.added,
             finished = info.finished,
             trimmed = info.trimmed,
             "frontier committed"
         );
-        let out = std::mem::take(&mut self.unsent);
-        if let Some((seq, _)) = out.last() {
-            self.committed_upto = *seq;
+        let mut out = Vec::with_capacity(self.unsent.len());
+        for (seq, line, trace) in std::mem::take(&mut self.unsent) {
+            self.committed_upto = seq;
+            self.writing.push_back((seq, started, trace));
+            out.push((seq, line));
         }
         Ok(out)
     }
@@ -829,37 +473,6 @@ impl Crawl {
             self.store.trim_outbox(seq);
         }
         self.end_written_traces(seq);
-    }
-
-    /// Ends the traces of records now in the JSONL: an `output.write` span from the commit to the write.
-    fn end_written_traces(&mut self, upto: u64) {
-        let end = std::time::SystemTime::now();
-        while let Some((started, traces)) = self.writing.front_mut() {
-            let start = wall(*started);
-            let mut rest = Vec::new();
-            for (seq, t) in std::mem::take(traces) {
-                if seq <= upto {
-                    t.span(
-                        "output.write",
-                        start,
-                        end,
-                        vec![KeyValue::new(
-                            "crawl.jsonl_line",
-                            i64::try_from(seq).unwrap_or(i64::MAX),
-                        )],
-                    );
-                    t.end(end);
-                } else {
-                    rest.push((seq, t));
-                }
-            }
-            if rest.is_empty() {
-                self.writing.pop_front();
-            } else {
-                *traces = rest;
-                break;
-            }
-        }
     }
 
     /// Whether the crawl is over (all durable work written). None while it goes on.
@@ -912,8 +525,12 @@ impl Crawl {
     }
 }
 
+#[path = "crawl_results.rs"]
+mod results;
 #[path = "crawl_robots.rs"]
 mod robots_jobs;
+#[path = "crawl_trace.rs"]
+mod trace_metrics;
 
 #[cfg(test)]
 #[path = "crawl_tests.rs"]

@@ -1,0 +1,248 @@
+//! The scheduler's handling of a finished job: retries with backoff, panics (re-drive, poison), and page results
+//! (records, redirects with loop and length limits, link admission). Robots and sitemap results are in
+//! `crawl_robots.rs`.
+
+use super::trace_metrics::host_group;
+use super::*;
+
+impl Crawl {
+    /// A job ended, with how its host was resolved (for its record).
+    pub fn job_done_with_dns(
+        &mut self,
+        id: JobId,
+        result: JobResult,
+        dns: Option<DnsInfo>,
+        now: Instant,
+    ) {
+        self.pending_dns = dns;
+        self.job_done(id, result, now);
+        self.pending_dns = None;
+    }
+
+    /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
+    pub fn job_done(&mut self, id: JobId, result: JobResult, now: Instant) {
+        let Some(lease) = self.take_lease(id) else {
+            self.stats.stale_results += 1;
+            return;
+        };
+        let job = lease.job;
+        let (kind, url) = (job.entry.kind, job.entry.url.clone());
+        self.pending_trace = Some(job.trace.clone());
+        if let JobResult::FetchFailed { reason, .. } = &result {
+            metrics().fetch_error(reason.as_str());
+        }
+        if let JobResult::Page(out) = &result
+            && matches!(out.status, 403 | 429 | 503)
+        {
+            metrics().antibot(out.status, &host_group(&url));
+        }
+        self.dispatch_result(job, result, now);
+        // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
+        if let Some(t) = self.pending_trace.take() {
+            if kind == JobKind::Page {
+                self.retry_traces.insert(url, t);
+            } else {
+                t.end(wall(now));
+            }
+        }
+    }
+
+    pub(super) fn dispatch_result(&mut self, job: Job, result: JobResult, now: Instant) {
+        match (job.entry.kind, result) {
+            (_, JobResult::Panicked { stage, detail }) => self.on_panic(job, stage, &detail, now),
+            (JobKind::Robots, result) => self.on_robots(job, result, now),
+            (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
+            (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, now),
+            (
+                JobKind::Page,
+                JobResult::FetchFailed {
+                    reason,
+                    detail,
+                    retryable,
+                },
+            ) => {
+                if retryable && job.entry.retries < self.settings.max_retries {
+                    let wait = self
+                        .settings
+                        .retry_base
+                        .saturating_mul(1 << job.entry.retries.min(16));
+                    self.queues.release(
+                        job.host,
+                        now,
+                        Feedback::Throttled {
+                            retry_after: Some(wait),
+                        },
+                    );
+                    self.retry(job.entry, now);
+                } else {
+                    self.queues.release(job.host, now, Feedback::Ok);
+                    let e = &job.entry;
+                    let mut record = Record::terminal(
+                        &e.url,
+                        e.depth,
+                        e.parent.as_deref(),
+                        reason,
+                        Some(detail),
+                    );
+                    record.attempts = e.tries();
+                    record.elapsed_ms =
+                        Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
+                    self.finish(record, true);
+                }
+            }
+            (JobKind::Page, other) => {
+                self.queues.release(job.host, now, Feedback::Ok);
+                let e = &job.entry;
+                let detail = format!("unexpected result for a page job: {other:?}");
+                let mut record = Record::terminal(
+                    &e.url,
+                    e.depth,
+                    e.parent.as_deref(),
+                    Reason::Protocol,
+                    Some(detail),
+                );
+                record.attempts = e.tries();
+                self.finish(record, true);
+            }
+        }
+    }
+
+    pub(super) fn retry(&mut self, mut entry: Entry, now: Instant) {
+        entry.retries += 1;
+        self.stats.retries += 1;
+        metrics().retry();
+        self.requeue(entry, now);
+    }
+
+    pub(super) fn on_panic(&mut self, job: Job, stage: &str, detail: &str, now: Instant) {
+        self.stats.panics += 1;
+        let mut entry = job.entry;
+        entry.attempt += 1;
+        tracing::warn!(url = %entry.url, stage, attempt = entry.attempt, detail, "handler panicked; re-driving url");
+        let poisoned = entry.attempt >= self.settings.max_attempts;
+        if !(poisoned && entry.kind == JobKind::Robots) {
+            // on_robots releases the host itself
+            self.queues.release(job.host, now, Feedback::Ok);
+        }
+        if poisoned {
+            if entry.kind == JobKind::Page {
+                let mut record = Record::terminal(
+                    &entry.url,
+                    entry.depth,
+                    entry.parent.as_deref(),
+                    Reason::Poison,
+                    Some(format!(
+                        "{stage} panicked {} times: {detail}",
+                        entry.attempt
+                    )),
+                );
+                // `attempt` already counts this try
+                record.attempts = entry.attempt + entry.retries;
+                self.finish(record, true);
+            } else if entry.kind == JobKind::Robots {
+                self.on_robots(
+                    Job { entry, ..job },
+                    JobResult::Robots(RobotsOutcome::Unavailable {
+                        detail: detail.to_owned(),
+                    }),
+                    now,
+                );
+            }
+            return;
+        }
+        self.requeue(entry, now);
+    }
+
+    pub(super) fn on_page(&mut self, job: Job, out: PageOutcome, now: Instant) {
+        let entry = job.entry;
+        let throttled = out.status == 429 || out.status == 503;
+        if throttled && entry.retries < self.settings.max_retries {
+            self.queues.release(
+                job.host,
+                now,
+                Feedback::Throttled {
+                    retry_after: out.retry_after,
+                },
+            );
+            self.retry(entry, now);
+            return;
+        }
+        let feedback = if throttled {
+            Feedback::Throttled {
+                retry_after: out.retry_after,
+            }
+        } else {
+            Feedback::Ok
+        };
+        self.queues.release(job.host, now, feedback);
+        let mut record = Record {
+            url: entry.url.clone(),
+            outcome: Outcome::Fetched,
+            reason: None,
+            status: Some(out.status),
+            depth: entry.depth,
+            parent: entry.parent.clone(),
+            redirect_to: None,
+            content_type: out.content_type.clone(),
+            content_length: Some(out.content_length),
+            links: Some(out.links_found),
+            fetched_at: now_rfc3339(),
+            elapsed_ms: Some(out.elapsed_ms),
+            attempts: entry.tries(),
+            http_version: Some(out.http_version.clone()),
+            noindex: out.noindex,
+            error: None,
+            dns: None,
+            proxy: out.proxy.clone(),
+            trace_id: None,
+        };
+        if let Some((reason, detail)) = out.body_error {
+            record.outcome = reason.outcome();
+            record.reason = Some(reason);
+            record.error = Some(detail);
+            record.links = None;
+            self.finish(record, true);
+            return;
+        }
+        if (300..400).contains(&out.status) {
+            match out.redirect_to {
+                Some(Ok(target)) => {
+                    record.redirect_to = Some(target.url.clone());
+                    let mut chain = entry.redirect_chain.clone();
+                    chain.push(entry.url.clone());
+                    if chain.contains(&target.url) {
+                        record.outcome = Outcome::Failed;
+                        record.reason = Some(Reason::RedirectLoop);
+                        record.error = Some(format!("redirect loop back to {}", target.url));
+                        self.finish(record, true);
+                        return;
+                    }
+                    if chain.len() as u32 > self.settings.max_redirects {
+                        record.outcome = Outcome::Failed;
+                        record.reason = Some(Reason::TooManyRedirects);
+                        record.error = Some(format!(
+                            "more than {} redirects",
+                            self.settings.max_redirects
+                        ));
+                        self.finish(record, true);
+                        return;
+                    }
+                    self.finish(record, true);
+                    self.admit(&target, entry.depth, Some(&entry.url), chain, now);
+                }
+                Some(Err(detail)) => {
+                    record.error = Some(detail);
+                    self.finish(record, true);
+                }
+                None => self.finish(record, true),
+            }
+            return;
+        }
+        self.finish(record, true);
+        if (200..300).contains(&out.status) {
+            for link in &out.links {
+                self.admit(link, entry.depth + 1, Some(&entry.url), Vec::new(), now);
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The scheduler's part of a URL's trace and of the metrics: the root span (from when the URL was queued), the
+//! `frontier.wait` and `robots.check` spans at lease time, the root's outcome attributes and the per-record metrics
+//! when the record is made, and the `output.write` span that ends the trace once the record is in the JSONL.
+//! Attributes are only built for traces that are exported.
+
+use super::*;
+
+/// Root-span attributes of a URL.
+fn url_attributes(url: &str, kind: JobKind, depth: u32) -> Vec<KeyValue> {
+    let kind = match kind {
+        JobKind::Page => "page",
+        JobKind::Robots => "robots",
+        JobKind::Sitemap => "sitemap",
+    };
+    vec![
+        KeyValue::new("url.full", redact_url(url)),
+        KeyValue::new("crawl.kind", kind),
+        KeyValue::new("crawl.depth", i64::from(depth)),
+    ]
+}
+
+/// A new root span for a URL, started at `start`.
+fn root_span(url: &str, kind: JobKind, depth: u32, start: std::time::SystemTime) -> TraceCtx {
+    let t = trace::root("crawl.url", start, Vec::new());
+    if t.is_sampled() {
+        t.set_attributes(url_attributes(url, kind, depth));
+    }
+    t
+}
+
+/// The registrable domain of a URL's host (the IP for IP hosts), for per-site metric labels.
+pub(super) fn host_group(url: &str) -> String {
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    psl::domain_str(&host).map_or(host.clone(), str::to_owned)
+}
+
+impl Crawl {
+    /// The trace of a job being leased: the one of its earlier tries, or a new root from when it was queued;
+    /// with its queue-wait span and, for pages, the robots verdict that let it go.
+    pub(super) fn lease_trace(&mut self, host: HostId, entry: &Entry, now: Instant) -> TraceCtx {
+        let queued = wall(entry.queued_at.unwrap_or(now));
+        let t = self
+            .retry_traces
+            .remove(&entry.url)
+            .unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
+        if t.is_sampled() {
+            let at = wall(now);
+            let host = self.queues.host_name(host).to_owned();
+            t.span(
+                "frontier.wait",
+                queued,
+                at,
+                vec![KeyValue::new("crawl.host", host)],
+            );
+            if entry.kind == JobKind::Page {
+                let verdict = if self.settings.respect_robots {
+                    "allowed"
+                } else {
+                    "not_checked"
+                };
+                t.span(
+                    "robots.check",
+                    at,
+                    at,
+                    vec![KeyValue::new("robots.verdict", verdict)],
+                );
+            }
+        }
+        t
+    }
+
+    /// The trace of a URL the robots gate dropped without a lease (`reason` robots or why robots.txt never came).
+    pub(super) fn dropped_trace(entry: &Entry, reason: Reason) -> TraceCtx {
+        let now = std::time::SystemTime::now();
+        let queued = entry.queued_at.map_or(now, wall);
+        let t = root_span(&entry.url, entry.kind, entry.depth, queued);
+        if t.is_sampled() {
+            t.span("frontier.wait", queued, now, Vec::new());
+            let verdict = if reason == Reason::Robots {
+                "disallowed"
+            } else {
+                "unavailable"
+            };
+            t.span(
+                "robots.check",
+                now,
+                now,
+                vec![KeyValue::new("robots.verdict", verdict)],
+            );
+        }
+        t
+    }
+
+    /// The trace of a record made without a lease (an excluded link): a root span of its own.
+    pub(super) fn record_trace(record: &Record) -> TraceCtx {
+        root_span(
+            &record.url,
+            JobKind::Page,
+            record.depth,
+            std::time::SystemTime::now(),
+        )
+    }
+
+    /// Metrics and root-span attributes of a record.
+    pub(super) fn observe(&self, record: &Record, trace: &TraceCtx) {
+        let m = metrics();
+        let reason = record.reason.map_or("", Reason::as_str);
+        m.record(record.outcome.as_str(), reason);
+        if record.outcome == Outcome::Fetched
+            && let Some(status) = record.status
+        {
+            m.response(status, record.content_length.unwrap_or(0));
+        }
+        if let Some(ms) = record.elapsed_ms {
+            let exemplar = trace.is_sampled().then(|| trace.trace_id()).flatten();
+            m.fetch_duration(record.outcome.as_str(), ms as f64 / 1000.0, exemplar);
+        }
+        if matches!(record.reason, Some(Reason::TooLarge | Reason::Decode)) {
+            m.parse_failure(reason);
+        }
+        if !trace.is_sampled() {
+            return;
+        }
+        let mut attrs = vec![
+            KeyValue::new("crawl.outcome", record.outcome.as_str()),
+            KeyValue::new("crawl.attempt", i64::from(record.attempts)),
+        ];
+        if !reason.is_empty() {
+            attrs.push(KeyValue::new("crawl.reason", reason));
+        }
+        if let Some(s) = record.status {
+            attrs.push(KeyValue::new("http.response.status_code", i64::from(s)));
+        }
+        trace.set_attributes(attrs);
+        if record.outcome == Outcome::Failed {
+            trace.set_error(record.error.as_deref().unwrap_or(reason));
+        }
+    }
+
+    /// Ends the traces of records now in the JSONL (up to line `upto`) with an `output.write` span from the
+    /// commit that made them durable to now.
+    pub(super) fn end_written_traces(&mut self, upto: u64) {
+        let end = std::time::SystemTime::now();
+        while self.writing.front().is_some_and(|(seq, ..)| *seq <= upto) {
+            let Some((seq, committed, t)) = self.writing.pop_front() else {
+                break;
+            };
+            t.span(
+                "output.write",
+                wall(committed),
+                end,
+                vec![KeyValue::new(
+                    "crawl.jsonl_line",
+                    i64::try_from(seq).unwrap_or(i64::MAX),
+                )],
+            );
+            t.end(end);
+        }
+    }
+}
