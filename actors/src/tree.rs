@@ -190,7 +190,9 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
             match r
                 .send(Resolve {
                     name,
-                    trace: crawl_observability::trace::current(),
+                    // The fetcher resolved the name just before (its trace has the dns.resolve span); this
+                    // lookup of the connector is a cache hit and adds no span.
+                    trace: crawl_observability::trace::TraceCtx::default(),
                 })
                 .await
             {

@@ -65,11 +65,6 @@ impl Reloader {
         }
     }
 
-    /// The config in force.
-    pub fn current(&self) -> &Config {
-        &self.current
-    }
-
     /// Reads the file again and applies it (or not); logs and counts the outcome.
     pub fn reload(&mut self) -> ReloadOutcome {
         let outcome = self.try_reload();

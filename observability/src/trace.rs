@@ -11,9 +11,8 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{Context, KeyValue, global};
 use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult, SdkTracerProvider, ShouldSample};
-use std::future::Future;
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// The instrumentation scope of every span.
@@ -286,21 +285,6 @@ impl std::fmt::Debug for ChildSpan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("ChildSpan").field(&self.0.is_some()).finish()
     }
-}
-
-tokio::task_local! {
-    static CURRENT: Arc<TraceCtx>;
-}
-
-/// Runs `fut` with `ctx` as the current trace of the task-local scope (read by code that cannot be handed the
-/// context, such as hyper's connector).
-pub async fn scope<F: Future>(ctx: TraceCtx, fut: F) -> F::Output {
-    CURRENT.scope(Arc::new(ctx), fut).await
-}
-
-/// The trace of the enclosing [`scope`], or an empty one.
-pub fn current() -> TraceCtx {
-    CURRENT.try_with(|c| (**c).clone()).unwrap_or_default()
 }
 
 #[cfg(test)]

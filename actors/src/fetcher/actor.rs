@@ -206,15 +206,20 @@ async fn run_job(
             });
         }
     };
-    // The connectors add their spans (connect, TLS) to this job's trace through the probe.
-    let probe = super::connector::ConnProbe::new(job.trace.clone());
-    let result = super::connector::with_probe(probe, async {
+    let fetch = async {
         match job.entry.kind {
             JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
             JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
         }
-    })
-    .await;
+    };
+    // For an exported trace the connectors add their spans (connect, TLS, first byte) through the probe; for the
+    // others nothing is measured.
+    let result = if job.trace.is_sampled() {
+        let probe = super::connector::ConnProbe::new(job.trace.clone());
+        super::connector::with_probe(probe, fetch).await
+    } else {
+        fetch.await
+    };
     match result {
         Ok(response) => Step::Parse(Box::new(Parse { job, response, dns })),
         Err(e) => {

@@ -3,7 +3,7 @@
 //! A panic while parsing is caught: the job goes back to the scheduler as `Panicked` (it re-drives the URL with
 //! attempt + 1), the supervisor is told, and the actor is stopped, which makes the `SyncArbiter` build a fresh one.
 
-use super::logic::{ParseSettings, process};
+use super::logic::{ParseSettings, process, version_str};
 use super::messages::Parse;
 use crate::job::{Faults, JobResult, panic_text};
 use crate::scheduler::messages::JobDone;
@@ -87,6 +87,65 @@ impl Actor for Parser {
     }
 }
 
+/// What the parser saw of a response before handling it, for the `http.body` span.
+struct BodySeen {
+    wire_bytes: usize,
+    version: http::Version,
+    timings: crate::fetcher::http::Timings,
+}
+
+/// The `http.body` span (from the fetcher's timings) and the `parse` span of an exported trace.
+fn record_spans(
+    trace: &crawl_observability::trace::TraceCtx,
+    body: &BodySeen,
+    result: &std::thread::Result<JobResult>,
+    parse_start: std::time::SystemTime,
+    parse_end: std::time::SystemTime,
+) {
+    let page = match result {
+        Ok(JobResult::Page(p)) => Some(p),
+        _ => None,
+    };
+    if let Some(started) = body.timings.started {
+        let mut attrs = vec![
+            KeyValue::new("http.response.body.size", body.wire_bytes as i64),
+            KeyValue::new("network.protocol.version", version_str(body.version)),
+        ];
+        if let Some(p) = page {
+            attrs.push(KeyValue::new(
+                "crawl.decoded_bytes",
+                i64::try_from(p.content_length).unwrap_or(i64::MAX),
+            ));
+        }
+        trace.span(
+            "http.body",
+            wall(started + body.timings.headers),
+            wall(started + body.timings.total),
+            attrs,
+        );
+    }
+    match (result, page) {
+        (_, Some(p)) => trace.span(
+            "parse",
+            parse_start,
+            parse_end,
+            vec![
+                KeyValue::new("crawl.links_found", i64::from(p.links_found)),
+                KeyValue::new("crawl.links_followed", p.links.len() as i64),
+                KeyValue::new("crawl.noindex", p.noindex),
+            ],
+        ),
+        (Ok(_), None) => trace.span("parse", parse_start, parse_end, Vec::new()),
+        (Err(_), None) => trace.failed_span(
+            "parse",
+            parse_start,
+            parse_end,
+            Vec::new(),
+            "parser panicked",
+        ),
+    }
+}
+
 impl Handler<Parse> for Parser {
     type Result = ();
 
@@ -96,56 +155,21 @@ impl Handler<Parse> for Parser {
         let settings = self.settings.load();
         let settings = settings.as_ref();
         let faults = &self.faults;
-        let wire_bytes = response.body.len();
-        let version = format!("{:?}", response.version);
-        let timings = response.timings;
+        let (wire_bytes, version, timings) =
+            (response.body.len(), response.version, response.timings);
         let parse_start = std::time::SystemTime::now();
         let result = catch_unwind(AssertUnwindSafe(|| {
             Faults::maybe_panic(&faults.panic_in_parser, &job.entry.url);
             process(settings, &job, response)
         }));
-        if let Some(started) = timings.started {
-            let decoded = match &result {
-                Ok(JobResult::Page(p)) => Some(p.content_length),
-                _ => None,
+        if job.trace.is_sampled() {
+            let parse_end = std::time::SystemTime::now();
+            let body = BodySeen {
+                wire_bytes,
+                version,
+                timings,
             };
-            let mut attrs = vec![
-                KeyValue::new("http.response.body.size", wire_bytes as i64),
-                KeyValue::new("network.protocol.version", version),
-            ];
-            if let Some(d) = decoded {
-                attrs.push(KeyValue::new(
-                    "crawl.decoded_bytes",
-                    i64::try_from(d).unwrap_or(i64::MAX),
-                ));
-            }
-            job.trace.span(
-                "http.body",
-                wall(started + timings.headers),
-                wall(started + timings.total),
-                attrs,
-            );
-        }
-        let parse_end = std::time::SystemTime::now();
-        match &result {
-            Ok(JobResult::Page(p)) => job.trace.span(
-                "parse",
-                parse_start,
-                parse_end,
-                vec![
-                    KeyValue::new("crawl.links_found", i64::from(p.links_found)),
-                    KeyValue::new("crawl.links_followed", p.links.len() as i64),
-                    KeyValue::new("crawl.noindex", p.noindex),
-                ],
-            ),
-            Ok(_) => job.trace.span("parse", parse_start, parse_end, Vec::new()),
-            Err(_) => job.trace.failed_span(
-                "parse",
-                parse_start,
-                parse_end,
-                Vec::new(),
-                "parser panicked",
-            ),
+            record_spans(&job.trace, &body, &result, parse_start, parse_end);
         }
         match result {
             Ok(result) => {

@@ -37,7 +37,7 @@ fn header(resp: &RawResponse, name: http::header::HeaderName) -> Option<&str> {
     resp.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn version_str(v: http::Version) -> &'static str {
+pub(crate) fn version_str(v: http::Version) -> &'static str {
     match v {
         http::Version::HTTP_09 => "HTTP/0.9",
         http::Version::HTTP_10 => "HTTP/1.0",
