@@ -17,6 +17,13 @@ pub enum OutputError {
     },
 }
 
+/// Where the JSONL stood after a write: complete lines and the byte length they take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JsonlCheckpoint {
+    pub lines: u64,
+    pub bytes: u64,
+}
+
 /// Appends whole lines to the JSONL file.
 #[derive(Debug)]
 pub struct JsonlWriter {

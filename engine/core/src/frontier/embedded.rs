@@ -1,48 +1,69 @@
-//! The embedded frontier: redb on disk under data_dir, with an exact in-memory index of known URLs.
+//! The embedded frontier: redb on disk under data_dir.
 //!
-//! Tables: `urls` (canonical URL -> `D` for done, or `Q` + JSON entry for pending), `outbox` (record sequence number
-//! -> JSONL line) and `meta` (counters). Every commit is `Durability::Immediate`; the scheduler groups many changes
-//! into one commit (group commit), so the fsync cost is paid once per window, not once per URL.
+//! Tables (all keys fixed-width integers, all values compact binary, see [`super::codec`]):
+//! - `url_ids`: URL fingerprint -> the URLs with that fingerprint and their state (pending or done). Exact dedup
+//!   compares the URL itself; a done URL keeps only its URL and state.
+//! - `queue`: (host fingerprint, depth, discovery seq) -> a pending URL's reference, kind, counters and parent
+//!   reference. A host's queue is one ordered key range, read a window at a time.
+//! - `hosts`: host fingerprint -> pending count and host key, for hosts with pending URLs.
+//! - `outbox`: record sequence number -> JSONL line, for records committed but not yet known to be in the file.
+//! - `meta`: counters and the JSONL checkpoint, so that opening reads no table whole.
+//!
+//! Every commit is `Durability::Immediate` with quick repair (the allocator state is saved), so opening after
+//! `kill -9` does not walk the file. An in-memory Bloom filter answers "surely new" for most new URLs; after a
+//! restart it is rebuilt in the background ([`FrontierStore::idle_work`]) and, until then, every link is looked up.
 
-use super::{CommitInfo, DirLock, Entry, FrontierError, FrontierStore, Recovered};
+use super::bloom::Bloom;
+use super::codec::{self, DONE, PENDING, QueuedValue, UrlSlots};
+use super::{
+    Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
+    JobKind, QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
+};
+use crate::output::JsonlCheckpoint;
 use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
 };
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-const URLS: TableDefinition<&str, &[u8]> = TableDefinition::new("urls");
+const URLS: TableDefinition<u64, &[u8]> = TableDefinition::new("url_ids");
+const QUEUE: TableDefinition<(u64, u32, u64), &[u8]> = TableDefinition::new("queue");
+const HOSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("hosts");
 const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
-const CACHE_BYTES: usize = 4 * 1024 * 1024;
+/// The on-disk format this code writes; a store of another format is refused with a clear error.
+const FORMAT: u64 = 2;
 
-const DONE: u8 = b'D';
-const QUEUED: u8 = b'Q';
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// Fingerprints fed to the Bloom filter per [`FrontierStore::idle_work`] call while rebuilding it.
+const REBUILD_STEP: usize = 65_536;
 
-const META_NEXT_SEQ: &str = "next_seq";
-const META_DONE: &str = "done";
-const META_PAGES: &str = "pages_fetched";
-
-#[derive(Debug)]
-enum Op {
-    Put(Entry),
-    Finish {
-        url: String,
-        seq: u64,
-        line: Vec<u8>,
-    },
-    Trim(u64),
+mod key {
+    pub const FORMAT: &str = "format";
+    pub const NEXT_RECORD: &str = "next_record";
+    pub const NEXT_ENTRY: &str = "next_entry";
+    pub const KNOWN: &str = "known";
+    pub const PENDING: &str = "pending";
+    pub const DONE: &str = "done";
+    pub const PAGES: &str = "pages_fetched";
+    pub const CP_SET: &str = "jsonl_checkpoint";
+    pub const CP_LINES: &str = "jsonl_lines";
+    pub const CP_BYTES: &str = "jsonl_bytes";
+    /// Written by the first format, which this code cannot read.
+    pub const OLD_NEXT_SEQ: &str = "next_seq";
 }
 
 /// redb-backed [`FrontierStore`].
 pub struct EmbeddedFrontier {
     db: Database,
-    known: HashSet<Box<str>>,
-    staged: Vec<Op>,
-    next_seq: u64,
-    done: u64,
-    pages_fetched: u64,
+    bloom: Bloom,
+    /// Where the Bloom rebuild after a restart stands: None when the filter is complete.
+    rebuild: Option<Option<u64>>,
+    counters: Counters,
+    next_record: u64,
+    next_entry: u64,
     trimmed_upto: u64,
     dir: PathBuf,
     _lock: DirLock,
@@ -52,8 +73,15 @@ impl std::fmt::Debug for EmbeddedFrontier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EmbeddedFrontier")
             .field("dir", &self.dir)
-            .field("known", &self.known.len())
+            .field("counters", &self.counters)
             .finish()
+    }
+}
+
+fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> FrontierError {
+    FrontierError::Corrupt {
+        what: what.into(),
+        detail: e.to_string(),
     }
 }
 
@@ -61,41 +89,64 @@ impl EmbeddedFrontier {
     /// Opens (or creates) the frontier under `dir`, taking the directory's lock first.
     pub fn open(dir: &Path) -> Result<EmbeddedFrontier, FrontierError> {
         let lock = DirLock::acquire(dir)?;
-        // redb caches up to 1 GiB by default; the hot set here is small (pending entries and recent pages).
         let path = dir.join("frontier.redb");
         if !path.exists() {
             create_atomically(&path)?;
         }
+        // redb caches up to 1 GiB by default; memory must follow the configuration, not the frontier.
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(&path)?;
         Ok(EmbeddedFrontier {
             db,
-            known: HashSet::new(),
-            staged: Vec::new(),
-            next_seq: 1,
-            done: 0,
-            pages_fetched: 0,
+            bloom: Bloom::new(1 << 16),
+            rebuild: None,
+            counters: Counters::default(),
+            next_record: 1,
+            next_entry: 1,
             trimmed_upto: 0,
             dir: dir.to_path_buf(),
             _lock: lock,
         })
     }
 
-    /// Sets the sequence number of the next record (used on a fresh store whose JSONL already has lines).
-    pub fn set_next_seq(&mut self, next: u64) {
-        self.next_seq = next.max(1);
+    /// Sets the sequence number of the next record (a fresh store whose JSONL already has lines).
+    pub fn set_next_record(&mut self, next: u64) {
+        self.next_record = next.max(1);
     }
 
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// Bytes of memory the dedup filter holds.
+    pub fn filter_bytes(&self) -> usize {
+        self.bloom.bytes()
+    }
+
+    fn lookup_url(
+        urls: &impl ReadableTable<u64, &'static [u8]>,
+        id: UrlRef,
+    ) -> Result<String, FrontierError> {
+        let Some(v) = urls.get(id.fp)? else {
+            return Err(corrupt(
+                format!("url {:016x}", id.fp),
+                "missing from the url table",
+            ));
+        };
+        let slots = UrlSlots::decode(v.value()).map_err(|e| corrupt("url slots", e))?;
+        slots
+            .slots
+            .into_iter()
+            .nth(usize::from(id.slot))
+            .map(|(_, u)| u)
+            .ok_or_else(|| corrupt(format!("url {:016x}", id.fp), "slot missing"))
+    }
 }
 
-/// Creates an empty database under a temporary name and renames it into place, so a crash (even `kill -9`) in the
-/// middle of creation never leaves a half-written `frontier.redb` behind: the file either does not exist or is a
-/// complete, empty database.
+/// Creates an empty database under a temporary name and renames it into place, so a crash in the middle of
+/// creation never leaves a half-written `frontier.redb` behind.
 fn create_atomically(path: &Path) -> Result<(), FrontierError> {
     let io = |source| FrontierError::Io {
         path: path.display().to_string(),
@@ -122,63 +173,79 @@ fn create_atomically(path: &Path) -> Result<(), FrontierError> {
     Ok(())
 }
 
-fn encode_pending(entry: &Entry) -> Vec<u8> {
-    let mut v = Vec::with_capacity(96);
-    v.push(QUEUED);
-    // An entry is strings and integers; serialising it cannot fail.
-    if serde_json::to_writer(&mut v, entry).is_err() {
-        v.truncate(1);
-    }
-    v
-}
-
 impl FrontierStore for EmbeddedFrontier {
-    fn recover(&mut self) -> Result<Recovered, FrontierError> {
-        let mut rec = Recovered::default();
+    fn recover(&mut self) -> Result<Resume, FrontierError> {
+        let mut rec = Resume::default();
         let txn = self.db.begin_read()?;
-        let mut meta_next = None;
+        let mut checkpoint = None;
         match txn.open_table(META) {
             Ok(meta) => {
-                meta_next = meta.get(META_NEXT_SEQ)?.map(|g| g.value());
-                self.done = meta.get(META_DONE)?.map(|g| g.value()).unwrap_or(0);
-                self.pages_fetched = meta.get(META_PAGES)?.map(|g| g.value()).unwrap_or(0);
+                let get = |k: &str| -> Result<Option<u64>, FrontierError> {
+                    Ok(meta.get(k)?.map(|g| g.value()))
+                };
+                match get(key::FORMAT)? {
+                    Some(FORMAT) => {}
+                    Some(other) => {
+                        return Err(FrontierError::Store(format!(
+                            "{} holds a frontier of format {other}; this build reads format {FORMAT}: \
+                             use a new data_dir",
+                            self.dir.display()
+                        )));
+                    }
+                    None if get(key::OLD_NEXT_SEQ)?.is_some() => {
+                        return Err(FrontierError::Store(format!(
+                            "{} holds a frontier written by an older crawl-engine (format 1); this build reads \
+                             format {FORMAT}: finish that crawl with the older build or use a new data_dir",
+                            self.dir.display()
+                        )));
+                    }
+                    None => rec.fresh = true,
+                }
+                self.counters = Counters {
+                    known: get(key::KNOWN)?.unwrap_or(0),
+                    pending: get(key::PENDING)?.unwrap_or(0),
+                    done: get(key::DONE)?.unwrap_or(0),
+                    pages_fetched: get(key::PAGES)?.unwrap_or(0),
+                };
+                if let Some(n) = get(key::NEXT_RECORD)? {
+                    self.next_record = n;
+                }
+                if let Some(n) = get(key::NEXT_ENTRY)? {
+                    self.next_entry = n;
+                }
+                if get(key::CP_SET)?.unwrap_or(0) == 1 {
+                    checkpoint = Some(JsonlCheckpoint {
+                        lines: get(key::CP_LINES)?.unwrap_or(0),
+                        bytes: get(key::CP_BYTES)?.unwrap_or(0),
+                    });
+                }
             }
             Err(redb::TableError::TableDoesNotExist(_)) => rec.fresh = true,
             Err(e) => return Err(e.into()),
         }
-        match txn.open_table(URLS) {
-            Ok(urls) => {
-                for item in urls.iter()? {
+        match txn.open_table(HOSTS) {
+            Ok(hosts) => {
+                for item in hosts.iter()? {
                     let (k, v) = item?;
-                    let url = k.value();
-                    let val = v.value();
-                    self.known.insert(url.into());
-                    match val.first() {
-                        Some(&DONE) => {}
-                        Some(&QUEUED) => {
-                            let entry: Entry = serde_json::from_slice(&val[1..]).map_err(|e| {
-                                FrontierError::Corrupt {
-                                    url: url.to_owned(),
-                                    detail: e.to_string(),
-                                }
-                            })?;
-                            rec.pending.push(entry);
-                        }
-                        _ => {
-                            return Err(FrontierError::Corrupt {
-                                url: url.to_owned(),
-                                detail: "unknown state byte".into(),
-                            });
-                        }
+                    let (pending, name) =
+                        codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?;
+                    if pending > 0 {
+                        rec.hosts.push(HostInfo {
+                            fp: k.value(),
+                            name,
+                            pending,
+                        });
                     }
                 }
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
         }
+        let from = checkpoint.map_or(0, |c| c.lines);
+        self.trimmed_upto = from;
         match txn.open_table(OUTBOX) {
             Ok(outbox) => {
-                for item in outbox.iter()? {
+                for item in outbox.range(from + 1..)? {
                     let (k, v) = item?;
                     rec.outbox.push((k.value(), v.value().to_vec()));
                 }
@@ -186,99 +253,312 @@ impl FrontierStore for EmbeddedFrontier {
             Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        rec.pending.sort_by_key(|e| e.seq);
-        if let Some(next) = meta_next {
-            self.next_seq = next;
-        }
-        rec.next_seq = self.next_seq;
-        rec.known = self.known.len() as u64;
-        rec.done = self.done;
-        rec.pages_fetched = self.pages_fetched;
+        // Size the filter for what is known and rebuild it from the URL table while the crawl runs.
+        self.bloom = Bloom::new(
+            (self.counters.known as usize)
+                .saturating_mul(2)
+                .max(1 << 16),
+        );
+        self.rebuild = (self.counters.known > 0).then_some(None);
+        rec.checkpoint = checkpoint;
+        rec.next_record = self.next_record;
+        rec.counters = self.counters;
         Ok(rec)
     }
 
-    fn is_known(&self, url: &str) -> bool {
-        self.known.contains(url)
-    }
-
-    fn add(&mut self, entry: &Entry) -> bool {
-        if self.known.contains(entry.url.as_str()) {
-            return false;
-        }
-        self.known.insert(entry.url.as_str().into());
-        self.staged.push(Op::Put(entry.clone()));
-        true
-    }
-
-    fn update(&mut self, entry: &Entry) {
-        self.staged.push(Op::Put(entry.clone()));
-    }
-
-    fn finish(&mut self, url: &str, record_line: Vec<u8>, fetched_page: bool) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.done += 1;
-        if fetched_page {
-            self.pages_fetched += 1;
-        }
-        self.known.insert(url.into());
-        self.staged.push(Op::Finish {
-            url: url.to_owned(),
-            seq,
-            line: record_line,
-        });
-        seq
-    }
-
-    fn trim_outbox(&mut self, upto_seq: u64) {
-        if upto_seq > self.trimmed_upto {
-            self.staged.push(Op::Trim(upto_seq));
-        }
-    }
-
-    fn staged(&self) -> usize {
-        self.staged.len()
-    }
-
-    fn commit(&mut self) -> Result<CommitInfo, FrontierError> {
-        let mut info = CommitInfo::default();
-        if self.staged.is_empty() {
-            return Ok(info);
-        }
+    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+        let mut out = Committed::default();
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
+        txn.set_quick_repair(true);
+        let mut counters = self.counters;
+        let mut next_entry = self.next_entry;
+        let mut next_record = self.next_record;
+        let mut host_delta: HashMap<Fp, (i64, Option<String>)> = HashMap::new();
         let mut trim_to = self.trimmed_upto;
+        let filter_complete = self.rebuild.is_none();
         {
             let mut urls = txn.open_table(URLS)?;
-            let mut outbox = txn.open_table(OUTBOX)?;
-            for op in &self.staged {
-                match op {
-                    Op::Put(entry) => {
-                        urls.insert(entry.url.as_str(), encode_pending(entry).as_slice())?;
-                        info.added += 1;
+            let mut queue = txn.open_table(QUEUE)?;
+            for d in batch.discovered {
+                let fp = url_fp(&d.url);
+                let mut slots = UrlSlots::default();
+                // Links added earlier in this batch are in the filter too.
+                let maybe = !filter_complete || self.bloom.may_contain(fp);
+                if maybe && let Some(v) = urls.get(fp)? {
+                    let raw = v.value();
+                    if codec::find_slot(raw, &d.url)
+                        .map_err(|e| corrupt("url slots", e))?
+                        .is_some()
+                    {
+                        out.duplicates += 1;
+                        continue;
                     }
-                    Op::Finish { url, seq, line } => {
-                        urls.insert(url.as_str(), [DONE].as_slice())?;
-                        outbox.insert(*seq, line.as_slice())?;
-                        info.finished += 1;
-                    }
-                    Op::Trim(upto) => trim_to = trim_to.max(*upto),
+                    slots = UrlSlots::decode(raw).map_err(|e| corrupt("url slots", e))?;
+                }
+                let slot = u8::try_from(slots.slots.len())
+                    .map_err(|_| corrupt(format!("url {fp:016x}"), "too many urls share it"))?;
+                slots.slots.push((PENDING, d.url.clone()));
+                urls.insert(fp, slots.encode().as_slice())?;
+                self.bloom.insert(fp);
+                let seq = next_entry;
+                next_entry += 1;
+                let host = if d.kind == JobKind::Page {
+                    host_fp(&d.host)
+                } else {
+                    RECORDS_HOST
+                };
+                let id = UrlRef { fp, slot };
+                let value = QueuedValue {
+                    id,
+                    kind: d.kind,
+                    attempt: 0,
+                    retries: 0,
+                    parent: d.parent.as_ref().map(|(r, _)| *r),
+                    redirect_chain: d.redirect_chain.clone(),
+                };
+                queue.insert(
+                    (host, d.depth, seq),
+                    codec::encode_queued(&value).as_slice(),
+                )?;
+                let delta = host_delta.entry(host).or_insert((0, None));
+                delta.0 += 1;
+                if delta.1.is_none() {
+                    delta.1 = Some(if host == RECORDS_HOST {
+                        String::new()
+                    } else {
+                        d.host.clone()
+                    });
+                }
+                counters.known += 1;
+                counters.pending += 1;
+                let (parent_ref, parent) = match d.parent {
+                    Some((r, u)) => (Some(r), Some(u)),
+                    None => (None, None),
+                };
+                out.added.push(Added {
+                    entry: Entry {
+                        url: d.url,
+                        depth: d.depth,
+                        parent,
+                        parent_ref,
+                        attempt: 0,
+                        retries: 0,
+                        redirect_chain: d.redirect_chain,
+                        seq,
+                        kind: d.kind,
+                        host,
+                        id,
+                        queued_at: None,
+                    },
+                    host: if host == RECORDS_HOST {
+                        String::new()
+                    } else {
+                        d.host
+                    },
+                });
+            }
+            for e in &batch.updates {
+                let k = (e.host, e.depth, e.seq);
+                if queue.get(k)?.is_none() {
+                    continue; // done meanwhile: never bring it back
+                }
+                let value = QueuedValue {
+                    id: e.id,
+                    kind: e.kind,
+                    attempt: e.attempt,
+                    retries: e.retries,
+                    parent: e.parent_ref,
+                    redirect_chain: e.redirect_chain.clone(),
+                };
+                queue.insert(k, codec::encode_queued(&value).as_slice())?;
+            }
+            for f in &batch.finished {
+                if queue.remove((f.host, f.key.depth, f.key.seq))?.is_some() {
+                    counters.pending = counters.pending.saturating_sub(1);
+                    host_delta.entry(f.host).or_insert((0, None)).0 -= 1;
+                }
+                let Some(raw) = urls.get(f.id.fp)?.map(|v| v.value().to_vec()) else {
+                    return Err(corrupt(
+                        format!("url {:016x}", f.id.fp),
+                        "finished but unknown",
+                    ));
+                };
+                let mut slots = UrlSlots::decode(&raw).map_err(|e| corrupt("url slots", e))?;
+                let Some(slot) = slots.slots.get_mut(usize::from(f.id.slot)) else {
+                    return Err(corrupt(format!("url {:016x}", f.id.fp), "slot missing"));
+                };
+                if slot.0 == DONE {
+                    continue;
+                }
+                slot.0 = DONE;
+                urls.insert(f.id.fp, slots.encode().as_slice())?;
+                counters.done += 1;
+                if f.fetched_page {
+                    counters.pages_fetched += 1;
                 }
             }
-            if trim_to > self.trimmed_upto {
+            let mut outbox = txn.open_table(OUTBOX)?;
+            for (seq, line) in &batch.records {
+                outbox.insert(*seq, line.as_slice())?;
+                next_record = next_record.max(seq + 1);
+            }
+            if let Some(cp) = batch.written
+                && cp.lines > trim_to
+            {
                 let before = outbox.len()?;
-                outbox.retain_in(..=trim_to, |_, _| false)?;
-                info.trimmed = (before - outbox.len()?) as usize;
+                outbox.retain_in(..=cp.lines, |_, _| false)?;
+                out.trimmed = before.saturating_sub(outbox.len()?);
+                trim_to = cp.lines;
+            }
+            let mut hosts = txn.open_table(HOSTS)?;
+            for (h, (delta, name)) in host_delta {
+                if delta == 0 {
+                    continue;
+                }
+                let (pending, stored_name) = match hosts.get(h)? {
+                    Some(v) => codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?,
+                    None => (0, String::new()),
+                };
+                let name = if stored_name.is_empty() {
+                    name.unwrap_or_default()
+                } else {
+                    stored_name
+                };
+                let pending = pending.saturating_add_signed(delta);
+                if pending == 0 {
+                    hosts.remove(h)?;
+                } else {
+                    hosts.insert(h, codec::encode_host(pending, &name).as_slice())?;
+                }
             }
             let mut meta = txn.open_table(META)?;
-            meta.insert(META_NEXT_SEQ, self.next_seq)?;
-            meta.insert(META_DONE, self.done)?;
-            meta.insert(META_PAGES, self.pages_fetched)?;
+            meta.insert(key::FORMAT, FORMAT)?;
+            meta.insert(key::NEXT_RECORD, next_record)?;
+            meta.insert(key::NEXT_ENTRY, next_entry)?;
+            meta.insert(key::KNOWN, counters.known)?;
+            meta.insert(key::PENDING, counters.pending)?;
+            meta.insert(key::DONE, counters.done)?;
+            meta.insert(key::PAGES, counters.pages_fetched)?;
+            if let Some(cp) = batch.written {
+                meta.insert(key::CP_SET, 1)?;
+                meta.insert(key::CP_LINES, cp.lines)?;
+                meta.insert(key::CP_BYTES, cp.bytes)?;
+            }
         }
         txn.commit()?;
+        self.counters = counters;
+        self.next_entry = next_entry;
+        self.next_record = next_record;
         self.trimmed_upto = trim_to;
-        self.staged.clear();
-        Ok(info)
+        out.counters = counters;
+        Ok(out)
+    }
+
+    fn next_urls(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        let txn = self.db.begin_read()?;
+        let queue = match txn.open_table(QUEUE) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let urls = txn.open_table(URLS)?;
+        let start = match after {
+            Some(k) => Bound::Excluded((host, k.depth, k.seq)),
+            None => Bound::Included((host, 0, 0)),
+        };
+        let end = Bound::Included((host, u32::MAX, u64::MAX));
+        let mut out = Vec::with_capacity(max.min(1024));
+        for item in queue.range::<(u64, u32, u64)>((start, end))?.take(max) {
+            let (k, v) = item?;
+            let (h, depth, seq) = k.value();
+            let q = codec::decode_queued(v.value()).map_err(|e| corrupt("queue entry", e))?;
+            let url = Self::lookup_url(&urls, q.id)?;
+            let parent = match q.parent {
+                Some(p) => Some(Self::lookup_url(&urls, p)?),
+                None => None,
+            };
+            out.push(Entry {
+                url,
+                depth,
+                parent,
+                parent_ref: q.parent,
+                attempt: q.attempt,
+                retries: q.retries,
+                redirect_chain: q.redirect_chain,
+                seq,
+                kind: q.kind,
+                host: h,
+                id: q.id,
+                queued_at: None,
+            });
+        }
+        Ok(out)
+    }
+
+    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
+        let txn = self.db.begin_read()?;
+        let urls = match txn.open_table(URLS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        match urls.get(url_fp(url))? {
+            Some(v) => Ok(codec::find_slot(v.value(), url)
+                .map_err(|e| corrupt("url slots", e))?
+                .is_some()),
+            None => Ok(false),
+        }
+    }
+
+    fn idle_work(&mut self) -> bool {
+        let Some(from) = self.rebuild else {
+            return false;
+        };
+        let mut step = || -> Result<Option<u64>, FrontierError> {
+            let txn = self.db.begin_read()?;
+            let urls = match txn.open_table(URLS) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            let range = match from {
+                Some(last) => urls.range((Bound::Excluded(last), Bound::Unbounded))?,
+                None => urls.range::<u64>(..)?,
+            };
+            let mut last = None;
+            let mut fps = Vec::with_capacity(REBUILD_STEP);
+            for item in range.take(REBUILD_STEP) {
+                let (k, _) = item?;
+                fps.push(k.value());
+                last = Some(k.value());
+            }
+            for fp in fps {
+                self.bloom.insert(fp);
+            }
+            Ok(last)
+        };
+        match step() {
+            Ok(Some(last)) => {
+                self.rebuild = Some(Some(last));
+                true
+            }
+            Ok(None) => {
+                tracing::debug!(bytes = self.bloom.bytes(), "dedup filter rebuilt");
+                self.rebuild = None;
+                false
+            }
+            Err(e) => {
+                // The filter stays incomplete: every link is looked up, which is correct, only slower.
+                tracing::warn!(error = %e, "dedup filter rebuild stopped");
+                false
+            }
+        }
     }
 }
 
@@ -286,102 +566,9 @@ impl FrontierStore for EmbeddedFrontier {
 mod tests {
     use super::*;
 
-    fn line(s: &str) -> Vec<u8> {
-        format!("{{\"url\":\"{s}\"}}\n").into_bytes()
-    }
-
-    #[test]
-    fn dedup_is_exact_and_survives_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-            let rec = f.recover().unwrap();
-            assert!(rec.fresh);
-            assert!(f.add(&Entry::page("http://a/1", 0, None)));
-            assert!(
-                !f.add(&Entry::page("http://a/1", 3, None)),
-                "second add of the same URL is refused"
-            );
-            assert!(f.add(&Entry::page("http://a/2", 1, Some("http://a/1".into()))));
-            assert_eq!(f.finish("http://a/1", line("http://a/1"), true), 1);
-            f.commit().unwrap();
-        }
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        let rec = f.recover().unwrap();
-        assert!(!rec.fresh);
-        assert_eq!(rec.known, 2);
-        assert_eq!(rec.done, 1);
-        assert_eq!(rec.pages_fetched, 1);
-        assert_eq!(rec.pending.len(), 1);
-        assert_eq!(rec.pending[0].url, "http://a/2");
-        assert_eq!(rec.pending[0].parent.as_deref(), Some("http://a/1"));
-        assert_eq!(rec.outbox, vec![(1, line("http://a/1"))]);
-        assert_eq!(rec.next_seq, 2);
-        assert!(f.is_known("http://a/1"));
-        assert!(!f.add(&Entry::page("http://a/2", 0, None)));
-    }
-
-    #[test]
-    fn uncommitted_changes_are_lost_atomically() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-            f.recover().unwrap();
-            f.add(&Entry::page("http://a/1", 0, None));
-            f.commit().unwrap();
-            f.finish("http://a/1", line("1"), true);
-            f.add(&Entry::page("http://a/child", 1, None));
-            // dropped without commit: neither the done mark nor the child may survive
-        }
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        let rec = f.recover().unwrap();
-        assert_eq!(
-            rec.pending
-                .iter()
-                .map(|e| e.url.as_str())
-                .collect::<Vec<_>>(),
-            vec!["http://a/1"]
-        );
-        assert!(rec.outbox.is_empty());
-        assert!(!f.is_known("http://a/child"));
-        assert_eq!(rec.next_seq, 1);
-    }
-
-    #[test]
-    fn outbox_trim_and_update() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        f.recover().unwrap();
-        for i in 0..5 {
-            let u = format!("http://a/{i}");
-            f.add(&Entry::page(&u, 0, None));
-            f.finish(&u, line(&u), false);
-        }
-        let mut e = Entry::page("http://a/retry", 0, None);
-        f.add(&e);
-        e.retries = 2;
-        f.update(&e);
-        f.commit().unwrap();
-        f.trim_outbox(3);
-        let info = f.commit().unwrap();
-        assert_eq!(info.trimmed, 3);
-        drop(f);
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        let rec = f.recover().unwrap();
-        assert_eq!(
-            rec.outbox.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
-            vec![4, 5]
-        );
-        assert_eq!(rec.pending.len(), 1);
-        assert_eq!(rec.pending[0].retries, 2);
-        assert_eq!(rec.pages_fetched, 0);
-        assert_eq!(rec.done, 5);
-    }
-
     #[test]
     fn leftover_of_an_interrupted_creation_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        // What a crash in the middle of creation leaves: a partial temporary file, no frontier.redb.
         std::fs::write(dir.path().join("frontier.redb.creating"), vec![0u8; 73728]).unwrap();
         let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
         assert!(f.recover().unwrap().fresh);
@@ -394,5 +581,53 @@ mod tests {
         let _f = EmbeddedFrontier::open(dir.path()).unwrap();
         let err = EmbeddedFrontier::open(dir.path()).unwrap_err();
         assert!(matches!(err, FrontierError::Locked(_)), "{err}");
+    }
+
+    #[test]
+    fn a_store_of_the_first_format_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::create(dir.path().join("frontier.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut meta = txn.open_table(META).unwrap();
+                meta.insert(key::OLD_NEXT_SEQ, 5).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+        let err = f.recover().unwrap_err().to_string();
+        assert!(err.contains("older crawl-engine"), "{err}");
+    }
+
+    #[test]
+    fn filter_is_rebuilt_in_the_background_after_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+            f.recover().unwrap();
+            let discovered = (0..1000)
+                .map(|i| super::super::Discovered {
+                    url: format!("http://a/{i}"),
+                    host: "a".into(),
+                    depth: 0,
+                    parent: None,
+                    redirect_chain: vec![],
+                    kind: JobKind::Page,
+                })
+                .collect();
+            f.commit(Batch {
+                discovered,
+                ..Batch::default()
+            })
+            .unwrap();
+        }
+        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+        let rec = f.recover().unwrap();
+        assert_eq!(rec.counters.known, 1000);
+        assert!(f.rebuild.is_some());
+        while f.idle_work() {}
+        assert!(f.rebuild.is_none());
+        assert!(f.bloom.may_contain(url_fp("http://a/999")));
     }
 }

@@ -1,46 +1,111 @@
-//! A frontier entry: one URL waiting to be crawled, with what the crawl knows about how it got there.
+//! A frontier entry: one URL waiting to be crawled (or recorded), with what the crawl knows about how it got there.
 
-use serde::{Deserialize, Serialize};
+use super::Fp;
+use crate::record::Reason;
+use crate::scope::ScopeVerdict;
 
 /// What a job does with its URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum JobKind {
     /// A page: fetched, parsed, recorded.
     #[default]
     Page,
-    /// A robots.txt (not recorded).
+    /// A robots.txt (not recorded, never stored).
     Robots,
-    /// A sitemap or sitemap index (not recorded); `depth` counts index nesting.
+    /// A sitemap or sitemap index (not recorded, never stored); `depth` counts index nesting.
     Sitemap,
+    /// Recorded without a fetch: outside the scope.
+    OutOfScope,
+    /// Recorded without a fetch: rejected by the filters.
+    Filtered,
+    /// Recorded without a fetch: deeper than max_depth.
+    TooDeep,
+}
+
+impl JobKind {
+    /// The kind for a scope verdict.
+    pub fn from_verdict(v: ScopeVerdict) -> JobKind {
+        match v {
+            ScopeVerdict::InScope => JobKind::Page,
+            ScopeVerdict::OutOfScope => JobKind::OutOfScope,
+            ScopeVerdict::Filtered => JobKind::Filtered,
+            ScopeVerdict::TooDeep => JobKind::TooDeep,
+        }
+    }
+
+    /// The exclusion reason of a kind recorded without a fetch.
+    pub fn excluded(self) -> Option<Reason> {
+        match self {
+            JobKind::OutOfScope => Some(Reason::Scope),
+            JobKind::Filtered => Some(Reason::Filter),
+            JobKind::TooDeep => Some(Reason::Depth),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            JobKind::Page => 0,
+            JobKind::Robots => 1,
+            JobKind::Sitemap => 2,
+            JobKind::OutOfScope => 3,
+            JobKind::Filtered => 4,
+            JobKind::TooDeep => 5,
+        }
+    }
+
+    pub(crate) fn from_code(c: u8) -> Option<JobKind> {
+        Some(match c {
+            0 => JobKind::Page,
+            1 => JobKind::Robots,
+            2 => JobKind::Sitemap,
+            3 => JobKind::OutOfScope,
+            4 => JobKind::Filtered,
+            5 => JobKind::TooDeep,
+            _ => return None,
+        })
+    }
+}
+
+/// A URL's place in its host's queue: breadth first, then discovery order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct QueueKey {
+    pub depth: u32,
+    pub seq: u64,
+}
+
+/// A stored URL's identity: its fingerprint and the slot among URLs sharing that fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct UrlRef {
+    pub fp: Fp,
+    pub slot: u8,
 }
 
 /// A URL in the frontier.
-#[derive(Debug, Clone, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq)]
 pub struct Entry {
     /// Canonical URL.
     pub url: String,
     /// Link distance from a seed.
     pub depth: u32,
     /// The page that linked (or redirected to) this URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
-    /// Times a handler panicked on this URL (poison counter).
-    #[serde(default)]
+    /// The stored identity of the parent.
+    pub parent_ref: Option<UrlRef>,
+    /// Times a handler panicked on this URL or its lease expired (poison counter).
     pub attempt: u32,
     /// Transient failures retried so far (timeouts, connect errors, 429/503).
-    #[serde(default)]
     pub retries: u32,
     /// The redirect chain that led here (oldest first), empty when not reached through a redirect.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirect_chain: Vec<String>,
-    /// Discovery order, used to keep FIFO order within a depth.
-    #[serde(default)]
+    /// Discovery order (assigned by the store), used to keep FIFO order within a depth.
     pub seq: u64,
-    #[serde(default)]
     pub kind: JobKind,
+    /// Fingerprint of its host key (the queue it is in).
+    pub host: Fp,
+    /// Stored identity (zero for jobs that are not stored: robots.txt, sitemaps).
+    pub id: UrlRef,
     /// When it was last queued in this process (for the wait span of its trace); never stored.
-    #[serde(skip)]
     pub queued_at: Option<std::time::Instant>,
 }
 
@@ -50,27 +115,41 @@ impl PartialEq for Entry {
         self.url == o.url
             && self.depth == o.depth
             && self.parent == o.parent
+            && self.parent_ref == o.parent_ref
             && self.attempt == o.attempt
             && self.retries == o.retries
             && self.redirect_chain == o.redirect_chain
             && self.seq == o.seq
             && self.kind == o.kind
+            && self.host == o.host
+            && self.id == o.id
     }
 }
 
 impl Entry {
-    /// A new page entry.
+    /// A new page entry (not stored yet).
     pub fn page(url: impl Into<String>, depth: u32, parent: Option<String>) -> Entry {
         Entry {
             url: url.into(),
             depth,
             parent,
+            parent_ref: None,
             attempt: 0,
             retries: 0,
             redirect_chain: Vec::new(),
             seq: 0,
             kind: JobKind::Page,
+            host: 0,
+            id: UrlRef::default(),
             queued_at: None,
+        }
+    }
+
+    /// Its place in its host's queue.
+    pub fn key(&self) -> QueueKey {
+        QueueKey {
+            depth: self.depth,
+            seq: self.seq,
         }
     }
 

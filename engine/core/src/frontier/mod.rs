@@ -1,39 +1,162 @@
 //! The frontier: every URL the crawl has discovered, which of them are still to do, and the outbox of records
 //! committed but not yet written to the JSONL.
 //!
-//! The [`FrontierStore`] trait is the durable part, behind which the embedded store ([`embedded::EmbeddedFrontier`],
-//! redb on disk) sits today and a Redis store will later. Scheduling order and politeness live in
-//! [`crate::politeness`]; the store only answers "is this URL known", stages changes and commits them atomically.
+//! The [`FrontierStore`] trait is the durable part. The embedded store ([`embedded::EmbeddedFrontier`], redb on disk)
+//! implements it; a store shared by many processes implements the same contract. Scheduling order and politeness
+//! live in [`crate::politeness`]; the scheduler keeps only a bounded window of ready URLs per host in memory and asks
+//! the store for a host's next URLs, in order, when the window runs low.
 //!
 //! Crash safety rests on one rule: a page's record, its "done" mark and the URLs it discovered are committed in the
-//! same transaction, and the record is appended to the JSONL only after that commit. Records carry a sequence number
-//! equal to their line number in the JSONL, so after a crash the store re-emits exactly the committed records the
-//! file is missing (see [`Recovered::outbox`]).
+//! same [`Batch`], and the record is appended to the JSONL only after that commit. Records carry a sequence number
+//! equal to their line number in the JSONL; the JSONL's position is checkpointed with each commit, so after a crash
+//! the store re-emits exactly the committed records the file is missing (see [`Resume::outbox`]) and nothing reads
+//! the whole file or the whole frontier.
+//!
+//! Links discovered out of scope are stored too, as pending entries of the records queue (host [`RECORDS_HOST`]):
+//! a URL is recorded exactly once even when the process dies between discovering it and writing its record.
+//!
+//! Identity: URLs are keyed by a 64-bit fingerprint ([`url_fp`]) plus a slot that tells apart the (rare) URLs
+//! sharing one, so dedup is exact: the store compares the URL itself, never the fingerprint alone.
 
+pub mod bloom;
+pub mod codec;
 pub mod embedded;
 mod entry;
 mod lock;
+pub mod window;
 
-pub use entry::{Entry, JobKind};
+#[cfg(test)]
+mod contract;
+
+pub use entry::{Entry, JobKind, QueueKey, UrlRef};
 pub use lock::{DirLock, LockError};
 
-/// What a store hands back when it is opened.
+use crate::output::JsonlCheckpoint;
+
+/// A 64-bit fingerprint (xxh3) of a canonical URL or a host key.
+pub type Fp = u64;
+
+/// The host fingerprint of the records queue: URLs that are recorded without a fetch (out of scope, filtered,
+/// too deep). No real host gets it.
+pub const RECORDS_HOST: Fp = 0;
+
+/// The fingerprint of a canonical URL.
+pub fn url_fp(url: &str) -> Fp {
+    twox_hash::XxHash3_64::oneshot(url.as_bytes())
+}
+
+/// The fingerprint of a host key (as in [`crate::canon::host_key`]); never [`RECORDS_HOST`].
+pub fn host_fp(host: &str) -> Fp {
+    twox_hash::XxHash3_64::oneshot(host.as_bytes()).max(1)
+}
+
+/// A link to add to the frontier, as the scheduler found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// Canonical URL.
+    pub url: String,
+    /// Its host key; ignored for the records queue (kinds other than `Page`).
+    pub host: String,
+    pub depth: u32,
+    /// The page that linked (or redirected) to it.
+    pub parent: Option<(UrlRef, String)>,
+    /// The redirect chain that led here (oldest first).
+    pub redirect_chain: Vec<String>,
+    /// `Page` to crawl it, or one of the excluded kinds to record it without a fetch.
+    pub kind: JobKind,
+}
+
+/// A URL that is done: its record is in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    pub id: UrlRef,
+    pub host: Fp,
+    pub key: QueueKey,
+    /// Counts toward max_pages.
+    pub fetched_page: bool,
+}
+
+/// Everything one group commit makes durable, all together or nothing.
 #[derive(Debug, Default)]
-pub struct Recovered {
-    /// URLs discovered but not yet done, in discovery order. URLs that were in flight when the process died are
-    /// among them and will be fetched once more.
-    pub pending: Vec<Entry>,
-    /// Committed records with their sequence numbers, oldest first. The caller writes those whose sequence number
-    /// is beyond the JSONL's line count.
+pub struct Batch {
+    /// New links; known ones are dropped (exact dedup), new ones queued.
+    pub discovered: Vec<Discovered>,
+    /// New states (attempt, retries) of pending URLs that go back to their queue.
+    pub updates: Vec<Entry>,
+    /// URLs that are done.
+    pub finished: Vec<Finished>,
+    /// Record lines with their sequence numbers (JSONL line numbers), in order.
+    pub records: Vec<(u64, Vec<u8>)>,
+    /// Where the JSONL stands now: outbox records up to `lines` can go.
+    pub written: Option<JsonlCheckpoint>,
+}
+
+impl Batch {
+    /// Number of staged changes.
+    pub fn len(&self) -> usize {
+        self.discovered.len() + self.updates.len() + self.finished.len() + self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0 && self.written.is_none()
+    }
+}
+
+/// A discovered link the store did not know: queued now, with its identity and queue position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Added {
+    pub entry: Entry,
+    /// The host key it was discovered with (empty for the records queue).
+    pub host: String,
+}
+
+/// Counters the store keeps durably (never recounted by a scan).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    /// URLs ever added (done and pending).
+    pub known: u64,
+    /// URLs queued and not done (including the records queue).
+    pub pending: u64,
+    /// URLs done.
+    pub done: u64,
+    /// Pages fetched (outcome fetched) across all runs; used by max_pages.
+    pub pages_fetched: u64,
+}
+
+/// What a commit did.
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// The new links, queued, in the order they were discovered.
+    pub added: Vec<Added>,
+    /// Discovered links that were already known.
+    pub duplicates: u64,
+    /// Outbox records trimmed.
+    pub trimmed: u64,
+    pub counters: Counters,
+}
+
+/// A host with URLs in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostInfo {
+    pub fp: Fp,
+    /// Its host key (empty for the records queue).
+    pub name: String,
+    /// Pending URLs.
+    pub pending: u64,
+}
+
+/// What a store hands back when it is opened. Its size is bounded by the hosts and the outbox, not the frontier.
+#[derive(Debug, Default)]
+pub struct Resume {
+    /// Hosts with pending URLs (the records queue included when it has any).
+    pub hosts: Vec<HostInfo>,
+    /// Committed records with their sequence numbers beyond the checkpointed JSONL position, oldest first.
     pub outbox: Vec<(u64, Vec<u8>)>,
     /// The sequence number the next record gets.
-    pub next_seq: u64,
-    /// How many URLs the store knows (done and pending).
-    pub known: u64,
-    /// How many URLs are done.
-    pub done: u64,
-    /// How many pages have been fetched (outcome fetched), across all runs; used by max_pages.
-    pub pages_fetched: u64,
+    pub next_record: u64,
+    /// The JSONL position at the last commit that recorded one (None: never written; scan the file).
+    pub checkpoint: Option<JsonlCheckpoint>,
+    pub counters: Counters,
     /// True when the store was created by this open.
     pub fresh: bool,
 }
@@ -50,8 +173,10 @@ pub enum FrontierError {
     Locked(#[from] LockError),
     #[error("frontier store: {0}")]
     Store(String),
-    #[error("frontier entry for {url} is corrupt: {detail}")]
-    Corrupt { url: String, detail: String },
+    #[error("frontier entry {what} is corrupt: {detail}")]
+    Corrupt { what: String, detail: String },
+    #[error("frontier store is gone: {0}")]
+    Gone(String),
 }
 
 impl From<redb::Error> for FrontierError {
@@ -74,33 +199,30 @@ redb_error_from!(
     redb::SetDurabilityError
 );
 
-/// Counts of one commit.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct CommitInfo {
-    pub added: usize,
-    pub updated: usize,
-    pub finished: usize,
-    pub trimmed: usize,
-}
-
-/// The durable frontier. Changes are staged by `add`, `update`, `finish` and `trim_outbox` and become durable,
-/// all together or not at all, at `commit`.
+/// The durable frontier. One caller at a time (the store actor's thread); every method may touch the disk.
+///
+/// The contract (checked by the contract tests for every implementation):
+/// - `commit` applies a whole [`Batch`] atomically: discovered links deduplicated exactly against everything ever
+///   added (a URL is added at most once, whatever its kind), finished URLs marked done and taken off their queue,
+///   updates written, records put in the outbox, the outbox trimmed up to `written`, counters kept.
+/// - `next_urls` hands out a host's pending URLs in queue order (depth, then discovery), strictly after `after`.
+/// - `recover` reads no more than the hosts, the counters and the outbox.
 pub trait FrontierStore: Send {
     /// Loads the state left by earlier runs. Called once, right after opening.
-    fn recover(&mut self) -> Result<Recovered, FrontierError>;
-    /// True when the canonical URL was ever added (done or pending, committed or staged). Exact, not probabilistic.
-    fn is_known(&self, url: &str) -> bool;
-    /// Stages a newly discovered URL; returns false (and stages nothing) when it is already known.
-    fn add(&mut self, entry: &Entry) -> bool;
-    /// Stages a new state of a pending URL (retry counters, attempt), e.g. before re-queueing it.
-    fn update(&mut self, entry: &Entry);
-    /// Stages the end of a URL: marks it done and puts its record line into the outbox. Returns the record's
-    /// sequence number (its line number in the JSONL).
-    fn finish(&mut self, url: &str, record_line: Vec<u8>, fetched_page: bool) -> u64;
-    /// Stages the removal of outbox records up to and including `seq` (they are in the JSONL now).
-    fn trim_outbox(&mut self, upto_seq: u64);
-    /// Number of staged changes.
-    fn staged(&self) -> usize;
-    /// Makes every staged change durable in one atomic transaction.
-    fn commit(&mut self) -> Result<CommitInfo, FrontierError>;
+    fn recover(&mut self) -> Result<Resume, FrontierError>;
+    /// Applies one batch atomically and makes it durable.
+    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError>;
+    /// Up to `max` pending URLs of `host` in queue order, after `after` (from the start when None).
+    fn next_urls(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError>;
+    /// True when the canonical URL was ever added (exact).
+    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError>;
+    /// Work to do while idle (e.g. rebuilding an in-memory filter); returns true while there is more.
+    fn idle_work(&mut self) -> bool {
+        false
+    }
 }

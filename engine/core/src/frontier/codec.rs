@@ -1,0 +1,291 @@
+//! The compact binary encoding of the embedded store's values: LEB128 varints, fixed 8-byte fingerprints, and
+//! length-prefixed strings. A decoder never panics: short or malformed input is an error.
+
+use super::{JobKind, UrlRef};
+
+/// Why a value could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub &'static str);
+
+/// Appends `v` as an unsigned LEB128 varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads values from a byte slice.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub fn u8(&mut self) -> Result<u8, DecodeError> {
+        let (&b, rest) = self.buf.split_first().ok_or(DecodeError("truncated"))?;
+        self.buf = rest;
+        Ok(b)
+    }
+
+    pub fn u64_fixed(&mut self) -> Result<u64, DecodeError> {
+        let b = self.bytes(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError("varint too long"))
+    }
+
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
+        u32::try_from(self.varint()?).map_err(|_| DecodeError("value out of range"))
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.buf.len() < n {
+            return Err(DecodeError("truncated"));
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    pub fn str(&mut self) -> Result<&'a str, DecodeError> {
+        let n = usize::try_from(self.varint()?).map_err(|_| DecodeError("length out of range"))?;
+        std::str::from_utf8(self.bytes(n)?).map_err(|_| DecodeError("not utf-8"))
+    }
+
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.buf)
+    }
+}
+
+pub fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+pub fn put_ref(out: &mut Vec<u8>, r: UrlRef) {
+    out.extend_from_slice(&r.fp.to_le_bytes());
+    out.push(r.slot);
+}
+
+pub fn read_ref(r: &mut Reader<'_>) -> Result<UrlRef, DecodeError> {
+    Ok(UrlRef {
+        fp: r.u64_fixed()?,
+        slot: r.u8()?,
+    })
+}
+
+/// The stored part of a pending entry (its URL lives in the URL table, its host and key in the queue key).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueuedValue {
+    pub id: UrlRef,
+    pub kind: JobKind,
+    pub attempt: u32,
+    pub retries: u32,
+    pub parent: Option<UrlRef>,
+    pub redirect_chain: Vec<String>,
+}
+
+pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    put_ref(&mut out, v.id);
+    out.push(v.kind.code());
+    put_varint(&mut out, u64::from(v.attempt));
+    put_varint(&mut out, u64::from(v.retries));
+    match v.parent {
+        Some(p) => {
+            out.push(1);
+            put_ref(&mut out, p);
+        }
+        None => out.push(0),
+    }
+    if !v.redirect_chain.is_empty() {
+        put_varint(&mut out, v.redirect_chain.len() as u64);
+        for u in &v.redirect_chain {
+            put_str(&mut out, u);
+        }
+    }
+    out
+}
+
+pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
+    let mut r = Reader::new(buf);
+    let id = read_ref(&mut r)?;
+    let kind = JobKind::from_code(r.u8()?).ok_or(DecodeError("unknown kind"))?;
+    let attempt = r.u32()?;
+    let retries = r.u32()?;
+    let parent = match r.u8()? {
+        0 => None,
+        1 => Some(read_ref(&mut r)?),
+        _ => return Err(DecodeError("bad parent flag")),
+    };
+    let mut redirect_chain = Vec::new();
+    if !r.is_empty() {
+        let n = r.varint()?;
+        for _ in 0..n {
+            redirect_chain.push(r.str()?.to_owned());
+        }
+    }
+    Ok(QueuedValue {
+        id,
+        kind,
+        attempt,
+        retries,
+        parent,
+        redirect_chain,
+    })
+}
+
+/// State of a URL in the URL table.
+pub const PENDING: u8 = 1;
+pub const DONE: u8 = 2;
+
+/// The URLs sharing one fingerprint (almost always one), each with its state, as stored in the URL table.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UrlSlots {
+    pub slots: Vec<(u8, String)>,
+}
+
+impl UrlSlots {
+    pub fn find(&self, url: &str) -> Option<u8> {
+        self.slots
+            .iter()
+            .position(|(_, u)| u == url)
+            .and_then(|i| u8::try_from(i).ok())
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.slots.iter().map(|(_, u)| u.len() + 3).sum());
+        for (state, url) in &self.slots {
+            out.push(*state);
+            put_str(&mut out, url);
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<UrlSlots, DecodeError> {
+        let mut r = Reader::new(buf);
+        let mut slots = Vec::with_capacity(1);
+        while !r.is_empty() {
+            let state = r.u8()?;
+            if state != PENDING && state != DONE {
+                return Err(DecodeError("unknown url state"));
+            }
+            slots.push((state, r.str()?.to_owned()));
+        }
+        Ok(UrlSlots { slots })
+    }
+}
+
+/// Finds `url` in an encoded slot list without allocating. Returns its slot.
+pub fn find_slot(buf: &[u8], url: &str) -> Result<Option<u8>, DecodeError> {
+    let mut r = Reader::new(buf);
+    let mut i = 0u8;
+    while !r.is_empty() {
+        r.u8()?;
+        if r.str()? == url {
+            return Ok(Some(i));
+        }
+        i = i.checked_add(1).ok_or(DecodeError("too many slots"))?;
+    }
+    Ok(None)
+}
+
+/// A host's row: pending count and name.
+pub fn encode_host(pending: u64, name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len() + 4);
+    put_varint(&mut out, pending);
+    out.extend_from_slice(name.as_bytes());
+    out
+}
+
+pub fn decode_host(buf: &[u8]) -> Result<(u64, String), DecodeError> {
+    let mut r = Reader::new(buf);
+    let pending = r.varint()?;
+    let name = std::str::from_utf8(r.rest()).map_err(|_| DecodeError("host not utf-8"))?;
+    Ok((pending, name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(Reader::new(&b).varint().unwrap(), v);
+        }
+        assert!(Reader::new(&[0x80, 0x80]).varint().is_err());
+        assert!(Reader::new(&[0xff; 11]).varint().is_err());
+    }
+
+    #[test]
+    fn queued_round_trip_and_size() {
+        let v = QueuedValue {
+            id: UrlRef { fp: 42, slot: 0 },
+            kind: JobKind::Page,
+            attempt: 1,
+            retries: 2,
+            parent: Some(UrlRef { fp: 7, slot: 1 }),
+            redirect_chain: vec![],
+        };
+        let b = encode_queued(&v);
+        assert_eq!(b.len(), 9 + 1 + 1 + 1 + 1 + 9);
+        assert_eq!(decode_queued(&b).unwrap(), v);
+        let v2 = QueuedValue {
+            kind: JobKind::TooDeep,
+            parent: None,
+            redirect_chain: vec!["http://a/".into(), "http://b/".into()],
+            ..v
+        };
+        assert_eq!(decode_queued(&encode_queued(&v2)).unwrap(), v2);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for len in 0..40 {
+            let junk: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let _ = decode_queued(&junk);
+            let _ = UrlSlots::decode(&junk);
+            let _ = find_slot(&junk, "x");
+            let _ = decode_host(&junk);
+        }
+        assert!(decode_queued(&[1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn slots_find_the_exact_url() {
+        let s = UrlSlots {
+            slots: vec![(DONE, "http://a/1".into()), (PENDING, "http://b/2".into())],
+        };
+        let b = s.encode();
+        assert_eq!(UrlSlots::decode(&b).unwrap(), s);
+        assert_eq!(find_slot(&b, "http://b/2").unwrap(), Some(1));
+        assert_eq!(find_slot(&b, "http://b/3").unwrap(), None);
+        assert_eq!(s.find("http://a/1"), Some(0));
+    }
+}
