@@ -19,5 +19,6 @@ pub mod proxy;
 pub mod resolver;
 pub mod scheduler;
 pub mod sink;
+pub mod store;
 pub mod supervisor;
 pub mod tree;

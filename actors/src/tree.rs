@@ -18,6 +18,7 @@ use crate::scheduler::Scheduler;
 use crate::scheduler::crawl::{Crawl, CrawlSettings};
 use crate::sink::Sink;
 use crate::sink::actor::write_lines;
+use crate::store::StoreActor;
 use crate::supervisor::error::TreeError;
 use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
 use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
@@ -28,7 +29,7 @@ use crawl_core::output::JsonlWriter;
 use crawl_core::politeness::{HostQueues, PolitenessPolicy};
 use crawl_core::scope::ScopePolicy;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A running tree.
 pub struct Tree {
@@ -104,22 +105,24 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     let now = Instant::now();
     let mut store = EmbeddedFrontier::open(&config.frontier.data_dir)?;
     let mut recovered = store.recover()?;
-    let mut writer = JsonlWriter::open(&config.output.jsonl)?;
+    // Only the JSONL's tail beyond the last checkpoint is read; a fresh frontier reads the file whole.
+    let mut writer = JsonlWriter::open_at(&config.output.jsonl, recovered.checkpoint)?;
     let mut report = RecoveryReport {
         fresh: recovered.fresh,
-        pending: recovered.pending.len() as u64,
-        known: recovered.known,
+        pending: recovered.counters.pending,
+        known: recovered.counters.known,
         jsonl_lines: writer.lines(),
         repaired_bytes: writer.repaired_bytes(),
         rewritten: 0,
     };
     if recovered.fresh {
-        store.set_next_seq(writer.lines() + 1);
+        store.set_next_record(writer.lines() + 1);
+        recovered.next_record = writer.lines() + 1;
     }
     // Records committed before a crash but not in the file yet: write them now, exactly once.
     let outbox = std::mem::take(&mut recovered.outbox);
     let before = writer.lines();
-    write_lines(&mut writer, &outbox).map_err(|e| {
+    let jsonl = write_lines(&mut writer, &outbox).map_err(|e| {
         FrontierError::Store(format!(
             "{e}; the output file {} does not match the frontier in {} (was it truncated or replaced?)",
             config.output.jsonl.display(),
@@ -127,8 +130,6 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         ))
     })?;
     report.rewritten = writer.lines() - before;
-    store.trim_outbox(writer.lines());
-    store.commit()?;
     if report.repaired_bytes > 0 || report.rewritten > 0 || !recovered.fresh {
         tracing::info!(
             pending = report.pending,
@@ -156,20 +157,30 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         max_attempts: config.supervisor.max_attempts,
         max_redirects: config.fetch.max_redirects,
         commit_max_ops: config.frontier.commit_max_ops,
+        lease_timeout: config.fetch.request_timeout + Duration::from_secs(10),
+        window: crawl_core::politeness::DEFAULT_WINDOW,
     };
-    let lines = writer.lines();
     let mut crawl = Crawl::new(
         settings,
         scope.clone(),
         HostQueues::new(policy),
-        Box::new(store),
         recovered,
-        lines,
+        jsonl,
         now,
     );
     for seed in &config.crawl.seeds {
-        crawl.add_seed(seed, now);
+        crawl.add_seed(seed);
     }
+    // The store moves to a thread of its own: commits and reads never block the scheduler.
+    let store: Box<dyn FrontierStore> = Box::new(store);
+    let store_cell = std::sync::Mutex::new(Some(store));
+    let store_addr = SyncArbiter::start(1, move || {
+        let s = store_cell.lock().ok().and_then(|mut g| g.take());
+        match s {
+            Some(s) => StoreActor::new(s),
+            None => StoreActor::closed(),
+        }
+    });
 
     // The resolver: one supervised actor on its own thread; fetchers and their connectors ask it.
     let resolver_arbiter = Arbiter::new();
@@ -285,6 +296,7 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         crawl,
         fetchers,
         sink,
+        store_addr,
         sup.clone().recipient(),
         commit_interval,
     ));

@@ -209,7 +209,8 @@ async fn run_job(
     let fetch = async {
         match job.entry.kind {
             JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
-            JobKind::Page | JobKind::Sitemap => client.get(&url, job.entry.parent.as_deref()).await,
+            // Only pages, robots.txt and sitemaps are ever leased; excluded kinds are recorded without a fetch.
+            _ => client.get(&url, job.entry.parent.as_deref()).await,
         }
     };
     // For an exported trace the connectors add their spans (connect, TLS, first byte) through the probe; for the

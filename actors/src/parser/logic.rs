@@ -27,9 +27,10 @@ pub struct ParseSettings {
 /// Turns a fetched response into the job's result.
 pub fn process(settings: &ParseSettings, job: &Job, resp: RawResponse) -> JobResult {
     match job.entry.kind {
-        JobKind::Page => JobResult::Page(Box::new(process_page(settings, job, resp))),
         JobKind::Robots => JobResult::Robots(process_robots(settings, resp)),
         JobKind::Sitemap => JobResult::Sitemap(process_sitemap(settings, resp)),
+        // Excluded kinds are never leased; a page is the only other thing fetched.
+        _ => JobResult::Page(Box::new(process_page(settings, job, resp))),
     }
 }
 

@@ -1,13 +1,16 @@
 //! The scheduler actor: actix glue around [`Crawl`]. It leases ready jobs to fetchers (round-robin), takes their
-//! results, group-commits the frontier every `commit_interval` (or `commit_max_ops` changes), then sends the
-//! committed records to the sink and trims the outbox once they are written.
+//! results, sends window refills and group commits (every `commit_interval`, or `commit_max_ops` changes) to the
+//! store actor, then sends the committed records to the sink and checkpoints the JSONL once they are written.
+//! Leases whose deadline passes are re-driven.
 
-use super::crawl::{Crawl, FinishReason};
+use super::crawl::{Crawl, FinishReason, RefillRequest};
 use super::messages::{Abort, Drain, FetcherDown, FetcherUp, GetStats, JobDone, Reconfigure};
 use super::stats::Stats;
 use crate::fetcher::messages::Fetch;
 use crate::sink::Sink;
 use crate::sink::messages::WriteRecords;
+use crate::store::StoreActor;
+use crate::store::messages::{Commit, NextUrls};
 use crate::supervisor::messages::CrawlFinished;
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
@@ -20,9 +23,11 @@ pub struct Scheduler {
     fetchers: Vec<Option<Recipient<Fetch>>>,
     next_fetcher: usize,
     sink: Addr<Sink>,
+    store: Addr<StoreActor>,
     supervisor: Recipient<CrawlFinished>,
     commit_interval: Duration,
     commit_timer: Option<SpawnHandle>,
+    deadline_timer: Option<(Instant, SpawnHandle)>,
     wake: Option<(Instant, SpawnHandle)>,
     writes_in_flight: usize,
     forced: Option<FinishReason>,
@@ -34,6 +39,7 @@ impl Scheduler {
         crawl: Crawl,
         fetchers: Vec<Recipient<Fetch>>,
         sink: Addr<Sink>,
+        store: Addr<StoreActor>,
         supervisor: Recipient<CrawlFinished>,
         commit_interval: Duration,
     ) -> Scheduler {
@@ -42,9 +48,11 @@ impl Scheduler {
             fetchers: fetchers.into_iter().map(Some).collect(),
             next_fetcher: 0,
             sink,
+            store,
             supervisor,
             commit_interval,
             commit_timer: None,
+            deadline_timer: None,
             wake: None,
             writes_in_flight: 0,
             forced: None,
@@ -64,8 +72,72 @@ impl Scheduler {
         None
     }
 
+    /// Sends the window refills the crawl asks for; each answer comes back through [`Crawl::filled`].
+    fn refill(&mut self, ctx: &mut Context<Self>) {
+        for req in self.crawl.take_refills() {
+            let fut = self.store.send(NextUrls {
+                host: req.host,
+                after: req.refill.after,
+                max: req.refill.max,
+                subject: String::new(),
+            });
+            ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+                act.on_filled(req, res, ctx);
+            }));
+        }
+    }
+
+    fn on_filled(
+        &mut self,
+        req: RefillRequest,
+        res: Result<
+            Result<Vec<crawl_core::frontier::Entry>, crawl_core::frontier::FrontierError>,
+            actix::MailboxError,
+        >,
+        ctx: &mut Context<Self>,
+    ) {
+        let res =
+            res.unwrap_or_else(|e| Err(crawl_core::frontier::FrontierError::Gone(e.to_string())));
+        if let Err(e) = self.crawl.filled(req, res, Instant::now()) {
+            tracing::error!(error = %e, "frontier read failed; stopping");
+            self.fatal(format!("frontier read failed: {e}"));
+        }
+        self.after(ctx);
+    }
+
+    fn fatal(&mut self, reason: String) {
+        self.crawl.drain();
+        if !matches!(self.forced, Some(FinishReason::Fatal(_))) {
+            self.forced = Some(FinishReason::Fatal(reason));
+        }
+    }
+
+    /// Re-drives leases whose deadline passed and keeps a timer on the next deadline.
+    fn check_deadlines(&mut self, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        for (job, fetcher, url) in self.crawl.expire_leases(now) {
+            tracing::warn!(job, fetcher = ?fetcher, url = %crawl_observability::redact::redact_url(&url), "lease expired");
+        }
+        let Some(at) = self.crawl.next_deadline() else {
+            return;
+        };
+        if self.deadline_timer.as_ref().is_some_and(|(t, _)| *t <= at) {
+            return;
+        }
+        if let Some((_, h)) = self.deadline_timer.take() {
+            ctx.cancel_future(h);
+        }
+        let h = ctx.run_later(at.saturating_duration_since(now), |act, ctx| {
+            act.deadline_timer = None;
+            act.check_deadlines(ctx);
+            act.after(ctx);
+        });
+        self.deadline_timer = Some((at, h));
+    }
+
     fn pump(&mut self, ctx: &mut Context<Self>) {
         if self.forced.is_some() || !self.fetchers.iter().any(Option::is_some) {
+            self.refill(ctx);
             return;
         }
         let now = Instant::now();
@@ -77,6 +149,7 @@ impl Scheduler {
                 f.do_send(Fetch { job });
             }
         }
+        self.refill(ctx);
         if let Some(at) = wake {
             let earlier = self.wake.as_ref().is_none_or(|(t, _)| at < *t);
             if earlier {
@@ -97,14 +170,26 @@ impl Scheduler {
         if let Some(h) = self.commit_timer.take() {
             ctx.cancel_future(h);
         }
-        let lines = match self.crawl.commit() {
-            Ok(lines) => lines,
-            Err(e) => {
-                tracing::error!(error = %e, "frontier commit failed; stopping");
-                self.forced = Some(FinishReason::Fatal(format!("frontier commit failed: {e}")));
-                return;
-            }
+        let Some(batch) = self.crawl.take_commit(Instant::now()) else {
+            return;
         };
+        let fut = self.store.send(Commit { batch });
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            let res = res
+                .unwrap_or_else(|e| Err(crawl_core::frontier::FrontierError::Gone(e.to_string())));
+            match act.crawl.commit_done(res, Instant::now()) {
+                Ok(lines) => act.write(lines, ctx),
+                Err(e) => {
+                    tracing::error!(error = %e, "frontier commit failed; stopping");
+                    act.fatal(format!("frontier commit failed: {e}"));
+                }
+            }
+            act.after(ctx);
+        }));
+    }
+
+    /// Sends committed records to the sink.
+    fn write(&mut self, lines: Vec<(u64, Vec<u8>)>, ctx: &mut Context<Self>) {
         if lines.is_empty() {
             return;
         }
@@ -113,7 +198,7 @@ impl Scheduler {
         ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
             act.writes_in_flight -= 1;
             match res {
-                Ok(Ok(upto)) => act.crawl.written(upto),
+                Ok(Ok(cp)) => act.crawl.written(cp),
                 Ok(Err(e)) => {
                     tracing::error!(error = %e, "output write failed; stopping");
                     act.forced = Some(FinishReason::Fatal(format!("output write failed: {e}")));
@@ -131,7 +216,10 @@ impl Scheduler {
         self.pump(ctx);
         let (queued, in_flight, known, hosts) = self.crawl.gauges();
         crawl_observability::metrics::metrics().frontier(queued, in_flight, known, hosts);
-        if self.crawl.commit_due() || (self.forced.is_some() && self.crawl.has_staged()) {
+        self.check_deadlines(ctx);
+        if self.crawl.commit_due()
+            || ((self.forced.is_some() || self.crawl.is_draining()) && self.crawl.has_staged())
+        {
             self.commit_now(ctx);
         } else if self.crawl.has_staged() && self.commit_timer.is_none() {
             self.commit_timer = Some(ctx.run_later(self.commit_interval, |act, ctx| {
@@ -144,7 +232,13 @@ impl Scheduler {
             return;
         }
         let reason = match &self.forced {
-            Some(r) if self.writes_in_flight == 0 && !self.crawl.has_staged() => Some(r.clone()),
+            Some(r)
+                if self.writes_in_flight == 0
+                    && !self.crawl.has_staged()
+                    && !self.crawl.committing() =>
+            {
+                Some(r.clone())
+            }
             Some(_) => None,
             None => self.crawl.finished(),
         };
@@ -230,11 +324,8 @@ impl Handler<Abort> for Scheduler {
     type Result = ();
 
     fn handle(&mut self, msg: Abort, ctx: &mut Context<Self>) {
-        self.crawl.drain();
         // The first fatal cause is the one reported; later ones are consequences.
-        if !matches!(self.forced, Some(FinishReason::Fatal(_))) {
-            self.forced = Some(FinishReason::Fatal(msg.reason));
-        }
+        self.fatal(msg.reason);
         self.after(ctx);
     }
 }

@@ -1,11 +1,20 @@
-//! The scheduler's state machine, without actix: leases, robots.txt state per authority, redirects, retries,
-//! poison, link admission, records and group commits. The actor in `actor.rs` only moves messages in and out.
+//! The scheduler's state machine, without actix: host windows over the store, leases with deadlines, robots.txt
+//! state per authority, redirects, retries, poison, link admission, records and group commits. The actor in
+//! `actor.rs` only moves messages in and out: it sends the batches this state hands it ([`Crawl::take_commit`]) and
+//! the window refills ([`Crawl::take_refills`]) to the store actor and feeds the answers back.
 
+use super::leases::Leases;
+use super::records::RecordLog;
 use super::robots_state::{RobotsState, RobotsTable};
 use super::stats::Stats;
 use crate::job::{FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
 use crawl_core::canon;
-use crawl_core::frontier::{Entry, FrontierError, FrontierStore, JobKind, Recovered};
+use crawl_core::frontier::window::{Refill, Window};
+use crawl_core::frontier::{
+    Batch, Committed, Counters, Discovered, Entry, Finished, Fp, FrontierError, JobKind,
+    RECORDS_HOST, Resume,
+};
+use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
 use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
 use crawl_core::scope::{ScopePolicy, ScopeVerdict};
@@ -13,7 +22,7 @@ use crawl_observability::KeyValue;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
 use crawl_observability::trace::{self, TraceCtx, wall};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +42,10 @@ pub struct CrawlSettings {
     pub max_attempts: u32,
     pub max_redirects: u32,
     pub commit_max_ops: usize,
+    /// How long a lease may stay out (request timeout plus the parse budget).
+    pub lease_timeout: Duration,
+    /// Entries the records queue's window holds.
+    pub window: usize,
 }
 
 /// Why the crawl ended.
@@ -48,29 +61,46 @@ pub enum FinishReason {
     Fatal(String),
 }
 
-#[derive(Debug)]
-struct Lease {
-    job: Job,
-    fetcher: Option<usize>,
+/// Which window a refill is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowId {
+    Host(HostId),
+    /// The records queue (links recorded without a fetch).
+    Records,
+}
+
+/// A refill to send to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefillRequest {
+    pub window: WindowId,
+    pub host: Fp,
+    pub refill: Refill,
+}
+
+/// The commit in flight: what to do once it is durable.
+#[derive(Debug, Default)]
+struct InFlight {
+    started: Option<Instant>,
+    finished: Vec<Finished>,
 }
 
 /// The scheduler's state.
 pub struct Crawl {
     settings: CrawlSettings,
     scope: Arc<ScopePolicy>,
-    store: Box<dyn FrontierStore>,
     queues: HostQueues,
+    /// The records queue: links recorded without a fetch, read from the store a window at a time.
+    excluded: Window,
     robots: RobotsTable,
-    leases: HashMap<JobId, Lease>,
-    next_job: JobId,
-    next_entry_seq: u64,
-    /// Records made but not committed yet: (sequence, JSONL line, trace).
-    unsent: Vec<(u64, Vec<u8>, TraceCtx)>,
-    written_upto: u64,
-    committed_upto: u64,
+    leases: Leases,
+    records: RecordLog,
+    staged: Batch,
+    in_flight: Option<InFlight>,
+    refills_out: usize,
+    /// The store's counters as of the last commit.
+    counters: Counters,
     sitemaps_seen: HashSet<String>,
     pages_done: u64,
-    page_leases: u64,
     draining: bool,
     stats: Stats,
     dropped: Vec<Entry>,
@@ -80,117 +110,96 @@ pub struct Crawl {
     pending_trace: Option<TraceCtx>,
     /// Traces of URLs queued again (retry, re-drive), continued by their next lease.
     retry_traces: HashMap<String, TraceCtx>,
-    /// Traces of committed records on their way to the sink: (sequence, commit started, trace), in order.
-    writing: VecDeque<(u64, Instant, TraceCtx)>,
     /// The scope changed in a reload: queued URLs are judged again when they come up.
     rescope: bool,
 }
 
 impl Crawl {
-    /// Builds the state from what the store recovered. `jsonl_lines` is the number of complete lines in the JSONL.
+    /// Builds the state from what the store recovered. `jsonl` is where the JSONL stands (after the outbox was
+    /// written to it).
     pub fn new(
         settings: CrawlSettings,
         scope: Arc<ScopePolicy>,
         queues: HostQueues,
-        store: Box<dyn FrontierStore>,
-        recovered: Recovered,
-        jsonl_lines: u64,
+        resume: Resume,
+        jsonl: JsonlCheckpoint,
         now: Instant,
     ) -> Crawl {
-        let mut crawl = Crawl {
+        let mut excluded = Window::complete();
+        let mut queues = queues;
+        for h in &resume.hosts {
+            if h.fp == RECORDS_HOST {
+                excluded = Window::unloaded();
+            } else {
+                queues.resume_host(&h.name, now);
+            }
+        }
+        let mut stats = Stats {
+            resumed: resume.counters.pending,
+            known: resume.counters.known,
+            ..Stats::default()
+        };
+        stats.resumed = resume.counters.pending;
+        let moved = resume.checkpoint != Some(jsonl);
+        Crawl {
+            leases: Leases::new(settings.lease_timeout),
+            records: RecordLog::new(resume.next_record, jsonl.lines, moved.then_some(jsonl)),
             settings,
             scope,
-            store,
             queues,
+            excluded,
             robots: RobotsTable::default(),
-            leases: HashMap::new(),
-            next_job: 1,
-            next_entry_seq: recovered.pending.iter().map(|e| e.seq).max().unwrap_or(0) + 1,
-            unsent: Vec::new(),
-            written_upto: jsonl_lines,
-            committed_upto: jsonl_lines,
+            staged: Batch::default(),
+            in_flight: None,
+            refills_out: 0,
+            counters: resume.counters,
             sitemaps_seen: HashSet::new(),
-            pages_done: recovered.pages_fetched,
-            page_leases: 0,
+            pages_done: resume.counters.pages_fetched,
             draining: false,
-            stats: Stats::default(),
+            stats,
             dropped: Vec::new(),
             pending_dns: None,
             pending_trace: None,
             retry_traces: HashMap::new(),
-            writing: VecDeque::new(),
             rescope: false,
-        };
-        crawl.stats.resumed = recovered.pending.len() as u64;
-        crawl.stats.known = recovered.known;
-        for entry in recovered.pending {
-            crawl.enqueue(entry, now);
         }
-        crawl
     }
 
-    /// Adds a seed (depth 0) unless it is known already. Returns true when it was new.
-    pub fn add_seed(&mut self, url: &url::Url, now: Instant) -> bool {
+    /// Adds a seed (depth 0); the store drops it when it is known already.
+    pub fn add_seed(&mut self, url: &url::Url) {
         let link = FoundLink {
             url: url.as_str().to_owned(),
             host: canon::host_key(url).to_owned(),
             verdict: self.scope.check(url, 0),
         };
-        self.admit(&link, 0, None, Vec::new(), now)
+        self.admit(&link, 0, None, Vec::new());
     }
 
-    fn enqueue(&mut self, entry: Entry, now: Instant) {
-        let host = match url::Url::parse(&entry.url) {
-            Ok(u) => canon::host_key(&u).to_owned(),
-            Err(_) => String::new(),
-        };
-        let id = self.queues.host_id(&host);
-        self.queues.push(id, entry, now);
+    /// Stages a discovered URL; the store keeps it when it is new (in scope: queued; otherwise: recorded).
+    fn admit(&mut self, link: &FoundLink, depth: u32, parent: Option<&Entry>, chain: Vec<String>) {
+        self.staged.discovered.push(Discovered {
+            url: link.url.clone(),
+            host: link.host.clone(),
+            depth,
+            parent: parent.map(|p| (p.id, p.url.clone())),
+            redirect_chain: chain,
+            kind: JobKind::from_verdict(link.verdict),
+        });
     }
 
-    /// Admits a discovered URL: queues it when in scope, records it as excluded otherwise, ignores it when known.
-    fn admit(
+    /// Records a URL taken from a window. A page job's record takes the job's trace; others get `trace` or a root
+    /// span of their own.
+    fn finish(&mut self, entry: &Entry, record: Record, page_job: bool) {
+        self.finish_traced(entry, record, page_job, None);
+    }
+
+    fn finish_traced(
         &mut self,
-        link: &FoundLink,
-        depth: u32,
-        parent: Option<&str>,
-        chain: Vec<String>,
-        now: Instant,
-    ) -> bool {
-        if self.store.is_known(&link.url) {
-            return false;
-        }
-        let reason = match link.verdict {
-            ScopeVerdict::InScope => None,
-            ScopeVerdict::OutOfScope => Some(Reason::Scope),
-            ScopeVerdict::Filtered => Some(Reason::Filter),
-            ScopeVerdict::TooDeep => Some(Reason::Depth),
-        };
-        self.stats.known += 1;
-        match reason {
-            None => {
-                let mut entry = Entry::page(link.url.clone(), depth, parent.map(str::to_owned));
-                entry.redirect_chain = chain;
-                entry.seq = self.next_entry_seq;
-                self.next_entry_seq += 1;
-                self.store.add(&entry);
-                let host = self.queues.host_id(&link.host);
-                self.queues.push(host, entry, now);
-            }
-            Some(reason) => {
-                let record = Record::terminal(&link.url, depth, parent, reason, None);
-                self.finish(record, false);
-            }
-        }
-        true
-    }
-
-    fn finish(&mut self, record: Record, page_job: bool) {
-        self.finish_traced(record, page_job, None);
-    }
-
-    /// Records a URL. A page job's record takes the job's trace; others get `trace` or a root span of their own.
-    fn finish_traced(&mut self, mut record: Record, page_job: bool, trace: Option<TraceCtx>) {
+        entry: &Entry,
+        mut record: Record,
+        page_job: bool,
+        trace: Option<TraceCtx>,
+    ) {
         if page_job && record.dns.is_none() {
             record.dns = self.pending_dns.take();
         }
@@ -204,20 +213,28 @@ impl Crawl {
         self.observe(&record, &trace);
         let line = record.to_line();
         self.stats.count(&record);
-        let seq = self.store.finish(&record.url, line.clone(), page_job);
+        let seq = self.records.stage(trace);
+        self.staged.records.push((seq, line));
+        self.staged.finished.push(Finished {
+            id: entry.id,
+            host: entry.host,
+            key: entry.key(),
+            fetched_page: page_job,
+        });
         if page_job {
             self.pages_done += 1;
         }
-        self.unsent.push((seq, line, trace));
     }
 
     fn limit_reached(&self) -> bool {
-        self.settings.max_pages > 0 && self.pages_done + self.page_leases >= self.settings.max_pages
+        self.settings.max_pages > 0
+            && self.pages_done + self.leases.pages() >= self.settings.max_pages
     }
 
     /// Leases up to the free global capacity of ready jobs. Returns them and the instant to call again when some
     /// are waiting on politeness.
     pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
+        self.record_excluded();
         let mut jobs = Vec::new();
         let mut wake = None;
         while !self.draining
@@ -255,11 +272,7 @@ impl Crawl {
                     if !self.still_in_scope(host, &entry, now) {
                         continue;
                     }
-                    let id = self.next_job;
-                    self.next_job += 1;
-                    if entry.kind == JobKind::Page {
-                        self.page_leases += 1;
-                    }
+                    let id = self.leases.next_id();
                     let trace = self.lease_trace(host, &entry, now);
                     let job = Job {
                         id,
@@ -268,13 +281,7 @@ impl Crawl {
                         started_at: now,
                         trace,
                     };
-                    self.leases.insert(
-                        id,
-                        Lease {
-                            job: job.clone(),
-                            fetcher: None,
-                        },
-                    );
+                    self.leases.insert(job.clone(), now);
                     jobs.push(job);
                 }
                 // a robots.txt request queued by the gate may be ready right away
@@ -286,7 +293,48 @@ impl Crawl {
                 Pop::Idle => break,
             }
         }
+        self.heal(now);
         (jobs, wake)
+    }
+
+    /// A safety net: when nothing is out and no window accounts for the URLs the store holds, read every queue
+    /// again from its start. Never needed when the windows' bookkeeping is right; it keeps a crawl from stalling
+    /// when it is not.
+    fn heal(&mut self, now: Instant) {
+        let idle = self.leases.is_empty()
+            && self.in_flight.is_none()
+            && self.staged.is_empty()
+            && self.refills_out == 0
+            && self.queues.queued() == 0
+            && !self.draining
+            && !self.limit_reached();
+        if idle
+            && self.counters.pending > 0
+            && !self.queues.store_has_more()
+            && !self.excluded.has_more()
+        {
+            tracing::warn!(
+                pending = self.counters.pending,
+                "pending urls outside every window; reading the queues again"
+            );
+            self.queues.rescan_all(now);
+            self.excluded.rescan();
+        }
+    }
+
+    /// Records the links of the records queue (excluded without a fetch) that are in memory.
+    fn record_excluded(&mut self) {
+        while let Some(entry) = self.excluded.pop() {
+            let reason = entry.kind.excluded().unwrap_or(Reason::Scope);
+            let record = Record::terminal(
+                &entry.url,
+                entry.depth,
+                entry.parent.as_deref(),
+                reason,
+                None,
+            );
+            self.finish(&entry, record, false);
+        }
     }
 
     fn record_dropped(&mut self) {
@@ -304,7 +352,8 @@ impl Crawl {
             );
             record.dns = dns;
             record.attempts = 0;
-            self.finish_traced(record, false, Some(Self::dropped_trace(&entry, reason)));
+            let trace = Self::dropped_trace(&entry, reason);
+            self.finish_traced(&entry, record, false, Some(trace));
         }
     }
 
@@ -319,9 +368,7 @@ impl Crawl {
 
     /// Remembers which fetcher holds a job.
     pub fn assign(&mut self, job: JobId, fetcher: usize) {
-        if let Some(l) = self.leases.get_mut(&job) {
-            l.fetcher = Some(fetcher);
-        }
+        self.leases.assign(job, fetcher);
     }
 
     /// A fetcher died: every job it held is re-driven; the one it panicked on counts an attempt.
@@ -332,13 +379,7 @@ impl Crawl {
         detail: &str,
         now: Instant,
     ) {
-        let lost: Vec<JobId> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.fetcher == Some(fetcher))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in lost {
+        for id in self.leases.held_by(fetcher) {
             if Some(id) == panicked {
                 self.job_done(
                     id,
@@ -348,39 +389,60 @@ impl Crawl {
                     },
                     now,
                 );
-            } else if let Some(lease) = self.take_lease(id) {
+            } else if let Some(lease) = self.leases.take(id) {
                 self.queues
                     .release(lease.job.host, now, Feedback::NotStarted);
                 if lease.job.entry.kind == JobKind::Page {
                     self.retry_traces
                         .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
                 }
-                self.requeue(lease.job.entry, now);
+                self.requeue(lease.job.host, lease.job.entry, now);
             }
         }
     }
 
-    fn take_lease(&mut self, id: JobId) -> Option<Lease> {
-        let lease = self.leases.remove(&id)?;
-        if lease.job.entry.kind == JobKind::Page {
-            self.page_leases -= 1;
+    /// Leases whose deadline passed: each is re-driven with one more attempt (poisoned after max_attempts), as
+    /// if its handler had panicked. Returns the jobs and the fetchers that held them, so the stuck child can be
+    /// replaced.
+    pub fn expire_leases(&mut self, now: Instant) -> Vec<(JobId, Option<usize>, String)> {
+        let mut out = Vec::new();
+        for id in self.leases.expired(now) {
+            let fetcher = self.leases.fetcher_of(id);
+            let url = self.lease_url(id).unwrap_or_default();
+            tracing::warn!(url = %redact_url(&url), job = id, "lease deadline passed; re-driving url");
+            self.job_done(
+                id,
+                JobResult::Panicked {
+                    stage: "lease",
+                    detail: format!(
+                        "no result within the lease deadline of {} ms",
+                        self.settings.lease_timeout.as_millis()
+                    ),
+                },
+                now,
+            );
+            out.push((id, fetcher, url));
         }
-        Some(lease)
+        out
     }
 
-    fn requeue(&mut self, entry: Entry, now: Instant) {
+    fn lease_url(&self, id: JobId) -> Option<String> {
+        self.leases.url_of(id)
+    }
+
+    /// The earliest lease deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.leases.next_deadline()
+    }
+
+    fn requeue(&mut self, host: HostId, entry: Entry, now: Instant) {
         match entry.kind {
             JobKind::Page => {
-                self.store.update(&entry);
-                self.enqueue(entry, now);
+                self.staged.updates.push(entry.clone());
+                self.queues.push(host, entry, now);
             }
-            JobKind::Robots | JobKind::Sitemap => {
-                let host = match url::Url::parse(&entry.url) {
-                    Ok(u) => self.queues.host_id(canon::host_key(&u)),
-                    Err(_) => return,
-                };
-                self.queues.push_urgent(host, entry, now);
-            }
+            JobKind::Robots | JobKind::Sitemap => self.queues.push_urgent(host, entry, now),
+            _ => {}
         }
     }
 
@@ -421,7 +483,7 @@ impl Crawl {
             Some("left the scope in a config reload".to_owned()),
         );
         let trace = self.retry_traces.remove(&entry.url);
-        self.finish_traced(record, false, trace);
+        self.finish_traced(entry, record, false, trace);
         false
     }
 
@@ -436,51 +498,140 @@ impl Crawl {
 
     /// True when the store should commit now rather than at the end of the window.
     pub fn commit_due(&self) -> bool {
-        self.store.staged() >= self.settings.commit_max_ops
+        self.staged.len() >= self.settings.commit_max_ops
     }
 
     pub fn has_staged(&self) -> bool {
-        self.store.staged() > 0
+        !self.staged.is_empty() || self.records.has_checkpoint()
     }
 
-    /// Commits staged changes; returns the records that are now durable and must be written, in order.
-    pub fn commit(&mut self) -> Result<Vec<(u64, Vec<u8>)>, FrontierError> {
-        if self.store.staged() == 0 {
-            return Ok(Vec::new());
+    pub fn committing(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// The staged batch, to send to the store, when no commit is in flight.
+    pub fn take_commit(&mut self, now: Instant) -> Option<Batch> {
+        if self.in_flight.is_some() || !self.has_staged() {
+            return None;
         }
-        let started = Instant::now();
-        let info = self.store.commit()?;
+        let mut batch = std::mem::take(&mut self.staged);
+        batch.written = self.records.take_checkpoint();
+        self.records.start_commit(&batch.records);
+        self.in_flight = Some(InFlight {
+            started: Some(now),
+            finished: batch.finished.clone(),
+        });
+        Some(batch)
+    }
+
+    /// The store's answer to the commit in flight. Returns the records now durable, in order, for the sink.
+    pub fn commit_done(
+        &mut self,
+        result: Result<Committed, FrontierError>,
+        now: Instant,
+    ) -> Result<Vec<(u64, Vec<u8>)>, FrontierError> {
+        let in_flight = self.in_flight.take().unwrap_or_default();
+        let committed = match result {
+            Ok(c) => c,
+            Err(e) => {
+                self.records.commit_failed();
+                return Err(e);
+            }
+        };
         self.stats.commits += 1;
+        self.counters = committed.counters;
+        self.stats.known = committed.counters.known;
         tracing::trace!(
-            added = info.added,
-            finished = info.finished,
-            trimmed = info.trimmed,
+            added = committed.added.len(),
+            duplicates = committed.duplicates,
+            finished = in_flight.finished.len(),
+            trimmed = committed.trimmed,
             "frontier committed"
         );
-        let mut out = Vec::with_capacity(self.unsent.len());
-        for (seq, line, trace) in std::mem::take(&mut self.unsent) {
-            self.committed_upto = seq;
-            self.writing.push_back((seq, started, trace));
-            out.push((seq, line));
+        for f in &in_flight.finished {
+            if f.host == RECORDS_HOST {
+                self.excluded.settle(f.id);
+            } else if let Some(h) = self.queues.host_by_fp(f.host) {
+                self.queues.settle(h, f.id);
+            }
         }
-        Ok(out)
+        let cap = self.settings.window;
+        for added in committed.added {
+            let entry = added.entry;
+            if entry.host == RECORDS_HOST {
+                self.excluded.offer(entry, cap);
+            } else {
+                let h = self.queues.host_id(&added.host);
+                self.queues.offer(h, entry, now);
+            }
+        }
+        // Links recorded without a fetch get their records at once (staged for the next commit).
+        self.record_excluded();
+        Ok(self.records.committed(in_flight.started.unwrap_or(now)))
     }
 
-    /// The sink wrote records up to `seq`: their outbox copies can go at the next commit.
-    pub fn written(&mut self, seq: u64) {
-        if seq > self.written_upto {
-            self.written_upto = seq;
-            self.store.trim_outbox(seq);
+    /// Refills the windows need; the caller sends each to the store and hands the answer to [`filled`](Self::filled).
+    pub fn take_refills(&mut self) -> Vec<RefillRequest> {
+        let mut out: Vec<RefillRequest> = self
+            .queues
+            .take_refills()
+            .into_iter()
+            .map(|(h, fp, refill)| RefillRequest {
+                window: WindowId::Host(h),
+                host: fp,
+                refill,
+            })
+            .collect();
+        if let Some(refill) = self.excluded.want_refill(self.settings.window) {
+            out.push(RefillRequest {
+                window: WindowId::Records,
+                host: RECORDS_HOST,
+                refill,
+            });
         }
-        self.end_written_traces(seq);
+        self.refills_out += out.len();
+        out
+    }
+
+    /// The store's answer to a refill.
+    pub fn filled(
+        &mut self,
+        req: RefillRequest,
+        result: Result<Vec<Entry>, FrontierError>,
+        now: Instant,
+    ) -> Result<(), FrontierError> {
+        self.refills_out = self.refills_out.saturating_sub(1);
+        match (req.window, result) {
+            (WindowId::Host(h), Ok(entries)) => self.queues.fill(h, entries, req.refill, now),
+            (WindowId::Records, Ok(entries)) => {
+                self.excluded
+                    .fill(entries, req.refill, self.settings.window);
+            }
+            (WindowId::Host(h), Err(e)) => {
+                self.queues.refill_failed(h, now);
+                return Err(e);
+            }
+            (WindowId::Records, Err(e)) => {
+                self.excluded.refill_failed();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The sink wrote records up to `cp.lines`: their outbox copies can go at the next commit.
+    pub fn written(&mut self, cp: JsonlCheckpoint) {
+        self.records.written(cp);
+        self.end_written_traces(cp.lines);
     }
 
     /// Whether the crawl is over (all durable work written). None while it goes on.
     pub fn finished(&self) -> Option<FinishReason> {
         let settled = self.leases.is_empty()
-            && self.unsent.is_empty()
-            && self.written_upto >= self.committed_upto
-            && self.store.staged() == 0;
+            && self.staged.is_empty()
+            && self.in_flight.is_none()
+            && self.records.settled()
+            && !self.records.has_checkpoint();
         if !settled {
             return None;
         }
@@ -490,7 +641,7 @@ impl Crawl {
         if self.limit_reached() {
             return Some(FinishReason::LimitReached);
         }
-        if self.queues.queued() == 0 {
+        if self.counters.pending == 0 && self.queues.queued() == 0 && self.refills_out == 0 {
             return Some(FinishReason::Completed);
         }
         None
@@ -498,17 +649,25 @@ impl Crawl {
 
     /// Records committed but not yet written (for the final flush).
     pub fn pending_writes(&self) -> u64 {
-        self.committed_upto.saturating_sub(self.written_upto)
+        self.records.pending_writes()
     }
 
-    /// Queued URLs, leases, known URLs and hosts, for the metrics.
+    /// Queued URLs (in the store), leases, known URLs and hosts, for the metrics.
     pub fn gauges(&self) -> (u64, u64, u64, u64) {
         (
-            self.queues.queued() as u64,
+            self.queued(),
             self.leases.len() as u64,
-            self.stats.known,
+            self.counters.known,
             self.queues.hosts() as u64,
         )
+    }
+
+    /// URLs waiting: pending in the store (leased ones aside) plus robots.txt and sitemap jobs.
+    fn queued(&self) -> u64 {
+        self.counters
+            .pending
+            .saturating_sub(self.leases.pages())
+            .max(self.queues.queued() as u64)
     }
 
     pub fn in_flight(&self) -> usize {
@@ -518,20 +677,16 @@ impl Crawl {
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
-        s.queued = self.queues.queued() as u64;
+        s.queued = self.queued();
         s.in_flight = self.leases.len() as u64;
         s.hosts = self.queues.hosts() as u64;
         s
     }
 }
 
-#[path = "crawl_results.rs"]
 mod results;
-#[path = "crawl_robots.rs"]
 mod robots_jobs;
-#[path = "crawl_trace.rs"]
 mod trace_metrics;
 
 #[cfg(test)]
-#[path = "crawl_tests.rs"]
 mod tests;

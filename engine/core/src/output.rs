@@ -15,6 +15,8 @@ pub enum OutputError {
         path: String,
         source: std::io::Error,
     },
+    #[error("output {path} does not match the frontier: {detail} (was it truncated or replaced?)")]
+    Mismatch { path: String, detail: String },
 }
 
 /// Where the JSONL stood after a write: complete lines and the byte length they take.
@@ -30,13 +32,21 @@ pub struct JsonlWriter {
     out: BufWriter<File>,
     path: PathBuf,
     lines: u64,
+    bytes: u64,
     repaired_bytes: u64,
 }
 
 impl JsonlWriter {
     /// Opens (creating if needed) the file, cuts a torn last line (bytes after the last newline, left by a crash
-    /// in the middle of a write) and counts the complete lines.
+    /// in the middle of a write) and counts the complete lines, reading the whole file.
     pub fn open(path: &Path) -> Result<JsonlWriter, OutputError> {
+        Self::open_at(path, None)
+    }
+
+    /// Opens trusting the first `cp.bytes` bytes to hold `cp.lines` complete lines; reads only the tail beyond
+    /// (counts its complete lines, cuts a torn last line). `None` reads the whole file. A file shorter than the
+    /// checkpoint, or one that does not end a line there, is refused: it was truncated or replaced.
+    pub fn open_at(path: &Path, cp: Option<JsonlCheckpoint>) -> Result<JsonlWriter, OutputError> {
         let io = |source| OutputError::Io {
             path: path.display().to_string(),
             source,
@@ -50,11 +60,34 @@ impl JsonlWriter {
             .create(true)
             .open(path)
             .map_err(io)?;
-        let mut lines = 0u64;
-        let mut good_len = 0u64;
-        let mut offset = 0u64;
+        let cp = cp.unwrap_or_default();
+        let len = file.metadata().map_err(io)?.len();
+        let mismatch = |detail: String| OutputError::Mismatch {
+            path: path.display().to_string(),
+            detail,
+        };
+        if len < cp.bytes {
+            return Err(mismatch(format!(
+                "it has {len} bytes, the frontier recorded {} lines in {} bytes",
+                cp.lines, cp.bytes
+            )));
+        }
+        if cp.bytes > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(cp.bytes - 1)).map_err(io)?;
+            file.read_exact(&mut last).map_err(io)?;
+            if last[0] != b'\n' {
+                return Err(mismatch(format!(
+                    "no line ends at byte {} where the frontier recorded line {}",
+                    cp.bytes, cp.lines
+                )));
+            }
+        }
+        let mut lines = cp.lines;
+        let mut good_len = cp.bytes;
+        let mut offset = cp.bytes;
         let mut buf = vec![0u8; 1 << 20];
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.seek(SeekFrom::Start(cp.bytes)).map_err(io)?;
         loop {
             let n = file.read(&mut buf).map_err(io)?;
             if n == 0 {
@@ -74,6 +107,7 @@ impl JsonlWriter {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_path_buf(),
             lines,
+            bytes: good_len,
             repaired_bytes,
         })
     }
@@ -81,6 +115,14 @@ impl JsonlWriter {
     /// Complete lines in the file (after repair) plus the lines appended since.
     pub fn lines(&self) -> u64 {
         self.lines
+    }
+
+    /// Lines and bytes in the file once the buffer is flushed.
+    pub fn checkpoint(&self) -> JsonlCheckpoint {
+        JsonlCheckpoint {
+            lines: self.lines,
+            bytes: self.bytes,
+        }
     }
 
     /// Bytes of a torn last line cut at open.
@@ -99,6 +141,7 @@ impl JsonlWriter {
             source,
         })?;
         self.lines += 1;
+        self.bytes += line.len() as u64;
         Ok(())
     }
 
@@ -143,6 +186,47 @@ mod tests {
             std::fs::read(&p).unwrap(),
             b"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"
         );
+    }
+
+    #[test]
+    fn open_at_a_checkpoint_reads_only_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.jsonl");
+        std::fs::write(&p, b"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\"").unwrap();
+        let cp = JsonlCheckpoint {
+            lines: 2,
+            bytes: 16,
+        };
+        let w = JsonlWriter::open_at(&p, Some(cp)).unwrap();
+        assert_eq!(
+            w.checkpoint(),
+            JsonlCheckpoint {
+                lines: 3,
+                bytes: 24
+            }
+        );
+        assert_eq!(w.repaired_bytes(), 4);
+        drop(w);
+        let full = JsonlWriter::open(&p).unwrap();
+        assert_eq!(
+            full.checkpoint(),
+            JsonlCheckpoint {
+                lines: 3,
+                bytes: 24
+            }
+        );
+        let err = JsonlWriter::open_at(
+            &p,
+            Some(JsonlCheckpoint {
+                lines: 9,
+                bytes: 99,
+            }),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("does not match"), "{err}");
+        let err =
+            JsonlWriter::open_at(&p, Some(JsonlCheckpoint { lines: 1, bytes: 5 })).unwrap_err();
+        assert!(err.to_string().contains("no line ends"), "{err}");
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Frontier ordering and per-host politeness, as pure logic driven by explicit instants.
 //!
-//! [`HostQueues`] keeps one queue per host (breadth-first: lowest depth first, then discovery order), a queue of
+//! [`HostQueues`] keeps one queue per host (breadth-first: lowest depth first, then discovery order) as a bounded
+//! [`Window`] of the store's queue for that host, refilled as it runs low (see [`HostQueues::take_refills`]), a queue of
 //! urgent jobs per host (robots.txt, sitemaps) that go before pages, and a timer heap of hosts by the instant they
 //! may next start a request. It enforces, across every fetcher at once, per-host concurrency and the minimum delay
 //! between request starts (raised by robots.txt Crawl-delay), and pauses a host after 429/503 answers with
 //! exponential backoff or the server's Retry-After.
 
-use crate::frontier::Entry;
-use std::cmp::{Ordering, Reverse};
+use crate::frontier::window::{Refill, Window};
+use crate::frontier::{Entry, Fp, UrlRef, host_fp};
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -71,25 +73,14 @@ pub enum Pop {
     Idle,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-struct Queued(Entry);
-
-impl Ord for Queued {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: the smallest (depth, seq) must compare greatest.
-        (other.0.depth, other.0.seq).cmp(&(self.0.depth, self.0.seq))
-    }
-}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+/// Entries a host window holds by default.
+pub const DEFAULT_WINDOW: usize = 64;
 
 #[derive(Debug)]
 struct Host {
     name: Box<str>,
-    pages: BinaryHeap<Queued>,
+    fp: Fp,
+    pages: Window,
     urgent: VecDeque<Entry>,
     in_flight: u32,
     next_start: Option<Instant>,
@@ -106,9 +97,12 @@ pub struct HostQueues {
     policy: PolitenessPolicy,
     hosts: Vec<Host>,
     index: HashMap<Box<str>, HostId>,
+    by_fp: HashMap<Fp, HostId>,
     timers: BinaryHeap<Reverse<(Instant, HostId)>>,
     queued: usize,
     in_flight: usize,
+    window: usize,
+    refills: Vec<(HostId, Fp, Refill)>,
 }
 
 impl HostQueues {
@@ -117,10 +111,19 @@ impl HostQueues {
             policy,
             hosts: Vec::new(),
             index: HashMap::new(),
+            by_fp: HashMap::new(),
             timers: BinaryHeap::new(),
             queued: 0,
             in_flight: 0,
+            window: DEFAULT_WINDOW,
+            refills: Vec::new(),
         }
+    }
+
+    /// Sets how many ready URLs each host window holds.
+    pub fn with_window(mut self, window: usize) -> HostQueues {
+        self.window = window.max(1);
+        self
     }
 
     /// Replaces the politeness settings; they apply from the next request.
@@ -132,15 +135,37 @@ impl HostQueues {
         &self.policy
     }
 
-    /// The id of a host, creating it on first use.
+    /// The id of a host, creating it on first use (with nothing in the store).
     pub fn host_id(&mut self, host: &str) -> HostId {
+        self.host_with(host, Window::complete())
+    }
+
+    /// Registers a host that has `pending` URLs in the store (on resume); they are read a window at a time.
+    pub fn resume_host(&mut self, host: &str, now: Instant) -> HostId {
+        let id = self.host_with(host, Window::unloaded());
+        if let Some(h) = self.hosts.get_mut(id as usize) {
+            h.pages.rescan();
+        }
+        self.wake(id, now);
+        id
+    }
+
+    /// The id of a host by its fingerprint, if known.
+    pub fn host_by_fp(&self, fp: Fp) -> Option<HostId> {
+        self.by_fp.get(&fp).copied()
+    }
+
+    fn host_with(&mut self, host: &str, window: Window) -> HostId {
         if let Some(id) = self.index.get(host) {
             return *id;
         }
         let id = self.hosts.len() as HostId;
+        let fp = host_fp(host);
+        self.by_fp.insert(fp, id);
         self.hosts.push(Host {
             name: host.into(),
-            pages: BinaryHeap::new(),
+            fp,
+            pages: window,
             urgent: VecDeque::new(),
             in_flight: 0,
             next_start: None,
@@ -173,13 +198,87 @@ impl HostQueues {
         self.hosts.len()
     }
 
-    /// Queues a page on its host.
+    /// Queues a page on its host (a page that is not in the store, or that goes back after a lease).
     pub fn push(&mut self, host: HostId, mut entry: Entry, now: Instant) {
         entry.queued_at = Some(now);
         if let Some(h) = self.hosts.get_mut(host as usize) {
-            h.pages.push(Queued(entry));
-            self.queued += 1;
+            let d = h.pages.put_back(entry);
+            self.queued = self.queued.saturating_add_signed(d);
             self.wake(host, now);
+        }
+    }
+
+    /// A page the store just added on this host: kept in the window when it belongs there.
+    pub fn offer(&mut self, host: HostId, mut entry: Entry, now: Instant) {
+        entry.queued_at = Some(now);
+        let cap = self.window;
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            let d = h.pages.offer(entry, cap);
+            self.queued = self.queued.saturating_add_signed(d);
+            self.wake(host, now);
+        }
+    }
+
+    /// The store answered a refill of a host's window.
+    pub fn fill(&mut self, host: HostId, mut entries: Vec<Entry>, asked: Refill, now: Instant) {
+        for e in &mut entries {
+            e.queued_at = Some(now);
+        }
+        let cap = self.window;
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            let d = h.pages.fill(entries, asked, cap);
+            self.queued = self.queued.saturating_add_signed(d);
+            h.scheduled = None;
+            self.wake(host, now);
+        }
+    }
+
+    /// A refill could not be read: the host may ask again.
+    pub fn refill_failed(&mut self, host: HostId, now: Instant) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.pages.refill_failed();
+            h.scheduled = None;
+            self.wake(host, now);
+        }
+    }
+
+    /// Refills the hosts need: (host, its fingerprint, what to read). The caller asks the store and calls
+    /// [`fill`](Self::fill) with each answer.
+    pub fn take_refills(&mut self) -> Vec<(HostId, Fp, Refill)> {
+        std::mem::take(&mut self.refills)
+    }
+
+    /// A page taken from a host's window is done and committed.
+    pub fn settle(&mut self, host: HostId, id: UrlRef) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.pages.settle(id);
+        }
+    }
+
+    /// Reads every host's queue again from its start (a safety net when the store holds pending URLs that no
+    /// window accounts for).
+    pub fn rescan_all(&mut self, now: Instant) {
+        for id in 0..self.hosts.len() {
+            self.hosts[id].pages.rescan();
+            self.hosts[id].scheduled = None;
+            self.wake(id as HostId, now);
+        }
+    }
+
+    /// True while some host is waiting for a refill or may read more from the store.
+    pub fn store_has_more(&self) -> bool {
+        self.hosts.iter().any(|h| h.pages.has_more())
+    }
+
+    fn want_refill(&mut self, host: HostId) -> bool {
+        let cap = self.window;
+        let h = &mut self.hosts[host as usize];
+        match h.pages.want_refill(cap) {
+            Some(r) => {
+                self.refills.push((host, h.fp, r));
+                true
+            }
+            None => false,
         }
     }
 
@@ -251,7 +350,9 @@ impl HostQueues {
     }
 
     fn has_work(h: &Host) -> bool {
-        !h.urgent.is_empty() || (!h.blocked && !h.pages.is_empty())
+        !h.urgent.is_empty()
+            || (!h.blocked
+                && (!h.pages.is_empty() || (h.pages.has_more() && !h.pages.is_loading())))
     }
 
     /// Puts a host on the timer heap if it has work and a free slot and is not scheduled yet.
@@ -294,20 +395,25 @@ impl HostQueues {
                 self.timers.push(Reverse((earliest, host)));
                 continue;
             }
+            if self.hosts[idx].urgent.is_empty() && self.hosts[idx].pages.is_empty() {
+                // Its window is empty and the store has more: read the next window; fill() wakes the host.
+                self.want_refill(host);
+                continue;
+            }
             let job = if let Some(job) = self.hosts[idx].urgent.pop_front() {
                 Some(job)
             } else {
                 let mut chosen = None;
-                while let Some(Queued(head)) = self.hosts[idx].pages.peek() {
+                while let Some(head) = self.hosts[idx].pages.peek() {
                     match gate(host, head) {
                         Gate::Go => {
-                            chosen = self.hosts[idx].pages.pop().map(|q| q.0);
+                            chosen = self.hosts[idx].pages.pop();
                             break;
                         }
                         Gate::Drop => {
                             if let Some(q) = self.hosts[idx].pages.pop() {
                                 self.queued -= 1;
-                                dropped.push(q.0);
+                                dropped.push(q);
                             }
                         }
                         Gate::Block => {
@@ -326,6 +432,7 @@ impl HostQueues {
                     let h = &mut self.hosts[idx];
                     h.in_flight += 1;
                     h.next_start = Some(now + delay);
+                    self.want_refill(host);
                     self.wake(host, now);
                     return Pop::Ready(host, job);
                 }
@@ -373,17 +480,13 @@ impl HostQueues {
         self.wake(host, now);
     }
 
-    /// Takes every queued job off every host (used when the crawl stops early); in-flight counts are untouched.
-    pub fn drain(&mut self) -> Vec<Entry> {
-        let mut out = Vec::with_capacity(self.queued);
+    /// Lets go of every host window (the store keeps the URLs): memory does not stay at its peak once the crawl
+    /// stops leasing. Urgent jobs stay.
+    pub fn release_windows(&mut self) {
         for h in &mut self.hosts {
-            out.extend(h.urgent.drain(..));
-            out.extend(std::mem::take(&mut h.pages).into_iter().map(|q| q.0));
-            h.scheduled = None;
+            let n = h.pages.release_memory();
+            self.queued = self.queued.saturating_sub(n);
         }
-        self.timers.clear();
-        self.queued = 0;
-        out
     }
 }
 

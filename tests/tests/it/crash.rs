@@ -598,14 +598,14 @@ async fn committed_records_missing_from_the_jsonl_are_rewritten_once() {
         let lines = line_count(&fx) as u64;
         // every committed record not known to be written: a contiguous run ending at the last one
         let seqs: Vec<u64> = rec.outbox.iter().map(|(s, _)| *s).collect();
-        let first = seqs.first().copied().unwrap_or(rec.next_seq);
+        let first = seqs.first().copied().unwrap_or(rec.next_record);
         assert!(
-            seqs.iter().copied().eq(first..rec.next_seq) && first <= lines + 1,
+            seqs.iter().copied().eq(first..rec.next_record) && first <= lines + 1,
             "outbox {seqs:?}, next seq {}, {lines} lines",
-            rec.next_seq
+            rec.next_record
         );
-        if first < rec.next_seq || stops.len() == 3 {
-            break (first, rec.next_seq);
+        if first < rec.next_record || stops.len() == 3 {
+            break (first, rec.next_record);
         }
     };
     assert!(first < next, "the outbox held records at one of the kills");

@@ -105,6 +105,8 @@ pub struct QueuedValue {
     pub attempt: u32,
     pub retries: u32,
     pub parent: Option<UrlRef>,
+    /// A parent that is not stored (a sitemap), by its URL.
+    pub parent_url: Option<String>,
     pub redirect_chain: Vec<String>,
 }
 
@@ -114,12 +116,16 @@ pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
     out.push(v.kind.code());
     put_varint(&mut out, u64::from(v.attempt));
     put_varint(&mut out, u64::from(v.retries));
-    match v.parent {
-        Some(p) => {
+    match (v.parent, &v.parent_url) {
+        (Some(p), _) => {
             out.push(1);
             put_ref(&mut out, p);
         }
-        None => out.push(0),
+        (None, Some(u)) => {
+            out.push(2);
+            put_str(&mut out, u);
+        }
+        (None, None) => out.push(0),
     }
     if !v.redirect_chain.is_empty() {
         put_varint(&mut out, v.redirect_chain.len() as u64);
@@ -136,9 +142,10 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
     let kind = JobKind::from_code(r.u8()?).ok_or(DecodeError("unknown kind"))?;
     let attempt = r.u32()?;
     let retries = r.u32()?;
-    let parent = match r.u8()? {
-        0 => None,
-        1 => Some(read_ref(&mut r)?),
+    let (parent, parent_url) = match r.u8()? {
+        0 => (None, None),
+        1 => (Some(read_ref(&mut r)?), None),
+        2 => (None, Some(r.str()?.to_owned())),
         _ => return Err(DecodeError("bad parent flag")),
     };
     let mut redirect_chain = Vec::new();
@@ -154,6 +161,7 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
         attempt,
         retries,
         parent,
+        parent_url,
         redirect_chain,
     })
 }
@@ -251,6 +259,7 @@ mod tests {
             attempt: 1,
             retries: 2,
             parent: Some(UrlRef { fp: 7, slot: 1 }),
+            parent_url: None,
             redirect_chain: vec![],
         };
         let b = encode_queued(&v);
@@ -259,6 +268,7 @@ mod tests {
         let v2 = QueuedValue {
             kind: JobKind::TooDeep,
             parent: None,
+            parent_url: Some("http://a/sitemap.xml".into()),
             redirect_chain: vec!["http://a/".into(), "http://b/".into()],
             ..v
         };

@@ -314,7 +314,12 @@ impl FrontierStore for EmbeddedFrontier {
                     kind: d.kind,
                     attempt: 0,
                     retries: 0,
-                    parent: d.parent.as_ref().map(|(r, _)| *r),
+                    parent: d.parent.as_ref().map(|(r, _)| *r).filter(|r| r.fp != 0),
+                    parent_url: d
+                        .parent
+                        .as_ref()
+                        .filter(|(r, _)| r.fp == 0)
+                        .map(|(_, u)| u.clone()),
                     redirect_chain: d.redirect_chain.clone(),
                 };
                 queue.insert(
@@ -333,7 +338,7 @@ impl FrontierStore for EmbeddedFrontier {
                 counters.known += 1;
                 counters.pending += 1;
                 let (parent_ref, parent) = match d.parent {
-                    Some((r, u)) => (Some(r), Some(u)),
+                    Some((r, u)) => (Some(r).filter(|r| r.fp != 0), Some(u)),
                     None => (None, None),
                 };
                 out.added.push(Added {
@@ -369,6 +374,11 @@ impl FrontierStore for EmbeddedFrontier {
                     attempt: e.attempt,
                     retries: e.retries,
                     parent: e.parent_ref,
+                    parent_url: if e.parent_ref.is_none() {
+                        e.parent.clone()
+                    } else {
+                        None
+                    },
                     redirect_chain: e.redirect_chain.clone(),
                 };
                 queue.insert(k, codec::encode_queued(&value).as_slice())?;
@@ -481,7 +491,7 @@ impl FrontierStore for EmbeddedFrontier {
             let url = Self::lookup_url(&urls, q.id)?;
             let parent = match q.parent {
                 Some(p) => Some(Self::lookup_url(&urls, p)?),
-                None => None,
+                None => q.parent_url,
             };
             out.push(Entry {
                 url,

@@ -221,9 +221,8 @@ fn max_pages_stops_leasing_and_leaves_the_rest_pending() {
 
     let leased: HashSet<String> = h.leased_urls().into_iter().collect();
     let (dir, file) = h.close();
-    let mut store = EmbeddedFrontier::open(dir.path()).unwrap();
-    let rec = store.recover().unwrap();
-    let pending: HashSet<String> = rec.pending.iter().map(|e| e.url.clone()).collect();
+    let (pending_entries, rec) = stored(dir.path());
+    let pending: HashSet<String> = pending_entries.iter().map(|e| e.url.clone()).collect();
     let all: HashSet<String> = ["a", "b", "c", "d"]
         .iter()
         .map(|h| format!("http://{h}.test/"))
@@ -231,9 +230,8 @@ fn max_pages_stops_leasing_and_leaves_the_rest_pending() {
         .collect();
     assert_eq!(pending, &all - &leased);
     assert_eq!(pending.len(), 3);
-    assert_eq!(rec.pages_fetched, 2);
+    assert_eq!(rec.counters.pages_fetched, 2);
     assert!(rec.outbox.is_empty());
-    drop(store);
 
     // a resumed crawl with the same limit leases nothing more
     let mut h = H::resume(dir, s, policy(1), file);
@@ -261,17 +259,16 @@ fn drain_stops_leasing_and_finishes_with_shutdown() {
     assert_eq!(out.len(), 2);
     assert_eq!(h.crawl.finished(), None, "records committed, not written");
     assert_eq!(h.crawl.pending_writes(), 2);
-    h.crawl.written(out[1].0);
+    h.written(out[1].0);
     assert_eq!(h.crawl.pending_writes(), 0);
     assert_eq!(h.crawl.finished(), None, "the outbox trim is staged");
     assert!(h.crawl.has_staged());
-    assert!(h.crawl.commit().unwrap().is_empty());
+    assert!(h.commit().is_empty());
     assert_eq!(h.crawl.finished(), Some(FinishReason::Shutdown));
 
     let (dir, _) = h.close();
-    let mut store = EmbeddedFrontier::open(dir.path()).unwrap();
-    let rec = store.recover().unwrap();
-    let mut pending: Vec<_> = rec.pending.iter().map(|e| e.url.as_str()).collect();
+    let (pending_entries, rec) = stored(dir.path());
+    let mut pending: Vec<_> = pending_entries.iter().map(|e| e.url.as_str()).collect();
     pending.sort();
     assert_eq!(pending, ["http://a.test/child", "http://c.test/"]);
     assert!(rec.outbox.is_empty());
@@ -297,25 +294,31 @@ fn commit_reopen_and_resume_continue_without_rerecording() {
     );
     // only the first line reaches the file; its outbox copy is trimmed
     h.file.push(out[0].1.clone());
-    h.crawl.written(1);
-    h.crawl.commit().unwrap();
+    h.written(1);
+    h.commit();
     // x is fetched but never committed: it must be fetched again
     let x = h.one(0);
     h.done(&x, ok(Vec::new()), 0);
     let (dir, file) = h.close();
 
     {
-        let mut store = EmbeddedFrontier::open(dir.path()).unwrap();
-        let rec = store.recover().unwrap();
-        let pending: Vec<_> = rec.pending.iter().map(|e| e.url.as_str()).collect();
+        let (pending_entries, rec) = stored(dir.path());
+        let pending: Vec<_> = pending_entries.iter().map(|e| e.url.as_str()).collect();
         assert_eq!(pending, ["http://a.test/x", "http://a.test/y"]);
-        assert_eq!(rec.pending[0].parent.as_deref(), Some("http://a.test/"));
-        assert_eq!(rec.pending[0].depth, 1);
+        assert_eq!(pending_entries[0].parent.as_deref(), Some("http://a.test/"));
+        assert_eq!(pending_entries[0].depth, 1);
         assert_eq!(rec.outbox.len(), 1);
         assert_eq!(rec.outbox[0].0, 2);
         assert_eq!(parse(&rec.outbox[0].1).url, "http://b.test/");
-        assert_eq!((rec.known, rec.done, rec.pages_fetched), (4, 2, 1));
-        assert_eq!(rec.next_seq, 3);
+        assert_eq!(
+            (
+                rec.counters.known,
+                rec.counters.done,
+                rec.counters.pages_fetched
+            ),
+            (4, 2, 1)
+        );
+        assert_eq!(rec.next_record, 3);
     }
 
     let mut h = H::resume(dir, settings(), policy(1), file);
@@ -342,27 +345,29 @@ fn commit_reopen_and_resume_continue_without_rerecording() {
     assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
 
     let (dir, _) = h.close();
-    let mut store = EmbeddedFrontier::open(dir.path()).unwrap();
-    let rec = store.recover().unwrap();
-    assert!(rec.pending.is_empty());
+    let (pending_entries, rec) = stored(dir.path());
+    assert!(pending_entries.is_empty());
     assert!(rec.outbox.is_empty());
-    assert_eq!((rec.done, rec.next_seq), (4, 5));
+    assert_eq!((rec.counters.done, rec.next_record), (4, 5));
 }
 
 #[test]
 fn retry_counters_survive_a_reopen_and_commit_is_due_by_ops() {
     let s = CrawlSettings {
-        commit_max_ops: 3,
+        commit_max_ops: 2,
         ..settings()
     };
     let mut h = H::new(s.clone(), policy(1));
     h.seed("http://a.test/");
-    assert!(h.crawl.has_staged() && !h.crawl.commit_due());
+    assert!(!h.crawl.has_staged(), "the harness committed the seed");
     let j = h.one(0);
     h.done(&j, status(503, None), 0);
+    assert!(h.crawl.has_staged() && !h.crawl.commit_due(), "one update");
     let j = h.one(1000);
     h.done(&j, panicked(), 1000);
-    assert!(h.crawl.commit_due(), "add + two updates");
+    h.crawl
+        .add_seed(&canon::canonicalize("http://a.test/later").unwrap());
+    assert!(h.crawl.commit_due(), "an update and a seed");
     assert!(h.commit().is_empty(), "no record yet");
     let (dir, file) = h.close();
     let mut h = H::resume(dir, s, policy(1), file);

@@ -1,20 +1,22 @@
 //! Unit tests of [`Crawl`], driven directly (no actix) with a real `EmbeddedFrontier` in a tempdir, synthetic job
 //! results and explicit instants; every check reads the committed JSONL lines back as [`Record`]s.
-//! This file holds the harness and the robots and sitemap tests; `crawl_tests_links.rs` holds links, redirects and
-//! concurrency, `crawl_tests_faults.rs` retries, panics, limits, drain and durability, `crawl_tests_reload.rs`
+//! The harness plays the store actor synchronously: it commits staged batches and answers window refills before
+//! every lease. This file holds the harness and the robots and sitemap tests; `links_tests.rs` holds links,
+//! redirects and concurrency, `faults_tests.rs` retries, panics, limits, drain and durability, `reload_tests.rs`
 //! live reconfiguration.
 
 use super::*;
+use crawl_core::frontier::FrontierStore;
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::politeness::PolitenessPolicy;
 use crawl_core::robots::Robots;
 use crawl_core::scope::ScopeMode;
 
-#[path = "crawl_tests_faults.rs"]
+#[path = "faults_tests.rs"]
 mod faults;
-#[path = "crawl_tests_links.rs"]
+#[path = "links_tests.rs"]
 mod links;
-#[path = "crawl_tests_reload.rs"]
+#[path = "reload_tests.rs"]
 mod reload;
 
 pub(super) fn settings() -> CrawlSettings {
@@ -32,6 +34,8 @@ pub(super) fn settings() -> CrawlSettings {
         max_attempts: 3,
         max_redirects: 2,
         commit_max_ops: 1000,
+        lease_timeout: Duration::from_secs(60),
+        window: 4,
     }
 }
 
@@ -124,18 +128,32 @@ fn unavailable() -> JobResult {
 /// A crawl over a real store, plus the JSONL it has written so far.
 pub(super) struct H {
     pub crawl: Crawl,
+    pub store: EmbeddedFrontier,
     pub dir: tempfile::TempDir,
     pub t0: Instant,
     /// The JSONL: line n (1-based) is `file[n - 1]`.
     pub file: Vec<Record>,
     /// Every job leased, in order.
     pub leased: Vec<Job>,
+    /// Records made durable while leasing, not yet handed to `commit`.
+    pub pending: Vec<(u64, Vec<u8>)>,
 }
 
-fn open(dir: &std::path::Path) -> (EmbeddedFrontier, Recovered) {
+fn open(dir: &std::path::Path) -> (EmbeddedFrontier, Resume) {
     let mut store = EmbeddedFrontier::open(dir).unwrap();
     let rec = store.recover().unwrap();
     (store, rec)
+}
+
+/// What a store in `dir` holds: every pending URL (queue order per host, hosts in the store's order) and what
+/// it resumes with.
+pub(super) fn stored(dir: &std::path::Path) -> (Vec<Entry>, Resume) {
+    let (mut store, rec) = open(dir);
+    let mut pending = Vec::new();
+    for h in &rec.hosts {
+        pending.extend(store.next_urls(h.fp, None, usize::MAX).unwrap());
+    }
+    (pending, rec)
 }
 
 pub(super) fn parse(line: &[u8]) -> Record {
@@ -156,15 +174,15 @@ impl H {
         policy: PolitenessPolicy,
         mut file: Vec<Record>,
     ) -> H {
-        let (mut store, mut rec) = open(dir.path());
+        let (store, mut rec) = open(dir.path());
+        let mut bytes = 0;
         for (seq, line) in std::mem::take(&mut rec.outbox) {
             if seq > file.len() as u64 {
                 assert_eq!(seq, file.len() as u64 + 1, "outbox continues the file");
                 file.push(parse(&line));
+                bytes += line.len() as u64;
             }
         }
-        store.trim_outbox(file.len() as u64);
-        store.commit().unwrap();
         let scope = Arc::new(ScopePolicy::new(
             ScopeMode::Any,
             &[],
@@ -173,45 +191,97 @@ impl H {
             10,
         ));
         let t0 = Instant::now();
+        let jsonl = JsonlCheckpoint {
+            lines: file.len() as u64,
+            bytes: rec.checkpoint.map_or(0, |c| c.bytes) + bytes,
+        };
         let crawl = Crawl::new(
             settings,
             scope,
-            HostQueues::new(policy),
-            Box::new(store),
+            HostQueues::new(policy).with_window(4),
             rec,
-            file.len() as u64,
+            jsonl,
             t0,
         );
         H {
             crawl,
+            store,
             dir,
             t0,
             file,
             leased: Vec::new(),
+            pending: Vec::new(),
         }
     }
 
     /// Drops the crawl (releasing the store's lock) and hands back the directory and the file.
     pub fn close(self) -> (tempfile::TempDir, Vec<Record>) {
         drop(self.crawl);
+        drop(self.store);
         (self.dir, self.file)
+    }
+
+    /// Plays the store actor: answers every refill the windows ask for. Returns whether any was asked.
+    pub fn refill(&mut self, now: Instant) -> bool {
+        let reqs = self.crawl.take_refills();
+        let any = !reqs.is_empty();
+        for req in reqs {
+            let res = self
+                .store
+                .next_urls(req.host, req.refill.after, req.refill.max);
+            self.crawl.filled(req, res, now).unwrap();
+        }
+        any
+    }
+
+    /// Commits what is staged (links become queued); returns the durable records.
+    pub fn sync(&mut self, now: Instant) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        loop {
+            let mut progress = self.refill(now);
+            if let Some(batch) = self.crawl.take_commit(now) {
+                let res = self.store.commit(batch);
+                out.extend(self.crawl.commit_done(res, now).unwrap());
+                progress = true;
+            }
+            if !progress {
+                return out;
+            }
+        }
     }
 
     pub fn at(&self, ms: u64) -> Instant {
         self.t0 + Duration::from_millis(ms)
     }
 
+    /// Adds a seed; true when the store did not know it.
     pub fn seed(&mut self, url: &str) -> bool {
         let u = canon::canonicalize(url).unwrap();
-        let now = self.t0;
-        self.crawl.add_seed(&u, now)
+        let known = self.store.is_known(u.as_str()).unwrap();
+        self.crawl.add_seed(&u);
+        let records = self.sync(self.t0);
+        self.pending.extend(records);
+        !known
     }
 
-    /// next_jobs at `ms` after t0.
+    /// next_jobs at `ms` after t0, after the store answered what was staged and asked.
     pub fn lease(&mut self, ms: u64) -> (Vec<Job>, Option<Instant>) {
-        let (jobs, wake) = self.crawl.next_jobs(self.at(ms));
-        self.leased.extend(jobs.iter().cloned());
-        (jobs, wake)
+        let now = self.at(ms);
+        let mut all = Vec::new();
+        let mut wake;
+        loop {
+            let records = self.sync(now);
+            self.pending.extend(records);
+            let (jobs, w) = self.crawl.next_jobs(now);
+            wake = w;
+            let more = self.refill(now) || self.crawl.has_staged();
+            all.extend(jobs);
+            if !more {
+                break;
+            }
+        }
+        self.leased.extend(all.iter().cloned());
+        (all, wake)
     }
 
     /// Leases and expects no job; returns the wake-up instant.
@@ -235,8 +305,18 @@ impl H {
 
     /// Commits and returns the durable records (not written yet), checking their sequence numbers follow the file.
     pub fn commit(&mut self) -> Vec<(u64, Record)> {
-        let out = self.crawl.commit().unwrap();
+        let now = self.t0;
+        let mut out = std::mem::take(&mut self.pending);
+        out.extend(self.sync(now));
         out.iter().map(|(seq, line)| (*seq, parse(line))).collect()
+    }
+
+    /// Tells the crawl the sink wrote records up to line `lines`.
+    pub fn written(&mut self, lines: u64) {
+        self.crawl.written(JsonlCheckpoint {
+            lines,
+            bytes: lines * 10,
+        });
     }
 
     /// Commit, write everything to the file, acknowledge, commit the trim. Returns the new records.
@@ -252,8 +332,10 @@ impl H {
             self.file.push(r.clone());
             new.push(r);
         }
-        self.crawl.written(self.file.len() as u64);
-        self.crawl.commit().unwrap();
+        self.written(self.file.len() as u64);
+        let now = self.t0;
+        let more = self.sync(now);
+        assert!(more.is_empty(), "a checkpoint commit makes no records");
         new
     }
 

@@ -11,6 +11,7 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> Vec<KeyValue> {
         JobKind::Page => "page",
         JobKind::Robots => "robots",
         JobKind::Sitemap => "sitemap",
+        JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep => "excluded",
     };
     vec![
         KeyValue::new("url.full", redact_url(url)),
@@ -144,8 +145,13 @@ impl Crawl {
     /// commit that made them durable to now.
     pub(super) fn end_written_traces(&mut self, upto: u64) {
         let end = std::time::SystemTime::now();
-        while self.writing.front().is_some_and(|(seq, ..)| *seq <= upto) {
-            let Some((seq, committed, t)) = self.writing.pop_front() else {
+        while self
+            .records
+            .writing
+            .front()
+            .is_some_and(|(seq, ..)| *seq <= upto)
+        {
+            let Some((seq, committed, t)) = self.records.writing.pop_front() else {
                 break;
             };
             t.span(

@@ -151,7 +151,7 @@ impl Crawl {
                     tracing::info!(sitemap = %job.entry.url, error = %e, "sitemap unusable");
                 }
                 for link in &pages {
-                    self.admit(link, 1, Some(&job.entry.url), Vec::new(), now);
+                    self.admit(link, 1, Some(&job.entry), Vec::new());
                 }
                 if job.entry.depth < self.settings.sitemap_max_depth {
                     for sm in &sitemaps {

@@ -21,7 +21,7 @@ impl Crawl {
 
     /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
     pub fn job_done(&mut self, id: JobId, result: JobResult, now: Instant) {
-        let Some(lease) = self.take_lease(id) else {
+        let Some(lease) = self.leases.take(id) else {
             self.stats.stale_results += 1;
             return;
         };
@@ -73,7 +73,7 @@ impl Crawl {
                             retry_after: Some(wait),
                         },
                     );
-                    self.retry(job.entry, now);
+                    self.retry(job.host, job.entry, now);
                 } else {
                     self.queues.release(job.host, now, Feedback::Ok);
                     let e = &job.entry;
@@ -87,10 +87,10 @@ impl Crawl {
                     record.attempts = e.tries();
                     record.elapsed_ms =
                         Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
-                    self.finish(record, true);
+                    self.finish(&job.entry, record, true);
                 }
             }
-            (JobKind::Page, other) => {
+            (_, other) => {
                 self.queues.release(job.host, now, Feedback::Ok);
                 let e = &job.entry;
                 let detail = format!("unexpected result for a page job: {other:?}");
@@ -102,16 +102,16 @@ impl Crawl {
                     Some(detail),
                 );
                 record.attempts = e.tries();
-                self.finish(record, true);
+                self.finish(&job.entry, record, true);
             }
         }
     }
 
-    pub(super) fn retry(&mut self, mut entry: Entry, now: Instant) {
+    pub(super) fn retry(&mut self, host: HostId, mut entry: Entry, now: Instant) {
         entry.retries += 1;
         self.stats.retries += 1;
         metrics().retry();
-        self.requeue(entry, now);
+        self.requeue(host, entry, now);
     }
 
     pub(super) fn on_panic(&mut self, job: Job, stage: &str, detail: &str, now: Instant) {
@@ -126,19 +126,24 @@ impl Crawl {
         }
         if poisoned {
             if entry.kind == JobKind::Page {
+                let why = if stage == "lease" {
+                    format!(
+                        "stuck {} times (lease deadline passed): {detail}",
+                        entry.attempt
+                    )
+                } else {
+                    format!("{stage} panicked {} times: {detail}", entry.attempt)
+                };
                 let mut record = Record::terminal(
                     &entry.url,
                     entry.depth,
                     entry.parent.as_deref(),
                     Reason::Poison,
-                    Some(format!(
-                        "{stage} panicked {} times: {detail}",
-                        entry.attempt
-                    )),
+                    Some(why),
                 );
                 // `attempt` already counts this try
                 record.attempts = entry.attempt + entry.retries;
-                self.finish(record, true);
+                self.finish(&entry, record, true);
             } else if entry.kind == JobKind::Robots {
                 self.on_robots(
                     Job { entry, ..job },
@@ -150,7 +155,7 @@ impl Crawl {
             }
             return;
         }
-        self.requeue(entry, now);
+        self.requeue(job.host, entry, now);
     }
 
     pub(super) fn on_page(&mut self, job: Job, out: PageOutcome, now: Instant) {
@@ -164,7 +169,7 @@ impl Crawl {
                     retry_after: out.retry_after,
                 },
             );
-            self.retry(entry, now);
+            self.retry(job.host, entry, now);
             return;
         }
         let feedback = if throttled {
@@ -201,7 +206,7 @@ impl Crawl {
             record.reason = Some(reason);
             record.error = Some(detail);
             record.links = None;
-            self.finish(record, true);
+            self.finish(&entry, record, true);
             return;
         }
         if (300..400).contains(&out.status) {
@@ -214,7 +219,7 @@ impl Crawl {
                         record.outcome = Outcome::Failed;
                         record.reason = Some(Reason::RedirectLoop);
                         record.error = Some(format!("redirect loop back to {}", target.url));
-                        self.finish(record, true);
+                        self.finish(&entry, record, true);
                         return;
                     }
                     if chain.len() as u32 > self.settings.max_redirects {
@@ -224,24 +229,24 @@ impl Crawl {
                             "more than {} redirects",
                             self.settings.max_redirects
                         ));
-                        self.finish(record, true);
+                        self.finish(&entry, record, true);
                         return;
                     }
-                    self.finish(record, true);
-                    self.admit(&target, entry.depth, Some(&entry.url), chain, now);
+                    self.finish(&entry, record, true);
+                    self.admit(&target, entry.depth, Some(&entry), chain);
                 }
                 Some(Err(detail)) => {
                     record.error = Some(detail);
-                    self.finish(record, true);
+                    self.finish(&entry, record, true);
                 }
-                None => self.finish(record, true),
+                None => self.finish(&entry, record, true),
             }
             return;
         }
-        self.finish(record, true);
+        self.finish(&entry, record, true);
         if (200..300).contains(&out.status) {
             for link in &out.links {
-                self.admit(link, entry.depth + 1, Some(&entry.url), Vec::new(), now);
+                self.admit(link, entry.depth + 1, Some(&entry), Vec::new());
             }
         }
     }

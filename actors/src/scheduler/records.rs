@@ -1,0 +1,99 @@
+//! The record log: record lines numbered as JSONL lines, from staged to committed to written, with the traces
+//! that end when their record is in the file.
+
+use crawl_core::output::JsonlCheckpoint;
+use crawl_observability::trace::TraceCtx;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+#[derive(Debug, Default)]
+pub struct RecordLog {
+    next_seq: u64,
+    /// Staged records' traces (their lines are in the staged batch).
+    staged: Vec<(u64, TraceCtx)>,
+    /// Records of the commit in flight: (sequence, line, trace).
+    committing: Vec<(u64, Vec<u8>, TraceCtx)>,
+    /// Committed records on their way to the sink: (sequence, commit started, trace), in order.
+    pub(super) writing: VecDeque<(u64, Instant, TraceCtx)>,
+    committed_upto: u64,
+    written_upto: u64,
+    /// The JSONL position to checkpoint with the next commit.
+    checkpoint: Option<JsonlCheckpoint>,
+}
+
+impl RecordLog {
+    /// `next_seq` is the sequence number of the next record; `lines` the JSONL's complete lines.
+    pub fn new(next_seq: u64, lines: u64, checkpoint: Option<JsonlCheckpoint>) -> RecordLog {
+        RecordLog {
+            next_seq: next_seq.max(lines + 1),
+            committed_upto: lines,
+            written_upto: lines,
+            checkpoint,
+            ..RecordLog::default()
+        }
+    }
+
+    /// Numbers a new record.
+    pub fn stage(&mut self, trace: TraceCtx) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.staged.push((seq, trace));
+        seq
+    }
+
+    /// The staged records go into a commit whose lines are `lines`.
+    pub fn start_commit(&mut self, lines: &[(u64, Vec<u8>)]) {
+        let traces = std::mem::take(&mut self.staged);
+        self.committing = traces
+            .into_iter()
+            .zip(lines.iter())
+            .map(|((seq, t), (_, line))| (seq, line.clone(), t))
+            .collect();
+    }
+
+    /// The commit is durable: its lines, in order, for the sink.
+    pub fn committed(&mut self, started: Instant) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::with_capacity(self.committing.len());
+        for (seq, line, trace) in std::mem::take(&mut self.committing) {
+            self.committed_upto = seq;
+            self.writing.push_back((seq, started, trace));
+            out.push((seq, line));
+        }
+        out
+    }
+
+    /// The commit failed: its records are lost with it (the process stops).
+    pub fn commit_failed(&mut self) {
+        self.committing.clear();
+    }
+
+    /// The sink wrote records up to `cp.lines`. Returns true when that is news.
+    pub fn written(&mut self, cp: JsonlCheckpoint) -> bool {
+        if cp.lines > self.written_upto {
+            self.written_upto = cp.lines;
+            self.checkpoint = Some(cp);
+            return true;
+        }
+        false
+    }
+
+    /// The checkpoint to store with the next commit, if it moved.
+    pub fn take_checkpoint(&mut self) -> Option<JsonlCheckpoint> {
+        self.checkpoint.take()
+    }
+
+    pub fn has_checkpoint(&self) -> bool {
+        self.checkpoint.is_some()
+    }
+
+    pub fn settled(&self) -> bool {
+        self.staged.is_empty()
+            && self.committing.is_empty()
+            && self.written_upto >= self.committed_upto
+    }
+
+    /// Records committed but not yet written.
+    pub fn pending_writes(&self) -> u64 {
+        self.committed_upto.saturating_sub(self.written_upto)
+    }
+}

@@ -1,0 +1,81 @@
+//! The store actor: a [`FrontierStore`] served on its own thread (an actix `SyncArbiter` of one).
+
+use super::messages::{Commit, IdleWork, NextUrls};
+use actix::{Actor, Handler, SyncContext};
+use crawl_core::frontier::{Committed, Entry, FrontierError, FrontierStore};
+
+pub struct StoreActor {
+    store: Option<Box<dyn FrontierStore>>,
+    idle_queued: bool,
+}
+
+impl StoreActor {
+    /// The store moves to the actor's thread at start.
+    pub fn new(store: Box<dyn FrontierStore>) -> StoreActor {
+        StoreActor {
+            store: Some(store),
+            idle_queued: false,
+        }
+    }
+
+    /// An actor without a store (a SyncArbiter restarted it after a panic lost the store): every request fails.
+    pub fn closed() -> StoreActor {
+        StoreActor {
+            store: None,
+            idle_queued: false,
+        }
+    }
+
+    fn store(&mut self) -> Result<&mut Box<dyn FrontierStore>, FrontierError> {
+        self.store
+            .as_mut()
+            .ok_or_else(|| FrontierError::Gone("the store was closed".into()))
+    }
+
+    /// Schedules one step of background work after the requests already queued.
+    fn keep_idle_work_going(&mut self, ctx: &mut SyncContext<Self>) {
+        if !self.idle_queued {
+            self.idle_queued = true;
+            ctx.address().do_send(IdleWork);
+        }
+    }
+}
+
+impl Actor for StoreActor {
+    type Context = SyncContext<Self>;
+
+    fn started(&mut self, ctx: &mut SyncContext<Self>) {
+        self.keep_idle_work_going(ctx);
+    }
+}
+
+impl Handler<Commit> for StoreActor {
+    type Result = Result<Committed, FrontierError>;
+
+    fn handle(&mut self, msg: Commit, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.commit(msg.batch)
+    }
+}
+
+impl Handler<NextUrls> for StoreActor {
+    type Result = Result<Vec<Entry>, FrontierError>;
+
+    fn handle(&mut self, msg: NextUrls, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.next_urls(msg.host, msg.after, msg.max)
+    }
+}
+
+impl Handler<IdleWork> for StoreActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: IdleWork, ctx: &mut SyncContext<Self>) {
+        self.idle_queued = false;
+        let more = match self.store() {
+            Ok(s) => s.idle_work(),
+            Err(_) => false,
+        };
+        if more {
+            self.keep_idle_work_going(ctx);
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The store actor: the frontier store on a thread of its own, so that commits (with their fsync) and window
+//! refills never block the scheduler. The scheduler sends [`messages::Commit`] and [`messages::NextUrls`] and
+//! gets the answers back as futures; requests are served in the order they were sent.
+
+pub mod actor;
+pub mod messages;
+
+pub use actor::StoreActor;
