@@ -5,6 +5,8 @@
 use super::crawl::{Crawl, FinishReason};
 use super::messages::{Abort, Drain, FetcherDown, FetcherUp, GetStats, JobDone, Reconfigure};
 use super::stats::Stats;
+use crate::fatal::PanicGuard;
+use crate::faults::{Faults, Stage};
 use crate::fetcher::messages::Fetch;
 use crate::sink::Sink;
 use crate::sink::messages::WriteRecords;
@@ -27,6 +29,9 @@ pub struct Scheduler {
     writes_in_flight: usize,
     forced: Option<FinishReason>,
     reported: bool,
+    faults: Faults,
+    /// Ends the process when this actor panics.
+    _guard: PanicGuard,
 }
 
 impl Scheduler {
@@ -36,6 +41,8 @@ impl Scheduler {
         sink: Addr<Sink>,
         supervisor: Recipient<CrawlFinished>,
         commit_interval: Duration,
+        faults: Faults,
+        guard: PanicGuard,
     ) -> Scheduler {
         Scheduler {
             crawl,
@@ -49,6 +56,8 @@ impl Scheduler {
             writes_in_flight: 0,
             forced: None,
             reported: false,
+            faults,
+            _guard: guard,
         }
     }
 
@@ -169,6 +178,7 @@ impl Handler<JobDone> for Scheduler {
     type Result = ();
 
     fn handle(&mut self, msg: JobDone, ctx: &mut Context<Self>) {
+        self.faults.hit(Stage::Scheduler, &msg.url);
         self.crawl
             .job_done_with_dns(msg.job, msg.result, msg.dns, Instant::now());
         self.after(ctx);
