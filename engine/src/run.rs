@@ -11,6 +11,9 @@ use crawl_core::config::Config;
 use std::path::Path;
 use std::time::Instant;
 
+/// How long the end-of-crawl summary waits for the resolver's and the proxy actor's counters.
+const STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How to run.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -130,14 +133,17 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
         if let Some(t) = reload_task {
             t.abort();
         }
+        // Bounded: the resolver's thread may be blocked (the summary then lacks its counters).
         let dns = tree
             .resolver
             .send(crawl_actors::resolver::messages::GetResolverStats)
+            .timeout(STATS_TIMEOUT)
             .await
             .unwrap_or_default();
         let proxy = match &tree.proxy {
             Some(p) => p
                 .send(crawl_actors::proxy::messages::GetProxyStats)
+                .timeout(STATS_TIMEOUT)
                 .await
                 .ok(),
             None => None,
