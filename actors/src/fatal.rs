@@ -100,7 +100,9 @@ mod tests {
     #[test]
     fn a_panicking_actor_on_an_arbiter_reports_through_its_guard() {
         use actix::{Actor, Context, Handler, Message};
-        struct Boom(PanicGuard);
+        struct Boom {
+            _guard: PanicGuard,
+        }
         impl Actor for Boom {
             type Context = Context<Self>;
         }
@@ -118,7 +120,7 @@ mod tests {
         let cause = sys.block_on(async move {
             let arbiter = actix::Arbiter::new();
             let g = tx.guard("boom");
-            let addr = Boom::start_in_arbiter(&arbiter.handle(), move |_| Boom(g));
+            let addr = Boom::start_in_arbiter(&arbiter.handle(), move |_| Boom { _guard: g });
             addr.do_send(Go);
             let got = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await;
             arbiter.stop();
