@@ -408,7 +408,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 78);
+    assert_eq!(keys.len(), 79);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
