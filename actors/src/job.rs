@@ -96,39 +96,6 @@ pub enum JobResult {
     },
 }
 
-/// Fault injection for tests: panic in a stage when the URL contains a marker. Off unless set.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Faults {
-    pub panic_in_fetcher: Option<String>,
-    pub panic_in_parser: Option<String>,
-}
-
-impl Faults {
-    /// Parses `stage:marker[,stage:marker]` as given in the CRAWL_ENGINE_FAULTS environment variable.
-    pub fn parse(spec: &str) -> Faults {
-        let mut f = Faults::default();
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            if let Some((stage, marker)) = part.split_once(':') {
-                match stage {
-                    "fetcher" => f.panic_in_fetcher = Some(marker.to_owned()),
-                    "parser" => f.panic_in_parser = Some(marker.to_owned()),
-                    _ => {}
-                }
-            }
-        }
-        f
-    }
-
-    /// Panics (on purpose) when `url` carries the marker of this stage.
-    pub fn maybe_panic(marker: &Option<String>, url: &str) {
-        if let Some(m) = marker
-            && url.contains(m.as_str())
-        {
-            panic!("injected fault for {url}");
-        }
-    }
-}
-
 /// Turns a caught panic payload into text.
 pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -137,29 +104,5 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "panic".to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn faults_parse() {
-        let f = Faults::parse("parser:/poison/, fetcher:boom");
-        assert_eq!(f.panic_in_parser.as_deref(), Some("/poison/"));
-        assert_eq!(f.panic_in_fetcher.as_deref(), Some("boom"));
-        assert_eq!(Faults::parse(""), Faults::default());
-        let caught = std::panic::catch_unwind(|| {
-            Faults::maybe_panic(&f.panic_in_parser, "http://a/poison/1")
-        });
-        assert_eq!(
-            panic_text(caught.unwrap_err().as_ref()),
-            "injected fault for http://a/poison/1"
-        );
-        assert!(
-            std::panic::catch_unwind(|| Faults::maybe_panic(&f.panic_in_parser, "http://a/ok"))
-                .is_ok()
-        );
     }
 }

@@ -9,8 +9,11 @@
 //! - [`parser`]: decoding, link extraction, robots.txt and sitemaps, on a thread pool.
 //! - [`sink`]: the JSONL output, exactly once.
 //! - [`proxy`]: SOCKS5 proxy chains: rules, selection, breakers, the chain handshake.
+//! - [`faults`]: the fault-injection test hook; [`fatal`]: panics that end the process.
 //! - [`job`]: the job and result types that travel between them; [`tree`] wires them together.
 
+pub mod fatal;
+pub mod faults;
 pub mod fetcher;
 pub mod job;
 pub mod live;

@@ -4,14 +4,16 @@
 //! ```text
 //! Supervisor ─┬─ Scheduler (frontier, robots, politeness)       system arbiter
 //!             ├─ Fetcher × N                                      one arbiter thread each
-//!             ├─ Parser × M                                       SyncArbiter threads
+//!             ├─ Parser × M                                       one SyncArbiter thread each
 //!             └─ Sink (JSONL)                                     its own arbiter thread
 //! ```
 
+use crate::fatal::{FatalReceiver, FatalSender};
+use crate::faults::Faults;
 use crate::fetcher::http::{HttpClient, HttpSettings, NameLookup};
-use crate::job::Faults;
 use crate::parser::Parser;
 use crate::parser::logic::ParseSettings;
+use crate::parser::pool::{ParserFactory, ParserPool};
 use crate::resolver::logic::Outcome;
 use crate::resolver::messages::Resolve;
 use crate::scheduler::Scheduler;
@@ -21,7 +23,7 @@ use crate::sink::actor::write_lines;
 use crate::store::StoreActor;
 use crate::supervisor::error::TreeError;
 use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
-use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
+use actix::{Actor, Addr, Arbiter, AsyncContext, Context};
 use crawl_core::config::Config;
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::{FrontierError, FrontierStore};
@@ -42,9 +44,22 @@ pub struct Tree {
     pub reconfigurer: Reconfigurer,
     /// Resolves when the crawl ends.
     pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
+    /// Causes that end the process (a panic in the scheduler, the sink or the frontier store); wait on it
+    /// alongside `done`.
+    pub fatal: FatalReceiver,
+    fatal_tx: FatalSender,
+    /// The parser slots.
+    pub parsers: ParserPool,
     /// What recovery found.
     pub recovery: RecoveryReport,
     pub stopper: TreeStopper,
+}
+
+impl Tree {
+    /// A sender of causes that end the process, for actors that own a [`crate::fatal::PanicGuard`].
+    pub fn fatal_sender(&self) -> FatalSender {
+        self.fatal_tx.clone()
+    }
 }
 
 /// Stops the tree's arbiter threads (after the crawl ended).
@@ -185,12 +200,14 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     // The resolver: one supervised actor on its own thread; fetchers and their connectors ask it.
     let resolver_arbiter = Arbiter::new();
     let resolver_parts = crate::resolver::setup::build(config)?;
+    let resolver_faults = faults.clone();
     let resolver = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
         crate::resolver::Resolver::new(
             resolver_parts.settings,
             resolver_parts.ctx,
             resolver_parts.doh,
         )
+        .with_faults(resolver_faults)
     });
     let resolve_r: actix::Recipient<Resolve> = resolver.clone().recipient();
     let mut http = http;
@@ -220,8 +237,9 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     if config.proxy.enabled() {
         let pcfg = config.proxy.clone();
         let presolver = resolve_r.clone();
+        let proxy_faults = faults.clone();
         let proxy = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
-            crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver))
+            crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver)).with_faults(proxy_faults)
         });
         http.proxy = Some(crate::fetcher::http::ProxyHandle(proxy.clone().recipient()));
         proxy_addr = Some(proxy);
@@ -235,7 +253,6 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     let parse_settings = crate::live::Live::new(parse_settings(config, scope));
     let live_parse = parse_settings.clone();
     let live_clients = clients.clone();
-    let faults = Arc::new(faults);
     let restart = RestartPolicy {
         backoff_base: config.supervisor.backoff_base,
         backoff_max: config.supervisor.backoff_max,
@@ -247,7 +264,11 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
 
     let arbiters: Vec<Arbiter> = (0..n_fetchers).map(|_| Arbiter::new()).collect();
     let sink_arbiter = Arbiter::new();
-    let sink = Sink::start_in_arbiter(&sink_arbiter.handle(), move |_| Sink::new(writer));
+    let (fatal_tx, fatal_rx) = crate::fatal::channel();
+    let (sink_faults, sink_guard) = (faults.clone(), fatal_tx.guard("sink"));
+    let sink = Sink::start_in_arbiter(&sink_arbiter.handle(), move |_| {
+        Sink::new(writer, sink_faults, sink_guard)
+    });
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let handles = arbiters.iter().map(|a| a.handle()).collect::<Vec<_>>();
 
@@ -260,22 +281,25 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         config.supervisor.backoff_base,
         config.supervisor.backoff_max,
     ));
+    let faults_sched = faults.clone();
     let (ps, pf, sched_r, sup_r) = (
         parse_settings,
         faults.clone(),
         me.clone().recipient(),
         sup.clone().recipient(),
     );
-    let parser = SyncArbiter::start(parser_threads, move || {
+    let parser_factory: ParserFactory = Arc::new(move |busy| {
         Parser::new(
             ps.clone(),
             sched_r.clone(),
             sup_r.clone(),
             pf.clone(),
             pool_restarts.clone(),
+            busy,
         )
     });
-    let (parser_r, sched_r) = (parser.recipient(), me.clone().recipient());
+    let parsers = ParserPool::start(parser_threads, parser_factory);
+    let (parser_r, sched_r) = (parsers.clone(), me.clone().recipient());
     let factory: FetcherFactory = Arc::new(move |i, sup_r| {
         crate::fetcher::Fetcher::new(
             i,
@@ -289,6 +313,7 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     });
     let mut supervisor = Supervisor::new(restart, handles, factory, done_tx);
     supervisor.set_scheduler(me.clone());
+    supervisor.set_parsers(parsers.clone());
     let fetchers: Vec<_> = (0..n_fetchers)
         .filter_map(|i| supervisor.start_fetcher(i, sup.clone().recipient()))
         .collect();
@@ -299,6 +324,8 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         store_addr,
         sup.clone().recipient(),
         commit_interval,
+        faults_sched,
+        fatal_tx.guard("scheduler"),
     ));
     sup_ctx.run(supervisor);
     let mut arbiters = arbiters;
@@ -318,6 +345,9 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         proxy: proxy_addr,
         reconfigurer,
         done: done_rx,
+        fatal: fatal_rx,
+        fatal_tx,
+        parsers,
         recovery: report,
         stopper: TreeStopper { arbiters },
     })

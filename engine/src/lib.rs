@@ -3,7 +3,7 @@
 //!
 //! # Layout
 //! - [`cli`]: arguments. [`run`]: load and check the config, run the crawl. [`progress`]: bar or log lines.
-//! - [`reload`]: SIGHUP config reloads.
+//! - [`reload`]: SIGHUP config reloads. [`signals`]: SIGINT/SIGTERM on a thread of their own.
 //! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process. [`error`]: exit statuses.
 
 pub mod cli;
@@ -11,6 +11,7 @@ pub mod error;
 pub mod progress;
 pub mod reload;
 pub mod run;
+pub mod signals;
 pub mod summary;
 pub mod usage;
 

@@ -2,7 +2,7 @@
 //! reached, 2 on bad usage or config, 1 on a fatal runtime error.
 
 use clap::Parser as _;
-use crawl_actors::job::Faults;
+use crawl_actors::faults::Faults;
 use crawl_actors::scheduler::crawl::FinishReason;
 use crawl_engine::cli::Cli;
 use crawl_engine::progress::Mode;
@@ -34,6 +34,11 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         p.exists().then_some(p)
     });
     let config = load_config(config_path.as_deref(), &cli.seeds)?;
+    let faults = match std::env::var("CRAWL_ENGINE_FAULTS") {
+        Ok(spec) => Faults::parse(&spec)
+            .map_err(|e| EngineError::Usage(format!("CRAWL_ENGINE_FAULTS: {e}")))?,
+        Err(_) => Faults::default(),
+    };
     if cli.check {
         println!(
             "{}: ok ({} seed{}, data_dir {}, output {})",
@@ -104,11 +109,8 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             every: config.observability.progress_interval,
         })
     };
-    let faults = std::env::var("CRAWL_ENGINE_FAULTS")
-        .map(|s| Faults::parse(&s))
-        .unwrap_or_default();
-    if faults != Faults::default() {
-        tracing::warn!(faults = ?faults, "fault injection is on (CRAWL_ENGINE_FAULTS)");
+    if !faults.is_empty() {
+        tracing::warn!(faults = %faults, "fault injection is on (test hook)");
     }
     let opts = Options {
         progress,

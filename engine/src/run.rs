@@ -3,14 +3,16 @@
 use crate::error::EngineError;
 use crate::progress;
 use crate::summary::Summary;
+use crawl_actors::faults::Faults;
 use crawl_actors::fetcher::http::HttpSettings;
-use crawl_actors::job::Faults;
-use crawl_actors::scheduler::messages::Drain;
 use crawl_actors::tree;
 use crawl_core::canon;
 use crawl_core::config::Config;
 use std::path::Path;
 use std::time::Instant;
+
+/// How long the end-of-crawl summary waits for the resolver's and the proxy actor's counters.
+const STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How to run.
 #[derive(Debug, Clone, Default)]
@@ -86,7 +88,7 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
         } else {
             None
         };
-        let tree = tree::start(&config, opts.faults.clone(), http)?;
+        let mut tree = tree::start(&config, opts.faults.clone(), http)?;
         let reload_task = hangup.map(|h| {
             let reloader = crate::reload::Reloader::new(
                 opts.reload.clone(),
@@ -99,30 +101,49 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
         let progress_task = opts
             .progress
             .map(|mode| actix_rt::spawn(progress::run(scheduler.clone(), mode)));
-        let signal_task = opts
-            .handle_signals
-            .then(|| actix_rt::spawn(watch_signals(scheduler.clone(), grace)));
-        let crawl = tree
-            .done
-            .await
-            .map_err(|_| EngineError::Fatal("the actor tree stopped without a summary".into()));
-        if let Some(t) = progress_task {
-            t.abort();
+        let signals = if opts.handle_signals {
+            match crate::signals::SignalWatch::start(scheduler.clone(), grace) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot install signal handlers");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let crawl = tokio::select! {
+            biased;
+            cause = tree.fatal.recv() => {
+                let cause = cause.unwrap_or_else(|| "the actor tree failed".to_owned());
+                tracing::error!(cause = %cause, "fatal error; exiting");
+                return Err(EngineError::Fatal(format!(
+                    "{cause} (the same command resumes the crawl)"
+                )));
+            }
+            done = &mut tree.done => done
+                .map_err(|_| EngineError::Fatal("the actor tree stopped without a summary".into())),
+        };
+        if let Some(w) = &signals {
+            w.crawl_ended();
         }
-        if let Some(t) = signal_task {
+        if let Some(t) = progress_task {
             t.abort();
         }
         if let Some(t) = reload_task {
             t.abort();
         }
+        // Bounded: the resolver's thread may be blocked (the summary then lacks its counters).
         let dns = tree
             .resolver
             .send(crawl_actors::resolver::messages::GetResolverStats)
+            .timeout(STATS_TIMEOUT)
             .await
             .unwrap_or_default();
         let proxy = match &tree.proxy {
             Some(p) => p
                 .send(crawl_actors::proxy::messages::GetProxyStats)
+                .timeout(STATS_TIMEOUT)
                 .await
                 .ok(),
             None => None,
@@ -149,27 +170,4 @@ async fn watch_hangup(
         tracing::info!("sighup received; reloading the config");
         reloader.reload();
     }
-}
-
-async fn watch_signals(
-    scheduler: actix::Addr<crawl_actors::scheduler::Scheduler>,
-    grace: std::time::Duration,
-) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers");
-        return;
-    };
-    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-    tracing::info!(
-        grace_ms = grace.as_millis() as u64,
-        "signal received; draining (send again to exit at once)"
-    );
-    scheduler.do_send(Drain { grace });
-    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-    tracing::warn!("second signal; exiting now (the next run resumes safely)");
-    std::process::exit(130);
 }

@@ -6,9 +6,11 @@
 
 use super::error::FetchError;
 use super::http::{HttpClient, RawResponse};
-use super::messages::Fetch;
-use crate::job::{Faults, Job, JobResult, panic_text};
+use super::messages::{Fetch, Ping};
+use crate::faults::{Faults, Stage};
+use crate::job::{Job, JobResult, panic_text};
 use crate::parser::messages::Parse;
+use crate::parser::pool::ParserPool;
 use crate::resolver::logic::{Outcome, Rule};
 use crate::resolver::messages::Resolve;
 use crate::scheduler::messages::JobDone;
@@ -22,27 +24,26 @@ use crawl_core::record::Reason;
 use crawl_core::robots::MAX_ROBOTS_REDIRECTS;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 
 /// One fetcher.
 pub struct Fetcher {
     index: usize,
     resolver: Option<Recipient<Resolve>>,
     client: HttpClient,
-    parser: Recipient<Parse>,
+    parser: ParserPool,
     scheduler: Recipient<JobDone>,
     supervisor: Recipient<ChildFailed>,
-    faults: Arc<Faults>,
+    faults: Faults,
 }
 
 impl Fetcher {
     pub fn new(
         index: usize,
         client: HttpClient,
-        parser: Recipient<Parse>,
+        parser: ParserPool,
         scheduler: Recipient<JobDone>,
         supervisor: Recipient<ChildFailed>,
-        faults: Arc<Faults>,
+        faults: Faults,
         resolver: Option<Recipient<Resolve>>,
     ) -> Fetcher {
         Fetcher {
@@ -114,23 +115,36 @@ pub fn dns_info(outcome: &Outcome) -> DnsInfo {
 
 /// Resolves the job's host through the resolver actor (IP literals and a missing resolver skip this). An error is
 /// the job's result: NXDOMAIN is final, no clean answer is retried (the URL waits).
+///
+/// The answer is awaited for at most `deadline` (the request's total deadline): a resolver that never answers (its
+/// thread blocked) fails the job with a retryable DNS error instead of holding it forever.
 async fn resolve_host(
     resolver: Option<&Recipient<Resolve>>,
     url: &url::Url,
     trace: &crawl_observability::trace::TraceCtx,
+    deadline: std::time::Duration,
 ) -> Result<Option<DnsInfo>, (JobResult, Option<DnsInfo>)> {
     let (Some(resolver), Some(url::Host::Domain(name))) = (resolver, url.host()) else {
         return Ok(None);
     };
-    let outcome = match resolver
-        .send(Resolve {
-            name: name.to_owned(),
-            trace: trace.clone(),
-        })
-        .await
-    {
-        Ok(o) => o,
-        Err(e) => {
+    let ask = resolver.send(Resolve {
+        name: name.to_owned(),
+        trace: trace.clone(),
+    });
+    let outcome = match tokio::time::timeout(deadline, ask).await {
+        Ok(Ok(o)) => o,
+        Err(_) => {
+            let result = JobResult::FetchFailed {
+                reason: Reason::Dns,
+                detail: format!(
+                    "{name}: no answer from the resolver within {} ms",
+                    deadline.as_millis()
+                ),
+                retryable: true,
+            };
+            return Err((result, None));
+        }
+        Ok(Err(e)) => {
             let result = JobResult::FetchFailed {
                 reason: Reason::Dns,
                 detail: format!("resolver unavailable: {e}"),
@@ -176,10 +190,10 @@ async fn resolve_host(
 async fn run_job(
     client: HttpClient,
     job: Job,
-    faults: Arc<Faults>,
+    faults: Faults,
     resolver: Option<Recipient<Resolve>>,
 ) -> Step {
-    Faults::maybe_panic(&faults.panic_in_fetcher, &job.entry.url);
+    faults.hit(Stage::Fetcher, &job.entry.url);
     let url = match url::Url::parse(&job.entry.url) {
         Ok(u) => u,
         Err(e) => {
@@ -191,16 +205,19 @@ async fn run_job(
             };
             return Step::Done(JobDone {
                 job: job.id,
+                url: job.entry.url,
                 result,
                 dns: None,
             });
         }
     };
-    let dns = match resolve_host(resolver.as_ref(), &url, &job.trace).await {
+    let deadline = client.settings().total_timeout;
+    let dns = match resolve_host(resolver.as_ref(), &url, &job.trace, deadline).await {
         Ok(dns) => dns,
         Err((result, dns)) => {
             return Step::Done(JobDone {
                 job: job.id,
+                url: job.entry.url,
                 result,
                 dns,
             });
@@ -231,6 +248,7 @@ async fn run_job(
             };
             Step::Done(JobDone {
                 job: job.id,
+                url: job.entry.url,
                 result,
                 dns,
             })
@@ -277,7 +295,7 @@ impl Handler<Fetch> for Fetcher {
         ))
         .catch_unwind();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
-            Ok(Step::Parse(p)) => act.parser.do_send(*p),
+            Ok(Step::Parse(p)) => act.parser.send(*p),
             Ok(Step::Done(d)) => act.scheduler.do_send(d),
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());
@@ -296,4 +314,10 @@ impl Handler<Fetch> for Fetcher {
             }
         }));
     }
+}
+
+impl Handler<Ping> for Fetcher {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Ping, _ctx: &mut Context<Self>) {}
 }

@@ -349,7 +349,7 @@ where
                     Ok(Err(e @ ProxyFailure::Target { .. })) => {
                         return Err(Box::new(ProxyConnectError::Target(e.to_string())) as BoxError);
                     }
-                    Ok(Err(e @ ProxyFailure::NoChain { .. })) => {
+                    Ok(Err(e @ (ProxyFailure::NoChain { .. } | ProxyFailure::Panicked { .. }))) => {
                         return Err(Box::new(ProxyConnectError::Proxy(e.to_string())) as BoxError);
                     }
                     Err(e) => {

@@ -9,3 +9,8 @@ use actix::Message;
 pub struct Fetch {
     pub job: Job,
 }
+
+/// Answered at once (request, from the supervisor): a fetcher whose thread is blocked never answers.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Ping;

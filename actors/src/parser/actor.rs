@@ -2,10 +2,14 @@
 //!
 //! A panic while parsing is caught: the job goes back to the scheduler as `Panicked` (it re-drives the URL with
 //! attempt + 1), the supervisor is told, and the actor is stopped, which makes the `SyncArbiter` build a fresh one.
+//! Each parser runs on a thread of its own ([`super::pool`]) and marks the job it works on, so a stuck thread can be
+//! found and replaced.
 
 use super::logic::{ParseSettings, process, version_str};
 use super::messages::Parse;
-use crate::job::{Faults, JobResult, panic_text};
+use super::pool::Busy;
+use crate::faults::{Faults, Stage};
+use crate::job::{JobResult, panic_text};
 use crate::scheduler::messages::JobDone;
 use crate::supervisor::backoff::restart_delay;
 use crate::supervisor::messages::{ChildFailed, ChildId};
@@ -22,8 +26,9 @@ pub struct Parser {
     settings: crate::live::Live<ParseSettings>,
     scheduler: Recipient<JobDone>,
     supervisor: Recipient<ChildFailed>,
-    faults: Arc<Faults>,
+    faults: Faults,
     restarts: Arc<PoolRestarts>,
+    busy: Arc<Busy>,
 }
 
 /// Restart bookkeeping shared by the parsers of one pool: panics in a row (reset by a clean parse) and the
@@ -58,8 +63,9 @@ impl Parser {
         settings: crate::live::Live<ParseSettings>,
         scheduler: Recipient<JobDone>,
         supervisor: Recipient<ChildFailed>,
-        faults: Arc<Faults>,
+        faults: Faults,
         restarts: Arc<PoolRestarts>,
+        busy: Arc<Busy>,
     ) -> Parser {
         Parser {
             settings,
@@ -67,6 +73,7 @@ impl Parser {
             supervisor,
             faults,
             restarts,
+            busy,
         }
     }
 }
@@ -152,6 +159,7 @@ impl Handler<Parse> for Parser {
     fn handle(&mut self, msg: Parse, ctx: &mut SyncContext<Self>) {
         let Parse { job, response, dns } = msg;
         let id = job.id;
+        self.busy.start(id);
         let settings = self.settings.load();
         let settings = settings.as_ref();
         let faults = &self.faults;
@@ -159,7 +167,7 @@ impl Handler<Parse> for Parser {
             (response.body.len(), response.version, response.timings);
         let parse_start = std::time::SystemTime::now();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            Faults::maybe_panic(&faults.panic_in_parser, &job.entry.url);
+            faults.hit(Stage::Parser, &job.entry.url);
             process(settings, &job, response)
         }));
         if job.trace.is_sampled() {
@@ -171,11 +179,13 @@ impl Handler<Parse> for Parser {
             };
             record_spans(&job.trace, &body, &result, parse_start, parse_end);
         }
+        self.busy.clear();
         match result {
             Ok(result) => {
                 self.restarts.in_a_row.store(0, Ordering::Relaxed);
                 self.scheduler.do_send(JobDone {
                     job: id,
+                    url: job.entry.url,
                     result,
                     dns,
                 })
@@ -185,6 +195,7 @@ impl Handler<Parse> for Parser {
                 tracing::error!(url = %job.entry.url, detail, "parser panicked; restarting it");
                 self.scheduler.do_send(JobDone {
                     job: id,
+                    url: job.entry.url.clone(),
                     result: JobResult::Panicked {
                         stage: "parser",
                         detail: detail.clone(),

@@ -5,6 +5,7 @@ pub mod decode;
 pub mod extract;
 pub mod logic;
 pub mod messages;
+pub mod pool;
 pub mod sitemap;
 
 pub use actor::Parser;

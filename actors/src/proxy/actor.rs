@@ -12,6 +12,7 @@ use super::hop::ProxyStats;
 use super::messages::{GetProxyStats, OpenChain, Opened, ProxyFailure, Reconfigure};
 use super::select::{ChainHealth, Route, Router, Selector};
 use super::socks::{ChainError, Deadlines, HopSpec, Target, open_chain};
+use crate::faults::{Faults, Stage};
 use crate::resolver::logic::Outcome;
 use crate::resolver::messages::Resolve;
 use actix::{
@@ -91,6 +92,8 @@ pub struct ProxyChains {
     config: ProxyConfig,
     /// The generation of the chains built last.
     generation: u64,
+    /// Fault injection (tests): panic or freeze on a target host.
+    fault_hook: Faults,
 }
 
 fn deadlines(config: &ProxyConfig) -> Deadlines {
@@ -154,7 +157,14 @@ impl ProxyChains {
             stats: ProxyStats::from_config(config),
             config: config.clone(),
             generation,
+            fault_hook: Faults::default(),
         }
+    }
+
+    /// Sets the fault-injection hook (tests); kept across restarts.
+    pub fn with_faults(mut self, faults: Faults) -> ProxyChains {
+        self.fault_hook = faults;
+        self
     }
 
     fn direct(&mut self, mut span: ChildSpan, fallback: bool) -> Result<Opened, ProxyFailure> {
@@ -292,7 +302,8 @@ impl Supervised for ProxyChains {
         metrics().actor_restart("proxy");
         let resolver = self.resolver.take();
         let generation = self.generation + 1;
-        *self = ProxyChains::build(&self.config.clone(), resolver, generation);
+        let hook = std::mem::take(&mut self.fault_hook);
+        *self = ProxyChains::build(&self.config.clone(), resolver, generation).with_faults(hook);
     }
 }
 
@@ -333,7 +344,16 @@ async fn target_for(
 impl Handler<OpenChain> for ProxyChains {
     type Result = ResponseActFuture<Self, Result<Opened, ProxyFailure>>;
 
-    fn handle(&mut self, msg: OpenChain, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: OpenChain, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.fault_hook.is_empty() {
+            let (hook, host) = (self.fault_hook.clone(), msg.host.clone());
+            if let Err(payload) = std::panic::catch_unwind(move || hook.hit(Stage::Proxy, &host)) {
+                let detail = crate::job::panic_text(payload.as_ref());
+                tracing::error!(host = %msg.host, detail, "proxy-chain actor panicked; restarting it");
+                actix::ActorContext::stop(ctx);
+                return Box::pin(actix::fut::ready(Err(ProxyFailure::Panicked { detail })));
+            }
+        }
         let now = Instant::now();
         let mut span = msg.trace.start("proxy.connect", Vec::new());
         let candidates = match self.router.candidates(&msg.host) {

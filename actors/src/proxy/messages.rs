@@ -45,6 +45,9 @@ pub enum ProxyFailure {
     /// No healthy chain is left and direct connections are not allowed.
     #[error("no healthy proxy chain for {host} (tried: {tried}) and fallback_direct is off")]
     NoChain { host: String, tried: String },
+    /// The proxy-chain actor panicked on this connection (it is restarted).
+    #[error("proxy-chain actor panicked: {detail}")]
+    Panicked { detail: String },
 }
 
 /// Read the counters.

@@ -16,6 +16,7 @@ use super::lookup::{self, Settings};
 use super::messages::{GetResolverStats, Reconfigure, Resolve};
 use super::setup::Parts;
 use super::stats::ResolverStats;
+use crate::faults::{Faults, Stage};
 use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, MessageResult,
     ResponseFuture, Supervised, WrapFuture,
@@ -49,6 +50,8 @@ pub struct Resolver {
     /// Waiters by (generation, name) of the lookup they wait for.
     inflight: HashMap<(u64, String), Vec<oneshot::Sender<Outcome>>>,
     stats: ResolverStats,
+    /// Fault injection (tests): panic or freeze on a name.
+    faults: Faults,
 }
 
 fn probe_ctx(settings: Arc<Settings>, base: DetectCtx) -> CtxFuture {
@@ -142,7 +145,14 @@ impl Resolver {
             generation: 0,
             inflight: HashMap::new(),
             stats: ResolverStats::default(),
+            faults: Faults::default(),
         }
+    }
+
+    /// Sets the fault-injection hook (tests); kept across restarts.
+    pub fn with_faults(mut self, faults: Faults) -> Resolver {
+        self.faults = faults;
+        self
     }
 
     /// Counts one answer in the summary counters and the metrics alike.
@@ -197,6 +207,22 @@ impl Handler<Resolve> for Resolver {
     type Result = ResponseFuture<Outcome>;
 
     fn handle(&mut self, msg: Resolve, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.faults.is_empty() {
+            let (faults, name) = (self.faults.clone(), msg.name.clone());
+            if let Err(payload) =
+                std::panic::catch_unwind(move || faults.hit(Stage::Resolver, &name))
+            {
+                let detail = crate::job::panic_text(payload.as_ref());
+                tracing::error!(name = %msg.name, detail, "resolver panicked; restarting the resolver");
+                ctx.stop();
+                let outcome = Outcome::Unresolved {
+                    polluted: false,
+                    rules: Vec::new(),
+                    detail: format!("resolver panicked: {detail}"),
+                };
+                return Box::pin(async move { outcome });
+            }
+        }
         let name = normalize(&msg.name);
         let span = msg
             .trace

@@ -6,6 +6,8 @@
 use super::crawl::{Crawl, FinishReason, RefillRequest};
 use super::messages::{Abort, Drain, FetcherDown, FetcherUp, GetStats, JobDone, Reconfigure};
 use super::stats::Stats;
+use crate::fatal::PanicGuard;
+use crate::faults::{Faults, Stage};
 use crate::fetcher::messages::Fetch;
 use crate::sink::Sink;
 use crate::sink::messages::WriteRecords;
@@ -32,6 +34,9 @@ pub struct Scheduler {
     writes_in_flight: usize,
     forced: Option<FinishReason>,
     reported: bool,
+    faults: Faults,
+    /// Ends the process when this actor panics.
+    _guard: PanicGuard,
 }
 
 impl Scheduler {
@@ -42,6 +47,8 @@ impl Scheduler {
         store: Addr<StoreActor>,
         supervisor: Recipient<CrawlFinished>,
         commit_interval: Duration,
+        faults: Faults,
+        guard: PanicGuard,
     ) -> Scheduler {
         Scheduler {
             crawl,
@@ -57,6 +64,8 @@ impl Scheduler {
             writes_in_flight: 0,
             forced: None,
             reported: false,
+            faults,
+            _guard: guard,
         }
     }
 
@@ -263,6 +272,7 @@ impl Handler<JobDone> for Scheduler {
     type Result = ();
 
     fn handle(&mut self, msg: JobDone, ctx: &mut Context<Self>) {
+        self.faults.hit(Stage::Scheduler, &msg.url);
         self.crawl
             .job_done_with_dns(msg.job, msg.result, msg.dns, Instant::now());
         self.after(ctx);

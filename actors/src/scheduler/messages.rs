@@ -10,6 +10,8 @@ use actix::{Message, Recipient};
 #[rtype(result = "()")]
 pub struct JobDone {
     pub job: JobId,
+    /// The job's URL (for logs and the fault-injection hook).
+    pub url: String,
     pub result: JobResult,
     /// How the host was resolved, for the record.
     pub dns: Option<crawl_core::record::DnsInfo>,

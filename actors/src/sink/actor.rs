@@ -2,19 +2,30 @@
 //!
 //! A record's sequence number is its line number. Records at or below the file's line count are already there
 //! (re-sent after a restart) and are skipped, so the file never holds a URL twice.
+//!
+//! A panic here is fatal for the process ([`crate::fatal`]): the sink's guard reports it, lines still buffered are
+//! lost, and the next run writes them again from the frontier's outbox.
 
 use super::error::SinkError;
 use super::messages::WriteRecords;
+use crate::fatal::PanicGuard;
+use crate::faults::{Faults, Stage};
 use actix::{Actor, Context, Handler};
 use crawl_core::output::{JsonlCheckpoint, JsonlWriter};
 
 pub struct Sink {
     writer: JsonlWriter,
+    faults: Faults,
+    _guard: PanicGuard,
 }
 
 impl Sink {
-    pub fn new(writer: JsonlWriter) -> Sink {
-        Sink { writer }
+    pub fn new(writer: JsonlWriter, faults: Faults, guard: PanicGuard) -> Sink {
+        Sink {
+            writer,
+            faults,
+            _guard: guard,
+        }
     }
 }
 
@@ -54,6 +65,11 @@ impl Handler<WriteRecords> for Sink {
     type Result = Result<JsonlCheckpoint, SinkError>;
 
     fn handle(&mut self, msg: WriteRecords, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.faults.has(Stage::Sink) {
+            for (_, line) in &msg.lines {
+                self.faults.hit(Stage::Sink, &String::from_utf8_lossy(line));
+            }
+        }
         write_lines(&mut self.writer, &msg.lines)
     }
 }

@@ -30,6 +30,18 @@ pub struct ChildFailed {
     pub detail: String,
 }
 
+/// A lease's deadline (request timeout + parse budget) passed (notification, from the scheduler, which has re-driven
+/// the URL already). The supervisor finds the child that holds the job and replaces it when it is stuck: the parser
+/// working on the job, or else the fetcher it was leased to when that fetcher's thread does not answer a probe.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct LeaseExpired {
+    pub job: JobId,
+    /// The fetcher the job was leased to, if it was sent to one.
+    pub fetcher: Option<usize>,
+    pub url: String,
+}
+
 /// The scheduler is done (notification).
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
@@ -44,6 +56,8 @@ pub struct SupervisorStats {
     pub panics: u64,
     pub restarts_fetcher: u64,
     pub restarts_parser: u64,
+    /// Children found stuck on an expired lease and replaced (each also counts as a restart).
+    pub stuck: u64,
     pub escalated: bool,
 }
 

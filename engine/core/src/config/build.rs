@@ -189,6 +189,7 @@ fn supervisor(s: &mut Section<'_, '_, '_, '_>) -> SupervisorConfig {
         backoff_max: s.millis("backoff_max_ms", d.backoff_max, 0),
         max_restarts: s.u32("max_restarts", d.max_restarts, 0),
         restart_window: s.secs("restart_window_s", d.restart_window, 1),
+        parse_budget: s.millis("parse_budget_ms", d.parse_budget, 1),
     };
     s.check_not_above(
         "backoff_base_ms",

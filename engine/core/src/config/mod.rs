@@ -365,6 +365,9 @@ pub struct SupervisorConfig {
     /// More than this many restarts of one child within `restart_window` stops the crawl.
     pub max_restarts: u32,
     pub restart_window: Duration,
+    /// How long a parser may work on one response before its lease is considered stuck (with the request timeout,
+    /// it makes up a lease's deadline).
+    pub parse_budget: Duration,
 }
 
 impl Default for SupervisorConfig {
@@ -375,6 +378,7 @@ impl Default for SupervisorConfig {
             backoff_max: Duration::from_millis(30_000),
             max_restarts: 20,
             restart_window: Duration::from_secs(60),
+            parse_budget: Duration::from_millis(10_000),
         }
     }
 }

@@ -222,6 +222,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         backoff_max => "backoff_max_ms",
         max_restarts => "max_restarts",
         restart_window => "restart_window_s",
+        parse_budget => "parse_budget_ms",
     });
     compare!(diff, "parser", ParserConfig, parser, &new.parser, {
         threads => "threads",

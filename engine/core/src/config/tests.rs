@@ -75,6 +75,7 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.resolver.bogus_ips_file, None);
     assert_eq!(c.supervisor.max_attempts, 3);
     assert_eq!(c.supervisor.restart_window, Duration::from_secs(60));
+    assert_eq!(c.supervisor.parse_budget, Duration::from_millis(10_000));
     assert_eq!(c.parser.threads, 0);
     assert_eq!(c.shutdown.grace, Duration::from_secs(10));
     assert_eq!(c.observability.log_level, "info");
@@ -181,6 +182,7 @@ backoff_base_ms = 1
 backoff_max_ms = 2
 max_restarts = 0
 restart_window_s = 5
+parse_budget_ms = 250
 
 [parser]
 threads = 3
@@ -337,6 +339,7 @@ fn every_key_is_parsed() {
             backoff_max: ms(2),
             max_restarts: 0,
             restart_window: Duration::from_secs(5),
+            parse_budget: Duration::from_millis(250),
         }
     );
     assert_eq!(c.parser.threads, 3);
@@ -405,7 +408,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 78);
+    assert_eq!(keys.len(), 79);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
