@@ -23,7 +23,7 @@ use crate::sink::actor::write_lines;
 use crate::store::StoreActor;
 use crate::supervisor::error::TreeError;
 use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
-use actix::{Actor, Addr, Arbiter, AsyncContext, Context};
+use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
 use crawl_core::config::Config;
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::{FrontierError, FrontierStore};
@@ -31,7 +31,7 @@ use crawl_core::output::JsonlWriter;
 use crawl_core::politeness::{HostQueues, PolitenessPolicy};
 use crawl_core::scope::ScopePolicy;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A running tree.
 pub struct Tree {
@@ -172,7 +172,7 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         max_attempts: config.supervisor.max_attempts,
         max_redirects: config.fetch.max_redirects,
         commit_max_ops: config.frontier.commit_max_ops,
-        lease_timeout: config.fetch.request_timeout + Duration::from_secs(10),
+        lease_timeout: config.fetch.request_timeout + config.supervisor.parse_budget,
         window: crawl_core::politeness::DEFAULT_WINDOW,
     };
     let mut crawl = Crawl::new(
@@ -186,14 +186,18 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     for seed in &config.crawl.seeds {
         crawl.add_seed(seed);
     }
-    // The store moves to a thread of its own: commits and reads never block the scheduler.
+    // The store moves to a thread of its own: commits and reads never block the scheduler. A panic there ends
+    // the process (everything committed stays); the same command resumes.
+    let (fatal_tx, fatal_rx) = crate::fatal::channel();
     let store: Box<dyn FrontierStore> = Box::new(store);
     let store_cell = std::sync::Mutex::new(Some(store));
+    let (store_faults, store_fatal) = (faults.clone(), fatal_tx.clone());
     let store_addr = SyncArbiter::start(1, move || {
         let s = store_cell.lock().ok().and_then(|mut g| g.take());
+        let guard = store_fatal.guard("store");
         match s {
-            Some(s) => StoreActor::new(s),
-            None => StoreActor::closed(),
+            Some(s) => StoreActor::new(s, store_faults.clone(), guard),
+            None => StoreActor::closed(guard),
         }
     });
 
@@ -264,7 +268,6 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
 
     let arbiters: Vec<Arbiter> = (0..n_fetchers).map(|_| Arbiter::new()).collect();
     let sink_arbiter = Arbiter::new();
-    let (fatal_tx, fatal_rx) = crate::fatal::channel();
     let (sink_faults, sink_guard) = (faults.clone(), fatal_tx.guard("sink"));
     let sink = Sink::start_in_arbiter(&sink_arbiter.handle(), move |_| {
         Sink::new(writer, sink_faults, sink_guard)
@@ -317,16 +320,19 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     let fetchers: Vec<_> = (0..n_fetchers)
         .filter_map(|i| supervisor.start_fetcher(i, sup.clone().recipient()))
         .collect();
-    sched_ctx.run(Scheduler::new(
-        crawl,
-        fetchers,
-        sink,
-        store_addr,
-        sup.clone().recipient(),
-        commit_interval,
-        faults_sched,
-        fatal_tx.guard("scheduler"),
-    ));
+    sched_ctx.run(
+        Scheduler::new(
+            crawl,
+            fetchers,
+            sink,
+            store_addr,
+            sup.clone().recipient(),
+            commit_interval,
+            faults_sched,
+            fatal_tx.guard("scheduler"),
+        )
+        .with_lease_expired(sup.clone().recipient()),
+    );
     sup_ctx.run(supervisor);
     let mut arbiters = arbiters;
     arbiters.push(sink_arbiter);

@@ -13,7 +13,7 @@ use crate::sink::Sink;
 use crate::sink::messages::WriteRecords;
 use crate::store::StoreActor;
 use crate::store::messages::{Commit, NextUrls};
-use crate::supervisor::messages::CrawlFinished;
+use crate::supervisor::messages::{CrawlFinished, LeaseExpired};
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
     SpawnHandle, WrapFuture,
@@ -27,6 +27,8 @@ pub struct Scheduler {
     sink: Addr<Sink>,
     store: Addr<StoreActor>,
     supervisor: Recipient<CrawlFinished>,
+    /// Told about leases whose deadline passed, to replace the stuck child.
+    stuck: Option<Recipient<LeaseExpired>>,
     commit_interval: Duration,
     commit_timer: Option<SpawnHandle>,
     deadline_timer: Option<(Instant, SpawnHandle)>,
@@ -57,6 +59,7 @@ impl Scheduler {
             sink,
             store,
             supervisor,
+            stuck: None,
             commit_interval,
             commit_timer: None,
             deadline_timer: None,
@@ -67,6 +70,12 @@ impl Scheduler {
             faults,
             _guard: guard,
         }
+    }
+
+    /// Where to report leases whose deadline passed.
+    pub fn with_lease_expired(mut self, to: Recipient<LeaseExpired>) -> Scheduler {
+        self.stuck = Some(to);
+        self
     }
 
     fn pick_fetcher(&mut self) -> Option<(usize, Recipient<Fetch>)> {
@@ -125,7 +134,9 @@ impl Scheduler {
     fn check_deadlines(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
         for (job, fetcher, url) in self.crawl.expire_leases(now) {
-            tracing::warn!(job, fetcher = ?fetcher, url = %crawl_observability::redact::redact_url(&url), "lease expired");
+            if let Some(to) = &self.stuck {
+                to.do_send(LeaseExpired { job, fetcher, url });
+            }
         }
         let Some(at) = self.crawl.next_deadline() else {
             return;

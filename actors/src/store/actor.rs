@@ -1,28 +1,37 @@
 //! The store actor: a [`FrontierStore`] served on its own thread (an actix `SyncArbiter` of one).
 
 use super::messages::{Commit, IdleWork, NextUrls};
+use crate::fatal::PanicGuard;
+use crate::faults::{Faults, Stage};
 use actix::{Actor, Handler, SyncContext};
 use crawl_core::frontier::{Committed, Entry, FrontierError, FrontierStore};
 
 pub struct StoreActor {
     store: Option<Box<dyn FrontierStore>>,
     idle_queued: bool,
+    faults: Faults,
+    /// Reports a panic on this thread: the process ends with everything committed kept.
+    _guard: PanicGuard,
 }
 
 impl StoreActor {
     /// The store moves to the actor's thread at start.
-    pub fn new(store: Box<dyn FrontierStore>) -> StoreActor {
+    pub fn new(store: Box<dyn FrontierStore>, faults: Faults, guard: PanicGuard) -> StoreActor {
         StoreActor {
             store: Some(store),
             idle_queued: false,
+            faults,
+            _guard: guard,
         }
     }
 
     /// An actor without a store (a SyncArbiter restarted it after a panic lost the store): every request fails.
-    pub fn closed() -> StoreActor {
+    pub fn closed(guard: PanicGuard) -> StoreActor {
         StoreActor {
             store: None,
             idle_queued: false,
+            faults: Faults::default(),
+            _guard: guard,
         }
     }
 
@@ -53,6 +62,11 @@ impl Handler<Commit> for StoreActor {
     type Result = Result<Committed, FrontierError>;
 
     fn handle(&mut self, msg: Commit, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        if self.faults.has(Stage::Store) {
+            for d in &msg.batch.discovered {
+                self.faults.hit(Stage::Store, &d.url);
+            }
+        }
         self.store()?.commit(msg.batch)
     }
 }
