@@ -1,18 +1,13 @@
 //! Running the real `crawl-engine` binary from tests: a temporary directory with a config file, the data_dir and
 //! the JSONL; helpers to run it with a deadline, send signals, and read the records back.
+//!
+//! The binary's path always comes from the test: `env!("CARGO_BIN_EXE_crawl-engine")` in a test of the
+//! `crawl-engine` package, so a run never picks up a stale build.
 
 use crawl_core::record::Record;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-/// The debug `crawl-engine` binary of this workspace (built by `make test` before the tests run).
-pub fn binary_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("debug").join("crawl-engine")
-}
 
 fn merge(base: &mut toml::Table, over: toml::Table) {
     for (k, v) in over {
@@ -25,8 +20,9 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
-/// One crawl's working directory.
+/// One crawl's working directory and the binary that runs it.
 pub struct TestCrawl {
+    pub engine: PathBuf,
     pub dir: tempfile::TempDir,
     pub config_path: PathBuf,
     pub jsonl: PathBuf,
@@ -49,14 +45,15 @@ impl RunResult {
 }
 
 impl TestCrawl {
-    /// A config for loopback tests (private networks allowed, no politeness delay, quick retries) with `overrides`
-    /// (TOML text, deep-merged over the defaults) applied.
-    pub fn new(seeds: &[String], overrides: &str) -> TestCrawl {
+    /// A crawl run by the binary at `engine`, with a config for loopback tests (private networks allowed, no
+    /// politeness delay, quick retries) with `overrides` (TOML text, deep-merged over the defaults) applied.
+    pub fn new(engine: impl AsRef<Path>, seeds: &[String], overrides: &str) -> TestCrawl {
         let dir = tempfile::tempdir().expect("tempdir");
         let jsonl = dir.path().join("crawl.jsonl");
         let data_dir = dir.path().join("data");
         let config_path = dir.path().join("config.toml");
         let crawl = TestCrawl {
+            engine: engine.as_ref().to_path_buf(),
             dir,
             config_path,
             jsonl,
@@ -152,7 +149,7 @@ impl TestCrawl {
 
     /// The command, ready to spawn (stdout/stderr piped).
     pub fn command(&self) -> Command {
-        let mut c = Command::new(binary_path());
+        let mut c = Command::new(&self.engine);
         c.arg("--config")
             .arg(&self.config_path)
             .arg("--no-progress");
@@ -166,7 +163,7 @@ impl TestCrawl {
     pub fn spawn(&self) -> Child {
         self.command()
             .spawn()
-            .expect("spawn crawl-engine (run `cargo build --workspace --bins` first)")
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.engine.display()))
     }
 
     /// Runs to the end, killing the process if it outlives `deadline`.

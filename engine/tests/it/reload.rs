@@ -5,6 +5,7 @@
 //!
 //! Hosts use 127.0.0.200..=209 (this file's range).
 
+use crate::ENGINE;
 use std::collections::BTreeSet;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -139,7 +140,7 @@ async fn sighup_lowering_min_delay_shows_in_inter_arrival_times() {
         .start()
         .await
         .expect("site");
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(700, "", ""));
+    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(700, "", ""));
     let child = c.spawn();
     wait_requests(&site, 3).await;
     c.rewrite(&politeness(10, "", ""));
@@ -184,7 +185,11 @@ async fn sighup_with_an_invalid_file_keeps_the_running_config() {
         .await
         .expect("site");
     let (metrics, port) = metrics_on_free_port();
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
+    let c = TestCrawl::new(
+        ENGINE,
+        &[site.page_url(0, 0)],
+        &politeness(150, "", &metrics),
+    );
     let child = c.spawn();
     wait_requests(&site, 2).await;
     c.write_raw("[politeness]\nmin_delay_ms = \"fast\"\nno_such_key = 1\n");
@@ -218,7 +223,11 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
         .await
         .expect("site");
     let (metrics, port) = metrics_on_free_port();
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
+    let c = TestCrawl::new(
+        ENGINE,
+        &[site.page_url(0, 0)],
+        &politeness(150, "", &metrics),
+    );
     let elsewhere = c.dir.path().join("elsewhere");
     let child = c.spawn();
     wait_requests(&site, 2).await;
@@ -252,7 +261,7 @@ async fn a_burst_of_sighups_leaves_the_last_config_in_force() {
         .await
         .expect("site");
     let ua = |i: usize| format!("user_agent = \"burst-ua-{i}\"\n");
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(80, &ua(0), ""));
+    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(80, &ua(0), ""));
     let child = c.spawn();
     wait_requests(&site, 3).await;
     for i in 1..=20 {
@@ -294,6 +303,7 @@ async fn sighup_turns_tracing_on_and_raises_the_log_level() {
         )
     };
     let c = TestCrawl::new(
+        ENGINE,
         &[site.page_url(0, 0)],
         &politeness(100, "", &obs(0, "warn")),
     );

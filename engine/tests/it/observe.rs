@@ -6,6 +6,7 @@
 //!
 //! Hosts use 127.0.0.190..=199 (this file's range).
 
+use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -57,7 +58,7 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
         "[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-site.test\" = [\"127.0.0.190\"]\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(&seeds, &overrides);
+    let c = TestCrawl::new(ENGINE, &seeds, &overrides);
     let (c, run) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)
@@ -234,7 +235,7 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
         "[observability]\notlp_endpoint = \"{}\"\nsample_ratio = 0\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(&[site.seed_url()], &overrides);
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let (c, run) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)
@@ -300,7 +301,7 @@ async fn metrics_match_the_jsonl_pass_promtool_and_carry_exemplars() {
         "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:{port}\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(&[site.seed_url()], &overrides);
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let child = c.spawn();
     let (_c, records) = tokio::task::spawn_blocking(move || {
         let recs = wait_lines(&c, 10, Duration::from_secs(30));
