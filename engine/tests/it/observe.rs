@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crawl_core::record::{Outcome, Record};
-use crawl_tests::engine::{TestCrawl, free_port, signal, wait_with_deadline};
+use crawl_tests::engine::TestCrawl;
 use crawl_tests::otlp::{OtlpReceiver, SpanRecord, traces};
 use crawl_tests::prom;
 use crawl_tests::site::{Route, Site, SiteSpec};
@@ -296,32 +296,27 @@ async fn metrics_match_the_jsonl_pass_promtool_and_carry_exemplars() {
         .start()
         .await
         .expect("site");
-    let port = free_port();
     let overrides = format!(
-        "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:{port}\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
+        "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:0\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
         rx.endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
-    let child = c.spawn();
+    let run = c.start();
+    let addr = tokio::task::block_in_place(|| run.metrics_addr(Duration::from_secs(10)));
     let (_c, records) = tokio::task::spawn_blocking(move || {
         let recs = wait_lines(&c, 10, Duration::from_secs(30));
         (c, recs)
     })
     .await
     .expect("join");
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let (ctype, text) = prom::scrape(addr, None).expect("scrape");
     assert!(ctype.starts_with("text/plain"), "{ctype}");
     let (om_type, om) =
         prom::scrape(addr, Some("application/openmetrics-text; version=1.0.0")).expect("scrape om");
-    let result = wait_with_deadline(
-        {
-            signal(&child, "KILL");
-            child
-        },
-        Duration::from_secs(10),
-    );
-    let _ = result;
+    run.signal("KILL");
+    let _ = tokio::task::spawn_blocking(move || run.wait(Duration::from_secs(10)))
+        .await
+        .expect("join");
 
     let scrape = prom::parse(&text).expect("parse");
     assert_eq!(
