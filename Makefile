@@ -15,11 +15,15 @@ release:
 demo: release
 	bash tests/scripts/demo.sh
 
-# Everything CI runs: alert-rule tests (promtool), unit tests, integration tests (real binary, loopback servers).
+# Everything CI runs: alert-rule tests (promtool), unit tests, integration tests (engine/tests/it: the binary cargo
+# builds for them, loopback servers).
 test: promtool-test
-	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
+
+# The integration tests alone.
+test-it:
+	$(CARGO) test -p crawl-engine --test it
 
 # The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64) and the criterion benches.
 bench: bench-crawl bench-micro

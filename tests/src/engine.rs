@@ -1,18 +1,16 @@
 //! Running the real `crawl-engine` binary from tests: a temporary directory with a config file, the data_dir and
 //! the JSONL; helpers to run it with a deadline, send signals, and read the records back.
+//!
+//! The binary's path always comes from the test: `env!("CARGO_BIN_EXE_crawl-engine")` in a test of the
+//! `crawl-engine` package, so a run never picks up a stale build.
 
 use crawl_core::record::Record;
+use std::io::{BufRead as _, BufReader, Read};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// The debug `crawl-engine` binary of this workspace (built by `make test` before the tests run).
-pub fn binary_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("debug").join("crawl-engine")
-}
 
 fn merge(base: &mut toml::Table, over: toml::Table) {
     for (k, v) in over {
@@ -25,8 +23,9 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
-/// One crawl's working directory.
+/// One crawl's working directory and the binary that runs it.
 pub struct TestCrawl {
+    pub engine: PathBuf,
     pub dir: tempfile::TempDir,
     pub config_path: PathBuf,
     pub jsonl: PathBuf,
@@ -49,14 +48,15 @@ impl RunResult {
 }
 
 impl TestCrawl {
-    /// A config for loopback tests (private networks allowed, no politeness delay, quick retries) with `overrides`
-    /// (TOML text, deep-merged over the defaults) applied.
-    pub fn new(seeds: &[String], overrides: &str) -> TestCrawl {
+    /// A crawl run by the binary at `engine`, with a config for loopback tests (private networks allowed, no
+    /// politeness delay, quick retries) with `overrides` (TOML text, deep-merged over the defaults) applied.
+    pub fn new(engine: impl AsRef<Path>, seeds: &[String], overrides: &str) -> TestCrawl {
         let dir = tempfile::tempdir().expect("tempdir");
         let jsonl = dir.path().join("crawl.jsonl");
         let data_dir = dir.path().join("data");
         let config_path = dir.path().join("config.toml");
         let crawl = TestCrawl {
+            engine: engine.as_ref().to_path_buf(),
             dir,
             config_path,
             jsonl,
@@ -152,7 +152,7 @@ impl TestCrawl {
 
     /// The command, ready to spawn (stdout/stderr piped).
     pub fn command(&self) -> Command {
-        let mut c = Command::new(binary_path());
+        let mut c = Command::new(&self.engine);
         c.arg("--config")
             .arg(&self.config_path)
             .arg("--no-progress");
@@ -163,10 +163,15 @@ impl TestCrawl {
         c
     }
 
+    /// Spawns the crawl with its stderr read as it comes (see [`Running`]).
+    pub fn start(&self) -> Running {
+        Running::new(self.spawn())
+    }
+
     pub fn spawn(&self) -> Child {
         self.command()
             .spawn()
-            .expect("spawn crawl-engine (run `cargo build --workspace --bins` first)")
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.engine.display()))
     }
 
     /// Runs to the end, killing the process if it outlives `deadline`.
@@ -183,36 +188,43 @@ impl TestCrawl {
 /// Waits for a child, killing it after `deadline` (the test then fails on the status). Its stdout and stderr are
 /// drained on threads while it runs, so a chatty child never blocks on a full pipe.
 pub fn wait_with_deadline(mut child: Child, deadline: Duration) -> RunResult {
-    fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-        std::thread::spawn(move || {
-            let mut buf = String::new();
-            if let Some(mut p) = pipe {
-                let mut bytes = Vec::new();
-                let _ = p.read_to_end(&mut bytes);
-                buf = String::from_utf8_lossy(&bytes).into_owned();
-            }
-            buf
-        })
-    }
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            break child.wait().expect("wait after kill");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_or_kill(&mut child, deadline);
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
     RunResult {
         status,
         stdout,
         stderr,
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = String::new();
+        if let Some(mut p) = pipe {
+            let mut bytes = Vec::new();
+            let _ = p.read_to_end(&mut bytes);
+            buf = String::from_utf8_lossy(&bytes).into_owned();
+        }
+        buf
+    })
+}
+
+/// The child's exit status, killing it first when it outlives `deadline`.
+fn wait_or_kill(child: &mut Child, deadline: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return s;
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            return child.wait().expect("wait after kill");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -236,10 +248,164 @@ pub fn signal(child: &Child, sig: &str) {
         .status();
 }
 
-/// A TCP port free on 127.0.0.1 right now (for a listener the binary opens, e.g. `metrics_listen`).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+/// A running `crawl-engine` whose stderr is read line by line as it comes: a test can wait for a log line (such as
+/// the one with the metrics listener's bound address) and still gets the whole stderr when the process ends.
+pub struct Running {
+    child: Child,
+    stderr: Arc<(Mutex<StderrLines>, Condvar)>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct StderrLines {
+    lines: Vec<String>,
+    closed: bool,
+}
+
+impl Running {
+    fn new(mut child: Child) -> Running {
+        let stderr = Arc::new((Mutex::new(StderrLines::default()), Condvar::new()));
+        let reader = child.stderr.take().map(|pipe| {
+            let shared = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut pipe = BufReader::new(pipe);
+                let mut line = Vec::new();
+                loop {
+                    line.clear();
+                    let done = !matches!(pipe.read_until(b'\n', &mut line), Ok(n) if n > 0);
+                    let (lock, cv) = &*shared;
+                    let mut log = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    if done {
+                        log.closed = true;
+                    } else {
+                        let text = String::from_utf8_lossy(&line);
+                        log.lines
+                            .push(text.trim_end_matches(['\n', '\r']).to_owned());
+                    }
+                    cv.notify_all();
+                    if done {
+                        break;
+                    }
+                }
+            })
+        });
+        Running {
+            child,
+            stderr,
+            reader,
+        }
+    }
+
+    /// The process (for its pid).
+    pub fn child(&self) -> &Child {
+        &self.child
+    }
+
+    /// Sends `sig` (e.g. "HUP", "TERM", "KILL").
+    pub fn signal(&self, sig: &str) {
+        signal(&self.child, sig);
+    }
+
+    /// The stderr seen so far.
+    pub fn stderr_so_far(&self) -> String {
+        let log = self.stderr.0.lock().unwrap_or_else(|e| e.into_inner());
+        log.lines.join("\n")
+    }
+
+    /// Waits until a stderr line satisfies `found` and returns its answer; `None` when stderr closes or `timeout`
+    /// passes first.
+    pub fn wait_for_line<T>(
+        &self,
+        timeout: Duration,
+        found: impl Fn(&str) -> Option<T>,
+    ) -> Option<T> {
+        let start = Instant::now();
+        let (lock, cv) = &*self.stderr;
+        let mut log = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = 0;
+        loop {
+            if let Some(t) = log.lines[seen..].iter().find_map(|l| found(l)) {
+                return Some(t);
+            }
+            seen = log.lines.len();
+            let left = timeout.checked_sub(start.elapsed())?;
+            if log.closed {
+                return None;
+            }
+            log = cv
+                .wait_timeout(log, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// The address the metrics listener bound (`metrics_listen` with port 0 gets a free port from the system), read
+    /// from the engine's `metrics listening` log line (JSON logs, level info or lower). Panics with the stderr seen
+    /// when no such line comes within `timeout`.
+    pub fn metrics_addr(&self, timeout: Duration) -> SocketAddr {
+        self.wait_for_line(timeout, metrics_listening)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no `metrics listening` line on stderr:\n{}",
+                    self.stderr_so_far()
+                )
+            })
+    }
+
+    /// Runs to the end, killing the process if it outlives `deadline`.
+    pub fn wait(mut self, deadline: Duration) -> RunResult {
+        let out = drain(self.child.stdout.take());
+        let status = wait_or_kill(&mut self.child, deadline);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let stdout = out.join().unwrap_or_default();
+        let mut stderr = self.stderr_so_far();
+        if !stderr.is_empty() {
+            stderr.push('\n');
+        }
+        RunResult {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// The `addr` of a JSON `metrics listening` log line.
+fn metrics_listening(line: &str) -> Option<SocketAddr> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let fields = v.get("fields").unwrap_or(&v);
+    if fields.get("message")?.as_str()? != "metrics listening" {
+        return None;
+    }
+    fields.get("addr")?.as_str()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::metrics_listening;
+
+    #[test]
+    fn metrics_listening_reads_the_bound_address() {
+        let flat = r#"{"timestamp":"t","level":"INFO","message":"metrics listening","addr":"127.0.0.1:40123","target":"x"}"#;
+        assert_eq!(
+            metrics_listening(flat),
+            Some("127.0.0.1:40123".parse().expect("addr"))
+        );
+        let nested =
+            r#"{"level":"INFO","fields":{"message":"metrics listening","addr":"[::1]:9464"}}"#;
+        assert_eq!(
+            metrics_listening(nested),
+            Some("[::1]:9464".parse().expect("addr"))
+        );
+        for other in [
+            r#"{"message":"config reloaded","addr":"127.0.0.1:1"}"#,
+            r#"{"message":"metrics listening"}"#,
+            "metrics listening addr=127.0.0.1:1",
+            "",
+        ] {
+            assert_eq!(metrics_listening(other), None, "{other}");
+        }
+    }
 }

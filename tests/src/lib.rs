@@ -8,7 +8,8 @@
 //! - [`otlp`]: an in-process OTLP/gRPC trace receiver that keeps the spans it is sent.
 //! - [`prom`]: a Prometheus text-format parser, a blocking `/metrics` scraper and `promtool check metrics`.
 //!
-//! The integration tests live in `tests/it/` (one test binary made of modules).
+//! The integration tests that run the binary live in the `crawl-engine` package (`engine/tests/it/`, one test binary
+//! made of modules), which has this crate as a dev-dependency and hands [`engine::TestCrawl`] its binary path.
 
 pub mod dns;
 pub mod engine;

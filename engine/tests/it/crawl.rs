@@ -4,6 +4,7 @@
 //!
 //! Sites use `first_octet` 50..=69 (one range per test so parallel tests never share an address).
 
+use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::process::Command;
@@ -31,7 +32,7 @@ async fn run(crawl: &TestCrawl) -> RunResult {
 
 /// Crawls `seeds` with `overrides` and asserts exit status 0.
 async fn crawl_ok(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
-    let crawl = TestCrawl::new(seeds, overrides);
+    let crawl = TestCrawl::new(ENGINE, seeds, overrides);
     let res = run(&crawl).await;
     assert_eq!(res.code(), Some(0), "stderr:\n{}", res.stderr);
     (crawl, res)
@@ -575,7 +576,7 @@ async fn second_process_on_the_same_data_dir_is_refused() {
         .start()
         .await
         .expect("site");
-    let crawl = TestCrawl::new(&[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
     let first = crawl.spawn();
     for _ in 0..300 {
         if site.hits(0, "/") > 0 {

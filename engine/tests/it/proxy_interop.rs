@@ -2,6 +2,7 @@
 //! not installed; `.ci/run` installs it).
 
 use super::proxy::{assert_all_fetched, assert_ok, chains, index, ip, plain, run};
+use crate::ENGINE;
 use crawl_tests::engine::TestCrawl;
 use crawl_tests::site::{ExpectOptions, Site};
 use std::net::SocketAddr;
@@ -62,7 +63,7 @@ async fn interop_with_microsocks() {
         "[proxy]\ndefault = [\"ms\"]\n{}",
         chains(&[("ms", vec![format!("socks5://mcuser:mcpass@{addr}")])])
     );
-    let crawl = TestCrawl::new(&[site.seed_url()], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let res = run(crawl.command()).await;
     assert_ok(&res);
     let recs = index(crawl.records());

@@ -3,6 +3,7 @@
 //! redirect loops and chains, body limits and decompression bombs, deadlines, private addresses, broken
 //! connections and hostile page content. Hosts use 127.0.0.110..=127.0.0.129.
 
+use crate::ENGINE;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::process::Stdio;
@@ -170,7 +171,11 @@ async fn parser_panic_poisons_url_after_max_attempts_and_crawl_completes() {
     ];
     routes.extend((0..10).map(|i| (format!("/n/{i}"), page(&[format!("/n/{}", (i + 1) % 10)]))));
     let site = start(110, routes).await;
-    let crawl = TestCrawl::new(&[site.seed_url()], "[supervisor]\nmax_attempts = 3\n");
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[site.seed_url()],
+        "[supervisor]\nmax_attempts = 3\n",
+    );
     let out = run(&crawl, Some("parser:/poison/")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -218,6 +223,7 @@ async fn fetcher_panic_redrives_in_flight_urls_and_loses_nothing() {
     }
     let site = start(111, routes).await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         "[supervisor]\nmax_attempts = 3\n[fetch]\nconcurrency = 8\nfetchers = 2\n\
          [politeness]\nper_host_concurrency = 8\n",
@@ -268,6 +274,7 @@ async fn restart_limit_escalates_with_exit_1_and_resume_completes_once() {
     routes.extend((1..=5).map(|i| (format!("/poison/{i}"), page(&["/n/0"]))));
     let site = start(112, routes).await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         "[supervisor]\nmax_attempts = 3\nmax_restarts = 2\n",
     );
@@ -354,7 +361,7 @@ async fn redirect_loops_chains_relative_and_missing_location() {
         routes.push((format!("/chain/{i}"), Route::redirect(301, &next)));
     }
     let site = start(113, routes).await;
-    let crawl = TestCrawl::new(&[site.seed_url()], "[fetch]\nmax_redirects = 3\n");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "[fetch]\nmax_redirects = 3\n");
     run(&crawl, None).await.assert_ok();
     let m = index(crawl.records());
     let u = |p: &str| site.url(0, p);
@@ -405,7 +412,11 @@ async fn bodies_over_the_limit_fail_too_large_and_memory_stays_low() {
         ],
     )
     .await;
-    let crawl = TestCrawl::new(&[site.seed_url()], "[fetch]\nmax_body_bytes = 100000\n");
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[site.seed_url()],
+        "[fetch]\nmax_body_bytes = 100000\n",
+    );
     let out = run(&crawl, None).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -440,6 +451,7 @@ async fn deadlines(octet: u8, max_retries: u32) {
     ];
     let site = start(octet, routes).await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         &format!(
             "[fetch]\nconnect_timeout_ms = 500\nheader_timeout_ms = 500\nidle_timeout_ms = 500\n\
@@ -508,6 +520,7 @@ async fn private_addresses_are_excluded_without_connecting() {
     let (port, accepted) = counting_listener().await;
     let localhost = format!("http://localhost:{port}/");
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url(), localhost.clone()],
         "[security]\nallow_private_networks = false\n[fetch]\nheader_timeout_ms = 2000\n",
     );
@@ -538,6 +551,7 @@ async fn private_addresses_are_fetched_when_allowed() {
     )
     .await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         "[security]\nallow_private_networks = true\n",
     );
@@ -566,6 +580,7 @@ async fn closed_connections_and_refused_ports_fail_after_retries() {
     let site = start(119, routes).await;
     // robots.txt is not consulted, so the refused port is judged by the page fetch itself
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         "[crawl]\nrespect_robots = false\n[fetch]\nmax_retries = 2\nretry_base_ms = 50\n",
     );
@@ -662,7 +677,7 @@ async fn malformed_pages_and_odd_links_cause_no_panic() {
         routes.push((path.into(), r));
     }
     let site = start(120, routes).await;
-    let crawl = TestCrawl::new(&[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
     let out = run(&crawl, None).await;
     out.assert_ok();
     assert_eq!(out.summary_u64("panics"), 0, "stderr:\n{}", out.stderr);

@@ -1,6 +1,6 @@
 //! crawl-engine's integration tests: one test binary, one module per area. Every test starts its own loopback
-//! servers (the site generator in `crawl_tests::site`) and runs the real `crawl-engine` binary
-//! (`crawl_tests::engine`), so `cargo build --workspace --bins` must run first (`make test` does).
+//! servers (the site generator in `crawl_tests::site`) and runs the real `crawl-engine` binary (`crawl_tests::engine`):
+//! the one cargo built for this test run, [`ENGINE`].
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
 //! - `cli`: `--check`, missing seeds, `--help`/`--version`, unreadable configs.
@@ -17,6 +17,9 @@
 //!   keys, coalesces bursts.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
+
+/// The `crawl-engine` binary cargo built for these tests.
+pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
 mod cli;
 mod crash;

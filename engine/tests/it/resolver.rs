@@ -6,6 +6,7 @@
 //! bogus or hijack address) listens on another loopback IP with the SAME port as the right site, so a connection to
 //! a forged address would reach it: it must see zero connections. Hosts use 127.0.0.150..=127.0.0.169.
 
+use crate::ENGINE;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::future::Future;
@@ -298,6 +299,7 @@ async fn injection_race_drops_the_forged_answer_and_never_connects_to_it() {
         .await
         .expect("fake dns");
     let crawl = TestCrawl::new(
+        ENGINE,
         &[url(NAME, port, 0)],
         &format!("{}hold_on_ms = 300\n", ns(&dns)),
     );
@@ -345,7 +347,7 @@ async fn bogus_answer_is_replaced_by_the_doh_answer() {
         ns(&dns),
         doh_table(&doh, &ca_dir)
     );
-    let crawl = TestCrawl::new(&[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -384,7 +386,7 @@ async fn hijacked_nxdomain_is_recorded_as_dns_failure() {
         "[crawl]\nscope = \"any\"\n{}hijack_probe = true\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(&[url("good.example.com", port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url("good.example.com", port, 0)], &over);
     let out = run(&crawl).await;
     out.assert_ok();
     let mut m = index(crawl.records());
@@ -441,7 +443,7 @@ async fn doh_mode_sends_no_plain_query() {
         ns(&dns),
         doh_table(&doh, &ca_dir)
     );
-    let crawl = TestCrawl::new(&[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -477,7 +479,7 @@ async fn doh_first_falls_back_to_plain_dns_when_doh_is_down() {
         ns(&dns),
         doh_table(&doh, &ca_dir)
     );
-    let crawl = TestCrawl::new(&[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -506,7 +508,7 @@ async fn urls_wait_out_a_dns_outage_and_the_crawl_completes() {
          {}negative_ttl_s = 1\ntimeout_ms = 200\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(&[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
     let mut asked_while_down = 0;
     let out = run_while(&crawl, async {
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -544,7 +546,7 @@ async fn a_changed_answer_is_used_once_the_ttl_expired() {
         "[politeness]\nmin_delay_ms = 300\nper_host_concurrency = 1\n{}min_ttl_s = 1\nhold_on_ms = 50\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(&[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
     let mut changed = None;
     let out = run_while(&crawl, async {
         for _ in 0..200 {
@@ -615,7 +617,7 @@ async fn nxdomain_fails_at_once_and_silence_fails_after_retries() {
          [fetch]\nmax_retries = 2\nretry_base_ms = 50\n{}negative_ttl_s = 0\ntimeout_ms = 200\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(&seeds, &over);
+    let crawl = TestCrawl::new(ENGINE, &seeds, &over);
     let started = Instant::now();
     let out = run(&crawl).await;
     out.assert_ok();

@@ -5,12 +5,13 @@
 //!
 //! Hosts use 127.0.0.200..=209 (this file's range).
 
+use crate::ENGINE;
 use std::collections::BTreeSet;
-use std::process::Child;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crawl_core::record::Record;
-use crawl_tests::engine::{RunResult, TestCrawl, free_port, signal, wait_with_deadline};
+use crawl_tests::engine::{RunResult, Running, TestCrawl};
 use crawl_tests::otlp::OtlpReceiver;
 use crawl_tests::prom;
 use crawl_tests::site::{ExpectOptions, RequestLog, Site, SiteSpec};
@@ -67,8 +68,7 @@ async fn wait_requests(site: &Site, n: usize) {
 }
 
 /// `crawl_config_reloads_total{outcome}` of a running crawl, once it has counted one reload.
-async fn reloads(port: u16, outcome: &'static str) -> f64 {
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+async fn reloads(addr: SocketAddr, outcome: &'static str) -> f64 {
     let start = Instant::now();
     loop {
         let text = tokio::task::spawn_blocking(move || prom::scrape(addr, None))
@@ -86,8 +86,8 @@ async fn reloads(port: u16, outcome: &'static str) -> f64 {
     }
 }
 
-async fn finish(child: Child) -> RunResult {
-    tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE))
+async fn finish(child: Running) -> RunResult {
+    tokio::task::spawn_blocking(move || child.wait(DEADLINE))
         .await
         .expect("join")
 }
@@ -104,13 +104,12 @@ fn assert_delay_kept(site: &Site, hup: Instant, what: &str) {
     }
 }
 
-/// A config tail with a metrics listener on a free port, and the port.
-fn metrics_on_free_port() -> (String, u16) {
-    let port = free_port();
-    (
-        format!("[observability]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-        port,
-    )
+/// A config tail with a metrics listener on a port the system picks (the crawl reports it: [`metrics_addr`]).
+const METRICS: &str = "[observability]\nmetrics_listen = \"127.0.0.1:0\"\n";
+
+/// The address a running crawl's metrics listener bound.
+fn metrics_addr(child: &Running) -> SocketAddr {
+    tokio::task::block_in_place(|| child.metrics_addr(Duration::from_secs(10)))
 }
 
 /// Every URL the site expects recorded exactly once, and each requested once.
@@ -139,11 +138,11 @@ async fn sighup_lowering_min_delay_shows_in_inter_arrival_times() {
         .start()
         .await
         .expect("site");
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(700, "", ""));
-    let child = c.spawn();
+    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(700, "", ""));
+    let child = c.start();
     wait_requests(&site, 3).await;
     c.rewrite(&politeness(10, "", ""));
-    signal(&child, "HUP");
+    child.signal("HUP");
     let hup = Instant::now();
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
@@ -183,14 +182,17 @@ async fn sighup_with_an_invalid_file_keeps_the_running_config() {
         .start()
         .await
         .expect("site");
-    let (metrics, port) = metrics_on_free_port();
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
-    let child = c.spawn();
+    let c = TestCrawl::new(
+        ENGINE,
+        &[site.page_url(0, 0)],
+        &politeness(150, "", METRICS),
+    );
+    let child = c.start();
     wait_requests(&site, 2).await;
     c.write_raw("[politeness]\nmin_delay_ms = \"fast\"\nno_such_key = 1\n");
-    signal(&child, "HUP");
+    child.signal("HUP");
     let hup = Instant::now();
-    assert_eq!(reloads(port, "invalid").await, 1.0);
+    assert_eq!(reloads(metrics_addr(&child), "invalid").await, 1.0);
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(
@@ -217,23 +219,26 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
         .start()
         .await
         .expect("site");
-    let (metrics, port) = metrics_on_free_port();
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(150, "", &metrics));
+    let c = TestCrawl::new(
+        ENGINE,
+        &[site.page_url(0, 0)],
+        &politeness(150, "", METRICS),
+    );
     let elsewhere = c.dir.path().join("elsewhere");
-    let child = c.spawn();
+    let child = c.start();
     wait_requests(&site, 2).await;
     // A live change (the delay) together with a restart-only one: nothing may be applied.
     c.rewrite(&politeness(
         0,
         "",
         &format!(
-            "{metrics}[frontier]\ndata_dir = \"{}\"\n",
+            "{METRICS}[frontier]\ndata_dir = \"{}\"\n",
             elsewhere.display()
         ),
     ));
-    signal(&child, "HUP");
+    child.signal("HUP");
     let hup = Instant::now();
-    assert_eq!(reloads(port, "rejected").await, 1.0);
+    assert_eq!(reloads(metrics_addr(&child), "rejected").await, 1.0);
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("reload rejected"), "{}", run.stderr);
@@ -252,12 +257,12 @@ async fn a_burst_of_sighups_leaves_the_last_config_in_force() {
         .await
         .expect("site");
     let ua = |i: usize| format!("user_agent = \"burst-ua-{i}\"\n");
-    let c = TestCrawl::new(&[site.page_url(0, 0)], &politeness(80, &ua(0), ""));
-    let child = c.spawn();
+    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(80, &ua(0), ""));
+    let child = c.start();
     wait_requests(&site, 3).await;
     for i in 1..=20 {
         c.rewrite(&politeness(80, &ua(i), ""));
-        signal(&child, "HUP");
+        child.signal("HUP");
     }
     let last = Instant::now();
     let run = finish(child).await;
@@ -294,13 +299,14 @@ async fn sighup_turns_tracing_on_and_raises_the_log_level() {
         )
     };
     let c = TestCrawl::new(
+        ENGINE,
         &[site.page_url(0, 0)],
         &politeness(100, "", &obs(0, "warn")),
     );
-    let child = c.spawn();
+    let child = c.start();
     wait_requests(&site, 4).await;
     c.rewrite(&politeness(100, "", &obs(1, "info")));
-    signal(&child, "HUP");
+    child.signal("HUP");
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     // At "warn" nothing was logged at info before the reload; the reload's own info line shows the new level.

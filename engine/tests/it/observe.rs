@@ -6,11 +6,12 @@
 //!
 //! Hosts use 127.0.0.190..=199 (this file's range).
 
+use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crawl_core::record::{Outcome, Record};
-use crawl_tests::engine::{TestCrawl, free_port, signal, wait_with_deadline};
+use crawl_tests::engine::TestCrawl;
 use crawl_tests::otlp::{OtlpReceiver, SpanRecord, traces};
 use crawl_tests::prom;
 use crawl_tests::site::{Route, Site, SiteSpec};
@@ -57,7 +58,7 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
         "[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-site.test\" = [\"127.0.0.190\"]\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(&seeds, &overrides);
+    let c = TestCrawl::new(ENGINE, &seeds, &overrides);
     let (c, run) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)
@@ -234,7 +235,7 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
         "[observability]\notlp_endpoint = \"{}\"\nsample_ratio = 0\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(&[site.seed_url()], &overrides);
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let (c, run) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)
@@ -295,32 +296,27 @@ async fn metrics_match_the_jsonl_pass_promtool_and_carry_exemplars() {
         .start()
         .await
         .expect("site");
-    let port = free_port();
     let overrides = format!(
-        "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:{port}\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
+        "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:0\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(&[site.seed_url()], &overrides);
-    let child = c.spawn();
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let run = c.start();
+    let addr = tokio::task::block_in_place(|| run.metrics_addr(Duration::from_secs(10)));
     let (_c, records) = tokio::task::spawn_blocking(move || {
         let recs = wait_lines(&c, 10, Duration::from_secs(30));
         (c, recs)
     })
     .await
     .expect("join");
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let (ctype, text) = prom::scrape(addr, None).expect("scrape");
     assert!(ctype.starts_with("text/plain"), "{ctype}");
     let (om_type, om) =
         prom::scrape(addr, Some("application/openmetrics-text; version=1.0.0")).expect("scrape om");
-    let result = wait_with_deadline(
-        {
-            signal(&child, "KILL");
-            child
-        },
-        Duration::from_secs(10),
-    );
-    let _ = result;
+    run.signal("KILL");
+    let _ = tokio::task::spawn_blocking(move || run.wait(Duration::from_secs(10)))
+        .await
+        .expect("join");
 
     let scrape = prom::parse(&text).expect("parse");
     assert_eq!(

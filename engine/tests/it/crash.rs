@@ -9,6 +9,7 @@
 //! always in flight. Hosts use 127.0.0.90..=109 (this file's range); listeners take ephemeral ports, so two tests
 //! of this file on one IP never collide.
 
+use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -91,7 +92,7 @@ async fn fixture(first_octet: u8, very_slow: bool) -> Fixture {
     ] {
         want.extend(urls.into_iter().map(|u| (u, w)));
     }
-    let crawl = TestCrawl::new(&site.all_seed_urls(), &overrides());
+    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides());
     Fixture { site, crawl, want }
 }
 

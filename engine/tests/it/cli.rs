@@ -1,11 +1,12 @@
 //! The command line: `--check` with positioned errors, missing seeds, `--help`, `--version`, unreadable configs.
 
 use super::crawl::{run_cmd, toml_str};
-use crawl_tests::engine::{TestCrawl, binary_path};
+use crate::ENGINE;
+use crawl_tests::engine::TestCrawl;
 use std::process::Command;
 
 fn engine() -> Command {
-    let mut c = Command::new(binary_path());
+    let mut c = Command::new(ENGINE);
     c.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -57,7 +58,7 @@ async fn check_reports_every_config_error_with_position() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_accepts_a_good_config_and_missing_seeds_are_refused() {
-    let good = TestCrawl::new(&["http://127.0.0.64:9/".to_owned()], "");
+    let good = TestCrawl::new(ENGINE, &["http://127.0.0.64:9/".to_owned()], "");
     let mut cmd = good.command();
     cmd.arg("--check");
     let res = run_cmd(cmd).await;
@@ -65,7 +66,7 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused() {
     assert!(res.stdout.contains("ok"), "stdout:\n{}", res.stdout);
     assert!(!good.data_dir.exists(), "--check created the data_dir");
 
-    let empty = TestCrawl::new(&[], "");
+    let empty = TestCrawl::new(ENGINE, &[], "");
     for check in [false, true] {
         let mut cmd = empty.command();
         if check {

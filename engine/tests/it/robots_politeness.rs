@@ -5,6 +5,7 @@
 //!
 //! Hosts use `127.0.0.70` to `127.0.0.89`, one octet per test.
 
+use crate::ENGINE;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -58,7 +59,7 @@ fn opts(respect_robots: bool) -> ExpectOptions {
 
 /// Runs the binary to its end (blocking wait off the runtime) and checks it exited 0.
 async fn crawl(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
-    let c = TestCrawl::new(seeds, overrides);
+    let c = TestCrawl::new(ENGINE, seeds, overrides);
     let (c, r) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)
