@@ -724,7 +724,11 @@ fn leaves(n: usize, extra: &[&str]) -> Vec<(String, Route)> {
 /// without faults and asserts every URL recorded exactly once over both runs.
 async fn fatal_then_resume(octet: u8, faults: &str, marked: &str, cause: &str) {
     let site = start(octet, leaves(12, &[marked])).await;
-    let crawl = TestCrawl::new(&[site.seed_url()], "[crawl]\nrespect_robots = false\n");
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[site.seed_url()],
+        "[crawl]\nrespect_robots = false\n",
+    );
     let started = std::time::Instant::now();
     let first = run(&crawl, Some(faults)).await;
     let took = started.elapsed();
@@ -797,6 +801,7 @@ async fn sigterm_after_a_scheduler_freeze_exits_within_grace_plus_5s() {
     const GRACE: Duration = Duration::from_millis(500);
     let site = start(123, leaves(6, &["/mark/freeze"])).await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         &format!(
             "[crawl]\nrespect_robots = false\n[shutdown]\ngrace_ms = {}\n",
@@ -847,7 +852,7 @@ async fn sigterm_after_a_scheduler_freeze_exits_within_grace_plus_5s() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fault_stage_or_mode_is_a_usage_error() {
     let site = start(124, leaves(1, &[])).await;
-    let crawl = TestCrawl::new(&[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
     for spec in ["cooker:/x", "parser/sleep:/x", "fetcher"] {
         let out = run(&crawl, Some(spec)).await;
         assert_eq!(out.code, Some(2), "{spec}: stderr:\n{}", out.stderr);
@@ -877,6 +882,7 @@ async fn resolver_panic_records_the_url_and_the_resolver_keeps_serving() {
     let good = format!("http://good.test:{port}/");
     let bad = format!("http://boom.test:{port}/");
     let crawl = TestCrawl::new(
+        ENGINE,
         &[good.clone(), bad.clone()],
         &format!(
             "{}[crawl]\nrespect_robots = false\n[fetch]\nmax_retries = 1\nretry_base_ms = 50\n",
@@ -908,6 +914,7 @@ async fn resolver_freeze_fails_named_hosts_and_the_crawl_still_ends() {
     let port = site.addr(0).expect("addr").port();
     let frozen = format!("http://frozen.test:{port}/");
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url(), frozen.clone()],
         &format!(
             "{}[crawl]\nrespect_robots = false\n[fetch]\nmax_retries = 1\nretry_base_ms = 50\n\
@@ -933,10 +940,10 @@ async fn resolver_freeze_fails_named_hosts_and_the_crawl_still_ends() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs scheduler lease deadlines"]
 async fn fetcher_freeze_is_replaced_and_the_url_ends_poison() {
     let site = start(127, leaves(10, &["/mark/ffreeze"])).await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         "[crawl]\nrespect_robots = false\n[fetch]\nfetchers = 2\nconnect_timeout_ms = 500\n\
          header_timeout_ms = 1000\nrequest_timeout_ms = 1000\n\
@@ -956,10 +963,10 @@ async fn fetcher_freeze_is_replaced_and_the_url_ends_poison() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs scheduler lease deadlines"]
 async fn parser_freeze_is_replaced_and_the_url_ends_poison() {
     let site = start(128, leaves(10, &["/mark/pfreeze"])).await;
     let crawl = TestCrawl::new(
+        ENGINE,
         &[site.seed_url()],
         "[crawl]\nrespect_robots = false\n[fetch]\nconnect_timeout_ms = 500\nheader_timeout_ms = 1000\n\
          request_timeout_ms = 1000\n[parser]\nthreads = 2\n\
