@@ -324,8 +324,10 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         Scheduler::new(
             crawl,
             fetchers,
-            sink,
-            store_addr,
+            crate::scheduler::actor::Durable {
+                sink,
+                store: store_addr,
+            },
             sup.clone().recipient(),
             commit_interval,
             faults_sched,

@@ -20,6 +20,12 @@ use actix::{
 };
 use std::time::{Duration, Instant};
 
+/// Where durable work goes: the frontier store and the JSONL sink.
+pub struct Durable {
+    pub sink: Addr<Sink>,
+    pub store: Addr<StoreActor>,
+}
+
 pub struct Scheduler {
     crawl: Crawl,
     fetchers: Vec<Option<Recipient<Fetch>>>,
@@ -45,8 +51,7 @@ impl Scheduler {
     pub fn new(
         crawl: Crawl,
         fetchers: Vec<Recipient<Fetch>>,
-        sink: Addr<Sink>,
-        store: Addr<StoreActor>,
+        Durable { sink, store }: Durable,
         supervisor: Recipient<CrawlFinished>,
         commit_interval: Duration,
         faults: Faults,
