@@ -113,7 +113,7 @@ impl Scheduler {
         ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
             act.writes_in_flight -= 1;
             match res {
-                Ok(Ok(upto)) => act.crawl.written(upto),
+                Ok(Ok(cp)) => act.crawl.written(cp.lines),
                 Ok(Err(e)) => {
                     tracing::error!(error = %e, "output write failed; stopping");
                     act.forced = Some(FinishReason::Fatal(format!("output write failed: {e}")));

@@ -6,7 +6,7 @@
 use super::error::SinkError;
 use super::messages::WriteRecords;
 use actix::{Actor, Context, Handler};
-use crawl_core::output::JsonlWriter;
+use crawl_core::output::{JsonlCheckpoint, JsonlWriter};
 
 pub struct Sink {
     writer: JsonlWriter,
@@ -28,8 +28,12 @@ impl Actor for Sink {
     }
 }
 
-/// Appends the lines that are not in the file yet. Pure enough to test without an actor.
-pub fn write_lines(writer: &mut JsonlWriter, lines: &[(u64, Vec<u8>)]) -> Result<u64, SinkError> {
+/// Appends the lines that are not in the file yet and flushes; returns where the file stands then. Pure enough to
+/// test without an actor.
+pub fn write_lines(
+    writer: &mut JsonlWriter,
+    lines: &[(u64, Vec<u8>)],
+) -> Result<JsonlCheckpoint, SinkError> {
     for (seq, line) in lines {
         let have = writer.lines();
         if *seq <= have {
@@ -44,11 +48,11 @@ pub fn write_lines(writer: &mut JsonlWriter, lines: &[(u64, Vec<u8>)]) -> Result
         writer.append(line)?;
     }
     writer.flush()?;
-    Ok(writer.lines())
+    Ok(writer.checkpoint())
 }
 
 impl Handler<WriteRecords> for Sink {
-    type Result = Result<u64, SinkError>;
+    type Result = Result<JsonlCheckpoint, SinkError>;
 
     fn handle(&mut self, msg: WriteRecords, _ctx: &mut Context<Self>) -> Self::Result {
         write_lines(&mut self.writer, &msg.lines)
@@ -65,8 +69,15 @@ mod tests {
         let p = dir.path().join("o.jsonl");
         let mut w = JsonlWriter::open(&p).unwrap();
         let l = |s: &str| format!("{s}\n").into_bytes();
-        assert_eq!(write_lines(&mut w, &[(1, l("a")), (2, l("b"))]).unwrap(), 2);
-        assert_eq!(write_lines(&mut w, &[(2, l("b")), (3, l("c"))]).unwrap(), 3);
+        let cp = |lines, bytes| JsonlCheckpoint { lines, bytes };
+        assert_eq!(
+            write_lines(&mut w, &[(1, l("a")), (2, l("b"))]).unwrap(),
+            cp(2, 4)
+        );
+        assert_eq!(
+            write_lines(&mut w, &[(2, l("b")), (3, l("c"))]).unwrap(),
+            cp(3, 6)
+        );
         assert!(matches!(
             write_lines(&mut w, &[(5, l("e"))]),
             Err(SinkError::Gap { seq: 5, lines: 3 })

@@ -2,11 +2,12 @@
 
 use super::error::SinkError;
 use actix::Message;
+use crawl_core::output::JsonlCheckpoint;
 
-/// Append committed records, in sequence order (command, from the scheduler). Replies with the highest sequence
-/// number now in the file.
+/// Append committed records, in sequence order (command, from the scheduler). Replies with where the file stands
+/// after the flush: its line count (the highest sequence number in it) and byte length.
 #[derive(Message)]
-#[rtype(result = "Result<u64, SinkError>")]
+#[rtype(result = "Result<JsonlCheckpoint, SinkError>")]
 pub struct WriteRecords {
     pub lines: Vec<(u64, Vec<u8>)>,
 }
