@@ -56,4 +56,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .bench
+	rm -rf .demo .bench .bench-scale
