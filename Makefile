@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo test test-unit test-it bench bench-crawl bench-micro promtool-test fmt lint doc ci clean
+.PHONY: all build release demo test test-unit test-it bench bench-crawl bench-micro bench-scale promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -31,6 +31,11 @@ bench: bench-crawl bench-micro
 bench-crawl: release
 	bash tests/scripts/bench.sh
 
+# Large frontiers (20k, 1M, 10M known URLs on the wide-mode test site): peak RSS, disk per known URL, time to the
+# first request after kill -9, pages/s at that size. SIZES="20000 1000000" skips 10M.
+bench-scale: release
+	bash tests/scripts/bench_scale.sh
+
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-actors
 
@@ -55,4 +60,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .bench
+	rm -rf .demo .bench .bench-scale

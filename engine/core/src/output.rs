@@ -1,7 +1,9 @@
 //! The JSONL output file: opened with torn-line repair, counted, appended to in whole lines.
 //!
 //! A record's sequence number is its line number, so [`JsonlWriter::open`] tells the caller how many records the
-//! file holds and the frontier re-emits the committed ones beyond that (see [`crate::frontier`]).
+//! file holds and the frontier re-emits the committed ones beyond that (see [`crate::frontier`]). A caller that
+//! stored a [`JsonlCheckpoint`] with its frontier reopens with [`JsonlWriter::open_at`], which reads only the bytes
+//! written after that checkpoint instead of the whole file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -15,8 +17,8 @@ pub enum OutputError {
         path: String,
         source: std::io::Error,
     },
-    #[error("output {path} does not match the frontier: {detail} (was it truncated or replaced?)")]
-    Mismatch { path: String, detail: String },
+    #[error("output {path}: {detail}; was it truncated or replaced?")]
+    CheckpointMismatch { path: String, detail: String },
 }
 
 /// Where the JSONL stood after a write: complete lines and the byte length they take.
@@ -31,25 +33,33 @@ pub struct JsonlCheckpoint {
 pub struct JsonlWriter {
     out: BufWriter<File>,
     path: PathBuf,
+    /// Lines and bytes including those still buffered.
     lines: u64,
     bytes: u64,
+    /// Lines and bytes as of the last flush.
+    flushed: JsonlCheckpoint,
     repaired_bytes: u64,
 }
 
 impl JsonlWriter {
     /// Opens (creating if needed) the file, cuts a torn last line (bytes after the last newline, left by a crash
-    /// in the middle of a write) and counts the complete lines, reading the whole file.
+    /// in the middle of a write) and counts the complete lines. Reads the whole file: `open_at(path, None)`.
     pub fn open(path: &Path) -> Result<JsonlWriter, OutputError> {
-        Self::open_at(path, None)
+        JsonlWriter::open_at(path, None)
     }
 
-    /// Opens trusting the first `cp.bytes` bytes to hold `cp.lines` complete lines; reads only the tail beyond
-    /// (counts its complete lines, cuts a torn last line). `None` reads the whole file. A file shorter than the
-    /// checkpoint, or one that does not end a line there, is refused: it was truncated or replaced.
+    /// Opens trusting the first `cp.bytes` bytes to hold `cp.lines` complete lines; reads only the tail beyond it
+    /// (counts its complete lines, cuts a torn last line). `None` scans the whole file (a fresh frontier).
+    /// A file shorter than the checkpoint, or whose byte at `cp.bytes - 1` is not `'\n'`, is an error that names
+    /// the file (it was truncated or replaced).
     pub fn open_at(path: &Path, cp: Option<JsonlCheckpoint>) -> Result<JsonlWriter, OutputError> {
         let io = |source| OutputError::Io {
             path: path.display().to_string(),
             source,
+        };
+        let mismatch = |detail: String| OutputError::CheckpointMismatch {
+            path: path.display().to_string(),
+            detail,
         };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(io)?;
@@ -61,14 +71,16 @@ impl JsonlWriter {
             .open(path)
             .map_err(io)?;
         let cp = cp.unwrap_or_default();
+        if (cp.lines == 0) != (cp.bytes == 0) {
+            return Err(mismatch(format!(
+                "checkpoint of {} lines in {} bytes is inconsistent",
+                cp.lines, cp.bytes
+            )));
+        }
         let len = file.metadata().map_err(io)?.len();
-        let mismatch = |detail: String| OutputError::Mismatch {
-            path: path.display().to_string(),
-            detail,
-        };
         if len < cp.bytes {
             return Err(mismatch(format!(
-                "it has {len} bytes, the frontier recorded {} lines in {} bytes",
+                "the file has {len} bytes but {} lines in {} bytes were written",
                 cp.lines, cp.bytes
             )));
         }
@@ -78,8 +90,9 @@ impl JsonlWriter {
             file.read_exact(&mut last).map_err(io)?;
             if last[0] != b'\n' {
                 return Err(mismatch(format!(
-                    "no line ends at byte {} where the frontier recorded line {}",
-                    cp.bytes, cp.lines
+                    "byte {} should end line {} but is not a newline",
+                    cp.bytes - 1,
+                    cp.lines
                 )));
             }
         }
@@ -87,7 +100,7 @@ impl JsonlWriter {
         let mut good_len = cp.bytes;
         let mut offset = cp.bytes;
         let mut buf = vec![0u8; 1 << 20];
-        file.seek(SeekFrom::Start(cp.bytes)).map_err(io)?;
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
         loop {
             let n = file.read(&mut buf).map_err(io)?;
             if n == 0 {
@@ -103,11 +116,16 @@ impl JsonlWriter {
         if repaired_bytes > 0 {
             file.set_len(good_len).map_err(io)?;
         }
+        let flushed = JsonlCheckpoint {
+            lines,
+            bytes: good_len,
+        };
         Ok(JsonlWriter {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_path_buf(),
             lines,
             bytes: good_len,
+            flushed,
             repaired_bytes,
         })
     }
@@ -117,12 +135,9 @@ impl JsonlWriter {
         self.lines
     }
 
-    /// Lines and bytes in the file once the buffer is flushed.
+    /// Lines and bytes in the file after the last flush.
     pub fn checkpoint(&self) -> JsonlCheckpoint {
-        JsonlCheckpoint {
-            lines: self.lines,
-            bytes: self.bytes,
-        }
+        self.flushed
     }
 
     /// Bytes of a torn last line cut at open.
@@ -136,6 +151,7 @@ impl JsonlWriter {
 
     /// Appends one line (which must end with a newline). Call [`flush`](Self::flush) to hand it to the OS.
     pub fn append(&mut self, line: &[u8]) -> Result<(), OutputError> {
+        debug_assert!(line.ends_with(b"\n"), "a JSONL line ends with a newline");
         self.out.write_all(line).map_err(|source| OutputError::Io {
             path: self.path.display().to_string(),
             source,
@@ -150,7 +166,12 @@ impl JsonlWriter {
         self.out.flush().map_err(|source| OutputError::Io {
             path: self.path.display().to_string(),
             source,
-        })
+        })?;
+        self.flushed = JsonlCheckpoint {
+            lines: self.lines,
+            bytes: self.bytes,
+        };
+        Ok(())
     }
 
     /// Flushes and fsyncs.
@@ -189,52 +210,97 @@ mod tests {
     }
 
     #[test]
-    fn open_at_a_checkpoint_reads_only_the_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x.jsonl");
-        std::fs::write(&p, b"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\"").unwrap();
-        let cp = JsonlCheckpoint {
-            lines: 2,
-            bytes: 16,
-        };
-        let w = JsonlWriter::open_at(&p, Some(cp)).unwrap();
-        assert_eq!(
-            w.checkpoint(),
-            JsonlCheckpoint {
-                lines: 3,
-                bytes: 24
-            }
-        );
-        assert_eq!(w.repaired_bytes(), 4);
-        drop(w);
-        let full = JsonlWriter::open(&p).unwrap();
-        assert_eq!(
-            full.checkpoint(),
-            JsonlCheckpoint {
-                lines: 3,
-                bytes: 24
-            }
-        );
-        let err = JsonlWriter::open_at(
-            &p,
-            Some(JsonlCheckpoint {
-                lines: 9,
-                bytes: 99,
-            }),
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("does not match"), "{err}");
-        let err =
-            JsonlWriter::open_at(&p, Some(JsonlCheckpoint { lines: 1, bytes: 5 })).unwrap_err();
-        assert!(err.to_string().contains("no line ends"), "{err}");
-    }
-
-    #[test]
     fn new_file_is_created_empty() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.jsonl");
         let w = JsonlWriter::open(&p).unwrap();
         assert_eq!(w.lines(), 0);
         assert!(p.exists());
+    }
+
+    fn cp(lines: u64, bytes: u64) -> Option<JsonlCheckpoint> {
+        Some(JsonlCheckpoint { lines, bytes })
+    }
+
+    #[test]
+    fn torn_tail_beyond_a_checkpoint_is_cut_and_lines_counted_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        // The checkpoint covers "a\nb\n"; "c\nd\n" were flushed after it, "e" was torn.
+        std::fs::write(&p, b"a\nb\nc\nd\ne").unwrap();
+        let w = JsonlWriter::open_at(&p, cp(2, 4)).unwrap();
+        assert_eq!(w.lines(), 4);
+        assert_eq!(w.repaired_bytes(), 1);
+        assert_eq!(w.checkpoint(), JsonlCheckpoint { lines: 4, bytes: 8 });
+        assert_eq!(std::fs::read(&p).unwrap(), b"a\nb\nc\nd\n");
+    }
+
+    #[test]
+    fn the_prefix_before_a_checkpoint_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        // Long lines in the trusted prefix: only the checkpoint's count is used for them.
+        std::fs::write(&p, b"xxxxxxxxx\nyyy\nz\n").unwrap();
+        let w = JsonlWriter::open_at(&p, cp(7, 14)).unwrap();
+        assert_eq!(w.lines(), 8);
+        assert_eq!(
+            w.checkpoint(),
+            JsonlCheckpoint {
+                lines: 8,
+                bytes: 16
+            }
+        );
+    }
+
+    #[test]
+    fn a_file_shorter_than_the_checkpoint_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("short.jsonl");
+        std::fs::write(&p, b"a\nb\n").unwrap();
+        let err = JsonlWriter::open_at(&p, cp(3, 6)).unwrap_err();
+        assert!(matches!(err, OutputError::CheckpointMismatch { .. }));
+        assert!(err.to_string().contains("short.jsonl"), "{err}");
+        // Nothing was cut.
+        assert_eq!(std::fs::read(&p).unwrap(), b"a\nb\n");
+    }
+
+    #[test]
+    fn a_checkpoint_not_ending_a_line_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("replaced.jsonl");
+        std::fs::write(&p, b"aaaa\nb\n").unwrap();
+        let err = JsonlWriter::open_at(&p, cp(1, 2)).unwrap_err();
+        assert!(err.to_string().contains("replaced.jsonl"), "{err}");
+        assert!(JsonlWriter::open_at(&p, cp(1, 0)).is_err());
+        assert!(JsonlWriter::open_at(&p, cp(0, 5)).is_err());
+    }
+
+    #[test]
+    fn checkpoint_after_appends_equals_a_full_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        let mut w = JsonlWriter::open(&p).unwrap();
+        assert_eq!(w.checkpoint(), JsonlCheckpoint::default());
+        w.append(b"{\"u\":\"a\"}\n").unwrap();
+        w.append(b"{\"u\":\"bb\"}\n").unwrap();
+        // Buffered lines are not in the checkpoint until flushed.
+        assert_eq!(w.checkpoint(), JsonlCheckpoint::default());
+        w.flush().unwrap();
+        let first = w.checkpoint();
+        drop(w);
+        let mut w = JsonlWriter::open_at(&p, Some(first)).unwrap();
+        assert_eq!(w.checkpoint(), first);
+        w.append(b"{\"u\":\"ccc\"}\n").unwrap();
+        w.sync().unwrap();
+        let after = w.checkpoint();
+        drop(w);
+        let scanned = JsonlWriter::open(&p).unwrap();
+        assert_eq!(scanned.checkpoint(), after);
+        assert_eq!(after.lines, 3);
+        assert_eq!(after.bytes, std::fs::metadata(&p).unwrap().len());
+        assert_eq!(
+            JsonlWriter::open_at(&p, Some(first)).unwrap().checkpoint(),
+            after
+        );
     }
 }

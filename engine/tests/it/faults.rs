@@ -40,6 +40,7 @@ async fn start(octet: u8, routes: Vec<(String, Route)>) -> Site {
         port: 0,
         page_bytes: 256,
         log_requests: true,
+        ..SiteSpec::default()
     };
     let mut b = Site::builder(spec);
     for (path, route) in routes {

@@ -88,6 +88,7 @@ async fn site(octet: u8, port: u16, routes: Vec<(String, Route)>) -> Option<Site
         port,
         page_bytes: 256,
         log_requests: true,
+        ..SiteSpec::default()
     };
     let mut b = Site::builder(spec);
     for (p, r) in routes {

@@ -36,6 +36,7 @@ fn tiny(first_octet: u8, pages: usize) -> SiteSpec {
         port: 0,
         page_bytes: 300,
         log_requests: true,
+        ..SiteSpec::default()
     }
 }
 

@@ -2,11 +2,14 @@
 //!
 //! Prints `testsite ready seeds=<url,...> pages=<total>` once every host listens, serves until SIGTERM/SIGINT (or
 //! until stdin closes with `--stdin-close`), then prints `testsite served requests=N bytes=N` and exits 0.
+//! With `--first-request-file F`, each SIGUSR1 writes `armed` to F, and the first request received after it
+//! replaces that with `first <unix seconds with nanoseconds>` (`make bench-scale` times restarts with it).
 //! Loopback only; needs no internet.
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
@@ -66,9 +69,22 @@ struct Args {
     /// write the expected crawl (robots respected, sitemaps followed, no depth limit) here as JSON
     #[arg(long)]
     expected_file: Option<PathBuf>,
+    /// on each SIGUSR1 write `armed` here, then `first <unix time>` when the next request arrives
+    #[arg(long)]
+    first_request_file: Option<PathBuf>,
     /// also stop when stdin closes
     #[arg(long)]
     stdin_close: bool,
+    /// wide mode: page 0 and every 200 /w/{id} page link to this many distinct new /w/{id} URLs; 0 = off
+    #[arg(long, default_value_t = 0)]
+    wide_links: usize,
+    /// share of /w/{id} URLs that answer 200 with wide links of their own (the rest answer 404)
+    #[arg(long, default_value_t = 0.1)]
+    wide_ok_ratio: f64,
+    /// 200 /w/{id} pages link to their siblings (URLs already linked) instead of new ones: a resumed crawl's
+    /// frontier keeps its size
+    #[arg(long)]
+    wide_siblings: bool,
     /// tokio worker threads (default: one per core)
     #[arg(long)]
     threads: Option<usize>,
@@ -114,6 +130,9 @@ fn spec(args: &Args) -> SiteSpec {
         port: args.port,
         page_bytes: args.page_bytes,
         log_requests: args.log_requests,
+        wide_links: args.wide_links,
+        wide_ok_ratio: args.wide_ok_ratio,
+        wide_siblings: args.wide_siblings,
     }
 }
 
@@ -147,6 +166,14 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let mut term =
         signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    let usr1 = match &args.first_request_file {
+        Some(_) => Some(
+            signal(SignalKind::user_defined1())
+                .map_err(|e| format!("cannot watch SIGUSR1: {e}"))?,
+        ),
+        None => None,
+    };
+    let first_request = first_request_loop(&site, usr1, args.first_request_file.as_ref());
     let (stdin_tx, stdin_rx) = tokio::sync::oneshot::channel::<()>();
     if args.stdin_close {
         // a plain thread: a blocking stdin read must not hold up runtime shutdown
@@ -161,8 +188,9 @@ async fn run(args: Args) -> Result<(), String> {
             let _ = stdin_tx.send(());
         });
     }
+    let stdin_close = args.stdin_close;
     let stdin_closed = async move {
-        if args.stdin_close {
+        if stdin_close {
             let _ = stdin_rx.await;
         } else {
             std::future::pending::<()>().await;
@@ -178,6 +206,7 @@ async fn run(args: Args) -> Result<(), String> {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
         () = stdin_closed => {}
+        () = first_request => {}
     }
     site.shutdown().await;
     println!(
@@ -187,4 +216,48 @@ async fn run(args: Args) -> Result<(), String> {
     );
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+/// Seconds since the Unix epoch with nanoseconds, as `date +%s.%N` prints them.
+fn unix_now() -> String {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}.{:09}", t.as_secs(), t.subsec_nanos())
+}
+
+/// On each SIGUSR1 writes `armed` to `path`; the first request counted after that writes `first <unix time>`.
+/// The request counter is polled every millisecond while armed, so the time is at most about 1 ms late. Without a
+/// path it waits forever.
+async fn first_request_loop(
+    site: &Site,
+    usr1: Option<tokio::signal::unix::Signal>,
+    path: Option<&PathBuf>,
+) {
+    let (Some(mut usr1), Some(path)) = (usr1, path) else {
+        return std::future::pending().await;
+    };
+    let write = |text: String| {
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("testsite: cannot write {}: {e}", path.display());
+        }
+    };
+    let mut armed: Option<u64> = None;
+    loop {
+        tokio::select! {
+            sig = usr1.recv() => {
+                if sig.is_none() {
+                    return std::future::pending().await;
+                }
+                armed = Some(site.total_requests());
+                write("armed\n".to_owned());
+            }
+            () = tokio::time::sleep(Duration::from_millis(1)), if armed.is_some() => {
+                if armed.is_some_and(|baseline| site.total_requests() > baseline) {
+                    armed = None;
+                    write(format!("first {}\n", unix_now()));
+                }
+            }
+        }
+    }
 }

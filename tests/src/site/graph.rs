@@ -208,6 +208,36 @@ pub(crate) fn served_ok(spec: &SiteSpec, t: &Target) -> bool {
     }
 }
 
+/// The wide links of node `id` of `host` (wide mode, see [`SiteSpec::wide_links`]): node 0 is the host's page 0
+/// (`/`), node `id > 0` is `/w/{id}`, and node `i` links to nodes `i * L + 1 ..= i * L + L` (`L = wide_links`).
+/// Every wide URL thus has exactly one parent, so all wide links of a site are distinct. Empty when wide mode is
+/// off, when `id` is not a 200 wide page, or when the child numbers would overflow (beyond depth 6 at `L = 1000`).
+/// With [`SiteSpec::wide_siblings`] node `id > 0` links to its siblings instead (its parent's links, itself
+/// included), which a crawler knows already: the frontier stops growing.
+pub(crate) fn wide_children(spec: &SiteSpec, host: usize, id: usize) -> std::ops::Range<usize> {
+    let l = spec.wide_links;
+    let node = id == 0 || wide_ok(spec, host, id);
+    let parent = if spec.wide_siblings && id > 0 {
+        (id - 1) / l.max(1)
+    } else {
+        id
+    };
+    let first = parent.checked_mul(l).and_then(|x| x.checked_add(1));
+    match (first, first.and_then(|x| x.checked_add(l))) {
+        (Some(first), Some(end)) if l > 0 && node && host < spec.hosts => first..end,
+        _ => 0..0,
+    }
+}
+
+/// Whether `/w/{id}` on `host` answers 200 with wide links of its own (else 404): a share
+/// [`SiteSpec::wide_ok_ratio`] of the ids, picked by a hash of (seed, host, id).
+pub(crate) fn wide_ok(spec: &SiteSpec, host: usize, id: usize) -> bool {
+    spec.wide_links > 0
+        && id > 0
+        && host < spec.hosts
+        && unit(rnd(spec, host, id, 0, 10)) < spec.effective_wide_ratio()
+}
+
 /// Writes an href for `link` as it appears on the page `from` of the same host.
 pub(crate) fn write_href(out: &mut String, base: &str, link: &Link, from: usize) {
     let t = &link.target;

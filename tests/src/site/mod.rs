@@ -8,6 +8,13 @@
 //! sitemap index `/sitemap.xml` named in robots.txt. [`Site::expected`] computes the exact result of a correct
 //! crawl from the same graph; [`Site::requests`] and friends show what a crawler actually did.
 //!
+//! Wide mode ([`SiteSpec::wide_links`] > 0) adds a frontier of many URLs: page 0 of each host also links to
+//! `wide_links` distinct `/w/{id}` URLs on its host; most answer 404 (a static body), a share
+//! [`SiteSpec::wide_ok_ratio`] are pages that again carry `wide_links` new distinct links. The links are computed
+//! from the id on each request, nothing is stored, so a crawl can know millions of URLs after fetching a small
+//! fraction of them ([`SiteSpec::wide_siblings`] makes those pages link to URLs already linked instead, for a
+//! frontier that keeps its size). [`Site::expected`] does not list wide URLs.
+//!
 //! Tests can override any path of any host with a [`Route`] (status, headers, delays, stalls, trickling,
 //! closing the connection, sequences, gzip bombs).
 
@@ -23,6 +30,8 @@ mod tests;
 mod tests_bfs;
 #[cfg(test)]
 mod tests_observe;
+#[cfg(test)]
+mod tests_wide;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -51,6 +60,9 @@ pub enum SiteError {
         source: std::io::Error,
     },
 }
+
+/// Largest [`SiteSpec::wide_links`]: a page of a million links is already about 30 MB of HTML.
+pub const MAX_WIDE_LINKS: usize = 1_000_000;
 
 /// Shape of a generated site. Everything is deterministic from these values (ports aside).
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +96,14 @@ pub struct SiteSpec {
     pub page_bytes: usize,
     /// keep the per-request log (`requests`, `hits`, `min_inter_arrival`); counters work either way
     pub log_requests: bool,
+    /// wide mode: page 0 and every 200 `/w/{id}` page link to this many distinct new `/w/{id}` URLs of their host
+    /// (node `i` to `i * wide_links + 1 ..= i * wide_links + wide_links`, page 0 being node 0); 0 = off
+    pub wide_links: usize,
+    /// share (0..=1) of the `/w/{id}` URLs that answer 200 with wide links of their own; the rest answer 404
+    pub wide_ok_ratio: f64,
+    /// a 200 `/w/{id}` page links to its siblings (the links of its parent) instead of new URLs, so a crawl that
+    /// resumes a wide-mode frontier meets only URLs it knows and the frontier keeps its size
+    pub wide_siblings: bool,
 }
 
 impl Default for SiteSpec {
@@ -104,6 +124,9 @@ impl Default for SiteSpec {
             port: 0,
             page_bytes: 2048,
             log_requests: true,
+            wide_links: 0,
+            wide_ok_ratio: 0.1,
+            wide_siblings: false,
         }
     }
 }
@@ -131,6 +154,14 @@ impl SiteSpec {
         }
     }
 
+    pub(crate) fn effective_wide_ratio(&self) -> f64 {
+        if self.wide_ok_ratio.is_nan() {
+            0.0
+        } else {
+            self.wide_ok_ratio.clamp(0.0, 1.0)
+        }
+    }
+
     fn validate(&self) -> Result<(), SiteError> {
         let bad = |m: &str| Err(SiteError::InvalidSpec(m.to_owned()));
         if self.hosts == 0 {
@@ -141,6 +172,9 @@ impl SiteSpec {
         }
         if self.first_octet == 0 || usize::from(self.first_octet) + self.hosts - 1 > 255 {
             return bad("first_octet + hosts - 1 must be within 1..=255");
+        }
+        if self.wide_links > MAX_WIDE_LINKS {
+            return bad("wide_links must be at most 1000000");
         }
         Ok(())
     }

@@ -4,12 +4,13 @@
 //! `Bytes` without a copy. The padding text is made once per site.
 
 use std::cell::RefCell;
+use std::fmt::Write as _;
 
 use bytes::Bytes;
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 
 use super::SiteSpec;
-use super::graph::{Kind, Link, Target, page_links, write_href};
+use super::graph::{Kind, Link, Target, page_links, wide_children, write_href};
 
 const WORDS: [&str; 16] = [
     "alpha", "bravo", "crawler", "delta", "echo", "frontier", "golf", "hotel", "index", "juliet",
@@ -79,7 +80,14 @@ impl Renderer {
     pub fn page(&self, host: usize, n: usize) -> Bytes {
         let mut links: Vec<Link> = Vec::with_capacity(self.spec.links_per_page + 8);
         page_links(&self.spec, host, n, &mut links);
-        let mut out = String::with_capacity(self.spec.page_bytes.max(links.len() * 80) + 512);
+        let wide = if n == 0 {
+            wide_children(&self.spec, host, 0)
+        } else {
+            0..0
+        };
+        let mut out = String::with_capacity(
+            self.spec.page_bytes.max(links.len() * 80) + wide.len() * WIDE_LINK_BYTES + 512,
+        );
         let title = format!("Host {host} page {n}");
         self.head(&mut out, &title);
         out.push_str("<ul>\n");
@@ -102,7 +110,21 @@ impl Renderer {
             out.push_str("</a></li>\n");
         }
         out.push_str("</ul>\n");
+        write_wide_links(&mut out, wide);
         self.pad(&mut out, n);
+        out.push_str("</body></html>\n");
+        Bytes::from(out.into_bytes())
+    }
+
+    /// The HTML of `/w/{id}` (wide mode), a page that answers 200: its wide links, written as they are generated.
+    pub fn wide_page(&self, host: usize, id: usize) -> Bytes {
+        let wide = wide_children(&self.spec, host, id);
+        let mut out =
+            String::with_capacity(self.spec.page_bytes + wide.len() * WIDE_LINK_BYTES + 256);
+        let title = format!("Host {host} wide {id}");
+        self.head(&mut out, &title);
+        write_wide_links(&mut out, wide);
+        self.pad(&mut out, id);
         out.push_str("</body></html>\n");
         Bytes::from(out.into_bytes())
     }
@@ -151,6 +173,23 @@ impl Renderer {
         out.push_str("</urlset>\n");
         Bytes::from(out.into_bytes())
     }
+}
+
+/// Room for one wide link: `<li><a href="/w/{id}">w</a></li>` with an id of up to 20 digits.
+const WIDE_LINK_BYTES: usize = 48;
+
+/// Writes the wide links `ids` as a list of root-relative hrefs (nothing for an empty range).
+fn write_wide_links(out: &mut String, ids: std::ops::Range<usize>) {
+    if ids.is_empty() {
+        return;
+    }
+    out.push_str("<ul class=\"wide\">\n");
+    for id in ids {
+        out.push_str("<li><a href=\"/w/");
+        let _ = write!(out, "{id}");
+        out.push_str("\">w</a></li>\n");
+    }
+    out.push_str("</ul>\n");
 }
 
 pub(crate) const NOT_FOUND: &[u8] =

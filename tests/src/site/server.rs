@@ -16,7 +16,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
-use super::graph::{Kind, Target};
+use super::graph::{Kind, Target, wide_ok};
 use super::log::{InFlight, Recorder, RequestLog};
 use super::render::{NOT_FOUND, Renderer, accepts_gzip, gzip};
 use super::routes::{Resolved, Route, SiteBody};
@@ -339,6 +339,7 @@ pub(crate) fn generate(r: &Renderer, host: usize, path: &str, gz: bool) -> Gener
         ("private", Some(n)) if n < pages => leaf(Kind::Private, n),
         ("nofollow", Some(n)) if n < pages => leaf(Kind::Nofollow, n),
         ("orphan", Some(n)) if spec.sitemaps && n < spec.orphans => leaf(Kind::Orphan, n),
+        ("w", Some(n)) if wide_ok(spec, host, n) => ok(HTML, r.wide_page(host, n), gz),
         ("old", Some(n)) if spec.redirects && n < pages => {
             let mut loc = r.bases.get(host).cloned().unwrap_or_default();
             Target::page(host, n).write_path(&mut loc);
