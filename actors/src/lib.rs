@@ -12,12 +12,14 @@
 //! - [`faults`]: the fault-injection test hook; [`fatal`]: panics that end the process.
 //! - [`job`]: the job and result types that travel between them; [`tree`] wires them together.
 
+pub mod backoff;
 pub mod fatal;
 pub mod faults;
 pub mod fetcher;
 pub mod job;
 pub mod live;
 pub mod parser;
+pub mod protocol;
 pub mod proxy;
 pub mod resolver;
 pub mod scheduler;

@@ -3,7 +3,7 @@
 
 use clap::Parser as _;
 use crawl_actors::faults::Faults;
-use crawl_actors::scheduler::crawl::FinishReason;
+use crawl_actors::protocol::FinishReason;
 use crawl_engine::cli::Cli;
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;

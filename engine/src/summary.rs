@@ -1,7 +1,7 @@
 //! The end-of-crawl summary: counts by outcome and reason, bytes, elapsed, pages/s, CPU and memory.
 
 use crate::usage;
-use crawl_actors::scheduler::crawl::FinishReason;
+use crawl_actors::protocol::FinishReason;
 use crawl_actors::supervisor::CrawlSummary;
 use std::fmt::Write as _;
 use std::time::Duration;

@@ -6,15 +6,16 @@
 
 use super::error::FetchError;
 use super::http::{HttpClient, RawResponse};
-use super::messages::{Fetch, Ping};
 use crate::faults::{Faults, Stage};
-use crate::job::{Job, JobResult, panic_text};
-use crate::parser::messages::Parse;
+use crate::job::panic_text;
 use crate::parser::pool::ParserPool;
+use crate::protocol::JobDone;
+use crate::protocol::Parse;
+use crate::protocol::{ChildFailed, ChildId};
+use crate::protocol::{Fetch, Ping};
+use crate::protocol::{Job, JobResult};
 use crate::resolver::logic::{Outcome, Rule};
 use crate::resolver::messages::Resolve;
-use crate::scheduler::messages::JobDone;
-use crate::supervisor::messages::{ChildFailed, ChildId};
 use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture,
 };

@@ -4,7 +4,6 @@ pub mod actor;
 pub mod connector;
 pub mod error;
 pub mod http;
-pub mod messages;
 
 pub use actor::Fetcher;
 #[cfg(test)]

@@ -6,13 +6,14 @@
 //! found and replaced.
 
 use super::logic::{ParseSettings, process, version_str};
-use super::messages::Parse;
 use super::pool::Busy;
+use crate::backoff::restart_delay;
 use crate::faults::{Faults, Stage};
-use crate::job::{JobResult, panic_text};
-use crate::scheduler::messages::JobDone;
-use crate::supervisor::backoff::restart_delay;
-use crate::supervisor::messages::{ChildFailed, ChildId};
+use crate::job::panic_text;
+use crate::protocol::JobDone;
+use crate::protocol::JobResult;
+use crate::protocol::Parse;
+use crate::protocol::{ChildFailed, ChildId};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
 use crawl_observability::KeyValue;
 use crawl_observability::trace::wall;

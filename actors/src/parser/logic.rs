@@ -5,7 +5,7 @@ use super::decode::{DecodeError, decode_body};
 use super::extract::extract_links;
 use super::sitemap::{SitemapKind, parse_sitemap};
 use crate::fetcher::http::RawResponse;
-use crate::job::{FoundLink, Job, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
+use crate::protocol::{FoundLink, Job, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
 use crawl_core::canon;
 use crawl_core::frontier::JobKind;
 use crawl_core::record::Reason;

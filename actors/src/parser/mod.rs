@@ -4,7 +4,7 @@ pub mod actor;
 pub mod decode;
 pub mod extract;
 pub mod logic;
-pub mod messages;
+
 pub mod pool;
 pub mod sitemap;
 

@@ -7,8 +7,8 @@
 //! behind (a thread cannot be killed) and whatever it answers later is ignored by the scheduler.
 
 use super::Parser;
-use super::messages::Parse;
-use crate::job::JobId;
+use crate::protocol::JobId;
+use crate::protocol::Parse;
 use actix::{Addr, SyncArbiter};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

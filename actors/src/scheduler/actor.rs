@@ -3,17 +3,19 @@
 //! store actor, then sends the committed records to the sink and checkpoints the JSONL once they are written.
 //! Leases whose deadline passes are re-driven.
 
-use super::crawl::{Crawl, FinishReason, RefillRequest};
-use super::messages::{Abort, Drain, FetcherDown, FetcherUp, GetStats, JobDone, Reconfigure};
+use super::crawl::{Crawl, RefillRequest};
+use super::messages::{Drain, GetStats, Reconfigure};
 use super::stats::Stats;
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
-use crate::fetcher::messages::Fetch;
+use crate::protocol::Fetch;
+use crate::protocol::FinishReason;
+use crate::protocol::WriteRecords;
+use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone};
+use crate::protocol::{CrawlFinished, LeaseExpired};
 use crate::sink::Sink;
-use crate::sink::messages::WriteRecords;
 use crate::store::StoreActor;
 use crate::store::messages::{Commit, NextUrls};
-use crate::supervisor::messages::{CrawlFinished, LeaseExpired};
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
     SpawnHandle, WrapFuture,

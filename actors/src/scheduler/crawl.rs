@@ -7,7 +7,9 @@ use super::leases::Leases;
 use super::records::RecordLog;
 use super::robots_state::{RobotsState, RobotsTable};
 use super::stats::Stats;
-use crate::job::{FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
+use crate::protocol::{
+    FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome,
+};
 use crawl_core::canon;
 use crawl_core::frontier::window::{Refill, Window};
 use crawl_core::frontier::{
@@ -46,19 +48,6 @@ pub struct CrawlSettings {
     pub lease_timeout: Duration,
     /// Entries the records queue's window holds.
     pub window: usize,
-}
-
-/// Why the crawl ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FinishReason {
-    /// Nothing left to do.
-    Completed,
-    /// max_pages reached.
-    LimitReached,
-    /// SIGINT/SIGTERM: in-flight work finished (or the grace period ran out).
-    Shutdown,
-    /// A child failed too often or a store failed.
-    Fatal(String),
 }
 
 /// Which window a refill is for.

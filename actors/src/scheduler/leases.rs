@@ -1,6 +1,6 @@
 //! The lease table: which jobs are out, with which fetcher, until when.
 
-use crate::job::{Job, JobId};
+use crate::protocol::{Job, JobId};
 use crawl_core::frontier::JobKind;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

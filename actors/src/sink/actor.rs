@@ -7,9 +7,9 @@
 //! lost, and the next run writes them again from the frontier's outbox.
 
 use super::error::SinkError;
-use super::messages::WriteRecords;
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
+use crate::protocol::WriteRecords;
 use actix::{Actor, Context, Handler};
 use crawl_core::output::{JsonlCheckpoint, JsonlWriter};
 

@@ -2,6 +2,5 @@
 
 pub mod actor;
 pub mod error;
-pub mod messages;
 
 pub use actor::Sink;

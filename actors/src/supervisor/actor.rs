@@ -9,16 +9,15 @@
 //! job was leased to is probed and, when it does not answer within [`PROBE_TIMEOUT`], replaced by a fetcher on a new
 //! arbiter thread (the blocked thread is abandoned). Both count as restarts and towards escalation.
 
-use super::backoff::{RestartLog, restart_delay};
-use super::messages::{
-    ChildFailed, ChildId, CrawlFinished, GetSupervisorStats, LeaseExpired, SupervisorStats,
-};
+use super::messages::{GetSupervisorStats, SupervisorStats};
+use crate::backoff::{RestartLog, restart_delay};
 use crate::fetcher::Fetcher;
-use crate::fetcher::messages::{Fetch, Ping};
 use crate::parser::pool::ParserPool;
+use crate::protocol::FinishReason;
+use crate::protocol::{Abort, FetcherDown, FetcherUp};
+use crate::protocol::{ChildFailed, ChildId, CrawlFinished, LeaseExpired};
+use crate::protocol::{Fetch, Ping};
 use crate::scheduler::Scheduler;
-use crate::scheduler::crawl::FinishReason;
-use crate::scheduler::messages::{Abort, FetcherDown, FetcherUp};
 use actix::{
     Actor, ActorFutureExt, Addr, Arbiter, ArbiterHandle, AsyncContext, Context, Handler,
     MailboxError, Recipient, WrapFuture,

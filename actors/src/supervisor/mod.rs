@@ -1,7 +1,7 @@
 //! The root supervisor: restarts, backoff, escalation.
 
 pub mod actor;
-pub mod backoff;
+
 pub mod error;
 pub mod messages;
 

@@ -12,6 +12,7 @@
 //! - [`netaddr`]: which IP addresses are public.
 //! - [`retry_after`]: Retry-After header parsing.
 
+pub mod backoff;
 pub mod canon;
 pub mod config;
 pub mod frontier;

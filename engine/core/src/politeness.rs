@@ -468,7 +468,7 @@ impl HostQueues {
                 }
             }
             Feedback::Throttled { retry_after } => {
-                let backoff = base.saturating_mul(1u32 << h.backoff_level.min(16));
+                let backoff = crate::backoff::Backoff::new(base, max).delay(h.backoff_level);
                 h.backoff_level = h.backoff_level.saturating_add(1);
                 let wait = retry_after.unwrap_or(backoff).min(max);
                 h.paused_until = Some(h.paused_until.map_or(now + wait, |p| p.max(now + wait)));

@@ -4,6 +4,7 @@
 
 use super::trace_metrics::host_group;
 use super::*;
+use crawl_core::backoff::Backoff;
 
 impl Crawl {
     /// A job ended, with how its host was resolved (for its record).
@@ -62,10 +63,7 @@ impl Crawl {
                 },
             ) => {
                 if retryable && job.entry.retries < self.settings.max_retries {
-                    let wait = self
-                        .settings
-                        .retry_base
-                        .saturating_mul(1 << job.entry.retries.min(16));
+                    let wait = Backoff::uncapped(self.settings.retry_base).delay(job.entry.retries);
                     self.queues.release(
                         job.host,
                         now,

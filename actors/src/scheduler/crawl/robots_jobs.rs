@@ -2,6 +2,7 @@
 //! (with the DNS or proxy reason when that is why), crawl-delay, and reading sitemaps and sitemap indexes.
 
 use super::*;
+use crawl_core::backoff::Backoff;
 
 impl Crawl {
     pub(super) fn on_robots(&mut self, job: Job, result: JobResult, now: Instant) {
@@ -104,10 +105,7 @@ impl Crawl {
                     );
                     self.queues.unblock(host, now);
                 } else {
-                    let wait = self
-                        .settings
-                        .robots_retry
-                        .saturating_mul(1 << (attempts - 1).min(16));
+                    let wait = Backoff::uncapped(self.settings.robots_retry).delay(attempts - 1);
                     tracing::info!(
                         authority,
                         attempts,

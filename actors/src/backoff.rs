@@ -1,12 +1,11 @@
-//! Restart backoff and escalation bookkeeping, as plain logic.
+//! Restart delays (the core [`crawl_core::backoff::Backoff`]) and escalation bookkeeping, as plain logic.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Delay before the n-th restart (n = 1 for the first) within the window: base * 2^(n-1), capped at max.
 pub fn restart_delay(base: Duration, max: Duration, n: u32) -> Duration {
-    let exp = n.saturating_sub(1).min(20);
-    base.saturating_mul(1u32 << exp).min(max)
+    crawl_core::backoff::Backoff::new(base, max).delay(n.saturating_sub(1))
 }
 
 /// Restarts of one child within a sliding window.

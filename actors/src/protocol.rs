@@ -1,0 +1,228 @@
+//! The protocol between the actors: the unit of work ([`Job`]) and its results, and every message that one actor
+//! sends to another. Children (fetchers, parsers, the sink, the store) import what they exchange from here and
+//! nothing from their supervisor or the scheduler.
+//!
+//! A job goes scheduler → fetcher ([`Fetch`]) → parser ([`Parse`]) → scheduler ([`JobDone`]); committed records go
+//! scheduler → sink ([`WriteRecords`]); children report to the supervisor ([`ChildFailed`], [`LeaseExpired`]), which
+//! tells the scheduler about fetchers ([`FetcherDown`], [`FetcherUp`], [`Abort`]) and the engine about the end
+//! ([`CrawlFinished`]).
+
+use crate::fetcher::http::RawResponse;
+use crate::scheduler::stats::Stats;
+use crate::sink::error::SinkError;
+use actix::{Message, Recipient};
+use crawl_core::frontier::Entry;
+use crawl_core::politeness::HostId;
+use crawl_core::record::Reason;
+use crawl_core::robots::Robots;
+use crawl_core::scope::ScopeVerdict;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Identifies one lease of a URL; a re-driven URL gets a new id, so late results of an abandoned lease are ignored.
+pub type JobId = u64;
+
+/// One leased URL.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: JobId,
+    pub host: HostId,
+    pub entry: Entry,
+    /// When the scheduler started it.
+    pub started_at: Instant,
+    /// The URL's trace; every actor the job visits adds its spans to it.
+    pub trace: crawl_observability::trace::TraceCtx,
+}
+
+/// A link found in a page, canonicalised and judged against the scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundLink {
+    pub url: String,
+    pub host: String,
+    pub verdict: ScopeVerdict,
+}
+
+/// The parsed result of a page job that got an HTTP answer.
+#[derive(Debug, Clone, Default)]
+pub struct PageOutcome {
+    pub status: u16,
+    pub content_type: Option<String>,
+    /// Decoded body bytes.
+    pub content_length: u64,
+    pub http_version: String,
+    pub elapsed_ms: u64,
+    /// Link attributes found (before dedup and filtering).
+    pub links_found: u32,
+    /// Links to follow (nofollow removed), deduplicated within the page.
+    pub links: Vec<FoundLink>,
+    /// For 3xx: the canonical Location target, or why it is unusable.
+    pub redirect_to: Option<Result<FoundLink, String>>,
+    pub noindex: bool,
+    /// The proxy chain used, or "direct" (None when no proxy is configured).
+    pub proxy: Option<String>,
+    /// Parsed Retry-After of a 429/503.
+    pub retry_after: Option<Duration>,
+    /// The body could not be used: too_large or decode.
+    pub body_error: Option<(Reason, String)>,
+}
+
+/// The parsed result of a robots.txt job.
+#[derive(Debug, Clone)]
+pub enum RobotsOutcome {
+    /// 2xx: rules (possibly empty).
+    Rules(Arc<Robots>),
+    /// 4xx: allow everything.
+    AllowAll { status: u16 },
+    /// 5xx, too many redirects or unreachable: disallow everything and retry later.
+    Unavailable { detail: String },
+}
+
+/// The parsed result of a sitemap job.
+#[derive(Debug, Clone, Default)]
+pub struct SitemapOutcome {
+    /// Page URLs (for a urlset), canonicalised and judged.
+    pub pages: Vec<FoundLink>,
+    /// Child sitemaps (for an index), canonical.
+    pub sitemaps: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone)]
+pub enum JobResult {
+    Page(Box<PageOutcome>),
+    Robots(RobotsOutcome),
+    Sitemap(SitemapOutcome),
+    /// No HTTP answer.
+    FetchFailed {
+        reason: Reason,
+        detail: String,
+        retryable: bool,
+    },
+    /// A handler panicked while holding this job.
+    Panicked {
+        stage: &'static str,
+        detail: String,
+    },
+}
+
+/// Why the crawl ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    /// Nothing left to do.
+    Completed,
+    /// max_pages reached.
+    LimitReached,
+    /// SIGINT/SIGTERM: in-flight work finished (or the grace period ran out).
+    Shutdown,
+    /// A child failed too often or a store failed.
+    Fatal(String),
+}
+
+/// Fetch a job's URL (command, from the scheduler).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Fetch {
+    pub job: Job,
+}
+
+/// Answered at once (request, from the supervisor): a fetcher whose thread is blocked never answers.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Ping;
+/// Parse a fetched body (command, from a fetcher). The result goes to the scheduler as `JobDone`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Parse {
+    pub job: Job,
+    pub response: RawResponse,
+    /// How the host was resolved (passed through to the record).
+    pub dns: Option<crawl_core::record::DnsInfo>,
+}
+/// A job ended (notification, from a fetcher or a parser).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct JobDone {
+    pub job: JobId,
+    /// The job's URL (for logs and the fault-injection hook).
+    pub url: String,
+    pub result: JobResult,
+    /// How the host was resolved, for the record.
+    pub dns: Option<crawl_core::record::DnsInfo>,
+}
+
+/// A fetcher died; re-drive what it held (notification, from the supervisor).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct FetcherDown {
+    pub index: usize,
+    pub panicked: Option<JobId>,
+    pub detail: String,
+}
+
+/// A (re)started fetcher is ready (notification, from the supervisor).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FetcherUp {
+    pub index: usize,
+    pub fetcher: Recipient<Fetch>,
+}
+
+/// Stop now with a fatal error, after committing and writing what is done (command, from the supervisor).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Abort {
+    pub reason: String,
+}
+
+/// Append committed records, in sequence order (command, from the scheduler). Replies with the highest sequence
+/// number now in the file.
+#[derive(Message)]
+#[rtype(result = "Result<crawl_core::output::JsonlCheckpoint, SinkError>")]
+pub struct WriteRecords {
+    pub lines: Vec<(u64, Vec<u8>)>,
+}
+/// Which child failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChildId {
+    Fetcher(usize),
+    Parser,
+}
+
+impl ChildId {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ChildId::Fetcher(_) => "fetcher",
+            ChildId::Parser => "parser",
+        }
+    }
+}
+
+/// A child caught a panic (notification). `job` is the job it held when it panicked.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ChildFailed {
+    pub child: ChildId,
+    pub job: Option<JobId>,
+    pub detail: String,
+}
+
+/// A lease's deadline (request timeout + parse budget) passed (notification, from the scheduler, which has re-driven
+/// the URL already). The supervisor finds the child that holds the job and replaces it when it is stuck: the parser
+/// working on the job, or else the fetcher it was leased to when that fetcher's thread does not answer a probe.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct LeaseExpired {
+    pub job: JobId,
+    /// The fetcher the job was leased to, if it was sent to one.
+    pub fetcher: Option<usize>,
+    pub url: String,
+}
+
+/// The scheduler is done (notification).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct CrawlFinished {
+    pub reason: FinishReason,
+    pub stats: Stats,
+}
