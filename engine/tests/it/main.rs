@@ -23,6 +23,7 @@ pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
 mod cli;
 mod crash;
+mod crash_wide;
 mod crawl;
 mod faults;
 mod observe;
