@@ -173,12 +173,12 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         max_redirects: config.fetch.max_redirects,
         commit_max_ops: config.frontier.commit_max_ops,
         lease_timeout: config.fetch.request_timeout + config.supervisor.parse_budget,
-        window: crawl_core::politeness::DEFAULT_WINDOW,
+        window: config.frontier.host_window,
     };
     let mut crawl = Crawl::new(
         settings,
         scope.clone(),
-        HostQueues::new(policy),
+        HostQueues::new(policy).with_window(config.frontier.host_window),
         recovered,
         jsonl,
         now,

@@ -108,6 +108,7 @@ fn frontier(s: &mut Section<'_, '_, '_, '_>) -> FrontierConfig {
         data_dir: s.string("data_dir", d.data_dir, validate::path),
         commit_interval: s.millis("commit_interval_ms", d.commit_interval, 1),
         commit_max_ops: s.usize("commit_max_ops", d.commit_max_ops, 1),
+        host_window: s.usize("host_window", d.host_window, 1),
     }
 }
 

@@ -224,6 +224,8 @@ pub struct FrontierConfig {
     pub commit_interval: Duration,
     /// Operations that force a commit (>= 1).
     pub commit_max_ops: usize,
+    /// Ready URLs held in memory per host (and for the records queue), refilled from the store (>= 1).
+    pub host_window: usize,
 }
 
 impl Default for FrontierConfig {
@@ -232,6 +234,7 @@ impl Default for FrontierConfig {
             data_dir: PathBuf::from("crawl-data"),
             commit_interval: Duration::from_millis(50),
             commit_max_ops: 4_096,
+            host_window: 64,
         }
     }
 }

@@ -193,6 +193,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         data_dir => "data_dir",
         commit_interval => "commit_interval_ms",
         commit_max_ops => "commit_max_ops",
+        host_window => "host_window",
     });
     compare!(diff, "output", OutputConfig, output, &new.output, {
         jsonl => "jsonl",

@@ -147,6 +147,7 @@ pool_max_idle_per_host = 0
 data_dir = "/var/lib/crawl"
 commit_interval_ms = 1
 commit_max_ops = 16
+host_window = 8
 
 [output]
 jsonl = "out/records.jsonl"
@@ -278,6 +279,7 @@ fn every_key_is_parsed() {
             data_dir: PathBuf::from("/var/lib/crawl"),
             commit_interval: ms(1),
             commit_max_ops: 16,
+            host_window: 8,
         }
     );
     assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
@@ -408,7 +410,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 79);
+    assert_eq!(keys.len(), 80);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
