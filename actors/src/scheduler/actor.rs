@@ -292,7 +292,7 @@ impl Handler<JobDone> for Scheduler {
     fn handle(&mut self, msg: JobDone, ctx: &mut Context<Self>) {
         self.faults.hit(Stage::Scheduler, &msg.url);
         self.crawl
-            .job_done_with_dns(msg.job, msg.result, msg.dns, Instant::now());
+            .job_done(msg.job, msg.result, msg.dns, Instant::now());
         self.after(ctx);
     }
 }

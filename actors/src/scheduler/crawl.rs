@@ -66,6 +66,14 @@ pub struct RefillRequest {
     pub refill: Refill,
 }
 
+/// What a finished job carries to its record: how its host was resolved and its trace. Whatever the record does
+/// not take (the URL was queued again, or the job makes no record) is dealt with by [`Crawl::job_done`].
+#[derive(Debug, Default)]
+pub(super) struct JobCtx {
+    pub dns: Option<DnsInfo>,
+    pub trace: Option<TraceCtx>,
+}
+
 /// The commit in flight: what to do once it is durable.
 #[derive(Debug, Default)]
 struct InFlight {
@@ -93,10 +101,6 @@ pub struct Crawl {
     draining: bool,
     stats: Stats,
     dropped: Vec<Entry>,
-    /// DNS evidence of the job being handled, taken by the job's own record.
-    pending_dns: Option<DnsInfo>,
-    /// The trace of the job being handled, taken by the job's own record.
-    pending_trace: Option<TraceCtx>,
     /// Traces of URLs queued again (retry, re-drive), continued by their next lease.
     retry_traces: HashMap<String, TraceCtx>,
     /// The scope changed in a reload: queued URLs are judged again when they come up.
@@ -147,8 +151,6 @@ impl Crawl {
             draining: false,
             stats,
             dropped: Vec::new(),
-            pending_dns: None,
-            pending_trace: None,
             retry_traces: HashMap::new(),
             rescope: false,
         }
@@ -176,28 +178,24 @@ impl Crawl {
         });
     }
 
-    /// Records a URL taken from a window. A page job's record takes the job's trace; others get `trace` or a root
-    /// span of their own.
-    fn finish(&mut self, entry: &Entry, record: Record, page_job: bool) {
-        self.finish_traced(entry, record, page_job, None);
+    /// Records a leased page job's URL: the record takes the job's DNS evidence and trace from `done`.
+    fn record_job(&mut self, entry: &Entry, mut record: Record, done: &mut JobCtx) {
+        if record.dns.is_none() {
+            record.dns = done.dns.take();
+        }
+        let trace = done.trace.take();
+        self.record(entry, record, true, trace);
     }
 
-    fn finish_traced(
+    /// Records a URL taken from a window, with `trace` or a root span of its own.
+    fn record(
         &mut self,
         entry: &Entry,
         mut record: Record,
         page_job: bool,
         trace: Option<TraceCtx>,
     ) {
-        if page_job && record.dns.is_none() {
-            record.dns = self.pending_dns.take();
-        }
-        let own = if page_job {
-            self.pending_trace.take()
-        } else {
-            None
-        };
-        let trace = own.or(trace).unwrap_or_else(|| Self::record_trace(&record));
+        let trace = trace.unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
         self.observe(&record, &trace);
         let line = record.to_line();
@@ -322,7 +320,7 @@ impl Crawl {
                 reason,
                 None,
             );
-            self.finish(&entry, record, false);
+            self.record(&entry, record, false, None);
         }
     }
 
@@ -342,7 +340,7 @@ impl Crawl {
             record.dns = dns;
             record.attempts = 0;
             let trace = Self::dropped_trace(&entry, reason);
-            self.finish_traced(&entry, record, false, Some(trace));
+            self.record(&entry, record, false, Some(trace));
         }
     }
 
@@ -376,6 +374,7 @@ impl Crawl {
                         stage: "fetcher",
                         detail: detail.to_owned(),
                     },
+                    None,
                     now,
                 );
             } else if let Some(lease) = self.leases.take(id) {
@@ -408,6 +407,7 @@ impl Crawl {
                         self.settings.lease_timeout.as_millis()
                     ),
                 },
+                None,
                 now,
             );
             out.push((id, fetcher, url));
@@ -472,7 +472,7 @@ impl Crawl {
             Some("left the scope in a config reload".to_owned()),
         );
         let trace = self.retry_traces.remove(&entry.url);
-        self.finish_traced(entry, record, false, trace);
+        self.record(entry, record, false, trace);
         false
     }
 

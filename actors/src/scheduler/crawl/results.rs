@@ -2,33 +2,25 @@
 //! (records, redirects with loop and length limits, link admission). Robots and sitemap results are in
 //! `crawl_robots.rs`.
 
+use super::JobCtx;
 use super::trace_metrics::host_group;
 use super::*;
 use crawl_core::backoff::Backoff;
 
 impl Crawl {
-    /// A job ended, with how its host was resolved (for its record).
-    pub fn job_done_with_dns(
-        &mut self,
-        id: JobId,
-        result: JobResult,
-        dns: Option<DnsInfo>,
-        now: Instant,
-    ) {
-        self.pending_dns = dns;
-        self.job_done(id, result, now);
-        self.pending_dns = None;
-    }
-
     /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
-    pub fn job_done(&mut self, id: JobId, result: JobResult, now: Instant) {
+    /// `dns` is how its host was resolved (for its record).
+    pub fn job_done(&mut self, id: JobId, result: JobResult, dns: Option<DnsInfo>, now: Instant) {
         let Some(lease) = self.leases.take(id) else {
             self.stats.stale_results += 1;
             return;
         };
         let job = lease.job;
         let (kind, url) = (job.entry.kind, job.entry.url.clone());
-        self.pending_trace = Some(job.trace.clone());
+        let mut done = JobCtx {
+            dns,
+            trace: Some(job.trace.clone()),
+        };
         if let JobResult::FetchFailed { reason, .. } = &result {
             metrics().fetch_error(reason.as_str());
         }
@@ -37,9 +29,9 @@ impl Crawl {
         {
             metrics().antibot(out.status, &host_group(&url));
         }
-        self.dispatch_result(job, result, now);
+        self.dispatch_result(job, result, &mut done, now);
         // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
-        if let Some(t) = self.pending_trace.take() {
+        if let Some(t) = done.trace.take() {
             if kind == JobKind::Page {
                 self.retry_traces.insert(url, t);
             } else {
@@ -48,12 +40,20 @@ impl Crawl {
         }
     }
 
-    pub(super) fn dispatch_result(&mut self, job: Job, result: JobResult, now: Instant) {
+    pub(super) fn dispatch_result(
+        &mut self,
+        job: Job,
+        result: JobResult,
+        done: &mut JobCtx,
+        now: Instant,
+    ) {
         match (job.entry.kind, result) {
-            (_, JobResult::Panicked { stage, detail }) => self.on_panic(job, stage, &detail, now),
-            (JobKind::Robots, result) => self.on_robots(job, result, now),
+            (_, JobResult::Panicked { stage, detail }) => {
+                self.on_panic(job, stage, &detail, done, now)
+            }
+            (JobKind::Robots, result) => self.on_robots(job, result, done, now),
             (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
-            (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, now),
+            (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, done, now),
             (
                 JobKind::Page,
                 JobResult::FetchFailed {
@@ -85,7 +85,7 @@ impl Crawl {
                     record.attempts = e.tries();
                     record.elapsed_ms =
                         Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
-                    self.finish(&job.entry, record, true);
+                    self.record_job(&job.entry, record, done);
                 }
             }
             (_, other) => {
@@ -100,7 +100,7 @@ impl Crawl {
                     Some(detail),
                 );
                 record.attempts = e.tries();
-                self.finish(&job.entry, record, true);
+                self.record_job(&job.entry, record, done);
             }
         }
     }
@@ -112,7 +112,14 @@ impl Crawl {
         self.requeue(host, entry, now);
     }
 
-    pub(super) fn on_panic(&mut self, job: Job, stage: &str, detail: &str, now: Instant) {
+    pub(super) fn on_panic(
+        &mut self,
+        job: Job,
+        stage: &str,
+        detail: &str,
+        done: &mut JobCtx,
+        now: Instant,
+    ) {
         self.stats.panics += 1;
         let mut entry = job.entry;
         entry.attempt += 1;
@@ -141,13 +148,14 @@ impl Crawl {
                 );
                 // `attempt` already counts this try
                 record.attempts = entry.attempt + entry.retries;
-                self.finish(&entry, record, true);
+                self.record_job(&entry, record, done);
             } else if entry.kind == JobKind::Robots {
                 self.on_robots(
                     Job { entry, ..job },
                     JobResult::Robots(RobotsOutcome::Unavailable {
                         detail: detail.to_owned(),
                     }),
+                    done,
                     now,
                 );
             }
@@ -156,7 +164,7 @@ impl Crawl {
         self.requeue(job.host, entry, now);
     }
 
-    pub(super) fn on_page(&mut self, job: Job, out: PageOutcome, now: Instant) {
+    pub(super) fn on_page(&mut self, job: Job, out: PageOutcome, done: &mut JobCtx, now: Instant) {
         let entry = job.entry;
         let throttled = out.status == 429 || out.status == 503;
         if throttled && entry.retries < self.settings.max_retries {
@@ -204,7 +212,7 @@ impl Crawl {
             record.reason = Some(reason);
             record.error = Some(detail);
             record.links = None;
-            self.finish(&entry, record, true);
+            self.record_job(&entry, record, done);
             return;
         }
         if (300..400).contains(&out.status) {
@@ -217,7 +225,7 @@ impl Crawl {
                         record.outcome = Outcome::Failed;
                         record.reason = Some(Reason::RedirectLoop);
                         record.error = Some(format!("redirect loop back to {}", target.url));
-                        self.finish(&entry, record, true);
+                        self.record_job(&entry, record, done);
                         return;
                     }
                     if chain.len() as u32 > self.settings.max_redirects {
@@ -227,21 +235,21 @@ impl Crawl {
                             "more than {} redirects",
                             self.settings.max_redirects
                         ));
-                        self.finish(&entry, record, true);
+                        self.record_job(&entry, record, done);
                         return;
                     }
-                    self.finish(&entry, record, true);
+                    self.record_job(&entry, record, done);
                     self.admit(&target, entry.depth, Some(&entry), chain);
                 }
                 Some(Err(detail)) => {
                     record.error = Some(detail);
-                    self.finish(&entry, record, true);
+                    self.record_job(&entry, record, done);
                 }
-                None => self.finish(&entry, record, true),
+                None => self.record_job(&entry, record, done),
             }
             return;
         }
-        self.finish(&entry, record, true);
+        self.record_job(&entry, record, done);
         if (200..300).contains(&out.status) {
             for link in &out.links {
                 self.admit(link, entry.depth + 1, Some(&entry), Vec::new());

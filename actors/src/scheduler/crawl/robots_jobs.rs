@@ -5,7 +5,13 @@ use super::*;
 use crawl_core::backoff::Backoff;
 
 impl Crawl {
-    pub(super) fn on_robots(&mut self, job: Job, result: JobResult, now: Instant) {
+    pub(super) fn on_robots(
+        &mut self,
+        job: Job,
+        result: JobResult,
+        done: &mut JobCtx,
+        now: Instant,
+    ) {
         let host = job.host;
         self.queues.release(host, now, Feedback::Ok);
         let authority = match url::Url::parse(&job.entry.url) {
@@ -15,7 +21,7 @@ impl Crawl {
         self.stats.robots_fetches += 1;
         // Why the host's pages fail if robots.txt never comes: a name that never resolved is a DNS failure, a host no
         // proxy chain could reach is a proxy failure.
-        let dns = self.pending_dns.take();
+        let dns = done.dns.take();
         let give_up_reason = match &result {
             JobResult::FetchFailed {
                 reason: r @ (Reason::Dns | Reason::DnsPolluted | Reason::Proxy),
@@ -51,7 +57,7 @@ impl Crawl {
             RobotsOutcome::Unavailable { .. } => "unavailable",
         };
         metrics().robots_fetch(result);
-        if let Some(t) = &self.pending_trace {
+        if let Some(t) = &done.trace {
             t.set_attributes(vec![KeyValue::new("robots.result", result)]);
         }
         match outcome {

@@ -300,7 +300,7 @@ impl H {
 
     pub fn done(&mut self, job: &Job, result: JobResult, ms: u64) {
         let now = self.at(ms);
-        self.crawl.job_done(job.id, result, now);
+        self.crawl.job_done(job.id, result, None, now);
     }
 
     /// Commits and returns the durable records (not written yet), checking their sequence numbers follow the file.
