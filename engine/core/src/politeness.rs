@@ -120,6 +120,13 @@ impl HostQueues {
         }
     }
 
+    /// Ready URLs a host window holds: the configured size, raised to twice the per-host concurrency so that a host
+    /// running at full concurrency never waits for a refill.
+    fn window_cap(&self) -> usize {
+        self.window
+            .max(2 * self.policy.per_host_concurrency as usize)
+    }
+
     /// Sets how many ready URLs each host window holds.
     pub fn with_window(mut self, window: usize) -> HostQueues {
         self.window = window.max(1);
@@ -211,7 +218,7 @@ impl HostQueues {
     /// A page the store just added on this host: kept in the window when it belongs there.
     pub fn offer(&mut self, host: HostId, mut entry: Entry, now: Instant) {
         entry.queued_at = Some(now);
-        let cap = self.window;
+        let cap = self.window_cap();
         if let Some(h) = self.hosts.get_mut(host as usize) {
             let d = h.pages.offer(entry, cap);
             self.queued = self.queued.saturating_add_signed(d);
@@ -224,7 +231,7 @@ impl HostQueues {
         for e in &mut entries {
             e.queued_at = Some(now);
         }
-        let cap = self.window;
+        let cap = self.window_cap();
         if let Some(h) = self.hosts.get_mut(host as usize) {
             let d = h.pages.fill(entries, asked, cap);
             self.queued = self.queued.saturating_add_signed(d);
@@ -271,7 +278,7 @@ impl HostQueues {
     }
 
     fn want_refill(&mut self, host: HostId) -> bool {
-        let cap = self.window;
+        let cap = self.window_cap();
         let h = &mut self.hosts[host as usize];
         match h.pages.want_refill(cap) {
             Some(r) => {

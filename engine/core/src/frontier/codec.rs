@@ -97,36 +97,23 @@ pub fn read_ref(r: &mut Reader<'_>) -> Result<UrlRef, DecodeError> {
     })
 }
 
-/// The stored part of a pending entry (its URL lives in the URL table, its host and key in the queue key).
+/// The stored part of a pending entry in its queue: its URL reference, kind and counters (its URL and parent live
+/// in the URL table, its host and position in the queue key). About 13 bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QueuedValue {
     pub id: UrlRef,
     pub kind: JobKind,
     pub attempt: u32,
     pub retries: u32,
-    pub parent: Option<UrlRef>,
-    /// A parent that is not stored (a sitemap), by its URL.
-    pub parent_url: Option<String>,
     pub redirect_chain: Vec<String>,
 }
 
 pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24);
+    let mut out = Vec::with_capacity(16);
     put_ref(&mut out, v.id);
     out.push(v.kind.code());
     put_varint(&mut out, u64::from(v.attempt));
     put_varint(&mut out, u64::from(v.retries));
-    match (v.parent, &v.parent_url) {
-        (Some(p), _) => {
-            out.push(1);
-            put_ref(&mut out, p);
-        }
-        (None, Some(u)) => {
-            out.push(2);
-            put_str(&mut out, u);
-        }
-        (None, None) => out.push(0),
-    }
     if !v.redirect_chain.is_empty() {
         put_varint(&mut out, v.redirect_chain.len() as u64);
         for u in &v.redirect_chain {
@@ -142,12 +129,6 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
     let kind = JobKind::from_code(r.u8()?).ok_or(DecodeError("unknown kind"))?;
     let attempt = r.u32()?;
     let retries = r.u32()?;
-    let (parent, parent_url) = match r.u8()? {
-        0 => (None, None),
-        1 => (Some(read_ref(&mut r)?), None),
-        2 => (None, Some(r.str()?.to_owned())),
-        _ => return Err(DecodeError("bad parent flag")),
-    };
     let mut redirect_chain = Vec::new();
     if !r.is_empty() {
         let n = r.varint()?;
@@ -160,35 +141,89 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
         kind,
         attempt,
         retries,
-        parent,
-        parent_url,
         redirect_chain,
     })
+}
+
+/// The page that linked a pending URL, kept with the URL until it is done.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Parent {
+    #[default]
+    None,
+    /// A stored URL.
+    Ref(UrlRef),
+    /// A URL that is not stored (a sitemap).
+    Url(String),
 }
 
 /// State of a URL in the URL table.
 pub const PENDING: u8 = 1;
 pub const DONE: u8 = 2;
 
-/// The URLs sharing one fingerprint (almost always one), each with its state, as stored in the URL table.
+const HAS_PARENT_REF: u8 = 0x10;
+const HAS_PARENT_URL: u8 = 0x20;
+
+/// One URL of a fingerprint: its state, the URL, and (while pending) its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    pub state: u8,
+    pub url: String,
+    pub parent: Parent,
+}
+
+/// The URLs sharing one fingerprint (almost always one), as stored in the URL table: per URL a state byte (with
+/// flags for a parent), the URL, and the parent while pending. A done URL keeps only its state and URL.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UrlSlots {
-    pub slots: Vec<(u8, String)>,
+    pub slots: Vec<Slot>,
+}
+
+fn read_slot(r: &mut Reader<'_>) -> Result<(u8, String, Parent), DecodeError> {
+    let flags = r.u8()?;
+    let state = flags & 0x0f;
+    if state != PENDING && state != DONE {
+        return Err(DecodeError("unknown url state"));
+    }
+    let url = r.str()?.to_owned();
+    let parent = if flags & HAS_PARENT_REF != 0 {
+        Parent::Ref(read_ref(r)?)
+    } else if flags & HAS_PARENT_URL != 0 {
+        Parent::Url(r.str()?.to_owned())
+    } else {
+        Parent::None
+    };
+    Ok((state, url, parent))
 }
 
 impl UrlSlots {
     pub fn find(&self, url: &str) -> Option<u8> {
         self.slots
             .iter()
-            .position(|(_, u)| u == url)
+            .position(|s| s.url == url)
             .and_then(|i| u8::try_from(i).ok())
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.slots.iter().map(|(_, u)| u.len() + 3).sum());
-        for (state, url) in &self.slots {
-            out.push(*state);
-            put_str(&mut out, url);
+        let mut out = Vec::with_capacity(self.slots.iter().map(|s| s.url.len() + 12).sum());
+        for s in &self.slots {
+            let parent = if s.state == DONE {
+                &Parent::None
+            } else {
+                &s.parent
+            };
+            let flags = s.state
+                | match parent {
+                    Parent::None => 0,
+                    Parent::Ref(_) => HAS_PARENT_REF,
+                    Parent::Url(_) => HAS_PARENT_URL,
+                };
+            out.push(flags);
+            put_str(&mut out, &s.url);
+            match parent {
+                Parent::None => {}
+                Parent::Ref(r) => put_ref(&mut out, *r),
+                Parent::Url(u) => put_str(&mut out, u),
+            }
         }
         out
     }
@@ -197,23 +232,20 @@ impl UrlSlots {
         let mut r = Reader::new(buf);
         let mut slots = Vec::with_capacity(1);
         while !r.is_empty() {
-            let state = r.u8()?;
-            if state != PENDING && state != DONE {
-                return Err(DecodeError("unknown url state"));
-            }
-            slots.push((state, r.str()?.to_owned()));
+            let (state, url, parent) = read_slot(&mut r)?;
+            slots.push(Slot { state, url, parent });
         }
         Ok(UrlSlots { slots })
     }
 }
 
-/// Finds `url` in an encoded slot list without allocating. Returns its slot.
+/// Finds `url` in an encoded slot list. Returns its slot.
 pub fn find_slot(buf: &[u8], url: &str) -> Result<Option<u8>, DecodeError> {
     let mut r = Reader::new(buf);
     let mut i = 0u8;
     while !r.is_empty() {
-        r.u8()?;
-        if r.str()? == url {
+        let (_, u, _) = read_slot(&mut r)?;
+        if u == url {
             return Ok(Some(i));
         }
         i = i.checked_add(1).ok_or(DecodeError("too many slots"))?;
@@ -258,17 +290,13 @@ mod tests {
             kind: JobKind::Page,
             attempt: 1,
             retries: 2,
-            parent: Some(UrlRef { fp: 7, slot: 1 }),
-            parent_url: None,
             redirect_chain: vec![],
         };
         let b = encode_queued(&v);
-        assert_eq!(b.len(), 9 + 1 + 1 + 1 + 1 + 9);
+        assert_eq!(b.len(), 9 + 1 + 1 + 1);
         assert_eq!(decode_queued(&b).unwrap(), v);
         let v2 = QueuedValue {
             kind: JobKind::TooDeep,
-            parent: None,
-            parent_url: Some("http://a/sitemap.xml".into()),
             redirect_chain: vec!["http://a/".into(), "http://b/".into()],
             ..v
         };
@@ -288,14 +316,35 @@ mod tests {
     }
 
     #[test]
-    fn slots_find_the_exact_url() {
+    fn slots_find_the_exact_url_and_keep_parents_while_pending() {
         let s = UrlSlots {
-            slots: vec![(DONE, "http://a/1".into()), (PENDING, "http://b/2".into())],
+            slots: vec![
+                Slot {
+                    state: DONE,
+                    url: "http://a/1".into(),
+                    parent: Parent::None,
+                },
+                Slot {
+                    state: PENDING,
+                    url: "http://b/2".into(),
+                    parent: Parent::Ref(UrlRef { fp: 9, slot: 0 }),
+                },
+                Slot {
+                    state: PENDING,
+                    url: "http://b/3".into(),
+                    parent: Parent::Url("http://b/sitemap.xml".into()),
+                },
+            ],
         };
         let b = s.encode();
         assert_eq!(UrlSlots::decode(&b).unwrap(), s);
-        assert_eq!(find_slot(&b, "http://b/2").unwrap(), Some(1));
-        assert_eq!(find_slot(&b, "http://b/3").unwrap(), None);
+        assert_eq!(find_slot(&b, "http://b/3").unwrap(), Some(2));
+        assert_eq!(find_slot(&b, "http://b/4").unwrap(), None);
         assert_eq!(s.find("http://a/1"), Some(0));
+        // a done URL drops its parent
+        let mut done = s.clone();
+        done.slots[1].state = DONE;
+        let d = UrlSlots::decode(&done.encode()).unwrap();
+        assert_eq!(d.slots[1].parent, Parent::None);
     }
 }

@@ -14,7 +14,8 @@
 //! restart it is rebuilt in the background ([`FrontierStore::idle_work`]) and, until then, every link is looked up.
 
 use super::bloom::Bloom;
-use super::codec::{self, DONE, PENDING, QueuedValue, UrlSlots};
+use super::codec::{self, DONE, PENDING, Parent, QueuedValue, Slot, UrlSlots};
+use super::recent::RecentUrls;
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
     JobKind, QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
@@ -37,6 +38,8 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const FORMAT: u64 = 2;
 
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// URLs per generation of the exact cache of recently seen URLs.
+const RECENT_URLS: usize = 32_768;
 /// Fingerprints fed to the Bloom filter per [`FrontierStore::idle_work`] call while rebuilding it.
 const REBUILD_STEP: usize = 65_536;
 
@@ -59,6 +62,7 @@ mod key {
 pub struct EmbeddedFrontier {
     db: Database,
     bloom: Bloom,
+    recent: RecentUrls,
     /// Where the Bloom rebuild after a restart stands: None when the filter is complete.
     rebuild: Option<Option<u64>>,
     counters: Counters,
@@ -100,6 +104,7 @@ impl EmbeddedFrontier {
         Ok(EmbeddedFrontier {
             db,
             bloom: Bloom::new(1 << 16),
+            recent: RecentUrls::new(RECENT_URLS),
             rebuild: None,
             counters: Counters::default(),
             next_record: 1,
@@ -129,6 +134,13 @@ impl EmbeddedFrontier {
         urls: &impl ReadableTable<u64, &'static [u8]>,
         id: UrlRef,
     ) -> Result<String, FrontierError> {
+        Ok(Self::lookup_slot(urls, id)?.url)
+    }
+
+    fn lookup_slot(
+        urls: &impl ReadableTable<u64, &'static [u8]>,
+        id: UrlRef,
+    ) -> Result<Slot, FrontierError> {
         let Some(v) = urls.get(id.fp)? else {
             return Err(corrupt(
                 format!("url {:016x}", id.fp),
@@ -140,7 +152,6 @@ impl EmbeddedFrontier {
             .slots
             .into_iter()
             .nth(usize::from(id.slot))
-            .map(|(_, u)| u)
             .ok_or_else(|| corrupt(format!("url {:016x}", id.fp), "slot missing"))
     }
 }
@@ -282,6 +293,10 @@ impl FrontierStore for EmbeddedFrontier {
             let mut queue = txn.open_table(QUEUE)?;
             for d in batch.discovered {
                 let fp = url_fp(&d.url);
+                if self.recent.contains(fp, &d.url) {
+                    out.duplicates += 1;
+                    continue;
+                }
                 let mut slots = UrlSlots::default();
                 // Links added earlier in this batch are in the filter too.
                 let maybe = !filter_complete || self.bloom.may_contain(fp);
@@ -292,13 +307,23 @@ impl FrontierStore for EmbeddedFrontier {
                         .is_some()
                     {
                         out.duplicates += 1;
+                        self.recent.insert(fp, &d.url);
                         continue;
                     }
                     slots = UrlSlots::decode(raw).map_err(|e| corrupt("url slots", e))?;
                 }
                 let slot = u8::try_from(slots.slots.len())
                     .map_err(|_| corrupt(format!("url {fp:016x}"), "too many urls share it"))?;
-                slots.slots.push((PENDING, d.url.clone()));
+                let parent = match &d.parent {
+                    Some((r, _)) if r.fp != 0 => Parent::Ref(*r),
+                    Some((_, u)) => Parent::Url(u.clone()),
+                    None => Parent::None,
+                };
+                slots.slots.push(Slot {
+                    state: PENDING,
+                    url: d.url.clone(),
+                    parent,
+                });
                 urls.insert(fp, slots.encode().as_slice())?;
                 self.bloom.insert(fp);
                 let seq = next_entry;
@@ -314,12 +339,6 @@ impl FrontierStore for EmbeddedFrontier {
                     kind: d.kind,
                     attempt: 0,
                     retries: 0,
-                    parent: d.parent.as_ref().map(|(r, _)| *r).filter(|r| r.fp != 0),
-                    parent_url: d
-                        .parent
-                        .as_ref()
-                        .filter(|(r, _)| r.fp == 0)
-                        .map(|(_, u)| u.clone()),
                     redirect_chain: d.redirect_chain.clone(),
                 };
                 queue.insert(
@@ -373,12 +392,6 @@ impl FrontierStore for EmbeddedFrontier {
                     kind: e.kind,
                     attempt: e.attempt,
                     retries: e.retries,
-                    parent: e.parent_ref,
-                    parent_url: if e.parent_ref.is_none() {
-                        e.parent.clone()
-                    } else {
-                        None
-                    },
                     redirect_chain: e.redirect_chain.clone(),
                 };
                 queue.insert(k, codec::encode_queued(&value).as_slice())?;
@@ -398,10 +411,10 @@ impl FrontierStore for EmbeddedFrontier {
                 let Some(slot) = slots.slots.get_mut(usize::from(f.id.slot)) else {
                     return Err(corrupt(format!("url {:016x}", f.id.fp), "slot missing"));
                 };
-                if slot.0 == DONE {
+                if slot.state == DONE {
                     continue;
                 }
-                slot.0 = DONE;
+                slot.state = DONE;
                 urls.insert(f.id.fp, slots.encode().as_slice())?;
                 counters.done += 1;
                 if f.fetched_page {
@@ -457,6 +470,9 @@ impl FrontierStore for EmbeddedFrontier {
             }
         }
         txn.commit()?;
+        for a in &out.added {
+            self.recent.insert(a.entry.id.fp, &a.entry.url);
+        }
         self.counters = counters;
         self.next_entry = next_entry;
         self.next_record = next_record;
@@ -488,16 +504,17 @@ impl FrontierStore for EmbeddedFrontier {
             let (k, v) = item?;
             let (h, depth, seq) = k.value();
             let q = codec::decode_queued(v.value()).map_err(|e| corrupt("queue entry", e))?;
-            let url = Self::lookup_url(&urls, q.id)?;
-            let parent = match q.parent {
-                Some(p) => Some(Self::lookup_url(&urls, p)?),
-                None => q.parent_url,
+            let slot = Self::lookup_slot(&urls, q.id)?;
+            let (parent, parent_ref) = match slot.parent {
+                Parent::Ref(p) => (Some(Self::lookup_url(&urls, p)?), Some(p)),
+                Parent::Url(u) => (Some(u), None),
+                Parent::None => (None, None),
             };
             out.push(Entry {
-                url,
+                url: slot.url,
                 depth,
                 parent,
-                parent_ref: q.parent,
+                parent_ref,
                 attempt: q.attempt,
                 retries: q.retries,
                 redirect_chain: q.redirect_chain,

@@ -23,6 +23,7 @@ pub mod codec;
 pub mod embedded;
 mod entry;
 mod lock;
+mod recent;
 pub mod window;
 
 #[cfg(test)]
