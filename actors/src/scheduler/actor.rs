@@ -141,6 +141,10 @@ impl Scheduler {
     fn check_deadlines(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
         for (job, fetcher, url) in self.crawl.expire_leases(now) {
+            // No new jobs for that fetcher until the supervisor gives it back (FetcherUp).
+            if let Some(slot) = fetcher.and_then(|i| self.fetchers.get_mut(i)) {
+                *slot = None;
+            }
             if let Some(to) = &self.stuck {
                 to.do_send(LeaseExpired { job, fetcher, url });
             }
@@ -317,6 +321,7 @@ impl Handler<FetcherUp> for Scheduler {
         if let Some(slot) = self.fetchers.get_mut(msg.index) {
             *slot = Some(msg.fetcher);
         }
+        self.crawl.fetcher_back(msg.index);
         self.after(ctx);
     }
 }

@@ -105,6 +105,8 @@ pub struct Crawl {
     retry_traces: HashMap<String, TraceCtx>,
     /// The scope changed in a reload: queued URLs are judged again when they come up.
     rescope: bool,
+    /// Fetchers that held an expired lease and are not used until the supervisor reports on them.
+    suspect: HashSet<usize>,
 }
 
 impl Crawl {
@@ -153,6 +155,7 @@ impl Crawl {
             dropped: Vec::new(),
             retry_traces: HashMap::new(),
             rescope: false,
+            suspect: HashSet::new(),
         }
     }
 
@@ -353,6 +356,16 @@ impl Crawl {
         self.queues.push_urgent(host, entry, now);
     }
 
+    /// A fetcher answered again or was replaced: it may take jobs.
+    pub fn fetcher_back(&mut self, fetcher: usize) {
+        self.suspect.remove(&fetcher);
+    }
+
+    /// Whether a fetcher is set aside after an expired lease.
+    pub fn is_suspect(&self, fetcher: usize) -> bool {
+        self.suspect.contains(&fetcher)
+    }
+
     /// Remembers which fetcher holds a job.
     pub fn assign(&mut self, job: JobId, fetcher: usize) {
         self.leases.assign(job, fetcher);
@@ -396,6 +409,24 @@ impl Crawl {
         let mut out = Vec::new();
         for id in self.leases.expired(now) {
             let fetcher = self.leases.fetcher_of(id);
+            if let Some(f) = fetcher
+                && self.suspect.contains(&f)
+            {
+                // Queued behind the stuck job on a fetcher already reported: re-driven without an attempt.
+                if let Some(lease) = self.leases.take(id) {
+                    self.queues
+                        .release(lease.job.host, now, Feedback::NotStarted);
+                    if lease.job.entry.kind == JobKind::Page {
+                        self.retry_traces
+                            .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
+                    }
+                    self.requeue(lease.job.host, lease.job.entry, now);
+                }
+                continue;
+            }
+            if let Some(f) = fetcher {
+                self.suspect.insert(f);
+            }
             let url = self.lease_url(id).unwrap_or_default();
             tracing::warn!(url = %redact_url(&url), job = id, "lease deadline passed; re-driving url");
             self.job_done(

@@ -221,8 +221,9 @@ impl Handler<LeaseExpired> for Supervisor {
     fn handle(&mut self, msg: LeaseExpired, ctx: &mut Context<Self>) {
         if let Some(slot) = self.parsers.as_ref().and_then(|p| p.holder_of(msg.job)) {
             self.replace_parser(slot, &msg);
-            return;
         }
+        // The scheduler stops sending to the job's fetcher until it hears about it again: the probe answers (the
+        // fetcher is given back) or the fetcher is replaced (the new one is given).
         let Some(i) = msg.fetcher else {
             tracing::debug!(url = %msg.url, "lease expired; no child holds the job");
             return;
@@ -238,12 +239,18 @@ impl Handler<LeaseExpired> for Supervisor {
             act.probing.remove(&i);
             let current = act.fetchers.get(i).and_then(Option::as_ref) == Some(&addr);
             match res {
-                Ok(()) => {
+                Ok(()) if current => {
                     tracing::debug!(fetcher = i, url = %msg.url, "lease expired; the fetcher answers");
+                    if let Some(s) = &act.scheduler {
+                        s.do_send(FetcherUp {
+                            index: i,
+                            fetcher: addr.clone().recipient(),
+                        });
+                    }
                 }
                 Err(MailboxError::Timeout) if current => act.replace_fetcher(i, &msg.url, ctx),
-                // Stopped (its panic is handled through ChildFailed) or replaced meanwhile.
-                Err(_) => {}
+                // Replaced meanwhile, or stopped (its panic is handled through ChildFailed).
+                Ok(()) | Err(_) => {}
             }
         }));
     }

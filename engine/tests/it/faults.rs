@@ -942,7 +942,12 @@ async fn resolver_freeze_fails_named_hosts_and_the_crawl_still_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetcher_freeze_is_replaced_and_the_url_ends_poison() {
-    let site = start(127, leaves(10, &["/mark/ffreeze"])).await;
+    // The frozen URL comes first, so the crawl still has work when the stuck fetcher's probe times out.
+    let mut links = vec!["/mark/ffreeze".to_owned()];
+    links.extend((0..10).map(|i| format!("/n/{i}")));
+    let mut routes = vec![("/".to_owned(), page(&links))];
+    routes.extend(links.iter().map(|l| (l.clone(), page::<&str>(&[]))));
+    let site = start(127, routes).await;
     let crawl = TestCrawl::new(
         ENGINE,
         &[site.seed_url()],

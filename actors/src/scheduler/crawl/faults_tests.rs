@@ -413,3 +413,37 @@ fn body_errors_and_unexpected_results_are_recorded_failed() {
     assert_eq!((s.failed, s.fetched), (2, 0));
     assert_eq!(s.by_reason.get("too_large"), Some(&1));
 }
+
+#[test]
+fn expired_leases_redrive_and_only_the_first_on_a_fetcher_counts_an_attempt() {
+    let s = CrawlSettings {
+        lease_timeout: Duration::from_secs(5),
+        ..settings()
+    };
+    let mut h = H::new(s, policy(2));
+    h.seed("http://a.test/1");
+    h.seed("http://a.test/2");
+    let (jobs, _) = h.lease(0);
+    assert_eq!(jobs.len(), 2);
+    for j in &jobs {
+        h.crawl.assign(j.id, 0);
+    }
+    assert_eq!(h.crawl.next_deadline(), Some(h.at(5000)));
+    assert!(h.crawl.expire_leases(h.at(4999)).is_empty());
+    let expired = h.crawl.expire_leases(h.at(5000));
+    assert_eq!(
+        expired.len(),
+        1,
+        "the second job on that fetcher is re-driven silently"
+    );
+    assert_eq!(expired[0].1, Some(0));
+    assert!(h.crawl.is_suspect(0));
+    h.crawl.fetcher_back(0);
+    let again = h.lease(5000).0;
+    assert_eq!(again.len(), 2);
+    let attempts: Vec<u32> = again.iter().map(|j| j.entry.attempt).collect();
+    assert_eq!(attempts.iter().sum::<u32>(), 1, "{attempts:?}");
+    // a late result of an expired lease is stale
+    h.done(&jobs[0], ok(Vec::new()), 5001);
+    assert_eq!(h.crawl.stats().stale_results, 1);
+}
