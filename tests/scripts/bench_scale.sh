@@ -9,7 +9,9 @@
 # frontier keeps its size while the resumed crawl is measured; link extraction and dedup still run). Measured:
 #   build_s      wall time of the first run until the frontier held the size, and the pages it fetched for that
 #   rss_build    peak RSS (VmHWM) of that run; rss_restart: median peak RSS of the restarted runs at the end of the window
-#   disk_B/url   du -sb of data_dir divided by the known URLs at the kill (jsonl_MiB: the JSONL beside it)
+#   disk_B/url   bytes the data_dir takes on disk (du --block-size=1) per known URL at the kill; apparent_B/url the
+#                same from the files' lengths (du -sb: the store's file grows in doubling steps whose unwritten tail
+#                takes no disk); jsonl_MiB: the JSONL beside it
 #   first_req_s  median time from starting the restarted process to the first request the testsite receives
 #   pages/s      median rate of HTTP answers over WINDOW_S seconds of the restarted run (from /metrics), and its
 #                ratio to the first size's rate
@@ -128,7 +130,8 @@ for size in $SIZES; do
   rss_build=$(hwm_kib "$crawler")
   kill_crawler
   known_at_kill=$k
-  disk=$(du -sb "$out/crawl-data" | cut -f1)
+  disk=$(du -s --block-size=1 "$out/crawl-data" | cut -f1)
+  apparent=$(du -sb "$out/crawl-data" | cut -f1)
   jsonl=$(stat -c %s "$out/crawl.jsonl" 2>/dev/null || echo 0)
   mkdir -p "$out/snap"
   cp -a "$out/crawl-data" "$out/crawl.jsonl" "$out/snap/"
@@ -182,14 +185,14 @@ for size in $SIZES; do
   rate_med=$(echo "$rates" | median)
   rss_r_med=$(echo "$rss_restart" | median)
   [ -n "$base_rate" ] || base_rate=$rate_med
-  rows+=("$(printf '%10d %10d %8.1f %9d %10.1f %12.1f %10.1f %10.1f %12.3f %9.0f %7.2f' \
+  rows+=("$(printf '%10d %10d %8.1f %9d %10.1f %12.1f %10.1f %14.1f %10.1f %12.3f %9.0f %7.2f' \
     "$size" "$known_at_kill" "$build_s" "$fetched" "$(calc "$rss_build / 1024")" \
-    "$(calc "$rss_r_med / 1024")" "$(calc "$disk / $known_at_kill")" \
+    "$(calc "$rss_r_med / 1024")" "$(calc "$disk / $known_at_kill")" "$(calc "$apparent / $known_at_kill")" \
     "$(calc "$jsonl / 1048576")" "$first_med" "$rate_med" "$(calc "$rate_med / $base_rate")")")
   echo "bench-scale: size $size: first request after restart (s):$firsts; pages/s:$rates" >&2
 done
 
-printf '%10s %10s %8s %9s %10s %12s %10s %10s %12s %9s %7s\n' size known build_s fetched rss_build_MiB \
-  rss_restart_MiB disk_B/url jsonl_MiB first_req_s pages/s "vs ${SIZES%% *}"
+printf '%10s %10s %8s %9s %10s %12s %10s %14s %10s %12s %9s %7s\n' size known build_s fetched rss_build_MiB \
+  rss_restart_MiB disk_B/url apparent_B/url jsonl_MiB first_req_s pages/s "vs ${SIZES%% *}"
 for row in "${rows[@]}"; do echo "$row"; done
 [ -z "$short" ] || echo "note: the queue ran down before WINDOW_S ended, so windows were shorter, at size(s):$short"

@@ -120,11 +120,11 @@ impl HostQueues {
         }
     }
 
-    /// Ready URLs a host window holds: the configured size, raised to twice the per-host concurrency so that a host
-    /// running at full concurrency never waits for a refill.
+    /// Ready URLs a host window holds: the configured size, raised to four times the per-host concurrency so that a
+    /// host running at full concurrency does not wait for a refill (asked for when half the window is left).
     fn window_cap(&self) -> usize {
         self.window
-            .max(2 * self.policy.per_host_concurrency as usize)
+            .max(4 * self.policy.per_host_concurrency as usize)
     }
 
     /// Sets how many ready URLs each host window holds.

@@ -1,8 +1,9 @@
 //! The embedded frontier: redb on disk under data_dir.
 //!
 //! Tables (all keys fixed-width integers, all values compact binary, see [`super::codec`]):
-//! - `url_ids`: URL fingerprint -> the URLs with that fingerprint and their state (pending or done). Exact dedup
-//!   compares the URL itself; a done URL keeps only its URL and state.
+//! - `url_ids`: URL fingerprint -> the URLs with that fingerprint, each with a reference to the page that linked
+//!   it. Exact dedup compares the URL itself. A URL is pending while it is in its queue and done once it left it, so
+//!   finishing a URL writes nothing here (no random write per fetched page).
 //! - `queue`: (host fingerprint, depth, discovery seq) -> a pending URL's reference, kind, counters and parent
 //!   reference. A host's queue is one ordered key range, read a window at a time.
 //! - `hosts`: host fingerprint -> pending count and host key, for hosts with pending URLs.
@@ -14,7 +15,7 @@
 //! restart it is rebuilt in the background ([`FrontierStore::idle_work`]) and, until then, every link is looked up.
 
 use super::bloom::Bloom;
-use super::codec::{self, DONE, PENDING, Parent, QueuedValue, Slot, UrlSlots};
+use super::codec::{self, PENDING, Parent, QueuedValue, Slot, UrlSlots};
 use super::recent::RecentUrls;
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
@@ -397,25 +398,13 @@ impl FrontierStore for EmbeddedFrontier {
                 queue.insert(k, codec::encode_queued(&value).as_slice())?;
             }
             for f in &batch.finished {
-                if queue.remove((f.host, f.key.depth, f.key.seq))?.is_some() {
-                    counters.pending = counters.pending.saturating_sub(1);
-                    host_delta.entry(f.host).or_insert((0, None)).0 -= 1;
-                }
-                let Some(raw) = urls.get(f.id.fp)?.map(|v| v.value().to_vec()) else {
-                    return Err(corrupt(
-                        format!("url {:016x}", f.id.fp),
-                        "finished but unknown",
-                    ));
-                };
-                let mut slots = UrlSlots::decode(&raw).map_err(|e| corrupt("url slots", e))?;
-                let Some(slot) = slots.slots.get_mut(usize::from(f.id.slot)) else {
-                    return Err(corrupt(format!("url {:016x}", f.id.fp), "slot missing"));
-                };
-                if slot.state == DONE {
+                // A URL is done when it leaves its queue; its row in the URL table stays as it is (it only serves
+                // dedup and as a parent), so finishing costs no random write there. Finishing twice counts once.
+                if queue.remove((f.host, f.key.depth, f.key.seq))?.is_none() {
                     continue;
                 }
-                slot.state = DONE;
-                urls.insert(f.id.fp, slots.encode().as_slice())?;
+                counters.pending = counters.pending.saturating_sub(1);
+                host_delta.entry(f.host).or_insert((0, None)).0 -= 1;
                 counters.done += 1;
                 if f.fetched_page {
                     counters.pages_fetched += 1;
