@@ -216,6 +216,12 @@ impl Crawl {
         }
     }
 
+    /// Back-pressure: while a commit is in flight and twice `commit_max_ops` changes wait behind it, no new job
+    /// starts, so what waits for the store (and the memory it takes) stays bounded however fast pages come in.
+    fn backlogged(&self) -> bool {
+        self.in_flight.is_some() && self.staged.len() >= 2 * self.settings.commit_max_ops
+    }
+
     fn limit_reached(&self) -> bool {
         self.settings.max_pages > 0
             && self.pages_done + self.leases.pages() >= self.settings.max_pages
@@ -230,6 +236,7 @@ impl Crawl {
         while !self.draining
             && self.leases.len() < self.settings.concurrency
             && !self.limit_reached()
+            && !self.backlogged()
         {
             let mut need_robots: Vec<(HostId, String)> = Vec::new();
             let respect = self.settings.respect_robots;

@@ -447,3 +447,35 @@ fn expired_leases_redrive_and_only_the_first_on_a_fetcher_counts_an_attempt() {
     h.done(&jobs[0], ok(Vec::new()), 5001);
     assert_eq!(h.crawl.stats().stale_results, 1);
 }
+
+#[test]
+fn leasing_waits_while_the_store_is_behind() {
+    let s = CrawlSettings {
+        commit_max_ops: 2,
+        ..settings()
+    };
+    let mut h = H::new(s, policy(4));
+    for i in 0..6 {
+        h.seed(&format!("http://a.test/{i}"));
+    }
+    let (jobs, _) = h.lease(0);
+    assert_eq!(jobs.len(), 4);
+    let j = jobs[0].clone();
+    let batch_in_flight = {
+        h.done(&j, ok(inscope(&["http://a.test/x", "http://a.test/y"])), 0);
+        h.crawl.take_commit(h.at(0)).expect("a batch")
+    };
+    // four more changes wait behind the commit in flight: no new lease until it is answered
+    h.crawl
+        .add_seed(&canon::canonicalize("http://b.test/1").unwrap());
+    h.crawl
+        .add_seed(&canon::canonicalize("http://b.test/2").unwrap());
+    h.crawl
+        .add_seed(&canon::canonicalize("http://b.test/3").unwrap());
+    h.crawl
+        .add_seed(&canon::canonicalize("http://b.test/4").unwrap());
+    assert!(h.crawl.next_jobs(h.at(1)).0.is_empty(), "backlogged");
+    let res = h.store.commit(batch_in_flight);
+    h.crawl.commit_done(res, h.at(1)).unwrap();
+    assert!(!h.crawl.next_jobs(h.at(1)).0.is_empty(), "leasing again");
+}

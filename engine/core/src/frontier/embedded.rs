@@ -42,7 +42,7 @@ const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// URLs per generation of the exact cache of recently seen URLs.
 const RECENT_URLS: usize = 32_768;
 /// Fingerprints fed to the Bloom filter per [`FrontierStore::idle_work`] call while rebuilding it.
-const REBUILD_STEP: usize = 65_536;
+const REBUILD_STEP: usize = 16_384;
 
 mod key {
     pub const FORMAT: &str = "format";
