@@ -1,7 +1,7 @@
 //! Crash safety with a large frontier: the wide-mode site gives a frontier of over 100,000 URLs after a few hundred
 //! pages; the crawl is killed with `kill -9` at several points and resumed until `max_pages`, and the JSONL holds
 //! every fetched URL exactly once (nothing lost, nothing twice) while the store keeps every known URL.
-//! Hosts: 127.0.0.110..=111 (this file's range).
+//! Hosts: 127.0.0.130..=131 (this file's range).
 
 use crate::ENGINE;
 use std::collections::BTreeMap;
@@ -34,7 +34,7 @@ async fn kill9_with_a_frontier_of_100k_urls_records_each_fetched_url_once() {
         redirects: false,
         missing: false,
         robots: false,
-        first_octet: 110,
+        first_octet: 130,
         wide_links: 500,
         wide_ok_ratio: 0.2,
         ..SiteSpec::default()

@@ -993,3 +993,85 @@ async fn parser_freeze_is_replaced_and_the_url_ends_poison() {
         "each stuck parser thread was replaced"
     );
 }
+
+/// A store panic (in the commit of a batch that discovers the marked URL) ends the process with exit 1 at once; the
+/// rerun, without faults, records every URL exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_panic_exits_1_at_once_and_the_rerun_completes_exactly_once() {
+    let site = start(114, leaves(8, &["/mark/store"])).await;
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[site.seed_url()],
+        "[crawl]\nrespect_robots = false\n",
+    );
+    let started = std::time::Instant::now();
+    let first = run(&crawl, Some("store:/mark/store")).await;
+    assert_eq!(first.code, Some(1), "stderr:\n{}", first.stderr);
+    assert!(
+        started.elapsed() < FATAL_WITHIN * 2,
+        "took {:?}",
+        started.elapsed()
+    );
+    let line = first
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("crawl-engine: "))
+        .unwrap_or_else(|| panic!("no error line on stderr:\n{}", first.stderr));
+    assert!(line.contains("store"), "the cause names the store: {line}");
+    assert_eq!(
+        site.hits(0, "/mark/store"),
+        0,
+        "never committed, never fetched"
+    );
+    let second = run(&crawl, None).await;
+    second.assert_ok();
+    let m = index(crawl.records());
+    assert_eq!(
+        m.len(),
+        10,
+        "every url exactly once over both runs: {:?}",
+        m.keys()
+    );
+    fetched(&m, &site.url(0, "/mark/store"), 200);
+}
+
+/// A frozen store (its thread blocked in a commit) stalls the crawl without losing anything: SIGTERM ends it within
+/// the grace period plus 5 s, and the rerun records every URL exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_after_a_store_freeze_exits_within_grace_plus_5s() {
+    const GRACE: Duration = Duration::from_millis(500);
+    let site = start(115, leaves(6, &["/mark/sfreeze"])).await;
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[site.seed_url()],
+        &format!(
+            "[crawl]\nrespect_robots = false\n[shutdown]\ngrace_ms = {}\n",
+            GRACE.as_millis()
+        ),
+    );
+    let mut cmd = crawl.command();
+    cmd.env("CRAWL_ENGINE_FAULTS", "store/freeze:/mark/sfreeze");
+    let child = cmd.spawn().expect("spawn crawl-engine");
+    let waited = std::time::Instant::now();
+    while site.hits(0, "/") == 0 {
+        assert!(waited.elapsed() < DEADLINE, "the seed was never requested");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The seed's links reach the store, whose thread then blocks for good.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    crawl_tests::engine::signal(&child, "TERM");
+    let sent = std::time::Instant::now();
+    let res = tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE))
+        .await
+        .expect("join");
+    assert_eq!(res.code(), Some(1), "stderr:\n{}", res.stderr);
+    assert!(
+        sent.elapsed() < GRACE + Duration::from_secs(6),
+        "exited {:?} after SIGTERM",
+        sent.elapsed()
+    );
+    let second = run(&crawl, None).await;
+    second.assert_ok();
+    let m = index(crawl.records());
+    assert_eq!(m.len(), 8, "{:?}", m.keys());
+}
