@@ -14,6 +14,8 @@ pub struct Summary {
     pub crawl: CrawlSummary,
     pub cpu_seconds: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
+    /// Resident memory when the crawl ended (the queue drained or the crawl stopped).
+    pub end_rss_bytes: Option<u64>,
     pub output: String,
     /// Resolver counters (lookups by source/outcome, pollution verdicts by rule).
     pub dns: crawl_actors::resolver::stats::ResolverStats,
@@ -29,6 +31,7 @@ impl Summary {
             crawl,
             cpu_seconds: usage::cpu_seconds(),
             peak_rss_bytes: usage::peak_rss_bytes(),
+            end_rss_bytes: usage::rss_bytes(),
             output,
             dns: Default::default(),
             proxy: None,
@@ -109,10 +112,15 @@ impl Summary {
             } else {
                 0.0
             };
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            let end = self
+                .end_rss_bytes
+                .map(|b| format!(", {:.1} MiB at the end", mib(b)))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  cpu       {cpu:>8.2} s  ({per_k:.3} s per 1000 pages), peak rss {:.1} MiB",
-                rss as f64 / (1024.0 * 1024.0)
+                "  cpu       {cpu:>8.2} s  ({per_k:.3} s per 1000 pages), peak rss {:.1} MiB{end}",
+                mib(rss)
             );
         }
         if !self.dns.lookups.is_empty() {
@@ -172,6 +180,7 @@ impl Summary {
             "robots_fetches": s.robots_fetches, "sitemap_fetches": s.sitemap_fetches, "commits": s.commits,
             "pages_per_sec": self.pages_per_sec(),
             "cpu_seconds": self.cpu_seconds, "peak_rss_bytes": self.peak_rss_bytes,
+            "end_rss_bytes": self.end_rss_bytes,
             "output": self.output,
             "dns": {
                 "lookups": self.dns.lookups, "verdicts": self.dns.verdicts,

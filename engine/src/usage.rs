@@ -15,8 +15,17 @@ pub fn cpu_seconds() -> Option<f64> {
 
 /// Peak resident set size in bytes (VmHWM), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// Resident set size now in bytes (VmRSS), if known.
+pub fn rss_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
@@ -34,5 +43,7 @@ mod tests {
         std::hint::black_box(x);
         assert!(cpu_seconds().is_some_and(|c| c >= 0.0));
         assert!(peak_rss_bytes().is_some_and(|b| b > 1024 * 1024));
+        let (now, peak) = (rss_bytes().unwrap_or(0), peak_rss_bytes().unwrap_or(0));
+        assert!(now > 1024 * 1024 && now <= peak, "rss {now} peak {peak}");
     }
 }

@@ -166,14 +166,14 @@ impl Crawl {
             host: canon::host_key(url).to_owned(),
             verdict: self.scope.check(url, 0),
         };
-        self.admit(&link, 0, None, Vec::new());
+        self.admit(link, 0, None, Vec::new());
     }
 
     /// Stages a discovered URL; the store keeps it when it is new (in scope: queued; otherwise: recorded).
-    fn admit(&mut self, link: &FoundLink, depth: u32, parent: Option<&Entry>, chain: Vec<String>) {
+    fn admit(&mut self, link: FoundLink, depth: u32, parent: Option<&Entry>, chain: Vec<String>) {
         self.staged.discovered.push(Discovered {
-            url: link.url.clone(),
-            host: link.host.clone(),
+            url: link.url,
+            host: link.host,
             depth,
             parent: parent.map(|p| (p.id, p.url.clone())),
             redirect_chain: chain,
@@ -231,6 +231,10 @@ impl Crawl {
     /// are waiting on politeness.
     pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
         self.record_excluded();
+        if self.draining || self.limit_reached() {
+            // No new lease will start: the windows' URLs stay in the store, their memory goes.
+            self.queues.release_windows();
+        }
         let mut jobs = Vec::new();
         let mut wake = None;
         while !self.draining

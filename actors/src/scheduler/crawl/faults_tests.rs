@@ -275,6 +275,37 @@ fn drain_stops_leasing_and_finishes_with_shutdown() {
 }
 
 #[test]
+fn windows_let_go_of_their_urls_once_leasing_stops_and_the_store_keeps_them() {
+    let mut h = H::new(settings(), policy(1));
+    h.seed("http://a.test/");
+    let root = h.one(0);
+    let links: Vec<String> = (0..40).map(|i| format!("http://a.test/p{i}")).collect();
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    h.done(&root, ok(inscope(&refs)), 0);
+    h.commit();
+    h.lease(0);
+    assert!(
+        h.crawl.queues.queued() > 0,
+        "the host window holds the new links"
+    );
+    h.crawl.drain();
+    assert!(h.lease(0).0.is_empty());
+    assert_eq!(
+        h.crawl.queues.queued(),
+        0,
+        "nothing held once leasing stopped"
+    );
+    h.commit();
+    let (dir, _) = h.close();
+    let (pending, _) = stored(dir.path());
+    assert_eq!(
+        pending.len(),
+        40,
+        "every link stays pending in the store, the one leased too"
+    );
+}
+
+#[test]
 fn commit_reopen_and_resume_continue_without_rerecording() {
     let mut h = H::new(settings(), policy(1));
     h.seed("http://a.test/");

@@ -239,7 +239,7 @@ impl Crawl {
                         return;
                     }
                     self.record_job(&entry, record, done);
-                    self.admit(&target, entry.depth, Some(&entry), chain);
+                    self.admit(target, entry.depth, Some(&entry), chain);
                 }
                 Some(Err(detail)) => {
                     record.error = Some(detail);
@@ -251,7 +251,7 @@ impl Crawl {
         }
         self.record_job(&entry, record, done);
         if (200..300).contains(&out.status) {
-            for link in &out.links {
+            for link in out.links {
                 self.admit(link, entry.depth + 1, Some(&entry), Vec::new());
             }
         }

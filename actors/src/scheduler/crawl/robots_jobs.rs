@@ -154,7 +154,7 @@ impl Crawl {
                     metrics().parse_failure("sitemap");
                     tracing::info!(sitemap = %job.entry.url, error = %e, "sitemap unusable");
                 }
-                for link in &pages {
+                for link in pages {
                     self.admit(link, 1, Some(&job.entry), Vec::new());
                 }
                 if job.entry.depth < self.settings.sitemap_max_depth {

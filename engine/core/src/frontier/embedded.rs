@@ -266,9 +266,10 @@ impl FrontierStore for EmbeddedFrontier {
             Err(e) => return Err(e.into()),
         }
         // Size the filter for what is known and rebuild it from the URL table while the crawl runs.
+        // Sized for what is known plus a quarter: the filter grows by layers past that.
         self.bloom = Bloom::new(
             (self.counters.known as usize)
-                .saturating_mul(2)
+                .saturating_add(self.counters.known as usize / 4)
                 .max(1 << 16),
         );
         self.rebuild = (self.counters.known > 0).then_some(None);
@@ -489,13 +490,25 @@ impl FrontierStore for EmbeddedFrontier {
         };
         let end = Bound::Included((host, u32::MAX, u64::MAX));
         let mut out = Vec::with_capacity(max.min(1024));
+        let mut last_parent: Option<(UrlRef, String)> = None;
         for item in queue.range::<(u64, u32, u64)>((start, end))?.take(max) {
             let (k, v) = item?;
             let (h, depth, seq) = k.value();
             let q = codec::decode_queued(v.value()).map_err(|e| corrupt("queue entry", e))?;
             let slot = Self::lookup_slot(&urls, q.id)?;
             let (parent, parent_ref) = match slot.parent {
-                Parent::Ref(p) => (Some(Self::lookup_url(&urls, p)?), Some(p)),
+                Parent::Ref(p) => {
+                    // Links of one page sit together in a queue: their parent is read once per window.
+                    let url = match &last_parent {
+                        Some((r, u)) if *r == p => u.clone(),
+                        _ => {
+                            let u = Self::lookup_url(&urls, p)?;
+                            last_parent = Some((p, u.clone()));
+                            u
+                        }
+                    };
+                    (Some(url), Some(p))
+                }
                 Parent::Url(u) => (Some(u), None),
                 Parent::None => (None, None),
             };
