@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo test test-unit test-it bench bench-crawl bench-micro bench-scale promtool-test fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-micro bench-scale promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -14,6 +14,10 @@ release:
 # A real crawl of a generated multi-host site on 127.0.0.x with the root config.toml; no internet needed.
 demo: release
 	bash tests/scripts/demo.sh
+
+# One crawl shared by three processes through a local Redis (needs redis-server), then their files merged.
+demo-cluster: release
+	bash tests/scripts/demo_cluster.sh
 
 # Everything CI runs: alert-rule tests (promtool), unit tests, integration tests (engine/tests/it: the binary cargo
 # builds for them, loopback servers).
@@ -60,4 +64,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .bench .bench-scale
+	rm -rf .demo .demo-cluster .bench .bench-scale

@@ -1,6 +1,6 @@
 //! Command-line arguments.
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 /// A production web crawler: polite, durable, observable.
@@ -26,4 +26,21 @@ pub struct Cli {
     /// Never draw a progress bar, even on a terminal.
     #[arg(long)]
     pub no_progress: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do instead of crawling.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Merge the JSONL files of a crawl's processes into one, each record once (the first copy is kept).
+    Merge {
+        /// The merged file (written beside as OUT.merging, then renamed).
+        #[arg(long, short = 'o', value_name = "OUT")]
+        output: PathBuf,
+        /// The JSONL files, in the order their records should come.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }

@@ -4,10 +4,12 @@
 //! # Layout
 //! - [`cli`]: arguments. [`run`]: load and check the config, run the crawl. [`progress`]: bar or log lines.
 //! - [`reload`]: SIGHUP config reloads. [`signals`]: SIGINT/SIGTERM on a thread of their own.
+//! - [`merge`]: one JSONL from the files of a distributed crawl's processes.
 //! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process. [`error`]: exit statuses.
 
 pub mod cli;
 pub mod error;
+pub mod merge;
 pub mod progress;
 pub mod reload;
 pub mod run;

@@ -4,7 +4,7 @@
 use clap::Parser as _;
 use crawl_actors::faults::Faults;
 use crawl_actors::protocol::FinishReason;
-use crawl_engine::cli::Cli;
+use crawl_engine::cli::{Cli, Command};
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;
 use crawl_engine::{EngineError, Options, load_config, run_crawl};
@@ -29,6 +29,24 @@ fn main() -> ExitCode {
 }
 
 fn real_main(cli: &Cli) -> anyhow::Result<()> {
+    if let Some(Command::Merge { output, files }) = &cli.command {
+        let r = crawl_engine::merge::merge(output, files)
+            .map_err(|e| EngineError::Fatal(format!("merge: {e}")))?;
+        for torn in &r.torn {
+            eprintln!(
+                "crawl-engine: merge: {}: the last line is incomplete (a process stopped while writing it) and was left out",
+                torn.display()
+            );
+        }
+        println!(
+            "merged {} records from {} files into {} ({} duplicates dropped)",
+            r.written,
+            r.files,
+            output.display(),
+            r.duplicates
+        );
+        return Ok(());
+    }
     let config_path = cli.config.clone().or_else(|| {
         let p = std::path::PathBuf::from("config.toml");
         p.exists().then_some(p)

@@ -6,6 +6,7 @@
 //! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
 //! - [`socks`]: in-test SOCKS5 servers that behave and misbehave, for the proxy-chain tests.
 //! - [`otlp`]: an in-process OTLP/gRPC trace receiver that keeps the spans it is sent.
+//! - [`redis`]: `redis-server`s (and clusters) started by a test, killed, restarted with or without their data.
 //! - [`prom`]: a Prometheus text-format parser, a blocking `/metrics` scraper and `promtool check metrics`.
 //!
 //! The integration tests that run the binary live in the `crawl-engine` package (`engine/tests/it/`, one test binary
@@ -15,5 +16,6 @@ pub mod dns;
 pub mod engine;
 pub mod otlp;
 pub mod prom;
+pub mod redis;
 pub mod site;
 pub mod socks;

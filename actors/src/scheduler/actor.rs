@@ -15,12 +15,15 @@ use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone};
 use crate::protocol::{CrawlFinished, LeaseExpired};
 use crate::sink::Sink;
 use crate::store::StoreActor;
-use crate::store::messages::{Commit, NextUrls};
+use crate::store::messages::{Commit, NextUrls, PollShards};
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
     SpawnHandle, WrapFuture,
 };
 use std::time::{Duration, Instant};
+
+/// How often a sharded crawl asks the store about shard ownership and the crawl's counters.
+const SHARD_POLL: Duration = Duration::from_millis(200);
 
 /// Where durable work goes: the frontier store and the JSONL sink.
 pub struct Durable {
@@ -44,6 +47,8 @@ pub struct Scheduler {
     writes_in_flight: usize,
     forced: Option<FinishReason>,
     reported: bool,
+    /// A shard poll is out.
+    polling: bool,
     faults: Faults,
     /// Ends the process when this actor panics.
     _guard: PanicGuard,
@@ -74,6 +79,7 @@ impl Scheduler {
             writes_in_flight: 0,
             forced: None,
             reported: false,
+            polling: false,
             faults,
             _guard: guard,
         }
@@ -219,6 +225,24 @@ impl Scheduler {
         }));
     }
 
+    /// Asks the store what changed in shard ownership (one request at a time).
+    fn poll_shards(&mut self, ctx: &mut Context<Self>) {
+        if self.polling {
+            return;
+        }
+        self.polling = true;
+        let fut = self.store.send(PollShards);
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            act.polling = false;
+            match res {
+                Ok(Ok(changes)) => act.crawl.shards_changed(changes, Instant::now()),
+                Ok(Err(e)) => tracing::warn!(error = %e, "shard poll failed; retrying"),
+                Err(e) => tracing::warn!(error = %e, "store unavailable for the shard poll"),
+            }
+            act.after(ctx);
+        }));
+    }
+
     /// Sends committed records to the sink.
     fn write(&mut self, lines: Vec<(u64, Vec<u8>)>, ctx: &mut Context<Self>) {
         if lines.is_empty() {
@@ -286,6 +310,11 @@ impl Actor for Scheduler {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.crawl.is_sharded() {
+            // A crawl shared by many processes: shard ownership and the crawl's counters come from the store.
+            self.poll_shards(ctx);
+            ctx.run_interval(SHARD_POLL, |act, ctx| act.poll_shards(ctx));
+        }
         self.after(ctx);
     }
 }

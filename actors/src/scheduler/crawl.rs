@@ -14,7 +14,7 @@ use crawl_core::canon;
 use crawl_core::frontier::window::{Refill, Window};
 use crawl_core::frontier::{
     Batch, Committed, Counters, Discovered, Entry, Finished, Fp, FrontierError, JobKind,
-    RECORDS_HOST, Resume,
+    RECORDS_HOST, Resume, ShardChanges, ShardGate,
 };
 use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
@@ -107,6 +107,12 @@ pub struct Crawl {
     rescope: bool,
     /// Fetchers that held an expired lease and are not used until the supervisor reports on them.
     suspect: HashSet<usize>,
+    /// With a store shared by many processes: which hosts this one may crawl (None: every host).
+    shards: Option<Arc<dyn ShardGate>>,
+    /// Hosts blocked because their shard's lease ran out on the local clock (unblocked when it is renewed).
+    shard_blocked: HashSet<HostId>,
+    /// Records carry a crawl-wide `record_id` (a crawl shared by many processes).
+    record_ids: bool,
 }
 
 impl Crawl {
@@ -156,7 +162,84 @@ impl Crawl {
             retry_traces: HashMap::new(),
             rescope: false,
             suspect: HashSet::new(),
+            shards: None,
+            shard_blocked: HashSet::new(),
+            record_ids: false,
         }
+    }
+
+    /// A crawl shared by many processes: only hosts whose shard `gate` says this process owns are crawled, and
+    /// records carry a crawl-wide id.
+    pub fn with_shards(mut self, gate: Arc<dyn ShardGate>) -> Crawl {
+        self.shards = Some(gate);
+        self.record_ids = true;
+        self
+    }
+
+    /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
+    /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
+    /// start nothing more (their requests in flight finish, and their commits are refused by the store).
+    pub fn shards_changed(&mut self, changes: ShardChanges, now: Instant) {
+        let Some(gate) = self.shards.clone() else {
+            return;
+        };
+        if !changes.lost.is_empty() {
+            let lost: HashSet<u32> = changes.lost.iter().copied().collect();
+            for h in self
+                .queues
+                .hosts_where(|fp| lost.contains(&gate.shard_of(fp)))
+            {
+                self.queues.detach(h);
+            }
+            if lost.contains(&gate.shard_of(RECORDS_HOST)) {
+                self.excluded.release_memory();
+                self.excluded = Window::complete();
+            }
+            tracing::info!(shards = changes.lost.len(), "shards lost");
+        }
+        for (shard, hosts) in changes.gained {
+            for info in hosts {
+                if info.fp == RECORDS_HOST {
+                    if !self.excluded.has_more() {
+                        self.excluded = Window::unloaded();
+                    }
+                    continue;
+                }
+                let h = self.queues.resume_host(&info.name, now);
+                let delay = self.queues.delay_for(h);
+                self.queues.pause_until(h, now + delay);
+                self.queues.unblock(h, now);
+                self.shard_blocked.remove(&h);
+            }
+            tracing::debug!(shard, "shard gained");
+        }
+        // Hosts held back by a late renewal go again once the lease is renewed.
+        let ready: Vec<HostId> = self
+            .shard_blocked
+            .iter()
+            .copied()
+            .filter(|h| gate.may_start(self.queues.host_fp(*h)))
+            .collect();
+        for h in ready {
+            self.shard_blocked.remove(&h);
+            self.queues.unblock(h, now);
+        }
+        if let Some(c) = changes.counters {
+            self.counters = c;
+            self.stats.known = c.known;
+        }
+    }
+
+    /// True in a crawl shared by many processes.
+    pub fn is_sharded(&self) -> bool {
+        self.shards.is_some()
+    }
+
+    /// True when this process may keep a URL of this host in a window (always, without shards).
+    fn owns_host(&self, host: Fp) -> bool {
+        self.shards
+            .as_ref()
+            .is_none_or(|g| g.owns(g.shard_of(host)))
     }
 
     /// Adds a seed (depth 0); the store drops it when it is known already.
@@ -200,6 +283,9 @@ impl Crawl {
     ) {
         let trace = trace.unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
+        if self.record_ids {
+            record.record_id = Some(format!("{:016x}", crawl_core::frontier::url_fp(&entry.url)));
+        }
         self.observe(&record, &trace);
         let line = record.to_line();
         self.stats.count(&record);
@@ -245,9 +331,18 @@ impl Crawl {
             let mut need_robots: Vec<(HostId, String)> = Vec::new();
             let respect = self.settings.respect_robots;
             let robots = &mut self.robots;
+            let shards = &self.shards;
+            let shard_blocked = &mut self.shard_blocked;
             let pop = self.queues.pop_ready(
                 now,
                 |host, entry| {
+                    if let Some(g) = shards
+                        && !g.may_start(entry.host)
+                    {
+                        // The shard's lease ran out on the local clock: no request starts until it is renewed.
+                        shard_blocked.insert(host);
+                        return Gate::Block;
+                    }
                     if !respect {
                         return Gate::Go;
                     }
@@ -309,7 +404,9 @@ impl Crawl {
             && self.queues.queued() == 0
             && !self.draining
             && !self.limit_reached();
+        // In a sharded crawl the pending count is the whole crawl's: other processes hold the rest.
         if idle
+            && self.shards.is_none()
             && self.counters.pending > 0
             && !self.queues.store_has_more()
             && !self.excluded.has_more()
@@ -589,6 +686,10 @@ impl Crawl {
         let cap = self.settings.window;
         for added in committed.added {
             let entry = added.entry;
+            if !self.owns_host(entry.host) {
+                // Its shard belongs to another process, which reads it from the store.
+                continue;
+            }
             if entry.host == RECORDS_HOST {
                 self.excluded.offer(entry, cap);
             } else {
@@ -596,9 +697,24 @@ impl Crawl {
                 self.queues.offer(h, entry, now);
             }
         }
+        if !committed.fenced.is_empty() {
+            tracing::warn!(
+                records = committed.fenced.len(),
+                "commit refused for shards now owned by another process; their urls stay pending there"
+            );
+        }
+        let renumbered = !committed.fenced.is_empty() || !committed.extra.is_empty();
+        let lines = self.records.committed(
+            in_flight.started.unwrap_or(now),
+            &committed.fenced,
+            committed.extra,
+        );
+        if renumbered {
+            self.records.restage(&mut self.staged.records);
+        }
         // Links recorded without a fetch get their records at once (staged for the next commit).
         self.record_excluded();
-        Ok(self.records.committed(in_flight.started.unwrap_or(now)))
+        Ok(lines)
     }
 
     /// Refills the windows need; the caller sends each to the store and hands the answer to [`filled`](Self::filled).

@@ -51,15 +51,50 @@ impl RecordLog {
             .collect();
     }
 
-    /// The commit is durable: its lines, in order, for the sink.
-    pub fn committed(&mut self, started: Instant) -> Vec<(u64, Vec<u8>)> {
-        let mut out = Vec::with_capacity(self.committing.len());
+    /// The commit is durable: its lines, in order, for the sink. `fenced` are the sequence numbers the store
+    /// refused (another process owns their URLs now) and `extra` the records it handed over to write: the kept
+    /// records are numbered on from the last committed one, then the extra ones.
+    pub fn committed(
+        &mut self,
+        started: Instant,
+        fenced: &[u64],
+        extra: Vec<Vec<u8>>,
+    ) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::with_capacity(self.committing.len() + extra.len());
+        let mut next = self.committed_upto + 1;
         for (seq, line, trace) in std::mem::take(&mut self.committing) {
-            self.committed_upto = seq;
-            self.writing.push_back((seq, started, trace));
-            out.push((seq, line));
+            if fenced.contains(&seq) {
+                continue;
+            }
+            self.writing.push_back((next, started, trace));
+            out.push((next, line));
+            next += 1;
         }
+        for line in extra {
+            self.writing.push_back((next, started, TraceCtx::default()));
+            out.push((next, line));
+            next += 1;
+        }
+        self.committed_upto = next - 1;
         out
+    }
+
+    /// After a commit whose numbering moved (fenced or extra records), numbers the staged records on from the
+    /// committed ones; `records` are the staged batch's lines.
+    pub fn restage(&mut self, records: &mut [(u64, Vec<u8>)]) {
+        let old_first = self.next_seq - self.staged.len() as u64;
+        let new_first = self.committed_upto + 1;
+        if old_first == new_first {
+            return;
+        }
+        let shift = |seq: u64| seq - old_first + new_first;
+        for (seq, _) in &mut self.staged {
+            *seq = shift(*seq);
+        }
+        for (seq, _) in records.iter_mut() {
+            *seq = shift(*seq);
+        }
+        self.next_seq = new_first + self.staged.len() as u64;
     }
 
     /// The commit failed: its records are lost with it (the process stops).

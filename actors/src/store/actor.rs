@@ -1,10 +1,10 @@
 //! The store actor: a [`FrontierStore`] served on its own thread (an actix `SyncArbiter` of one).
 
-use super::messages::{Commit, IdleWork, NextUrls};
+use super::messages::{Commit, IdleWork, NextUrls, PollShards};
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
 use actix::{Actor, Handler, SyncContext};
-use crawl_core::frontier::{Committed, Entry, FrontierError, FrontierStore};
+use crawl_core::frontier::{Committed, Entry, FrontierError, FrontierStore, ShardChanges};
 
 pub struct StoreActor {
     store: Option<Box<dyn FrontierStore>>,
@@ -91,5 +91,13 @@ impl Handler<IdleWork> for StoreActor {
         if more {
             self.keep_idle_work_going(ctx);
         }
+    }
+}
+
+impl Handler<PollShards> for StoreActor {
+    type Result = Result<ShardChanges, FrontierError>;
+
+    fn handle(&mut self, _msg: PollShards, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.poll_shards()
     }
 }

@@ -1,7 +1,7 @@
 //! Messages the store actor handles.
 
 use actix::Message;
-use crawl_core::frontier::{Batch, Committed, Entry, Fp, FrontierError, QueueKey};
+use crawl_core::frontier::{Batch, Committed, Entry, Fp, FrontierError, QueueKey, ShardChanges};
 
 /// Make a batch durable (command, from the scheduler).
 #[derive(Message, Debug)]
@@ -25,3 +25,8 @@ pub struct NextUrls {
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub struct IdleWork;
+
+/// Shard ownership news and the crawl's counters (command, from the scheduler of a sharded crawl).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<ShardChanges, FrontierError>")]
+pub struct PollShards;

@@ -487,6 +487,29 @@ impl HostQueues {
         self.wake(host, now);
     }
 
+    /// The hosts whose fingerprint satisfies `pred` (e.g. the hosts of one shard).
+    pub fn hosts_where(&self, pred: impl Fn(Fp) -> bool) -> Vec<HostId> {
+        (0..self.hosts.len() as HostId)
+            .filter(|&id| pred(self.hosts[id as usize].fp))
+            .collect()
+    }
+
+    /// A host's fingerprint (0 for an unknown id).
+    pub fn host_fp(&self, host: HostId) -> Fp {
+        self.hosts.get(host as usize).map_or(0, |h| h.fp)
+    }
+
+    /// Stops crawling a host for now (its shard went to another process): its window lets go of its URLs (the
+    /// store keeps them; URLs out stay known as out) and the host is blocked until [`resume_host`](Self::resume_host)
+    /// and [`unblock`](Self::unblock). Requests in flight finish normally.
+    pub fn detach(&mut self, host: HostId) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            let n = h.pages.release_memory();
+            self.queued = self.queued.saturating_sub(n);
+            h.blocked = true;
+        }
+    }
+
     /// Lets go of every host window (the store keeps the URLs): memory does not stay at its peak once the crawl
     /// stops leasing. Urgent jobs stay.
     pub fn release_windows(&mut self) {

@@ -151,6 +151,11 @@ pub struct Record {
     /// The OpenTelemetry trace of this URL (32 hex digits; null when tracing is off).
     #[serde(default)]
     pub trace_id: Option<String>,
+    /// The record's identity across the processes of a distributed crawl (16 hex digits of the URL's fingerprint:
+    /// a URL gets one record per crawl). `crawl-engine merge` keeps one record per identity. Absent in a
+    /// single-process crawl, whose file holds each URL once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_id: Option<String>,
 }
 
 /// The resolver's evidence for one record.
@@ -194,6 +199,7 @@ impl Record {
             dns: None,
             proxy: None,
             trace_id: None,
+            record_id: None,
         }
     }
 

@@ -117,3 +117,50 @@ async fn help_version_and_unreadable_config() {
     }
     assert!(!dir.path().join("crawl-data").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merge_keeps_one_record_per_identity_and_reports_torn_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(
+        &a,
+        "{\"url\":\"http://x/1\",\"record_id\":\"01\",\"status\":200}\n{\"url\":\"http://x/2\",\"record_id\":\"02\"}\n",
+    )
+    .expect("write a");
+    std::fs::write(
+        &b,
+        "{\"url\":\"http://x/1\",\"record_id\":\"01\",\"status\":500}\n{\"url\":\"http://x/3\",\"record_id\":\"03\"}\n{\"url\":\"http://x/4\"",
+    )
+    .expect("write b");
+    let out = dir.path().join("all.jsonl");
+    let mut cmd = engine();
+    cmd.arg("merge").arg("-o").arg(&out).arg(&a).arg(&b);
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stdout.contains("merged 3 records from 2 files") && res.stdout.contains("1 duplicates"),
+        "{res:?}"
+    );
+    assert!(
+        res.stderr.contains("b.jsonl: the last line is incomplete"),
+        "{res:?}"
+    );
+    let text = std::fs::read_to_string(&out).expect("merged");
+    let urls: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(urls.len(), 3);
+    assert_eq!(urls[0]["status"], 200, "the first copy is kept");
+
+    let mut cmd = engine();
+    cmd.arg("merge").arg("-o").arg(&out);
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(2), "files are required: {res:?}");
+    let mut cmd = engine();
+    cmd.arg("merge").arg("-o").arg(&a).arg(&a);
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(1), "{res:?}");
+    assert!(res.stderr.contains("also an input"), "{res:?}");
+}

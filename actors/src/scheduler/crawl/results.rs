@@ -206,6 +206,7 @@ impl Crawl {
             dns: None,
             proxy: out.proxy.clone(),
             trace_id: None,
+            record_id: None,
         };
         if let Some((reason, detail)) = out.body_error {
             record.outcome = reason.outcome();

@@ -18,6 +18,8 @@ mod faults;
 mod links;
 #[path = "reload_tests.rs"]
 mod reload;
+#[path = "shards_tests.rs"]
+mod shards;
 
 pub(super) fn settings() -> CrawlSettings {
     CrawlSettings {

@@ -3,6 +3,7 @@
 //! order of `Config::keys()`.
 
 use super::reader::{Section, Walker};
+use super::redis::{self, FrontierBackend, RedisConfig, RedisUrl};
 use super::validate;
 use super::{
     ChainConfig, Config, CrawlConfig, DohEndpoint, FetchConfig, FrontierConfig,
@@ -104,12 +105,47 @@ fn fetch(s: &mut Section<'_, '_, '_, '_>) -> FetchConfig {
 
 fn frontier(s: &mut Section<'_, '_, '_, '_>) -> FrontierConfig {
     let d = FrontierConfig::default();
-    FrontierConfig {
+    let c = FrontierConfig {
         data_dir: s.string("data_dir", d.data_dir, validate::path),
         commit_interval: s.millis("commit_interval_ms", d.commit_interval, 1),
         commit_max_ops: s.usize("commit_max_ops", d.commit_max_ops, 1),
         host_window: s.usize("host_window", d.host_window, 1),
+        backend: s.string("backend", d.backend, redis::backend),
+        redis: s.table("redis", redis_section).unwrap_or_default(),
+    };
+    if c.backend == FrontierBackend::Redis
+        && c.redis.urls.is_empty()
+        && !s.rejected("redis")
+        && !s.rejected("backend")
+    {
+        s.invalid(
+            "backend",
+            "`backend = \"redis\"` needs `[frontier.redis]` with at least one URL in `urls`",
+        );
     }
+    c
+}
+
+/// `[frontier.redis]`.
+fn redis_section(s: &mut Section<'_, '_, '_, '_>) -> Option<RedisConfig> {
+    let d = RedisConfig::default();
+    let c = RedisConfig {
+        urls: s.list("urls", redis::redis_url),
+        cluster: s.bool("cluster", d.cluster),
+        crawl: s.string("crawl", d.crawl, redis::crawl_name),
+        shards: s.u32("shards", d.shards, 1),
+        lease: s.millis("lease_ms", d.lease, 200),
+    };
+    if c.shards > 16_384 {
+        s.invalid("shards", "at most 16384 shards");
+    }
+    if c.cluster && c.urls.iter().any(RedisUrl::is_unix) {
+        s.invalid(
+            "urls",
+            "a cluster is reached over TCP: unix socket URLs are not allowed with `cluster = true`",
+        );
+    }
+    Some(c)
 }
 
 fn output(s: &mut Section<'_, '_, '_, '_>) -> OutputConfig {

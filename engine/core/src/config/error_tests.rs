@@ -330,3 +330,35 @@ fn positions_for_dotted_keys_inline_tables_and_unicode() {
     let (l, c, _, _) = only_error("frontier = { data_dir = \"é\", commit_max_ops = 0 }\n");
     assert_eq!((l, c), (1, 30));
 }
+
+#[test]
+fn the_redis_backend_is_checked_and_its_password_never_shown() {
+    let (l, _, m, k) = only_error("[frontier]\nbackend = \"redis\"\n");
+    assert_eq!((l, k), (2, ErrorKind::InvalidValue));
+    assert!(m.contains("needs `[frontier.redis]`"), "{m}");
+
+    let (l, _, m, _) = only_error("[frontier]\nbackend = \"sql\"\n");
+    assert_eq!(l, 2);
+    assert!(m.contains("`embedded` or `redis`"), "{m}");
+
+    let (l, _, m, k) = only_error(
+        "[frontier]\nbackend = \"redis\"\n[frontier.redis]\nurls = [\"redis://h:1/0\"]\nshard = 3\n",
+    );
+    assert_eq!((l, k), (5, ErrorKind::UnknownKey));
+    assert!(
+        m.contains("`frontier.redis.shard`") && m.contains("shards"),
+        "{m}"
+    );
+
+    let (l, _, m, _) = only_error("[frontier.redis]\nurls = [\"http://:hunter2-secret@h:1/\"]\n");
+    assert_eq!(l, 2);
+    assert!(m.contains("scheme") && !m.contains("hunter2"), "{m}");
+
+    let (_, _, m, _) =
+        only_error("[frontier.redis]\nurls = [\"redis+unix:///r.sock\"]\ncluster = true\n");
+    assert!(m.contains("unix socket"), "{m}");
+    let (_, _, m, _) = only_error("[frontier.redis]\ncrawl = \"a{b}\"\n");
+    assert!(m.contains("invalid crawl name"), "{m}");
+    let (_, _, m, _) = only_error("[frontier.redis]\nlease_ms = 50\n");
+    assert!(m.contains("lease_ms"), "{m}");
+}

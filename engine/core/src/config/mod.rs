@@ -12,6 +12,7 @@ mod build;
 mod errors;
 mod proxy;
 mod reader;
+mod redis;
 pub mod reload;
 mod validate;
 
@@ -40,6 +41,7 @@ pub use proxy::{
     ChainConfig, DIRECT, ProxyConfig, ProxyHop, ProxyRule, ResolveAt, Secret, SelectPolicy,
     redact_credentials,
 };
+pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
 
 use crate::scope::ScopeMode;
 
@@ -226,6 +228,10 @@ pub struct FrontierConfig {
     pub commit_max_ops: usize,
     /// Ready URLs held in memory per host (and for the records queue), refilled from the store (>= 1).
     pub host_window: usize,
+    /// Where the frontier lives: `embedded` (data_dir) or `redis` (shared by many processes).
+    pub backend: FrontierBackend,
+    /// `[frontier.redis]`: the shared store, used when the backend is Redis.
+    pub redis: RedisConfig,
 }
 
 impl Default for FrontierConfig {
@@ -235,6 +241,8 @@ impl Default for FrontierConfig {
             commit_interval: Duration::from_millis(50),
             commit_max_ops: 4_096,
             host_window: 64,
+            backend: FrontierBackend::Embedded,
+            redis: RedisConfig::default(),
         }
     }
 }

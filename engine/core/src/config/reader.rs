@@ -548,6 +548,22 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         out
     }
 
+    /// One nested table (`[section.key]`), read by `read` as a section named `section.key`. None when the key is
+    /// absent or not a table (reported).
+    pub(super) fn table<T>(
+        &mut self,
+        key: &'static str,
+        mut read: impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
+    ) -> Option<T> {
+        let (pos, v) = self.entry(key)?;
+        let DeValue::Table(table) = v.get_ref() else {
+            self.wrong_type(key, pos, "a table", v.get_ref());
+            return None;
+        };
+        let name = format!("{}.{key}", self.name);
+        self.nested(key, name, table, pos, &mut read)
+    }
+
     /// Reads `table` as a nested section named `name` with `read`, then reports its unknown
     /// keys; a problem inside marks `key` as rejected.
     fn nested<T>(

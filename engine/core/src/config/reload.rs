@@ -194,6 +194,8 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         commit_interval => "commit_interval_ms",
         commit_max_ops => "commit_max_ops",
         host_window => "host_window",
+        backend => "backend",
+        redis => "redis",
     });
     compare!(diff, "output", OutputConfig, output, &new.output, {
         jsonl => "jsonl",

@@ -148,6 +148,14 @@ data_dir = "/var/lib/crawl"
 commit_interval_ms = 1
 commit_max_ops = 16
 host_window = 8
+backend = "redis"
+
+[frontier.redis]
+urls = ["redis://:pw@10.0.0.5:6380/3", "redis://10.0.0.6:6380/3"]
+cluster = true
+crawl = "news"
+shards = 64
+lease_ms = 5000
 
 [output]
 jsonl = "out/records.jsonl"
@@ -280,7 +288,21 @@ fn every_key_is_parsed() {
             commit_interval: ms(1),
             commit_max_ops: 16,
             host_window: 8,
+            backend: crate::config::FrontierBackend::Redis,
+            redis: c.frontier.redis.clone(),
         }
+    );
+    let redis = &c.frontier.redis;
+    let urls: Vec<String> = redis.urls.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        urls,
+        ["redis://:***@10.0.0.5:6380/3", "redis://10.0.0.6:6380/3"]
+    );
+    assert_eq!(redis.urls[0].expose(), "redis://:pw@10.0.0.5:6380/3");
+    assert!(redis.cluster);
+    assert_eq!(
+        (redis.crawl.as_str(), redis.shards, redis.lease),
+        ("news", 64, ms(5000))
     );
     assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
     assert!(c.security.allow_private_networks);
@@ -410,7 +432,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 80);
+    assert_eq!(keys.len(), 82);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

@@ -33,9 +33,11 @@ impl Layer {
     fn probes(&self, fp: u64) -> [(usize, u64); PROBES as usize] {
         // Blocked: every probe of a fingerprint falls in one 512-bit block (one cache line), so a lookup or an insert
         // costs one cache miss, not seven. The block comes from the high half of the fingerprint, the bits inside it
-        // from the low half (double hashing).
+        // from the low half (double hashing). Multiply-shift maps the high half onto the blocks in order, so
+        // fingerprints inserted in sorted order (a rebuild from the store, whose keys are fingerprints) touch the
+        // blocks front to back.
         let blocks = (self.bits.len() / BLOCK_WORDS).max(1) as u64;
-        let base = ((fp >> 32) % blocks) as usize * BLOCK_WORDS;
+        let base = (((fp >> 32) * blocks) >> 32) as usize * BLOCK_WORDS;
         let h1 = fp & 0xffff_ffff;
         let h2 = (fp >> 17) | 1;
         let mut out = [(0usize, 0u64); PROBES as usize];

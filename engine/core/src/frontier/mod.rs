@@ -86,7 +86,8 @@ pub struct Batch {
     pub updates: Vec<Entry>,
     /// URLs that are done.
     pub finished: Vec<Finished>,
-    /// Record lines with their sequence numbers (JSONL line numbers), in order.
+    /// Record lines with their sequence numbers (JSONL line numbers), in order: `records[i]` is the record of
+    /// `finished[i]`.
     pub records: Vec<(u64, Vec<u8>)>,
     /// Where the JSONL stands now: outbox records up to `lines` can go.
     pub written: Option<JsonlCheckpoint>,
@@ -134,6 +135,36 @@ pub struct Committed {
     /// Outbox records trimmed.
     pub trimmed: u64,
     pub counters: Counters,
+    /// Sequence numbers of the batch's records that were refused because their URL's shard has another owner now
+    /// (a distributed store's fencing). Their finished URLs stay pending for the new owner. The records that were
+    /// kept take the lowest sequence numbers in order, then `extra`: the caller numbers them that way.
+    pub fenced: Vec<u64>,
+    /// Committed records of a process that died before writing them, handed to this one to write (after the
+    /// batch's own records).
+    pub extra: Vec<Vec<u8>>,
+}
+
+/// Which hosts this process may crawl, in a store shared by many processes: hosts map to shards, and a shard has
+/// one owner at a time. Cheap and callable from any thread.
+pub trait ShardGate: Send + Sync + std::fmt::Debug {
+    /// The shard a host (by fingerprint) belongs to.
+    fn shard_of(&self, host: Fp) -> u32;
+    /// True while this process owns the host's shard and its lease has not run out on the local clock: only then
+    /// may a request to the host start.
+    fn may_start(&self, host: Fp) -> bool;
+    /// True while this process owns the shard (its lease may be about to be renewed).
+    fn owns(&self, shard: u32) -> bool;
+}
+
+/// Shard ownership news from a distributed store (see [`FrontierStore::poll_shards`]).
+#[derive(Debug, Default)]
+pub struct ShardChanges {
+    /// Shards taken: the hosts of each with pending URLs (the records queue among them for its shard).
+    pub gained: Vec<(u32, Vec<HostInfo>)>,
+    /// Shards given up or lost: their hosts must not start requests any more.
+    pub lost: Vec<u32>,
+    /// The counters of the whole crawl; `pending` also counts records committed and not yet written anywhere.
+    pub counters: Option<Counters>,
 }
 
 /// A host with URLs in the store.
@@ -225,5 +256,14 @@ pub trait FrontierStore: Send {
     /// Work to do while idle (e.g. rebuilding an in-memory filter); returns true while there is more.
     fn idle_work(&mut self) -> bool {
         false
+    }
+    /// Shard ownership changes since the last call, for a store shared by many processes. A store that owns every
+    /// host (the embedded one) has none.
+    fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
+        Ok(ShardChanges::default())
+    }
+    /// The gate that says which hosts this process may crawl; None when it may crawl every host.
+    fn shard_gate(&self) -> Option<std::sync::Arc<dyn ShardGate>> {
+        None
     }
 }

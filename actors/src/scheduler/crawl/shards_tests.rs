@@ -1,0 +1,194 @@
+//! Unit tests of [`Crawl`] in a crawl shared by many processes: only hosts of owned shards are crawled, a lease
+//! that runs out on the local clock stops new requests until it is renewed, gained hosts wait their delay, lost
+//! hosts start nothing more, fenced records are not written and the numbering stays gapless, and records carry
+//! their crawl-wide id. The store is the embedded one; the gate is a table the test sets.
+
+use super::*;
+use crawl_core::frontier::host_fp;
+use crawl_core::politeness::PolitenessPolicy;
+use std::sync::Mutex;
+
+/// Two shards by host fingerprint parity; the test says which are owned and whether their lease is live.
+#[derive(Debug, Default)]
+struct Table {
+    owned: Mutex<HashSet<u32>>,
+    expired: Mutex<HashSet<u32>>,
+}
+
+impl ShardGate for Table {
+    fn shard_of(&self, host: Fp) -> u32 {
+        (host % 2) as u32
+    }
+    fn may_start(&self, host: Fp) -> bool {
+        let s = self.shard_of(host);
+        self.owns(s) && !self.expired.lock().unwrap().contains(&s)
+    }
+    fn owns(&self, shard: u32) -> bool {
+        self.owned.lock().unwrap().contains(&shard)
+    }
+}
+
+/// Two hosts in different shards.
+fn two_hosts() -> (String, String) {
+    let mut names = (0..50).map(|i| format!("h{i}.test"));
+    let a = names.next().unwrap();
+    let b = names.find(|n| host_fp(n) % 2 != host_fp(&a) % 2).unwrap();
+    (a, b)
+}
+
+fn shard(host: &str) -> u32 {
+    (host_fp(host) % 2) as u32
+}
+
+fn gained(shard: u32, hosts: &[&str]) -> ShardChanges {
+    ShardChanges {
+        gained: vec![(
+            shard,
+            hosts
+                .iter()
+                .map(|h| crawl_core::frontier::HostInfo {
+                    fp: host_fp(h),
+                    name: (*h).to_owned(),
+                    pending: 1,
+                })
+                .collect(),
+        )],
+        ..ShardChanges::default()
+    }
+}
+
+#[test]
+fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
+    let (a, b) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let pol = PolitenessPolicy {
+        min_delay: Duration::from_millis(100),
+        ..policy(1)
+    };
+    let mut h = H::new(settings(), pol.clone());
+    let sharded = Crawl::new(
+        settings(),
+        Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        )),
+        HostQueues::new(pol),
+        Resume::default(),
+        JsonlCheckpoint::default(),
+        h.t0,
+    )
+    .with_shards(gate.clone());
+    h.crawl = sharded;
+    h.seed(&format!("http://{a}/"));
+    h.seed(&format!("http://{b}/"));
+    let jobs = h.lease(0).0;
+    let urls: Vec<&str> = jobs.iter().map(|j| j.entry.url.as_str()).collect();
+    assert_eq!(
+        urls,
+        [format!("http://{a}/")],
+        "the other shard's host is not ours"
+    );
+
+    // The record carries the crawl-wide id.
+    h.done(
+        &jobs[0],
+        ok(inscope(&[
+            &format!("http://{a}/2"),
+            &format!("http://{a}/3"),
+        ])),
+        0,
+    );
+    let out = h.commit();
+    let r = &out[0].1;
+    assert_eq!(
+        r.record_id.as_deref(),
+        Some(
+            format!(
+                "{:016x}",
+                crawl_core::frontier::url_fp(&format!("http://{a}/"))
+            )
+            .as_str()
+        )
+    );
+
+    // The other shard comes to us: its host is read from the store and waits its delay (100 ms) first.
+    gate.owned.lock().unwrap().insert(shard(&b));
+    h.crawl.shards_changed(gained(shard(&b), &[&b]), h.at(10));
+    let early: Vec<String> = h.lease(20).0.iter().map(|j| j.entry.url.clone()).collect();
+    assert!(!early.iter().any(|u| u.contains(&b)), "{early:?}");
+    let later = h.lease(200).0;
+    for j in &later {
+        h.done(j, ok(Vec::new()), 300);
+    }
+    h.commit();
+    assert!(
+        later.iter().any(|j| j.entry.url == format!("http://{b}/")),
+        "{later:?}"
+    );
+
+    // Our lease on a's shard runs out on the local clock: nothing of a starts until it is renewed.
+    gate.expired.lock().unwrap().insert(shard(&a));
+    let none = h.lease(400).0;
+    assert!(!none.iter().any(|j| j.entry.url.contains(&a)), "{none:?}");
+    gate.expired.lock().unwrap().clear();
+    h.crawl.shards_changed(ShardChanges::default(), h.at(500));
+    let again = h.lease(600).0;
+    assert!(
+        again.iter().any(|j| j.entry.url.contains(&a)),
+        "renewed: a goes on"
+    );
+
+    // a's shard is lost: nothing of a starts any more.
+    gate.owned.lock().unwrap().remove(&shard(&a));
+    h.crawl.shards_changed(
+        ShardChanges {
+            lost: vec![shard(&a)],
+            ..ShardChanges::default()
+        },
+        h.at(700),
+    );
+    let after: Vec<String> = h
+        .lease(2_000)
+        .0
+        .iter()
+        .map(|j| j.entry.url.clone())
+        .collect();
+    assert!(!after.iter().any(|u| u.contains(&a)), "{after:?}");
+}
+
+#[test]
+fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
+    let mut log = RecordLog::new(1, 0, None);
+    let t = Instant::now();
+    let s1 = log.stage(TraceCtx::default());
+    let s2 = log.stage(TraceCtx::default());
+    let s3 = log.stage(TraceCtx::default());
+    let batch = vec![
+        (s1, b"a\n".to_vec()),
+        (s2, b"b\n".to_vec()),
+        (s3, b"c\n".to_vec()),
+    ];
+    log.start_commit(&batch);
+    // Two more records are staged while the commit is out.
+    let s4 = log.stage(TraceCtx::default());
+    let s5 = log.stage(TraceCtx::default());
+    let mut staged = vec![(s4, b"d\n".to_vec()), (s5, b"e\n".to_vec())];
+    let out = log.committed(t, &[s2], vec![b"x\n".to_vec(), b"y\n".to_vec()]);
+    assert_eq!(
+        out,
+        vec![
+            (1, b"a\n".to_vec()),
+            (2, b"c\n".to_vec()),
+            (3, b"x\n".to_vec()),
+            (4, b"y\n".to_vec())
+        ]
+    );
+    log.restage(&mut staged);
+    assert_eq!(staged.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [5, 6]);
+    assert_eq!(log.stage(TraceCtx::default()), 7);
+    assert_eq!(log.pending_writes(), 4);
+}

@@ -1,0 +1,186 @@
+//! `[frontier] backend` and `[frontier.redis]`: where the frontier lives. The embedded store (one process,
+//! `data_dir`) is the default; with `backend = "redis"` many processes share one crawl through Redis.
+//! Redis URLs may carry a password: [`RedisUrl`] shows them as `redis://***@host:port/db` everywhere.
+
+use super::proxy::Secret;
+use std::fmt;
+use std::time::Duration;
+
+/// Which store holds the frontier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrontierBackend {
+    /// redb files in `data_dir` (one process).
+    #[default]
+    Embedded,
+    /// A Redis server or cluster shared by every process of the crawl.
+    Redis,
+}
+
+/// A Redis URL (`redis://[:password@]host:port/db`, `rediss://…`, `redis+unix:///path`). `Display` and `Debug`
+/// hide the password and the user name.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisUrl {
+    full: Secret,
+    shown: String,
+}
+
+impl RedisUrl {
+    /// The URL with its credentials: only for connecting.
+    pub fn expose(&self) -> &str {
+        self.full.expose()
+    }
+
+    /// True for `redis+unix://` and `unix://` URLs.
+    pub fn is_unix(&self) -> bool {
+        self.shown.starts_with("redis+unix:") || self.shown.starts_with("unix:")
+    }
+}
+
+impl fmt::Display for RedisUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl fmt::Debug for RedisUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RedisUrl({})", self.shown)
+    }
+}
+
+/// `[frontier.redis]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// The server, or seed nodes of a cluster.
+    pub urls: Vec<RedisUrl>,
+    /// Talk to a Redis Cluster (MOVED/ASK followed; every key of a shard in one slot).
+    pub cluster: bool,
+    /// The crawl's name: the key namespace, so several crawls can share one Redis.
+    pub crawl: String,
+    /// Hosts map to this many shards; a shard has one owner at a time.
+    pub shards: u32,
+    /// How long a shard's lease lasts without renewal (renewed every third of it).
+    pub lease: Duration,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self {
+            urls: Vec::new(),
+            cluster: false,
+            crawl: "crawl".to_owned(),
+            shards: 256,
+            lease: Duration::from_millis(15_000),
+        }
+    }
+}
+
+/// `backend`: `embedded` or `redis`.
+pub(super) fn backend(s: &str) -> Result<FrontierBackend, String> {
+    match s {
+        "embedded" => Ok(FrontierBackend::Embedded),
+        "redis" => Ok(FrontierBackend::Redis),
+        other => Err(format!(
+            "unknown backend `{other}`: use `embedded` or `redis`"
+        )),
+    }
+}
+
+/// A Redis URL; the error never shows the password.
+pub(super) fn redis_url(s: &str) -> Result<RedisUrl, String> {
+    let shown_raw = super::proxy::redact_credentials(s);
+    let u = url::Url::parse(s).map_err(|e| format!("invalid redis URL `{shown_raw}`: {e}"))?;
+    let unix = matches!(u.scheme(), "redis+unix" | "unix");
+    if !matches!(u.scheme(), "redis" | "rediss") && !unix {
+        return Err(format!(
+            "redis URL `{shown_raw}`: the scheme must be redis, rediss or redis+unix"
+        ));
+    }
+    if !unix && u.host_str().is_none_or(str::is_empty) {
+        return Err(format!("redis URL `{shown_raw}` has no host"));
+    }
+    if unix && u.path().is_empty() {
+        return Err(format!("redis URL `{shown_raw}` has no socket path"));
+    }
+    let mut shown = u.clone();
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = shown.set_username("");
+        let _ = shown.set_password(Some("***"));
+    }
+    // Unix socket URLs carry the password as `?pass=` (and the user as `?user=`).
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let hidden = matches!(&*k, "pass" | "password" | "user");
+                (
+                    k.into_owned(),
+                    if hidden {
+                        "***".to_owned()
+                    } else {
+                        v.into_owned()
+                    },
+                )
+            })
+            .collect();
+        shown.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    Ok(RedisUrl {
+        full: Secret::new(s),
+        shown: shown.to_string(),
+    })
+}
+
+/// A crawl name: letters, digits, `-`, `_` and `.` (it goes into every key, inside a cluster hash tag).
+pub(super) fn crawl_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 {
+        return Err("the crawl name must have 1 to 64 characters".to_owned());
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err(format!(
+            "invalid crawl name `{s}`: use letters, digits, `-`, `_` and `.`"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_hide_their_password_everywhere() {
+        let u = redis_url("redis://:s3cret-pw@127.0.0.1:6380/2").unwrap();
+        assert_eq!(u.expose(), "redis://:s3cret-pw@127.0.0.1:6380/2");
+        for shown in [u.to_string(), format!("{u:?}")] {
+            assert!(!shown.contains("s3cret"), "{shown}");
+            assert!(shown.contains("127.0.0.1:6380/2"), "{shown}");
+        }
+        let u = redis_url("redis://user:pw2@h:1/0").unwrap();
+        assert!(!u.to_string().contains("pw2") && !u.to_string().contains("user"));
+        let e = redis_url("ftp://:topsecret@h/").unwrap_err();
+        assert!(!e.contains("topsecret") && e.contains("scheme"), "{e}");
+        let e = redis_url("redis://:topsecret@").unwrap_err();
+        assert!(!e.contains("topsecret"), "{e}");
+        let u = redis_url("redis+unix:///tmp/r.sock").unwrap();
+        assert!(u.is_unix());
+        let u = redis_url("redis+unix:///tmp/r.sock?db=1&pass=sockpw").unwrap();
+        assert!(
+            !u.to_string().contains("sockpw") && u.to_string().contains("db=1"),
+            "{u}"
+        );
+    }
+
+    #[test]
+    fn crawl_names_and_backends() {
+        assert_eq!(crawl_name("news-2026.a_b").unwrap(), "news-2026.a_b");
+        assert!(
+            crawl_name("a{b}").is_err() && crawl_name("").is_err() && crawl_name("a:b").is_err()
+        );
+        assert_eq!(backend("redis").unwrap(), FrontierBackend::Redis);
+        assert!(backend("postgres").unwrap_err().contains("embedded"));
+    }
+}
