@@ -22,6 +22,14 @@ pub const LATENCY_BUCKETS: [f64; 14] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 ];
 
+/// Store request latency buckets in seconds (a local commit with its fsync, or a Redis round trip).
+pub const STORE_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// The store operations timed.
+const STORE_OPS: [&str; 3] = ["commit", "next_urls", "poll"];
+
 /// Every metric of the engine.
 pub struct Metrics {
     registry: Registry,
@@ -45,6 +53,11 @@ pub struct Metrics {
     actor_restarts: CounterFamily,
     config_reloads: CounterFamily,
     last_reload: Gauge<f64, AtomicU64>,
+    store_duration: Family<Labels, prometheus_client::metrics::histogram::Histogram>,
+    store_errors: CounterFamily,
+    shards_owned: Gauge,
+    shard_changes: CounterFamily,
+    fenced_records: Counter,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -187,6 +200,44 @@ impl Metrics {
             Unit::Seconds,
             last_reload.clone(),
         );
+        let store_duration =
+            Family::<Labels, prometheus_client::metrics::histogram::Histogram>::new_with_constructor(
+                || {
+                    prometheus_client::metrics::histogram::Histogram::new(
+                        STORE_BUCKETS,
+                    )
+                },
+            );
+        r.register_with_unit(
+            "crawl_store_request_duration",
+            "Frontier store requests (commit, next_urls, poll) from send to answer; the Redis latency in a shared crawl",
+            Unit::Seconds,
+            store_duration.clone(),
+        );
+        let store_errors = CounterFamily::default();
+        r.register(
+            "crawl_store_errors",
+            "Frontier store requests that failed, by operation",
+            store_errors.clone(),
+        );
+        let shards_owned = Gauge::default();
+        r.register(
+            "crawl_shards_owned",
+            "Shards this process owns (a crawl shared through Redis)",
+            shards_owned.clone(),
+        );
+        let shard_changes = CounterFamily::default();
+        r.register(
+            "crawl_shard_changes",
+            "Shard leases taken (gained) and given up or lost (lost) by this process",
+            shard_changes.clone(),
+        );
+        let fenced_records = Counter::default();
+        r.register(
+            "crawl_fenced_records",
+            "Records refused by the store because their shard had passed to another process (fencing)",
+            fenced_records.clone(),
+        );
         let build_info = GaugeFamily::default();
         build_info
             .get_or_create(&l1("version", env!("CARGO_PKG_VERSION")))
@@ -214,6 +265,11 @@ impl Metrics {
             actor_restarts,
             config_reloads,
             last_reload,
+            store_duration,
+            store_errors,
+            shards_owned,
+            shard_changes,
+            fenced_records,
         };
         m.last_reload.set(unix_now());
         // Series every dashboard expects, present from the first scrape.
@@ -223,7 +279,40 @@ impl Metrics {
         for state in ["queued", "in_flight", "known"] {
             let _ = m.frontier_urls.get_or_create(&l1("state", state));
         }
+        for op in STORE_OPS {
+            let _ = m.store_errors.get_or_create(&l1("op", op));
+            let _ = m.store_duration.get_or_create(&l1("op", op));
+        }
+        for change in ["gained", "lost"] {
+            let _ = m.shard_changes.get_or_create(&l1("change", change));
+        }
         m
+    }
+
+    /// One frontier store request (`op`: commit, next_urls, poll) that took `seconds`.
+    pub fn store_request(&self, op: &str, seconds: f64, ok: bool) {
+        self.store_duration
+            .get_or_create(&l1("op", op))
+            .observe(seconds);
+        if !ok {
+            self.store_errors.get_or_create(&l1("op", op)).inc();
+        }
+    }
+
+    /// Shard ownership of this process: how many it owns now and how many it took and gave up since last time.
+    pub fn shards(&self, owned: u64, gained: u64, lost: u64) {
+        self.shards_owned.set(owned as i64);
+        self.shard_changes
+            .get_or_create(&l1("change", "gained"))
+            .inc_by(gained);
+        self.shard_changes
+            .get_or_create(&l1("change", "lost"))
+            .inc_by(lost);
+    }
+
+    /// Records the store refused (fencing).
+    pub fn fenced(&self, records: u64) {
+        self.fenced_records.inc_by(records);
     }
 
     /// One JSONL record.

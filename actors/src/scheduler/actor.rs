@@ -20,6 +20,7 @@ use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
     SpawnHandle, WrapFuture,
 };
+use crawl_observability::metrics::metrics;
 use std::time::{Duration, Instant};
 
 /// How often a sharded crawl asks the store about shard ownership and the crawl's counters.
@@ -112,7 +113,10 @@ impl Scheduler {
                 max: req.refill.max,
                 subject: String::new(),
             });
+            let sent = Instant::now();
             ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+                let ok = matches!(res, Ok(Ok(_)));
+                metrics().store_request("next_urls", sent.elapsed().as_secs_f64(), ok);
                 act.on_filled(req, res, ctx);
             }));
         }
@@ -211,9 +215,16 @@ impl Scheduler {
             return;
         };
         let fut = self.store.send(Commit { batch });
-        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+        let sent = Instant::now();
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             let res = res
                 .unwrap_or_else(|e| Err(crawl_core::frontier::FrontierError::Gone(e.to_string())));
+            metrics().store_request("commit", sent.elapsed().as_secs_f64(), res.is_ok());
+            if let Ok(c) = &res
+                && !c.fenced.is_empty()
+            {
+                metrics().fenced(c.fenced.len() as u64);
+            }
             match act.crawl.commit_done(res, Instant::now()) {
                 Ok(lines) => act.write(lines, ctx),
                 Err(e) => {
@@ -232,10 +243,17 @@ impl Scheduler {
         }
         self.polling = true;
         let fut = self.store.send(PollShards);
-        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+        let sent = Instant::now();
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             act.polling = false;
+            let ok = matches!(res, Ok(Ok(_)));
+            metrics().store_request("poll", sent.elapsed().as_secs_f64(), ok);
             match res {
-                Ok(Ok(changes)) => act.crawl.shards_changed(changes, Instant::now()),
+                Ok(Ok(changes)) => {
+                    let (gained, lost) = (changes.gained.len() as u64, changes.lost.len() as u64);
+                    let owned = act.crawl.shards_changed(changes, Instant::now());
+                    metrics().shards(owned, gained, lost);
+                }
                 Ok(Err(e)) => tracing::warn!(error = %e, "shard poll failed; retrying"),
                 Err(e) => tracing::warn!(error = %e, "store unavailable for the shard poll"),
             }

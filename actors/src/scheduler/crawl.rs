@@ -179,9 +179,10 @@ impl Crawl {
     /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
     /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
     /// start nothing more (their requests in flight finish, and their commits are refused by the store).
-    pub fn shards_changed(&mut self, changes: ShardChanges, now: Instant) {
+    /// Returns how many shards this process owns now.
+    pub fn shards_changed(&mut self, changes: ShardChanges, now: Instant) -> u64 {
         let Some(gate) = self.shards.clone() else {
-            return;
+            return 0;
         };
         if !changes.lost.is_empty() {
             let lost: HashSet<u32> = changes.lost.iter().copied().collect();
@@ -228,6 +229,7 @@ impl Crawl {
             self.counters = c;
             self.stats.known = c.known;
         }
+        gate.owned_count() as u64
     }
 
     /// True in a crawl shared by many processes.

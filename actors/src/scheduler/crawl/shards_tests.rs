@@ -26,6 +26,9 @@ impl ShardGate for Table {
     fn owns(&self, shard: u32) -> bool {
         self.owned.lock().unwrap().contains(&shard)
     }
+    fn owned_count(&self) -> usize {
+        self.owned.lock().unwrap().len()
+    }
 }
 
 /// Two hosts in different shards.

@@ -154,6 +154,8 @@ pub trait ShardGate: Send + Sync + std::fmt::Debug {
     fn may_start(&self, host: Fp) -> bool;
     /// True while this process owns the shard (its lease may be about to be renewed).
     fn owns(&self, shard: u32) -> bool;
+    /// How many shards this process owns.
+    fn owned_count(&self) -> usize;
 }
 
 /// Shard ownership news from a distributed store (see [`FrontierStore::poll_shards`]).
