@@ -111,6 +111,8 @@ pub struct Crawl {
     shards: Option<Arc<dyn ShardGate>>,
     /// Hosts blocked because their shard's lease ran out on the local clock (unblocked when it is renewed).
     shard_blocked: HashSet<HostId>,
+    /// Shards being handed over to a peer (their hosts detached).
+    handing: HashSet<u32>,
     /// Records carry a crawl-wide `record_id` (a crawl shared by many processes).
     record_ids: bool,
 }
@@ -164,6 +166,7 @@ impl Crawl {
             suspect: HashSet::new(),
             shards: None,
             shard_blocked: HashSet::new(),
+            handing: HashSet::new(),
             record_ids: false,
         }
     }
@@ -214,6 +217,7 @@ impl Crawl {
             }
             tracing::debug!(shard, "shard gained");
         }
+        self.hand_off(gate.as_ref());
         // Hosts held back by a late renewal go again once the lease is renewed.
         let ready: Vec<HostId> = self
             .shard_blocked
@@ -230,6 +234,33 @@ impl Crawl {
             self.stats.known = c.known;
         }
         gate.owned_count() as u64
+    }
+
+    /// Shards a peer should own: their hosts start nothing more, and each is declared quiet (so the store hands it
+    /// over) once none of its URLs is leased, staged or being committed here.
+    fn hand_off(&mut self, gate: &dyn ShardGate) {
+        let handoffs = gate.handoffs();
+        self.handing.retain(|s| handoffs.contains(s));
+        for s in handoffs {
+            if self.handing.insert(s) {
+                for h in self.queues.hosts_where(|fp| gate.shard_of(fp) == s) {
+                    self.queues.detach(h);
+                }
+                if gate.shard_of(RECORDS_HOST) == s {
+                    self.excluded = Window::complete();
+                }
+            }
+            let in_shard = |f: &Finished| gate.shard_of(f.host) == s;
+            let busy = self.leases.any_host(|fp| gate.shard_of(fp) == s)
+                || self.staged.finished.iter().any(in_shard)
+                || self
+                    .in_flight
+                    .as_ref()
+                    .is_some_and(|c| c.finished.iter().any(in_shard));
+            if !busy {
+                gate.quiet(s);
+            }
+        }
     }
 
     /// True in a crawl shared by many processes.

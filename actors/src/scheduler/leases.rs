@@ -90,6 +90,11 @@ impl Leases {
     }
 
     /// The earliest deadline.
+    /// True when a lease is out for a host that satisfies `pred` (by host fingerprint).
+    pub fn any_host(&self, pred: impl Fn(crawl_core::frontier::Fp) -> bool) -> bool {
+        self.map.values().any(|l| pred(l.job.entry.host))
+    }
+
     pub fn next_deadline(&self) -> Option<Instant> {
         self.map.values().map(|l| l.deadline).min()
     }

@@ -13,6 +13,8 @@ use std::sync::Mutex;
 struct Table {
     owned: Mutex<HashSet<u32>>,
     expired: Mutex<HashSet<u32>>,
+    handoff: Mutex<HashSet<u32>>,
+    quiet: Mutex<HashSet<u32>>,
 }
 
 impl ShardGate for Table {
@@ -28,6 +30,12 @@ impl ShardGate for Table {
     }
     fn owned_count(&self) -> usize {
         self.owned.lock().unwrap().len()
+    }
+    fn handoffs(&self) -> Vec<u32> {
+        self.handoff.lock().unwrap().iter().copied().collect()
+    }
+    fn quiet(&self, shard: u32) {
+        self.quiet.lock().unwrap().insert(shard);
     }
 }
 
@@ -143,6 +151,38 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
     assert!(
         again.iter().any(|j| j.entry.url.contains(&a)),
         "renewed: a goes on"
+    );
+
+    // b's shard should go to a peer: nothing of b starts, and it is declared quiet once b's lease is done.
+    let bs: Vec<Job> = h
+        .lease(800)
+        .0
+        .into_iter()
+        .chain(h.leased.iter().cloned())
+        .filter(|j| j.entry.url.contains(&b))
+        .collect();
+    gate.handoff.lock().unwrap().insert(shard(&b));
+    h.crawl.shards_changed(ShardChanges::default(), h.at(900));
+    let out_b = bs.iter().any(|j| h.crawl.leases.url_of(j.id).is_some());
+    assert_eq!(
+        gate.quiet.lock().unwrap().contains(&shard(&b)),
+        !out_b,
+        "quiet exactly when no lease of b is out"
+    );
+    let out: Vec<&Job> = bs
+        .iter()
+        .filter(|j| h.crawl.leases.url_of(j.id).is_some())
+        .collect();
+    for j in out {
+        h.done(j, ok(Vec::new()), 950);
+    }
+    h.commit();
+    h.crawl.shards_changed(ShardChanges::default(), h.at(1000));
+    assert!(gate.quiet.lock().unwrap().contains(&shard(&b)));
+    let none_b = h.lease(1500).0;
+    assert!(
+        !none_b.iter().any(|j| j.entry.url.contains(&b)),
+        "{none_b:?}"
     );
 
     // a's shard is lost: nothing of a starts any more.

@@ -30,7 +30,7 @@ pub mod window;
 mod contract;
 
 pub use entry::{Entry, JobKind, QueueKey, UrlRef};
-pub use lock::{DirLock, LockError};
+pub use lock::{DirLock, LockError, process_id};
 
 use crate::output::JsonlCheckpoint;
 
@@ -156,6 +156,11 @@ pub trait ShardGate: Send + Sync + std::fmt::Debug {
     fn owns(&self, shard: u32) -> bool;
     /// How many shards this process owns.
     fn owned_count(&self) -> usize;
+    /// Shards this process holds but a live peer should own: no new work starts there, and once nothing is in
+    /// flight the caller says so with [`quiet`](Self::quiet) and the shard is handed over.
+    fn handoffs(&self) -> Vec<u32>;
+    /// Nothing of this process is in flight in `shard` any more: it may be given up.
+    fn quiet(&self, shard: u32);
 }
 
 /// Shard ownership news from a distributed store (see [`FrontierStore::poll_shards`]).
