@@ -24,6 +24,7 @@ pub mod embedded;
 mod entry;
 mod lock;
 mod recent;
+pub mod redis;
 pub mod window;
 
 #[cfg(test)]
@@ -31,6 +32,7 @@ mod contract;
 
 pub use entry::{Entry, JobKind, QueueKey, UrlRef};
 pub use lock::{DirLock, LockError};
+pub use self::redis::shards::ShardGate;
 
 use crate::output::JsonlCheckpoint;
 
@@ -134,6 +136,32 @@ pub struct Committed {
     /// Outbox records trimmed.
     pub trimmed: u64,
     pub counters: Counters,
+    /// Finished URLs that were not applied because this process no longer holds their shard (a store shared by
+    /// many processes; the shard's new owner does them again). Never set by the embedded store.
+    pub fenced: Vec<UrlRef>,
+    /// Sequence numbers of the records of this batch that were not committed for the same reason.
+    pub fenced_records: Vec<u64>,
+    /// The shards refused (they are no longer this process's).
+    pub fenced_shards: Vec<u32>,
+}
+
+/// Changes in the shards this process works on (a store shared by many processes; see [`ShardGate`]).
+#[derive(Debug, Default)]
+pub struct ShardChanges {
+    /// Shards taken since the last poll, with their hosts that have pending URLs (the records queue's part of a
+    /// shard appears as host [`RECORDS_HOST`]).
+    pub gained: Vec<(u32, Vec<HostInfo>)>,
+    /// Shards no longer held: their hosts' windows must be dropped and no new work started there.
+    pub lost: Vec<u32>,
+    /// Counters summed over the whole crawl (None when the store did not read them this time).
+    pub counters: Option<Counters>,
+    /// Committed records of the whole crawl not yet acknowledged as written. The crawl is finished when
+    /// `counters.pending == 0` and this is 0.
+    pub unacked: u64,
+    /// Records committed by processes that died before writing them, taken over by this one: numbered from the
+    /// `next_record` given to [`FrontierStore::poll_shards`], to be appended to this process's JSONL like outbox
+    /// records (the caller's next record number moves past them).
+    pub taken_over: Vec<(u64, Vec<u8>)>,
 }
 
 /// A host with URLs in the store.
@@ -178,6 +206,12 @@ pub enum FrontierError {
     Corrupt { what: String, detail: String },
     #[error("frontier store is gone: {0}")]
     Gone(String),
+    /// A Redis request failed; `target` is the redacted URL(s), `detail` has every password scrubbed.
+    #[error("redis {target}: {detail}")]
+    Redis { target: String, detail: String },
+    /// The crawl's data in Redis is gone (flushed, evicted, or a server restarted without persistence).
+    #[error("redis lost the crawl's data: {0}")]
+    Lost(String),
 }
 
 impl From<redb::Error> for FrontierError {
@@ -225,5 +259,15 @@ pub trait FrontierStore: Send {
     /// Work to do while idle (e.g. rebuilding an in-memory filter); returns true while there is more.
     fn idle_work(&mut self) -> bool {
         false
+    }
+    /// Shards gained and lost since the last call, crawl-wide counters, and records of dead processes taken over
+    /// (numbered from `next_record`). A store used by one process only owns everything: nothing ever changes.
+    fn poll_shards(&mut self, next_record: u64) -> Result<ShardChanges, FrontierError> {
+        let _ = next_record;
+        Ok(ShardChanges::default())
+    }
+    /// The gate telling which shards this process may start work on; None for a store that is not shared.
+    fn shard_gate(&self) -> Option<std::sync::Arc<ShardGate>> {
+        None
     }
 }

@@ -1,0 +1,1073 @@
+//! The Redis frontier: a [`FrontierStore`] shared by many crawl-engine processes on many machines.
+//!
+//! The crawl is split into shards (`host_fp % shards`); all keys of a shard carry one hash tag, so every script
+//! touches one cluster slot (see [`keys`]). Any process may add discovered URLs to any shard (dedup makes adds
+//! idempotent); only the owner of a shard finishes, updates and records its URLs, and every such change is fenced
+//! by the shard's lease token (see [`shards`]). Records go to the shard's stream and, in the same script, into the
+//! committing process's pending entries; once the process has them in its own JSONL (fsynced) it acknowledges and
+//! deletes them. Records of a process that died before writing them are taken over by the shard's next owner.
+//!
+//! # Layout
+//! - `mod.rs`: the store ([`RedisFrontier`]) and its settings ([`RedisSettings`]);
+//! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
+//!   [`ShardGate`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
+//!   `scripts.rs` and `lua/`: the scripts; `server.rs`: Redis servers for the tests.
+//!
+//! # Queue positions
+//! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number
+//! modulo the shard count, and sequence numbers are unique across shards. The score in a host queue is
+//! `depth·2^33 + seq`, exact in a double: depth stays below 2^20 and each shard can queue 2^33 / shards URLs
+//! (33 million with 256 shards). Every shard has its own part of the records queue (`q:0`), so that an excluded
+//! link is marked seen and queued for its record in one script; [`FrontierStore::next_urls`] for
+//! [`RECORDS_HOST`] merges the parts of the shards this process holds.
+//!
+//! # Outbox numbering
+//! A record's stream entry keeps the sequence number (JSONL line) it was committed with. [`FrontierStore::recover`]
+//! returns this process's pending records above the JSONL position: the one given with
+//! [`RedisFrontier::set_jsonl_lines`], else the checkpoint stored with the last commit that had one. They are
+//! numbered again from that position + 1, in their order, which keeps their numbers unless records of this process
+//! were taken over by a peer meanwhile (the gaps close). Records at or below the position are in the file already
+//! and are acknowledged.
+
+pub mod clock;
+mod conn;
+pub mod keys;
+mod scripts;
+pub mod seen;
+#[cfg(test)]
+pub(crate) mod server;
+pub mod shards;
+#[cfg(test)]
+mod tests;
+
+pub use conn::redact;
+pub use shards::ShardGate;
+
+use super::codec::{self, PendingValue};
+use super::{
+    Added, Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, JobKind,
+    QueueKey, RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
+};
+use crate::output::JsonlCheckpoint;
+use conn::{Call, Conn, reply};
+use keys::{Keys, member, member_fp};
+use redis::Value;
+use scripts::SCRIPTS;
+use shards::{Control, Ownership};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+pub const DEFAULT_SHARDS: u32 = 256;
+pub const DEFAULT_LEASE_MS: u64 = 15_000;
+
+/// Bits of the queue score below the depth.
+const SCORE_SHIFT: u32 = 33;
+const SEQ_MASK: u64 = (1 << SCORE_SHIFT) - 1;
+/// Depths from here on do not fit the score.
+const MAX_DEPTH: u32 = 1 << 20;
+/// Items per script call when reading or acknowledging in pages.
+const PAGE: usize = 1000;
+/// URLs per add call (a call's arguments stay well below Redis's limits).
+const ADD_CHUNK: usize = 2000;
+
+/// Where the crawl lives in Redis and how it is split.
+#[derive(Clone)]
+pub struct RedisSettings {
+    /// `redis://[:password@]host:port[/db]` or `redis+unix:///path[?pass=...]`; one URL, or the seed nodes of a
+    /// cluster.
+    pub urls: Vec<String>,
+    /// Use the cluster client.
+    pub cluster: bool,
+    /// The crawl's name: the namespace of its keys (no `{` or `}`).
+    pub crawl: String,
+    /// Number of shards (default 256); every process of a crawl must use the same.
+    pub shards: u32,
+    /// Shard lease in ms (default 15000).
+    pub lease_ms: u64,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        RedisSettings {
+            urls: Vec::new(),
+            cluster: false,
+            crawl: "crawl".into(),
+            shards: DEFAULT_SHARDS,
+            lease_ms: DEFAULT_LEASE_MS,
+        }
+    }
+}
+
+/// Passwords never show: the URLs are redacted.
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field(
+                "urls",
+                &self.urls.iter().map(|u| redact(u)).collect::<Vec<_>>(),
+            )
+            .field("cluster", &self.cluster)
+            .field("crawl", &self.crawl)
+            .field("shards", &self.shards)
+            .field("lease_ms", &self.lease_ms)
+            .finish()
+    }
+}
+
+/// Redis-backed [`FrontierStore`], shared by the processes of one crawl.
+pub struct RedisFrontier {
+    settings: RedisSettings,
+    pid: String,
+    keys: Keys,
+    conn: Conn,
+    /// The crawl instance id (the shards' sentinel).
+    inst: String,
+    fresh: bool,
+    gate: Arc<ShardGate>,
+    control: Arc<Control>,
+    thread: Option<JoinHandle<()>>,
+    /// Shards the caller was told it holds.
+    reported: Vec<bool>,
+    /// Records committed (or taken over) by this process and not acknowledged: sequence → (shard, stream id).
+    outstanding: BTreeMap<u64, (u32, String)>,
+    counters: Counters,
+    unacked: u64,
+    next_record: u64,
+    jsonl_lines: Option<u64>,
+    last_claim: Option<Instant>,
+}
+
+impl std::fmt::Debug for RedisFrontier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisFrontier")
+            .field("target", &self.conn.target())
+            .field("crawl", &self.settings.crawl)
+            .field("process", &self.pid)
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+/// A record's pending stream entry.
+struct PendingRecord {
+    seq: u64,
+    shard: u32,
+    id: String,
+    line: Vec<u8>,
+}
+
+/// What one call of a commit was for.
+enum Plan {
+    Add(Vec<(usize, super::Discovered, Fp)>),
+    Apply(u32, u64, ShardWork),
+    /// The checkpoint, and the acknowledgements.
+    Written,
+}
+
+#[derive(Default)]
+struct ShardWork {
+    finished: Vec<super::Finished>,
+    updates: Vec<Entry>,
+    records: Vec<(u64, Vec<u8>)>,
+}
+
+fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut a = std::collections::hash_map::RandomState::new().build_hasher();
+    a.write_u128(nanos);
+    a.write_u32(std::process::id());
+    let x = a.finish();
+    let mut b = std::collections::hash_map::RandomState::new().build_hasher();
+    b.write_u64(x);
+    format!("{x:016x}{:016x}", b.finish())
+}
+
+fn score(k: QueueKey) -> u64 {
+    (u64::from(k.depth) << SCORE_SHIFT) | (k.seq & SEQ_MASK)
+}
+
+fn parse_score(v: Value) -> Result<u64, FrontierError> {
+    let s = reply::string(v, "queue score")?;
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    s.parse::<f64>()
+        .map(|f| f as u64)
+        .map_err(|_| FrontierError::Store(format!("bad queue score {s:?}")))
+}
+
+/// The host a URL is deduplicated under (its shard): a page's host key, else the URL's own host.
+fn dedup_host(d: &super::Discovered) -> String {
+    if d.kind == JobKind::Page && !d.host.is_empty() {
+        return d.host.clone();
+    }
+    url_host(&d.url).unwrap_or_else(|| d.host.clone())
+}
+
+fn url_host(url: &str) -> Option<String> {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+}
+
+/// The URL of a record line (JSON with a `url` field).
+fn record_url(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct R {
+        url: String,
+    }
+    serde_json::from_slice::<R>(line).ok().map(|r| r.url)
+}
+
+fn validate(s: &RedisSettings, pid: &str) -> Result<(), FrontierError> {
+    let bad = |m: String| Err(FrontierError::Store(m));
+    if s.urls.is_empty() {
+        return bad("redis: no URL configured".into());
+    }
+    if s.crawl.is_empty() || s.crawl.contains(['{', '}']) {
+        return bad(format!(
+            "redis: crawl name {:?} must be non-empty without braces",
+            s.crawl
+        ));
+    }
+    if s.shards == 0 || s.shards > 1 << 16 {
+        return bad(format!(
+            "redis: shards must be 1..=65536, not {}",
+            s.shards
+        ));
+    }
+    if s.lease_ms < 100 {
+        return bad(format!(
+            "redis: lease_ms must be at least 100, not {}",
+            s.lease_ms
+        ));
+    }
+    if pid.is_empty() || pid.contains(char::is_whitespace) {
+        return bad(format!(
+            "redis: process id {pid:?} must be non-empty without spaces"
+        ));
+    }
+    Ok(())
+}
+
+/// Opens the crawl's instance: creates it (and every shard) when the namespace is new, finishes a creation another
+/// process left half done, and refuses a crawl made with another shard count. Returns (instance id, created).
+fn open_instance(
+    conn: &mut Conn,
+    keys: &Keys,
+    shards: u32,
+) -> Result<(String, bool), FrontierError> {
+    let id = format!("{}-s{shards}", random_id());
+    let v = conn.call(
+        &Call::new(&SCRIPTS.instance, keys.instance())
+            .arg("open")
+            .arg(&id),
+    )?;
+    let mut a = reply::array(v, "instance")?.into_iter();
+    let (Some(created), Some(value)) = (a.next(), a.next()) else {
+        return Err(FrontierError::Store("bad reply for the crawl instance".into()));
+    };
+    let created = reply::int(&created, "instance")? == 1;
+    let value = reply::string(value, "instance")?;
+    let Some((state, inst)) = value.split_once(':') else {
+        return Err(FrontierError::Store(format!(
+            "the crawl's instance key holds {value:?}"
+        )));
+    };
+    let inst = inst.to_owned();
+    let made_with = inst
+        .rsplit_once("-s")
+        .and_then(|(_, n)| n.parse::<u32>().ok());
+    if made_with != Some(shards) {
+        return Err(FrontierError::Store(format!(
+            "the crawl was created with {} shards; this process is configured with {shards}",
+            made_with.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string())
+        )));
+    }
+    match state {
+        "ready" => {}
+        "creating" => {
+            let calls: Vec<Call> = (0..shards)
+                .map(|s| {
+                    Call::new(&SCRIPTS.shard_init, keys.meta(s))
+                        .arg(&inst)
+                        .arg(s)
+                })
+                .collect();
+            for r in conn.run(&calls)? {
+                if let Err(e) = r {
+                    return Err(conn.error(&e));
+                }
+            }
+            conn.call(
+                &Call::new(&SCRIPTS.instance, keys.instance())
+                    .arg("ready")
+                    .arg(&inst),
+            )?;
+        }
+        other => {
+            return Err(FrontierError::Store(format!(
+                "the crawl's instance is in an unknown state {other:?}"
+            )));
+        }
+    }
+    Ok((inst, created))
+}
+
+impl RedisFrontier {
+    /// Connects, opens (or creates) the crawl, takes the shards this process should own that are free, and starts
+    /// the lease thread. `process_id` must be stable for a data_dir: it names this process's pending records and
+    /// its leases, so a restart finds both again.
+    pub fn open(settings: RedisSettings, process_id: &str) -> Result<RedisFrontier, FrontierError> {
+        validate(&settings, process_id)?;
+        let keys = Keys::new(&settings.crawl);
+        let mut conn = Conn::open(&settings)?;
+        let (inst, fresh) = open_instance(&mut conn, &keys, settings.shards)?;
+        let gate = Arc::new(ShardGate::new(settings.shards));
+        let mut own = Ownership {
+            conn: conn.reopen()?,
+            keys: keys.clone(),
+            inst: inst.clone(),
+            pid: process_id.to_owned(),
+            lease_ms: settings.lease_ms,
+            gate: gate.clone(),
+        };
+        own.round()?;
+        let control = Arc::new(Control::default());
+        let ctl = control.clone();
+        let thread = std::thread::Builder::new()
+            .name("redis-leases".into())
+            .spawn(move || shards::run(own, ctl))
+            .map_err(|e| FrontierError::Store(format!("cannot start the lease thread: {e}")))?;
+        tracing::info!(
+            target_url = %conn.target(),
+            crawl = %settings.crawl,
+            process = %process_id,
+            fresh,
+            owned = gate.owned().len(),
+            "redis frontier opened"
+        );
+        Ok(RedisFrontier {
+            reported: vec![false; settings.shards as usize],
+            pid: process_id.to_owned(),
+            keys,
+            conn,
+            inst,
+            fresh,
+            gate,
+            control,
+            thread: Some(thread),
+            outstanding: BTreeMap::new(),
+            counters: Counters::default(),
+            unacked: 0,
+            next_record: 1,
+            jsonl_lines: None,
+            last_claim: None,
+            settings,
+        })
+    }
+
+    /// The number of complete lines in this process's JSONL, when known before [`FrontierStore::recover`]: records
+    /// up to it are taken as written, the rest are numbered from it + 1.
+    pub fn set_jsonl_lines(&mut self, lines: u64) {
+        self.jsonl_lines = Some(lines);
+    }
+
+    /// The process id this store works as.
+    pub fn process_id(&self) -> &str {
+        &self.pid
+    }
+
+    /// Committed records of the whole crawl not yet acknowledged (as of the last counter refresh).
+    pub fn unacked(&self) -> u64 {
+        self.unacked
+    }
+
+    fn shards(&self) -> u32 {
+        self.settings.shards
+    }
+
+    fn check_fatal(&self) -> Result<(), FrontierError> {
+        match self.gate.fatal() {
+            Some(m) => Err(FrontierError::Lost(m.to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    fn shard_call(&self, script: &'static redis::Script, shard: u32) -> Call {
+        Call::new(script, self.keys.meta(shard))
+            .arg(&self.inst)
+            .arg(shard)
+    }
+
+    fn shard_of_host(&self, host: &str) -> u32 {
+        (host_fp(host) % u64::from(self.shards())) as u32
+    }
+
+    /// Sums every shard's counters and unacknowledged records.
+    fn refresh_counters(&mut self) -> Result<(), FrontierError> {
+        let calls: Vec<Call> = (0..self.shards())
+            .map(|s| self.shard_call(&SCRIPTS.stats, s))
+            .collect();
+        let mut c = Counters::default();
+        let mut unacked = 0;
+        for r in self.conn.run(&calls)? {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            let a = reply::array(v, "stats")?;
+            let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"));
+            c.known += n(0)?;
+            c.pending += n(1)?;
+            c.done += n(2)?;
+            c.pages_fetched += n(3)?;
+            unacked += n(4)?;
+        }
+        self.counters = c;
+        self.unacked = unacked;
+        Ok(())
+    }
+
+    /// The hosts with pending URLs of some shards.
+    fn hosts_of(&mut self, shards: &[u32]) -> Result<Vec<(u32, Vec<HostInfo>)>, FrontierError> {
+        let calls: Vec<Call> = shards
+            .iter()
+            .map(|&s| self.shard_call(&SCRIPTS.hosts, s))
+            .collect();
+        let mut out = Vec::with_capacity(shards.len());
+        for (&s, r) in shards.iter().zip(self.conn.run(&calls)?) {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            let mut it = reply::array(v, "hosts")?.into_iter();
+            let mut hosts = Vec::new();
+            while let (Some(name), Some(count)) = (it.next(), it.next()) {
+                let name = reply::string(name, "host")?;
+                let pending = reply::uint(&count, "host count")?;
+                if pending == 0 {
+                    continue;
+                }
+                let fp = if name.is_empty() {
+                    RECORDS_HOST
+                } else {
+                    host_fp(&name)
+                };
+                hosts.push(HostInfo { fp, name, pending });
+            }
+            out.push((s, hosts));
+        }
+        Ok(out)
+    }
+
+    /// This process's pending records in every shard.
+    fn read_pel(&mut self) -> Result<Vec<PendingRecord>, FrontierError> {
+        let mut out = Vec::new();
+        let mut todo: Vec<(u32, String)> = (0..self.shards()).map(|s| (s, "0".to_owned())).collect();
+        while !todo.is_empty() {
+            let calls: Vec<Call> = todo
+                .iter()
+                .map(|(s, from)| {
+                    self.shard_call(&SCRIPTS.pel, *s)
+                        .arg(&self.pid)
+                        .arg(from.as_str())
+                        .arg(PAGE)
+                })
+                .collect();
+            let replies = self.conn.run(&calls)?;
+            let mut next = Vec::new();
+            for ((s, _), r) in todo.iter().zip(replies) {
+                let v = r.map_err(|e| self.conn.error(&e))?;
+                let mut it = reply::array(v, "pending records")?.into_iter();
+                let mut n = 0;
+                let mut last = None;
+                while let (Some(id), Some(seq), Some(line)) = (it.next(), it.next(), it.next()) {
+                    let id = reply::string(id, "stream id")?;
+                    let seq = reply::uint(&seq, "record seq")?;
+                    out.push(PendingRecord {
+                        seq,
+                        shard: *s,
+                        id: id.clone(),
+                        line: reply::bytes(line, "record")?,
+                    });
+                    last = Some(id);
+                    n += 1;
+                }
+                if n >= PAGE
+                    && let Some(last) = last
+                {
+                    next.push((*s, last));
+                }
+            }
+            todo = next;
+        }
+        Ok(out)
+    }
+
+    /// The JSONL checkpoint this process stored with its last commit that had one.
+    fn read_checkpoint(&mut self) -> Result<Option<JsonlCheckpoint>, FrontierError> {
+        let v = self
+            .conn
+            .cmd(redis::cmd("HGETALL").arg(self.keys.process(&self.pid)))?;
+        let mut lines = None;
+        let mut bytes = None;
+        let fields: Vec<(Value, Value)> = match v {
+            Value::Map(m) => m,
+            other => {
+                let mut it = reply::array(other, "process state")?.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((k, v));
+                }
+                pairs
+            }
+        };
+        for (k, v) in fields {
+            match reply::string(k, "field")?.as_str() {
+                "lines" => lines = Some(reply::uint(&v, "lines")?),
+                "bytes" => bytes = Some(reply::uint(&v, "bytes")?),
+                _ => {}
+            }
+        }
+        Ok(match (lines, bytes) {
+            (Some(lines), Some(bytes)) => Some(JsonlCheckpoint { lines, bytes }),
+            _ => None,
+        })
+    }
+
+    fn ack_calls(&self, list: Vec<(u32, String)>) -> Vec<Call> {
+        let mut by_shard: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for (s, id) in list {
+            by_shard.entry(s).or_default().push(id);
+        }
+        let mut calls = Vec::new();
+        for (s, ids) in by_shard {
+            for chunk in ids.chunks(PAGE) {
+                let mut c = Call::new(&SCRIPTS.ack, self.keys.stream(s));
+                for id in chunk {
+                    c.push(id.as_str());
+                }
+                calls.push(c);
+            }
+        }
+        calls
+    }
+
+    /// The shard a record goes to: its finished URL's, else its URL's host's when held, else any held shard.
+    fn record_shard(&self, line: &[u8], by_fp: &HashMap<Fp, u32>) -> Option<u32> {
+        let url = record_url(line);
+        if let Some(u) = &url {
+            if let Some(&s) = by_fp.get(&url_fp(u)) {
+                return Some(s);
+            }
+            if let Some(h) = url_host(u) {
+                let s = self.shard_of_host(&h);
+                if self.gate.token(s).is_some() {
+                    return Some(s);
+                }
+            }
+        }
+        self.gate.owned().first().copied()
+    }
+
+    fn parse_entries(
+        &self,
+        v: Value,
+        queue_host: Fp,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        let mut it = reply::array(v, "queue")?.into_iter();
+        let mut out = Vec::new();
+        while let (Some(m), Some(sc), Some(val)) = (it.next(), it.next(), it.next()) {
+            let m = reply::bytes(m, "member")?;
+            let fp = member_fp(&m).ok_or_else(|| FrontierError::Corrupt {
+                what: "queue member".into(),
+                detail: String::from_utf8_lossy(&m).into_owned(),
+            })?;
+            let sc = parse_score(sc)?;
+            let raw = reply::bytes(val, "entry")?;
+            if raw.is_empty() {
+                tracing::warn!(url_fp = fp, "queued url has no entry; skipped");
+                continue;
+            }
+            let p = codec::decode_pending(&raw).map_err(|e| FrontierError::Corrupt {
+                what: format!("pending url {fp:016x}"),
+                detail: e.to_string(),
+            })?;
+            out.push(Entry {
+                url: p.url,
+                depth: (sc >> SCORE_SHIFT) as u32,
+                parent: p.parent,
+                parent_ref: p.parent_ref,
+                attempt: p.attempt,
+                retries: p.retries,
+                redirect_chain: p.redirect_chain,
+                seq: sc & SEQ_MASK,
+                kind: p.kind,
+                host: if queue_host == RECORDS_HOST {
+                    RECORDS_HOST
+                } else {
+                    p.host
+                },
+                id: UrlRef { fp, slot: 0 },
+                queued_at: None,
+            });
+        }
+        Ok(out)
+    }
+
+    fn next_call(&self, shard: u32, host: Fp, min: &str, count: usize) -> Call {
+        self.shard_call(&SCRIPTS.next, shard)
+            .arg(host)
+            .arg(min)
+            .arg(count)
+    }
+
+    /// Test hook: the lease thread stops renewing (as if the process hung).
+    #[cfg(test)]
+    pub(crate) fn pause_leases(&self) {
+        self.control.paused.store(true, Ordering::Release);
+    }
+
+    /// Test hook: drop without giving up leases or membership (as if the process died).
+    #[cfg(test)]
+    pub(crate) fn abandon(self) {
+        self.control.abandon.store(true, Ordering::Release);
+    }
+
+    /// Test hook: marks fingerprints seen in shard `shard` without queueing anything.
+    #[cfg(test)]
+    pub(crate) fn mark_seen(&mut self, shard: u32, fps: &[Fp]) -> Result<u64, FrontierError> {
+        let mut total = 0;
+        let calls: Vec<Call> = fps
+            .chunks(PAGE)
+            .map(|chunk| {
+                let mut c = self.shard_call(&SCRIPTS.mark, shard);
+                for &fp in chunk {
+                    c.push(member(fp));
+                }
+                c
+            })
+            .collect();
+        for r in self.conn.run(&calls)? {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            total += reply::uint(&v, "mark")?;
+        }
+        Ok(total)
+    }
+}
+
+impl Drop for RedisFrontier {
+    fn drop(&mut self) {
+        self.control.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl FrontierStore for RedisFrontier {
+    fn recover(&mut self) -> Result<Resume, FrontierError> {
+        self.check_fatal()?;
+        self.refresh_counters()?;
+        let mut rec = Resume::default();
+        let owned = self.gate.owned();
+        let mut records = HostInfo {
+            fp: RECORDS_HOST,
+            name: String::new(),
+            pending: 0,
+        };
+        for (s, hosts) in self.hosts_of(&owned)? {
+            self.reported[s as usize] = true;
+            for h in hosts {
+                if h.fp == RECORDS_HOST {
+                    records.pending += h.pending;
+                } else {
+                    rec.hosts.push(h);
+                }
+            }
+        }
+        if records.pending > 0 {
+            rec.hosts.push(records);
+        }
+        let checkpoint = self.read_checkpoint()?;
+        let base = self
+            .jsonl_lines
+            .or(checkpoint.map(|c| c.lines))
+            .unwrap_or(0);
+        let mut written = Vec::new();
+        let mut keep = Vec::new();
+        for p in self.read_pel()? {
+            if p.seq <= base {
+                written.push((p.shard, p.id));
+            } else {
+                keep.push(p);
+            }
+        }
+        keep.sort_by_key(|p| p.seq);
+        self.outstanding.clear();
+        for (i, p) in keep.into_iter().enumerate() {
+            let seq = base + 1 + i as u64;
+            self.outstanding.insert(seq, (p.shard, p.id));
+            rec.outbox.push((seq, p.line));
+        }
+        if !written.is_empty() {
+            let calls = self.ack_calls(written);
+            for r in self.conn.run(&calls)? {
+                r.map_err(|e| self.conn.error(&e))?;
+            }
+        }
+        self.next_record = base + 1 + rec.outbox.len() as u64;
+        rec.next_record = self.next_record;
+        rec.checkpoint = checkpoint;
+        rec.counters = self.counters;
+        rec.fresh = self.fresh;
+        Ok(rec)
+    }
+
+    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+        self.check_fatal()?;
+        let shards = u64::from(self.shards());
+        let mut out = Committed::default();
+        let mut calls = Vec::new();
+        let mut plans = Vec::new();
+
+        // Adds: every shard touched, no ownership needed.
+        let mut adds: BTreeMap<u32, Vec<(usize, super::Discovered, Fp)>> = BTreeMap::new();
+        for (i, d) in batch.discovered.into_iter().enumerate() {
+            if d.depth >= MAX_DEPTH {
+                return Err(FrontierError::Store(format!(
+                    "depth {} of {} is beyond what the redis store queues ({MAX_DEPTH})",
+                    d.depth, d.url
+                )));
+            }
+            let shard = self.shard_of_host(&dedup_host(&d));
+            let qfp = if d.kind == JobKind::Page {
+                host_fp(&d.host)
+            } else {
+                RECORDS_HOST
+            };
+            adds.entry(shard).or_default().push((i, d, qfp));
+        }
+        for (shard, mut list) in adds {
+            while !list.is_empty() {
+                let rest = list.split_off(list.len().min(ADD_CHUNK));
+                let mut c = self.shard_call(&SCRIPTS.add, shard).arg(self.shards());
+                for (_, d, qfp) in &list {
+                    let (parent_ref, parent) = match &d.parent {
+                        Some((r, u)) => (Some(*r).filter(|r| r.fp != 0), Some(u.clone())),
+                        None => (None, None),
+                    };
+                    let value = codec::encode_pending(&PendingValue {
+                        url: d.url.clone(),
+                        host: *qfp,
+                        kind: d.kind,
+                        attempt: 0,
+                        retries: 0,
+                        parent,
+                        parent_ref,
+                        redirect_chain: d.redirect_chain.clone(),
+                    });
+                    c.push(member(url_fp(&d.url)));
+                    c.push(*qfp);
+                    c.push(if *qfp == RECORDS_HOST { "" } else { d.host.as_str() });
+                    c.push(d.depth);
+                    c.push(value);
+                }
+                calls.push(c);
+                plans.push(Plan::Add(list));
+                list = rest;
+            }
+        }
+
+        // Finished URLs, updates and records: per shard, fenced by the lease token.
+        let mut work: BTreeMap<u32, ShardWork> = BTreeMap::new();
+        let mut by_fp = HashMap::new();
+        for f in batch.finished {
+            let s = (f.key.seq % shards) as u32;
+            by_fp.insert(f.id.fp, s);
+            work.entry(s).or_default().finished.push(f);
+        }
+        for e in batch.updates {
+            let s = (e.seq % shards) as u32;
+            work.entry(s).or_default().updates.push(e);
+        }
+        for (seq, line) in batch.records {
+            self.next_record = self.next_record.max(seq + 1);
+            match self.record_shard(&line, &by_fp) {
+                Some(s) => work.entry(s).or_default().records.push((seq, line)),
+                None => out.fenced_records.push(seq),
+            }
+        }
+        for (s, w) in work {
+            let Some(token) = self.gate.token(s) else {
+                out.fenced.extend(w.finished.iter().map(|f| f.id));
+                out.fenced_records.extend(w.records.iter().map(|r| r.0));
+                out.fenced_shards.push(s);
+                continue;
+            };
+            let mut c = self
+                .shard_call(&SCRIPTS.apply, s)
+                .arg(&self.pid)
+                .arg(token)
+                .arg(w.finished.len())
+                .arg(w.updates.len())
+                .arg(w.records.len());
+            for f in &w.finished {
+                c.push(member(f.id.fp));
+                c.push(f.host);
+                c.push(if f.fetched_page { "1" } else { "0" });
+            }
+            for e in &w.updates {
+                c.push(member(e.id.fp));
+                c.push(codec::encode_pending(&PendingValue {
+                    url: e.url.clone(),
+                    host: e.host,
+                    kind: e.kind,
+                    attempt: e.attempt,
+                    retries: e.retries,
+                    parent: e.parent.clone(),
+                    parent_ref: e.parent_ref,
+                    redirect_chain: e.redirect_chain.clone(),
+                }));
+            }
+            for (seq, line) in &w.records {
+                c.push(*seq);
+                c.push(line.as_slice());
+            }
+            calls.push(c);
+            plans.push(Plan::Apply(s, token, w));
+        }
+
+        // Written: the checkpoint first, then the records it covers are acknowledged and deleted.
+        if let Some(cp) = batch.written {
+            calls.push(
+                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
+                    .arg("lines")
+                    .arg(cp.lines)
+                    .arg("bytes")
+                    .arg(cp.bytes),
+            );
+            plans.push(Plan::Written);
+            let upto: Vec<u64> = self.outstanding.range(..=cp.lines).map(|(k, _)| *k).collect();
+            let mut list = Vec::with_capacity(upto.len());
+            for k in upto {
+                if let Some(v) = self.outstanding.remove(&k) {
+                    list.push(v);
+                }
+            }
+            out.trimmed = list.len() as u64;
+            for c in self.ack_calls(list) {
+                calls.push(c);
+                plans.push(Plan::Written);
+            }
+        }
+
+        let replies = self.conn.run(&calls)?;
+        let mut added: Vec<(usize, Added)> = Vec::new();
+        for (plan, r) in plans.into_iter().zip(replies) {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            match plan {
+                Plan::Add(list) => {
+                    let seqs = reply::array(v, "add")?;
+                    for ((i, d, qfp), seq) in list.into_iter().zip(seqs) {
+                        let seq = reply::uint(&seq, "add")?;
+                        if seq == 0 {
+                            out.duplicates += 1;
+                            continue;
+                        }
+                        self.counters.known += 1;
+                        self.counters.pending += 1;
+                        let (parent_ref, parent) = match d.parent {
+                            Some((r, u)) => (Some(r).filter(|r| r.fp != 0), Some(u)),
+                            None => (None, None),
+                        };
+                        let id = UrlRef {
+                            fp: url_fp(&d.url),
+                            slot: 0,
+                        };
+                        added.push((
+                            i,
+                            Added {
+                                entry: Entry {
+                                    url: d.url,
+                                    depth: d.depth,
+                                    parent,
+                                    parent_ref,
+                                    attempt: 0,
+                                    retries: 0,
+                                    redirect_chain: d.redirect_chain,
+                                    seq,
+                                    kind: d.kind,
+                                    host: qfp,
+                                    id,
+                                    queued_at: None,
+                                },
+                                host: if qfp == RECORDS_HOST {
+                                    String::new()
+                                } else {
+                                    d.host
+                                },
+                            },
+                        ));
+                    }
+                }
+                Plan::Apply(s, token, w) => {
+                    let a = reply::array(v, "apply")?;
+                    let ok = a.first().map(|v| reply::int(v, "apply")).transpose()? == Some(1);
+                    if !ok {
+                        tracing::warn!(
+                            shard = s,
+                            finished = w.finished.len(),
+                            records = w.records.len(),
+                            "shard fenced: its lease was taken over, nothing of it applied"
+                        );
+                        self.gate.drop_shard(s, token);
+                        out.fenced.extend(w.finished.iter().map(|f| f.id));
+                        out.fenced_records.extend(w.records.iter().map(|r| r.0));
+                        out.fenced_shards.push(s);
+                        continue;
+                    }
+                    let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "apply"));
+                    let (done, pages) = (n(1)?, n(2)?);
+                    self.counters.done += done;
+                    self.counters.pending = self.counters.pending.saturating_sub(done);
+                    self.counters.pages_fetched += pages;
+                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(3)) {
+                        self.outstanding
+                            .insert(*seq, (s, reply::string(id, "stream id")?));
+                    }
+                }
+                Plan::Written => {}
+            }
+        }
+        added.sort_by_key(|(i, _)| *i);
+        out.added = added.into_iter().map(|(_, a)| a).collect();
+        out.counters = self.counters;
+        Ok(out)
+    }
+
+    fn next_urls(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        self.check_fatal()?;
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut min = after.map_or_else(|| "-inf".to_owned(), |k| format!("({}", score(k)));
+        if host == RECORDS_HOST {
+            let owned = self.gate.owned();
+            let count = max.min(PAGE);
+            let calls: Vec<Call> = owned
+                .iter()
+                .map(|&s| self.next_call(s, RECORDS_HOST, &min, count))
+                .collect();
+            let mut out = Vec::new();
+            for r in self.conn.run(&calls)? {
+                let v = r.map_err(|e| self.conn.error(&e))?;
+                out.extend(self.parse_entries(v, RECORDS_HOST)?);
+            }
+            out.sort_by_key(|e| (e.depth, e.seq));
+            out.truncate(count);
+            return Ok(out);
+        }
+        let shard = (host % u64::from(self.shards())) as u32;
+        let mut out = Vec::new();
+        while out.len() < max {
+            let count = (max - out.len()).min(PAGE);
+            let v = self
+                .conn
+                .call(&self.next_call(shard, host, &min, count))?;
+            let got = self.parse_entries(v, host)?;
+            let n = got.len();
+            if let Some(last) = got.last() {
+                min = format!("({}", score(last.key()));
+            }
+            out.extend(got);
+            if n < count {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
+        self.check_fatal()?;
+        let shard = self.shard_of_host(&url_host(url).unwrap_or_default());
+        let v = self
+            .conn
+            .call(&self.shard_call(&SCRIPTS.known, shard).arg(member(url_fp(url))))?;
+        Ok(reply::int(&v, "known")? == 1)
+    }
+
+    fn poll_shards(&mut self, next_record: u64) -> Result<ShardChanges, FrontierError> {
+        self.check_fatal()?;
+        let mut ch = ShardChanges::default();
+        let mut gained = Vec::new();
+        for s in 0..self.shards() {
+            let held = self.gate.token(s).is_some();
+            let told = self.reported[s as usize];
+            if held && !told {
+                gained.push(s);
+            } else if told && !held {
+                ch.lost.push(s);
+                self.reported[s as usize] = false;
+            }
+        }
+        for (s, hosts) in self.hosts_of(&gained)? {
+            self.reported[s as usize] = true;
+            ch.gained.push((s, hosts));
+        }
+        self.refresh_counters()?;
+        ch.counters = Some(self.counters);
+        ch.unacked = self.unacked;
+        let every = std::time::Duration::from_millis(self.settings.lease_ms / 2);
+        if self.last_claim.is_none_or(|t| t.elapsed() >= every) {
+            self.last_claim = Some(Instant::now());
+            let owned: Vec<(u32, u64)> = self
+                .gate
+                .owned()
+                .into_iter()
+                .filter_map(|s| self.gate.token(s).map(|t| (s, t)))
+                .collect();
+            let calls: Vec<Call> = owned
+                .iter()
+                .map(|&(s, token)| {
+                    self.shard_call(&SCRIPTS.claim, s)
+                        .arg(&self.pid)
+                        .arg(self.settings.lease_ms * 2)
+                        .arg(PAGE)
+                        .arg(token)
+                })
+                .collect();
+            let mut seq = next_record.max(self.next_record);
+            for (&(s, _), r) in owned.iter().zip(self.conn.run(&calls)?) {
+                let v = r.map_err(|e| self.conn.error(&e))?;
+                let mut it = reply::array(v, "claim")?.into_iter();
+                while let (Some(id), Some(line)) = (it.next(), it.next()) {
+                    let id = reply::string(id, "stream id")?;
+                    self.outstanding.insert(seq, (s, id));
+                    ch.taken_over.push((seq, reply::bytes(line, "record")?));
+                    seq += 1;
+                }
+            }
+            if !ch.taken_over.is_empty() {
+                tracing::info!(
+                    records = ch.taken_over.len(),
+                    "took over records of processes that stopped"
+                );
+            }
+            self.next_record = seq;
+        }
+        Ok(ch)
+    }
+
+    fn shard_gate(&self) -> Option<Arc<ShardGate>> {
+        Some(self.gate.clone())
+    }
+}
