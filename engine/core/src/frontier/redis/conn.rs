@@ -171,7 +171,7 @@ impl Conn {
         } else {
             let [url] = settings.urls.as_slice() else {
                 return Err(FrontierError::Redis {
-                    target,
+                    target: target.clone(),
                     detail: "exactly one URL is needed when cluster = false".into(),
                 });
             };

@@ -399,11 +399,12 @@ fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
         lease_ms: 1000,
         ..RedisSettings::default()
     };
-    let open = |dir: &Path| -> Box<dyn FrontierStore> {
+    let contract_base = base.clone();
+    let open = move |dir: &Path| -> Box<dyn FrontierStore> {
         let s = RedisSettings {
             crawl: crawl_of(dir),
             lease_ms: 15_000,
-            ..base.clone()
+            ..contract_base.clone()
         };
         Box::new(RedisFrontier::open(s, "p1").unwrap())
     };
