@@ -286,9 +286,8 @@ pub struct PendingValue {
 }
 
 pub fn encode_pending(v: &PendingValue) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        16 + v.url.len() + v.parent.as_ref().map_or(0, |p| p.len() + 10),
-    );
+    let mut out =
+        Vec::with_capacity(16 + v.url.len() + v.parent.as_ref().map_or(0, |p| p.len() + 10));
     out.push(v.kind.code());
     let mut flags = 0;
     if v.parent_ref.is_some() {

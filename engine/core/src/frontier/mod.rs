@@ -30,9 +30,9 @@ pub mod window;
 #[cfg(test)]
 mod contract;
 
+pub use self::redis::shards::ShardGate;
 pub use entry::{Entry, JobKind, QueueKey, UrlRef};
 pub use lock::{DirLock, LockError};
-pub use self::redis::shards::ShardGate;
 
 use crate::output::JsonlCheckpoint;
 

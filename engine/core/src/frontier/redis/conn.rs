@@ -26,7 +26,11 @@ pub fn redact(url: &str) -> String {
                 let secret = matches!(k.as_ref(), "pass" | "password");
                 (
                     k.into_owned(),
-                    if secret { "***".to_owned() } else { v.into_owned() },
+                    if secret {
+                        "***".to_owned()
+                    } else {
+                        v.into_owned()
+                    },
                 )
             })
             .collect();
@@ -144,7 +148,9 @@ pub struct Conn {
 
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("target", &self.target).finish()
+        f.debug_struct("Conn")
+            .field("target", &self.target)
+            .finish()
     }
 }
 
@@ -162,11 +168,12 @@ impl Conn {
             detail: scrub(&e.to_string(), &secrets),
         };
         let link = if settings.cluster {
-            let client = redis::cluster::ClusterClientBuilder::new(settings.urls.iter().map(String::as_str))
-                .connection_timeout(CONNECT_TIMEOUT)
-                .response_timeout(RESPONSE_TIMEOUT)
-                .build()
-                .map_err(fail)?;
+            let client =
+                redis::cluster::ClusterClientBuilder::new(settings.urls.iter().map(String::as_str))
+                    .connection_timeout(CONNECT_TIMEOUT)
+                    .response_timeout(RESPONSE_TIMEOUT)
+                    .build()
+                    .map_err(fail)?;
             Link::Cluster(Box::new(client.get_connection().map_err(fail)?))
         } else {
             let [url] = settings.urls.as_slice() else {
@@ -179,7 +186,8 @@ impl Conn {
             let conn = client
                 .get_connection_with_timeout(CONNECT_TIMEOUT)
                 .map_err(fail)?;
-            conn.set_read_timeout(Some(RESPONSE_TIMEOUT)).map_err(fail)?;
+            conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
+                .map_err(fail)?;
             conn.set_write_timeout(Some(RESPONSE_TIMEOUT))
                 .map_err(fail)?;
             Link::Single(conn)
@@ -333,7 +341,8 @@ pub mod reply {
     }
 
     pub fn string(v: Value, what: &str) -> Result<String, FrontierError> {
-        String::from_utf8(bytes(v, what)?).map_err(|_| FrontierError::Store(format!("{what}: not utf-8")))
+        String::from_utf8(bytes(v, what)?)
+            .map_err(|_| FrontierError::Store(format!("{what}: not utf-8")))
     }
 
     pub fn array(v: Value, what: &str) -> Result<Vec<Value>, FrontierError> {
@@ -370,6 +379,9 @@ mod tests {
     fn scrub_removes_every_secret_form() {
         let secrets = secrets_of(&["redis://:p%40ss@h:1".to_owned()]);
         assert!(secrets.contains(&"p@ss".to_owned()));
-        assert_eq!(scrub("auth p@ss failed (p%40ss)", &secrets), "auth *** failed (***)");
+        assert_eq!(
+            scrub("auth p@ss failed (p%40ss)", &secrets),
+            "auth *** failed (***)"
+        );
     }
 }

@@ -238,10 +238,7 @@ fn validate(s: &RedisSettings, pid: &str) -> Result<(), FrontierError> {
         ));
     }
     if s.shards == 0 || s.shards > 1 << 16 {
-        return bad(format!(
-            "redis: shards must be 1..=65536, not {}",
-            s.shards
-        ));
+        return bad(format!("redis: shards must be 1..=65536, not {}", s.shards));
     }
     if s.lease_ms < 100 {
         return bad(format!(
@@ -272,7 +269,9 @@ fn open_instance(
     )?;
     let mut a = reply::array(v, "instance")?.into_iter();
     let (Some(created), Some(value)) = (a.next(), a.next()) else {
-        return Err(FrontierError::Store("bad reply for the crawl instance".into()));
+        return Err(FrontierError::Store(
+            "bad reply for the crawl instance".into(),
+        ));
     };
     let created = reply::int(&created, "instance")? == 1;
     let value = reply::string(value, "instance")?;
@@ -465,7 +464,8 @@ impl RedisFrontier {
     /// This process's pending records in every shard.
     fn read_pel(&mut self) -> Result<Vec<PendingRecord>, FrontierError> {
         let mut out = Vec::new();
-        let mut todo: Vec<(u32, String)> = (0..self.shards()).map(|s| (s, "0".to_owned())).collect();
+        let mut todo: Vec<(u32, String)> =
+            (0..self.shards()).map(|s| (s, "0".to_owned())).collect();
         while !todo.is_empty() {
             let calls: Vec<Call> = todo
                 .iter()
@@ -572,11 +572,7 @@ impl RedisFrontier {
         self.gate.owned().first().copied()
     }
 
-    fn parse_entries(
-        &self,
-        v: Value,
-        queue_host: Fp,
-    ) -> Result<Vec<Entry>, FrontierError> {
+    fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
         let mut it = reply::array(v, "queue")?.into_iter();
         let mut out = Vec::new();
         while let (Some(m), Some(sc), Some(val)) = (it.next(), it.next(), it.next()) {
@@ -772,7 +768,11 @@ impl FrontierStore for RedisFrontier {
                     });
                     c.push(member(url_fp(&d.url)));
                     c.push(*qfp);
-                    c.push(if *qfp == RECORDS_HOST { "" } else { d.host.as_str() });
+                    c.push(if *qfp == RECORDS_HOST {
+                        ""
+                    } else {
+                        d.host.as_str()
+                    });
                     c.push(d.depth);
                     c.push(value);
                 }
@@ -851,7 +851,11 @@ impl FrontierStore for RedisFrontier {
                     .arg(cp.bytes),
             );
             plans.push(Plan::Written);
-            let upto: Vec<u64> = self.outstanding.range(..=cp.lines).map(|(k, _)| *k).collect();
+            let upto: Vec<u64> = self
+                .outstanding
+                .range(..=cp.lines)
+                .map(|(k, _)| *k)
+                .collect();
             let mut list = Vec::with_capacity(upto.len());
             for k in upto {
                 if let Some(v) = self.outstanding.remove(&k) {
@@ -980,9 +984,7 @@ impl FrontierStore for RedisFrontier {
         let mut out = Vec::new();
         while out.len() < max {
             let count = (max - out.len()).min(PAGE);
-            let v = self
-                .conn
-                .call(&self.next_call(shard, host, &min, count))?;
+            let v = self.conn.call(&self.next_call(shard, host, &min, count))?;
             let got = self.parse_entries(v, host)?;
             let n = got.len();
             if let Some(last) = got.last() {
@@ -999,9 +1001,11 @@ impl FrontierStore for RedisFrontier {
     fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
         self.check_fatal()?;
         let shard = self.shard_of_host(&url_host(url).unwrap_or_default());
-        let v = self
-            .conn
-            .call(&self.shard_call(&SCRIPTS.known, shard).arg(member(url_fp(url))))?;
+        let v = self.conn.call(
+            &self
+                .shard_call(&SCRIPTS.known, shard)
+                .arg(member(url_fp(url))),
+        )?;
         Ok(reply::int(&v, "known")? == 1)
     }
 

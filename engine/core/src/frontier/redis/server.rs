@@ -9,9 +9,8 @@ const SERVER: &str = "redis-server";
 const CLI: &str = "redis-cli";
 
 fn on_path(bin: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| d.join(bin).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(bin).is_file()))
 }
 
 /// True when the tests can run: the binaries are there. When they are missing a test skips with a message, except
@@ -22,7 +21,10 @@ pub fn require(bins: &[&str]) -> bool {
         return true;
     }
     if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{} not found on PATH (required under CI)", missing.join(", "));
+        panic!(
+            "{} not found on PATH (required under CI)",
+            missing.join(", ")
+        );
     }
     eprintln!("skipped: {} not found on PATH", missing.join(", "));
     false
@@ -91,7 +93,12 @@ fn wait_ready(url: &str, child: &mut Child) -> std::io::Result<()> {
         match ok {
             Ok(_) => return Ok(()),
             // A password-protected server answers, but refuses PING without the password: it is up.
-            Err(e) if e.kind() == redis::ErrorKind::AuthenticationFailed => return Ok(()),
+            Err(e)
+                if e.kind() == redis::ErrorKind::AuthenticationFailed
+                    || e.code() == Some("NOAUTH") =>
+            {
+                return Ok(());
+            }
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(std::io::Error::other(e.to_string())),
         }
@@ -105,9 +112,16 @@ impl RedisServer {
         let sock: PathBuf = dir.path().join("redis.sock");
         let mut args = base_args(dir.path());
         args.extend(
-            ["--port", "0", "--unixsocket", &sock.display().to_string(), "--unixsocketperm", "700"]
-                .iter()
-                .map(|s| s.to_string()),
+            [
+                "--port",
+                "0",
+                "--unixsocket",
+                &sock.display().to_string(),
+                "--unixsocketperm",
+                "700",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
         );
         args.extend(extra.iter().map(|s| s.to_string()));
         let password = extra
@@ -231,7 +245,7 @@ impl RedisCluster {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let ok = nodes.iter().all(|n| {
-                let info: String = n.query(&redis::cmd("CLUSTER").arg("INFO"));
+                let info: String = n.query(redis::cmd("CLUSTER").arg("INFO"));
                 info.contains("cluster_state:ok")
             });
             if ok {

@@ -111,7 +111,11 @@ impl ShardGate {
 
     /// The fencing token of a held shard.
     pub(crate) fn token(&self, shard: u32) -> Option<u64> {
-        let t = self.slots.get(shard as usize)?.token.load(Ordering::Acquire);
+        let t = self
+            .slots
+            .get(shard as usize)?
+            .token
+            .load(Ordering::Acquire);
         (t != 0).then_some(t)
     }
 
@@ -404,7 +408,11 @@ mod tests {
         g.hold(1, 7, clock::now_ms().saturating_sub(1));
         assert!(!g.may_start(5), "deadline passed");
         g.drop_shard(1, 6);
-        assert_eq!(g.token(1), Some(7), "an older token does not drop a newer lease");
+        assert_eq!(
+            g.token(1),
+            Some(7),
+            "an older token does not drop a newer lease"
+        );
         g.drop_shard(1, 7);
         assert_eq!(g.owned(), Vec::<u32>::new());
     }
