@@ -138,6 +138,9 @@ pub struct RedisFrontier {
     next_record: u64,
     jsonl_lines: Option<u64>,
     last_claim: Option<Instant>,
+    /// This run's id and commit counter: the nonce that makes a retried apply call harmless.
+    session: String,
+    commits: u64,
 }
 
 impl std::fmt::Debug for RedisFrontier {
@@ -369,6 +372,8 @@ impl RedisFrontier {
             next_record: 1,
             jsonl_lines: None,
             last_claim: None,
+            session: random_id(),
+            commits: 0,
             settings,
         })
     }
@@ -726,6 +731,8 @@ impl FrontierStore for RedisFrontier {
     fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         self.check_fatal()?;
         let shards = u64::from(self.shards());
+        self.commits += 1;
+        let nonce = format!("{}:{}", self.session, self.commits);
         let mut out = Committed::default();
         let mut calls = Vec::new();
         let mut plans = Vec::new();
@@ -814,7 +821,8 @@ impl FrontierStore for RedisFrontier {
                 .arg(token)
                 .arg(w.finished.len())
                 .arg(w.updates.len())
-                .arg(w.records.len());
+                .arg(w.records.len())
+                .arg(nonce.as_str());
             for f in &w.finished {
                 c.push(member(f.id.fp));
                 c.push(f.host);

@@ -436,3 +436,49 @@ fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
         .count();
     assert!(spread >= 2, "keys on {spread} node(s)");
 }
+
+#[test]
+fn an_apply_call_run_twice_applies_once() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::unix(&[]).unwrap();
+    let mut f = RedisFrontier::open(short(&srv.url, "twice", 4, 15_000), "a").unwrap();
+    f.recover().unwrap();
+    f.commit(Batch {
+        discovered: vec![disc("http://h/1", "h", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let e = f.next_urls(host_fp("h"), None, 1).unwrap().remove(0);
+    let s = (e.seq % 4) as u32;
+    let token = f.gate.token(s).unwrap();
+    let call = f
+        .shard_call(&SCRIPTS.apply, s)
+        .arg(&f.pid)
+        .arg(token)
+        .arg(1)
+        .arg(0)
+        .arg(1)
+        .arg("run:1")
+        .arg(member(e.id.fp))
+        .arg(e.host)
+        .arg("1")
+        .arg(1u64)
+        .arg(line("http://h/1"));
+    let read = |v: Value| -> Vec<String> {
+        conn::reply::array(v, "apply")
+            .unwrap()
+            .into_iter()
+            .map(|x| conn::reply::string(x, "apply").unwrap())
+            .collect()
+    };
+    let first = read(f.conn.call(&call).unwrap());
+    let second = read(f.conn.call(&call).unwrap());
+    assert_eq!(first.len(), 4, "{first:?}");
+    assert_eq!(first, second);
+    let len: u64 = srv.query(redis::cmd("XLEN").arg(f.keys.stream(s)));
+    assert_eq!(len, 1);
+    let done: u64 = srv.query(redis::cmd("HGET").arg(f.keys.meta(s)).arg("done"));
+    assert_eq!(done, 1);
+}
