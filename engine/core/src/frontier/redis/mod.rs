@@ -7,6 +7,9 @@
 //! committing process's pending entries; once the process has them in its own JSONL (fsynced) it acknowledges and
 //! deletes them. Records of a process that died before writing them are taken over by the shard's next owner.
 //!
+//! Dedup is exact at the 64-bit fingerprint level (not by comparing URLs like the embedded store): two URLs of one
+//! shard that share a fingerprint count as one. The odds are in [`seen`] (about n²/2^65 for n URLs in a shard).
+//!
 //! # Layout
 //! - `mod.rs`: the store ([`RedisFrontier`]) and its settings ([`RedisSettings`]);
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
