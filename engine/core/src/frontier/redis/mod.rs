@@ -11,10 +11,12 @@
 //! shard that share a fingerprint count as one. The odds are in [`seen`] (about n²/2^65 for n URLs in a shard).
 //!
 //! # Layout
-//! - `mod.rs`: the store ([`RedisFrontier`]) and its settings ([`RedisSettings`]);
+//! - `mod.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads (queues, hosts, counters);
+//! - `commit.rs`: a commit as one pipeline; `records.rs`: the records streams (pending entries after a restart,
+//!   acknowledgements, take-over); `instance.rs`: creating and checking the crawl's instance;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`ShardGate`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
-//!   `scripts.rs` and `lua/`: the scripts; `server.rs`: Redis servers for the tests.
+//! - `scripts.rs` and `lua/`: the scripts; `server.rs`: Redis servers for the tests; `tests.rs`.
 //!
 //! # Queue positions
 //! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number
@@ -33,8 +35,11 @@
 //! and are acknowledged.
 
 pub mod clock;
+mod commit;
 mod conn;
+mod instance;
 pub mod keys;
+mod records;
 mod scripts;
 pub mod seen;
 #[cfg(test)]
@@ -46,18 +51,18 @@ mod tests;
 pub use conn::redact;
 pub use shards::ShardGate;
 
-use super::codec::{self, PendingValue};
+use super::codec;
 use super::{
-    Added, Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, JobKind,
+    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, JobKind,
     QueueKey, RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
 };
-use crate::output::JsonlCheckpoint;
 use conn::{Call, Conn, reply};
+use instance::{open_instance, random_id, validate};
 use keys::{Keys, member, member_fp};
 use redis::Value;
 use scripts::SCRIPTS;
 use shards::{Control, Ownership};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -157,44 +162,6 @@ impl std::fmt::Debug for RedisFrontier {
     }
 }
 
-/// A record's pending stream entry.
-struct PendingRecord {
-    seq: u64,
-    shard: u32,
-    id: String,
-    line: Vec<u8>,
-}
-
-/// What one call of a commit was for.
-enum Plan {
-    Add(Vec<(usize, super::Discovered, Fp)>),
-    Apply(u32, u64, ShardWork),
-    /// The checkpoint, and the acknowledgements.
-    Written,
-}
-
-#[derive(Default)]
-struct ShardWork {
-    finished: Vec<super::Finished>,
-    updates: Vec<Entry>,
-    records: Vec<(u64, Vec<u8>)>,
-}
-
-fn random_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut a = std::collections::hash_map::RandomState::new().build_hasher();
-    a.write_u128(nanos);
-    a.write_u32(std::process::id());
-    let x = a.finish();
-    let mut b = std::collections::hash_map::RandomState::new().build_hasher();
-    b.write_u64(x);
-    format!("{x:016x}{:016x}", b.finish())
-}
-
 fn score(k: QueueKey) -> u64 {
     (u64::from(k.depth) << SCORE_SHIFT) | (k.seq & SEQ_MASK)
 }
@@ -221,109 +188,6 @@ fn url_host(url: &str) -> Option<String> {
     url::Url::parse(url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
-}
-
-/// The URL of a record line (JSON with a `url` field).
-fn record_url(line: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct R {
-        url: String,
-    }
-    serde_json::from_slice::<R>(line).ok().map(|r| r.url)
-}
-
-fn validate(s: &RedisSettings, pid: &str) -> Result<(), FrontierError> {
-    let bad = |m: String| Err(FrontierError::Store(m));
-    if s.urls.is_empty() {
-        return bad("redis: no URL configured".into());
-    }
-    if s.crawl.is_empty() || s.crawl.contains(['{', '}']) {
-        return bad(format!(
-            "redis: crawl name {:?} must be non-empty without braces",
-            s.crawl
-        ));
-    }
-    if s.shards == 0 || s.shards > 1 << 16 {
-        return bad(format!("redis: shards must be 1..=65536, not {}", s.shards));
-    }
-    if s.lease_ms < 100 {
-        return bad(format!(
-            "redis: lease_ms must be at least 100, not {}",
-            s.lease_ms
-        ));
-    }
-    if pid.is_empty() || pid.contains(char::is_whitespace) {
-        return bad(format!(
-            "redis: process id {pid:?} must be non-empty without spaces"
-        ));
-    }
-    Ok(())
-}
-
-/// Opens the crawl's instance: creates it (and every shard) when the namespace is new, finishes a creation another
-/// process left half done, and refuses a crawl made with another shard count. Returns (instance id, created).
-fn open_instance(
-    conn: &mut Conn,
-    keys: &Keys,
-    shards: u32,
-) -> Result<(String, bool), FrontierError> {
-    let id = format!("{}-s{shards}", random_id());
-    let v = conn.call(
-        &Call::new(&SCRIPTS.instance, keys.instance())
-            .arg("open")
-            .arg(&id),
-    )?;
-    let mut a = reply::array(v, "instance")?.into_iter();
-    let (Some(created), Some(value)) = (a.next(), a.next()) else {
-        return Err(FrontierError::Store(
-            "bad reply for the crawl instance".into(),
-        ));
-    };
-    let created = reply::int(&created, "instance")? == 1;
-    let value = reply::string(value, "instance")?;
-    let Some((state, inst)) = value.split_once(':') else {
-        return Err(FrontierError::Store(format!(
-            "the crawl's instance key holds {value:?}"
-        )));
-    };
-    let inst = inst.to_owned();
-    let made_with = inst
-        .rsplit_once("-s")
-        .and_then(|(_, n)| n.parse::<u32>().ok());
-    if made_with != Some(shards) {
-        return Err(FrontierError::Store(format!(
-            "the crawl was created with {} shards; this process is configured with {shards}",
-            made_with.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string())
-        )));
-    }
-    match state {
-        "ready" => {}
-        "creating" => {
-            let calls: Vec<Call> = (0..shards)
-                .map(|s| {
-                    Call::new(&SCRIPTS.shard_init, keys.meta(s))
-                        .arg(&inst)
-                        .arg(s)
-                })
-                .collect();
-            for r in conn.run(&calls)? {
-                if let Err(e) = r {
-                    return Err(conn.error(&e));
-                }
-            }
-            conn.call(
-                &Call::new(&SCRIPTS.instance, keys.instance())
-                    .arg("ready")
-                    .arg(&inst),
-            )?;
-        }
-        other => {
-            return Err(FrontierError::Store(format!(
-                "the crawl's instance is in an unknown state {other:?}"
-            )));
-        }
-    }
-    Ok((inst, created))
 }
 
 impl RedisFrontier {
@@ -467,117 +331,6 @@ impl RedisFrontier {
             out.push((s, hosts));
         }
         Ok(out)
-    }
-
-    /// This process's pending records in every shard.
-    fn read_pel(&mut self) -> Result<Vec<PendingRecord>, FrontierError> {
-        let mut out = Vec::new();
-        let mut todo: Vec<(u32, String)> =
-            (0..self.shards()).map(|s| (s, "0".to_owned())).collect();
-        while !todo.is_empty() {
-            let calls: Vec<Call> = todo
-                .iter()
-                .map(|(s, from)| {
-                    self.shard_call(&SCRIPTS.pel, *s)
-                        .arg(&self.pid)
-                        .arg(from.as_str())
-                        .arg(PAGE)
-                })
-                .collect();
-            let replies = self.conn.run(&calls)?;
-            let mut next = Vec::new();
-            for ((s, _), r) in todo.iter().zip(replies) {
-                let v = r.map_err(|e| self.conn.error(&e))?;
-                let mut it = reply::array(v, "pending records")?.into_iter();
-                let mut n = 0;
-                let mut last = None;
-                while let (Some(id), Some(seq), Some(line)) = (it.next(), it.next(), it.next()) {
-                    let id = reply::string(id, "stream id")?;
-                    let seq = reply::uint(&seq, "record seq")?;
-                    out.push(PendingRecord {
-                        seq,
-                        shard: *s,
-                        id: id.clone(),
-                        line: reply::bytes(line, "record")?,
-                    });
-                    last = Some(id);
-                    n += 1;
-                }
-                if n >= PAGE
-                    && let Some(last) = last
-                {
-                    next.push((*s, last));
-                }
-            }
-            todo = next;
-        }
-        Ok(out)
-    }
-
-    /// The JSONL checkpoint this process stored with its last commit that had one.
-    fn read_checkpoint(&mut self) -> Result<Option<JsonlCheckpoint>, FrontierError> {
-        let v = self
-            .conn
-            .cmd(redis::cmd("HGETALL").arg(self.keys.process(&self.pid)))?;
-        let mut lines = None;
-        let mut bytes = None;
-        let fields: Vec<(Value, Value)> = match v {
-            Value::Map(m) => m,
-            other => {
-                let mut it = reply::array(other, "process state")?.into_iter();
-                let mut pairs = Vec::new();
-                while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                    pairs.push((k, v));
-                }
-                pairs
-            }
-        };
-        for (k, v) in fields {
-            match reply::string(k, "field")?.as_str() {
-                "lines" => lines = Some(reply::uint(&v, "lines")?),
-                "bytes" => bytes = Some(reply::uint(&v, "bytes")?),
-                _ => {}
-            }
-        }
-        Ok(match (lines, bytes) {
-            (Some(lines), Some(bytes)) => Some(JsonlCheckpoint { lines, bytes }),
-            _ => None,
-        })
-    }
-
-    fn ack_calls(&self, list: Vec<(u32, String)>) -> Vec<Call> {
-        let mut by_shard: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-        for (s, id) in list {
-            by_shard.entry(s).or_default().push(id);
-        }
-        let mut calls = Vec::new();
-        for (s, ids) in by_shard {
-            for chunk in ids.chunks(PAGE) {
-                let mut c = Call::new(&SCRIPTS.ack, self.keys.stream(s));
-                for id in chunk {
-                    c.push(id.as_str());
-                }
-                calls.push(c);
-            }
-        }
-        calls
-    }
-
-    /// The shard a record goes to: its finished URL's, else its URL's host's when held, else any held shard.
-    fn record_shard(&self, line: &[u8], by_fp: &HashMap<Fp, u32>) -> Option<u32> {
-        let url = record_url(line);
-        if let Some(u) = &url {
-            if let Some(&s) = by_fp.get(&url_fp(u)) {
-                return Some(s);
-            }
-            if let Some(h) = url_host(u) {
-                let s = self.shard_of_host(&h);
-                if self.gate.token(s).is_some() {
-                    return Some(s);
-                }
-            }
-        }
-        self.gate.owned().first().copied()
     }
 
     fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
@@ -732,236 +485,7 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
-        self.check_fatal()?;
-        let shards = u64::from(self.shards());
-        self.commits += 1;
-        let nonce = format!("{}:{}", self.session, self.commits);
-        let mut out = Committed::default();
-        let mut calls = Vec::new();
-        let mut plans = Vec::new();
-
-        // Adds: every shard touched, no ownership needed.
-        let mut adds: BTreeMap<u32, Vec<(usize, super::Discovered, Fp)>> = BTreeMap::new();
-        for (i, d) in batch.discovered.into_iter().enumerate() {
-            if d.depth >= MAX_DEPTH {
-                return Err(FrontierError::Store(format!(
-                    "depth {} of {} is beyond what the redis store queues ({MAX_DEPTH})",
-                    d.depth, d.url
-                )));
-            }
-            let shard = self.shard_of_host(&dedup_host(&d));
-            let qfp = if d.kind == JobKind::Page {
-                host_fp(&d.host)
-            } else {
-                RECORDS_HOST
-            };
-            adds.entry(shard).or_default().push((i, d, qfp));
-        }
-        for (shard, mut list) in adds {
-            while !list.is_empty() {
-                let rest = list.split_off(list.len().min(ADD_CHUNK));
-                let mut c = self.shard_call(&SCRIPTS.add, shard).arg(self.shards());
-                for (_, d, qfp) in &list {
-                    let (parent_ref, parent) = match &d.parent {
-                        Some((r, u)) => (Some(*r).filter(|r| r.fp != 0), Some(u.clone())),
-                        None => (None, None),
-                    };
-                    let value = codec::encode_pending(&PendingValue {
-                        url: d.url.clone(),
-                        host: *qfp,
-                        kind: d.kind,
-                        attempt: 0,
-                        retries: 0,
-                        parent,
-                        parent_ref,
-                        redirect_chain: d.redirect_chain.clone(),
-                    });
-                    c.push(member(url_fp(&d.url)));
-                    c.push(*qfp);
-                    c.push(if *qfp == RECORDS_HOST {
-                        ""
-                    } else {
-                        d.host.as_str()
-                    });
-                    c.push(d.depth);
-                    c.push(value);
-                }
-                calls.push(c);
-                plans.push(Plan::Add(list));
-                list = rest;
-            }
-        }
-
-        // Finished URLs, updates and records: per shard, fenced by the lease token.
-        let mut work: BTreeMap<u32, ShardWork> = BTreeMap::new();
-        let mut by_fp = HashMap::new();
-        for f in batch.finished {
-            let s = (f.key.seq % shards) as u32;
-            by_fp.insert(f.id.fp, s);
-            work.entry(s).or_default().finished.push(f);
-        }
-        for e in batch.updates {
-            let s = (e.seq % shards) as u32;
-            work.entry(s).or_default().updates.push(e);
-        }
-        for (seq, line) in batch.records {
-            self.next_record = self.next_record.max(seq + 1);
-            match self.record_shard(&line, &by_fp) {
-                Some(s) => work.entry(s).or_default().records.push((seq, line)),
-                None => out.fenced_records.push(seq),
-            }
-        }
-        for (s, w) in work {
-            let Some(token) = self.gate.token(s) else {
-                out.fenced.extend(w.finished.iter().map(|f| f.id));
-                out.fenced_records.extend(w.records.iter().map(|r| r.0));
-                out.fenced_shards.push(s);
-                continue;
-            };
-            let mut c = self
-                .shard_call(&SCRIPTS.apply, s)
-                .arg(&self.pid)
-                .arg(token)
-                .arg(w.finished.len())
-                .arg(w.updates.len())
-                .arg(w.records.len())
-                .arg(nonce.as_str());
-            for f in &w.finished {
-                c.push(member(f.id.fp));
-                c.push(f.host);
-                c.push(if f.fetched_page { "1" } else { "0" });
-            }
-            for e in &w.updates {
-                c.push(member(e.id.fp));
-                c.push(codec::encode_pending(&PendingValue {
-                    url: e.url.clone(),
-                    host: e.host,
-                    kind: e.kind,
-                    attempt: e.attempt,
-                    retries: e.retries,
-                    parent: e.parent.clone(),
-                    parent_ref: e.parent_ref,
-                    redirect_chain: e.redirect_chain.clone(),
-                }));
-            }
-            for (seq, line) in &w.records {
-                c.push(*seq);
-                c.push(line.as_slice());
-            }
-            calls.push(c);
-            plans.push(Plan::Apply(s, token, w));
-        }
-
-        // Written: the checkpoint first, then the records it covers are acknowledged and deleted.
-        if let Some(cp) = batch.written {
-            calls.push(
-                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
-                    .arg("lines")
-                    .arg(cp.lines)
-                    .arg("bytes")
-                    .arg(cp.bytes),
-            );
-            plans.push(Plan::Written);
-            let upto: Vec<u64> = self
-                .outstanding
-                .range(..=cp.lines)
-                .map(|(k, _)| *k)
-                .collect();
-            let mut list = Vec::with_capacity(upto.len());
-            for k in upto {
-                if let Some(v) = self.outstanding.remove(&k) {
-                    list.push(v);
-                }
-            }
-            out.trimmed = list.len() as u64;
-            for c in self.ack_calls(list) {
-                calls.push(c);
-                plans.push(Plan::Written);
-            }
-        }
-
-        let replies = self.conn.run(&calls)?;
-        let mut added: Vec<(usize, Added)> = Vec::new();
-        for (plan, r) in plans.into_iter().zip(replies) {
-            let v = r.map_err(|e| self.conn.error(&e))?;
-            match plan {
-                Plan::Add(list) => {
-                    let seqs = reply::array(v, "add")?;
-                    for ((i, d, qfp), seq) in list.into_iter().zip(seqs) {
-                        let seq = reply::uint(&seq, "add")?;
-                        if seq == 0 {
-                            out.duplicates += 1;
-                            continue;
-                        }
-                        self.counters.known += 1;
-                        self.counters.pending += 1;
-                        let (parent_ref, parent) = match d.parent {
-                            Some((r, u)) => (Some(r).filter(|r| r.fp != 0), Some(u)),
-                            None => (None, None),
-                        };
-                        let id = UrlRef {
-                            fp: url_fp(&d.url),
-                            slot: 0,
-                        };
-                        added.push((
-                            i,
-                            Added {
-                                entry: Entry {
-                                    url: d.url,
-                                    depth: d.depth,
-                                    parent,
-                                    parent_ref,
-                                    attempt: 0,
-                                    retries: 0,
-                                    redirect_chain: d.redirect_chain,
-                                    seq,
-                                    kind: d.kind,
-                                    host: qfp,
-                                    id,
-                                    queued_at: None,
-                                },
-                                host: if qfp == RECORDS_HOST {
-                                    String::new()
-                                } else {
-                                    d.host
-                                },
-                            },
-                        ));
-                    }
-                }
-                Plan::Apply(s, token, w) => {
-                    let a = reply::array(v, "apply")?;
-                    let ok = a.first().map(|v| reply::int(v, "apply")).transpose()? == Some(1);
-                    if !ok {
-                        tracing::warn!(
-                            shard = s,
-                            finished = w.finished.len(),
-                            records = w.records.len(),
-                            "shard fenced: its lease was taken over, nothing of it applied"
-                        );
-                        self.gate.drop_shard(s, token);
-                        out.fenced.extend(w.finished.iter().map(|f| f.id));
-                        out.fenced_records.extend(w.records.iter().map(|r| r.0));
-                        out.fenced_shards.push(s);
-                        continue;
-                    }
-                    let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "apply"));
-                    let (done, pages) = (n(1)?, n(2)?);
-                    self.counters.done += done;
-                    self.counters.pending = self.counters.pending.saturating_sub(done);
-                    self.counters.pages_fetched += pages;
-                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(3)) {
-                        self.outstanding
-                            .insert(*seq, (s, reply::string(id, "stream id")?));
-                    }
-                }
-                Plan::Written => {}
-            }
-        }
-        added.sort_by_key(|(i, _)| *i);
-        out.added = added.into_iter().map(|(_, a)| a).collect();
-        out.counters = self.counters;
-        Ok(out)
+        self.commit_batch(batch)
     }
 
     fn next_urls(
@@ -1044,40 +568,7 @@ impl FrontierStore for RedisFrontier {
         let every = std::time::Duration::from_millis(self.settings.lease_ms / 2);
         if self.last_claim.is_none_or(|t| t.elapsed() >= every) {
             self.last_claim = Some(Instant::now());
-            let owned: Vec<(u32, u64)> = self
-                .gate
-                .owned()
-                .into_iter()
-                .filter_map(|s| self.gate.token(s).map(|t| (s, t)))
-                .collect();
-            let calls: Vec<Call> = owned
-                .iter()
-                .map(|&(s, token)| {
-                    self.shard_call(&SCRIPTS.claim, s)
-                        .arg(&self.pid)
-                        .arg(self.settings.lease_ms * 2)
-                        .arg(PAGE)
-                        .arg(token)
-                })
-                .collect();
-            let mut seq = next_record.max(self.next_record);
-            for (&(s, _), r) in owned.iter().zip(self.conn.run(&calls)?) {
-                let v = r.map_err(|e| self.conn.error(&e))?;
-                let mut it = reply::array(v, "claim")?.into_iter();
-                while let (Some(id), Some(line)) = (it.next(), it.next()) {
-                    let id = reply::string(id, "stream id")?;
-                    self.outstanding.insert(seq, (s, id));
-                    ch.taken_over.push((seq, reply::bytes(line, "record")?));
-                    seq += 1;
-                }
-            }
-            if !ch.taken_over.is_empty() {
-                tracing::info!(
-                    records = ch.taken_over.len(),
-                    "took over records of processes that stopped"
-                );
-            }
-            self.next_record = seq;
+            ch.taken_over = self.take_over(next_record)?;
         }
         Ok(ch)
     }

@@ -4,6 +4,7 @@ use super::server::{RedisCluster, RedisServer, require, require_server};
 use super::*;
 use crate::frontier::Finished;
 use crate::frontier::contract::{self, disc};
+use crate::output::JsonlCheckpoint;
 use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
