@@ -54,7 +54,7 @@ impl RedisFrontier {
         self.gate.owned().first().copied()
     }
 
-    /// [`FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes (fenced), then the
+    /// [`crate::frontier::FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes (fenced), then the
     /// checkpoint and acknowledgements, all as one pipeline (one request per call on a cluster).
     pub(super) fn commit_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         self.check_fatal()?;

@@ -5,7 +5,7 @@
 //! - `meta`: a hash: `inst` (the crawl instance sentinel), `fence` (fencing token counter), `owner`, `token`,
 //!   `exp` (lease expiry, Redis server time in ms), `known`, `pending`, `done`, `pages`, `seq` (queue order
 //!   counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]);
-//! - `urls`: a hash of pending URLs, member → binary entry ([`super::entry_codec`]);
+//! - `urls`: a hash of pending URLs, member → binary entry ([`crate::frontier::codec::PendingValue`]);
 //! - `q:<host fp>`: a sorted set per host queue (member = URL fingerprint, score = depth·2^33 + seq); the records
 //!   queue of the shard is `q:0`;
 //! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);

@@ -9,7 +9,7 @@
 //! token in the same script, so a process whose lease was taken over (paused, partitioned, suspended) can no longer
 //! change the shard: its writes are *fenced*.
 //!
-//! The [`Ownership`] loop runs on a thread of the store with a connection of its own: every `lease_ms / 3` it
+//! The ownership loop (`run`) runs on a thread of the store with a connection of its own: every `lease_ms / 3` it
 //! heartbeats, renews the leases it holds, takes the free or expired shards it should own, and gives up the shards
 //! a live peer should own once the caller said they are quiet ([`ShardGate::quiet`]). Local lease deadlines are
 //! measured on the boot clock ([`super::clock`]) from the moment *before* the request was sent, minus a margin, so
