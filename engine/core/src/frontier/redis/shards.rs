@@ -75,6 +75,11 @@ impl ShardGate {
         self.may_start_shard(self.shard_of(host_fp))
     }
 
+    /// [`Self::may_start`] for a stored entry (records-queue entries included: they live in every shard).
+    pub fn may_start_entry(&self, e: &crate::frontier::Entry) -> bool {
+        self.may_start_shard(self.shard_of_seq(e.seq))
+    }
+
     /// [`Self::may_start`] for a shard.
     pub fn may_start_shard(&self, shard: u32) -> bool {
         let Some(slot) = self.slots.get(shard as usize) else {
@@ -401,6 +406,9 @@ mod tests {
         assert!(g.may_start(5));
         assert_eq!(g.shard_of(5), 1);
         assert_eq!(g.shard_of_seq(9), 1);
+        let mut e = crate::frontier::Entry::page("http://r/", 0, None);
+        e.seq = 9;
+        assert!(g.may_start_entry(&e));
         g.slots[1].handoff.store(true, Ordering::Release);
         assert!(!g.may_start(5));
         assert_eq!(g.handoffs(), vec![1]);
