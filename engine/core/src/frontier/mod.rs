@@ -153,6 +153,9 @@ pub struct ShardChanges {
     pub gained: Vec<(u32, Vec<HostInfo>)>,
     /// Shards no longer held: their hosts' windows must be dropped and no new work started there.
     pub lost: Vec<u32>,
+    /// Hosts of shards held before this poll that got their first pending URL from any process since (their
+    /// pending counts now); may repeat hosts the caller knows.
+    pub hosts: Vec<HostInfo>,
     /// Counters summed over the whole crawl (None when the store did not read them this time).
     pub counters: Option<Counters>,
     /// Committed records of the whole crawl not yet acknowledged as written. The crawl is finished when

@@ -139,6 +139,9 @@ pub struct RedisFrontier {
     thread: Option<JoinHandle<()>>,
     /// Shards the caller was told it holds.
     reported: Vec<bool>,
+    /// Per shard: the hosts version read last, and the one the caller's hosts are as of.
+    host_versions: Vec<u64>,
+    hosts_known: Vec<u64>,
     /// Records committed (or taken over) by this process and not acknowledged: sequence → (shard, stream id).
     outstanding: BTreeMap<u64, (u32, String)>,
     counters: Counters,
@@ -225,6 +228,8 @@ impl RedisFrontier {
         );
         Ok(RedisFrontier {
             reported: vec![false; settings.shards as usize],
+            host_versions: vec![0; settings.shards as usize],
+            hosts_known: vec![0; settings.shards as usize],
             pid: process_id.to_owned(),
             keys,
             conn,
@@ -289,7 +294,7 @@ impl RedisFrontier {
             .collect();
         let mut c = Counters::default();
         let mut unacked = 0;
-        for r in self.conn.run(&calls)? {
+        for (s, r) in self.conn.run(&calls)?.into_iter().enumerate() {
             let v = r.map_err(|e| self.conn.error(&e))?;
             let a = reply::array(v, "stats")?;
             let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"));
@@ -298,6 +303,7 @@ impl RedisFrontier {
             c.done += n(2)?;
             c.pages_fetched += n(3)?;
             unacked += n(4)?;
+            self.host_versions[s] = n(5)?;
         }
         self.counters = c;
         self.unacked = unacked;
@@ -438,6 +444,7 @@ impl FrontierStore for RedisFrontier {
         };
         for (s, hosts) in self.hosts_of(&owned)? {
             self.reported[s as usize] = true;
+            self.hosts_known[s as usize] = self.host_versions[s as usize];
             for h in hosts {
                 if h.fp == RECORDS_HOST {
                     records.pending += h.pending;
@@ -558,13 +565,26 @@ impl FrontierStore for RedisFrontier {
                 self.reported[s as usize] = false;
             }
         }
-        for (s, hosts) in self.hosts_of(&gained)? {
-            self.reported[s as usize] = true;
-            ch.gained.push((s, hosts));
-        }
         self.refresh_counters()?;
         ch.counters = Some(self.counters);
         ch.unacked = self.unacked;
+        for (s, hosts) in self.hosts_of(&gained)? {
+            self.reported[s as usize] = true;
+            self.hosts_known[s as usize] = self.host_versions[s as usize];
+            ch.gained.push((s, hosts));
+        }
+        let changed: Vec<u32> = (0..self.shards())
+            .filter(|&s| {
+                let i = s as usize;
+                self.reported[i]
+                    && !gained.contains(&s)
+                    && self.host_versions[i] != self.hosts_known[i]
+            })
+            .collect();
+        for (s, hosts) in self.hosts_of(&changed)? {
+            self.hosts_known[s as usize] = self.host_versions[s as usize];
+            ch.hosts.extend(hosts);
+        }
         let every = std::time::Duration::from_millis(self.settings.lease_ms / 2);
         if self.last_claim.is_none_or(|t| t.elapsed() >= every) {
             self.last_claim = Some(Instant::now());

@@ -483,3 +483,41 @@ fn an_apply_call_run_twice_applies_once() {
     let done: u64 = srv.query(redis::cmd("HGET").arg(f.keys.meta(s)).arg("done"));
     assert_eq!(done, 1);
 }
+
+#[test]
+fn hosts_added_by_a_peer_reach_the_owner_at_its_next_poll() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::unix(&[]).unwrap();
+    let s = short(&srv.url, "peerhosts", 8, 15_000);
+    let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
+    a.recover().unwrap();
+    assert!(a.poll_shards(1).unwrap().hosts.is_empty());
+    // b holds nothing (a holds every shard and is not quiet), but may add anywhere
+    let mut b = RedisFrontier::open(s, "b").unwrap();
+    b.recover().unwrap();
+    assert!(b.shard_gate().unwrap().owned().is_empty());
+    let c = b
+        .commit(Batch {
+            discovered: vec![
+                disc("http://new/1", "new", 0),
+                disc("http://new/2", "new", 1),
+            ],
+            ..Batch::default()
+        })
+        .unwrap();
+    assert_eq!(c.added.len(), 2);
+    let ch = a.poll_shards(1).unwrap();
+    assert_eq!(
+        ch.hosts,
+        vec![HostInfo {
+            fp: host_fp("new"),
+            name: "new".into(),
+            pending: 2
+        }]
+    );
+    assert_eq!(ch.counters.unwrap().pending, 2);
+    assert!(a.poll_shards(1).unwrap().hosts.is_empty(), "reported once");
+    assert_eq!(a.next_urls(host_fp("new"), None, 10).unwrap().len(), 2);
+}

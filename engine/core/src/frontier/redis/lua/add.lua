@@ -22,6 +22,7 @@ for i = 4, #ARGV, 5 do
     redis.call('HSET', pfx .. 'urls', m, ARGV[i + 4])
     if redis.call('HINCRBY', pfx .. 'hosts', ARGV[i + 2], 1) == 1 then
       redis.call('HSET', pfx .. 'names', hfp, ARGV[i + 2])
+      redis.call('HINCRBY', meta, 'hostsv', 1)
     end
     added = added + 1
     out[#out + 1] = seq
