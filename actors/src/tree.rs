@@ -24,9 +24,10 @@ use crate::store::StoreActor;
 use crate::supervisor::error::TreeError;
 use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
 use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
-use crawl_core::config::Config;
+use crawl_core::config::{Config, FrontierBackend};
 use crawl_core::frontier::embedded::EmbeddedFrontier;
-use crawl_core::frontier::{FrontierError, FrontierStore};
+use crawl_core::frontier::redis::{RedisFrontier, RedisSettings};
+use crawl_core::frontier::{DirLock, FrontierError, FrontierStore, Resume, process_id};
 use crawl_core::output::JsonlWriter;
 use crawl_core::politeness::{HostQueues, PolitenessPolicy};
 use crawl_core::scope::ScopePolicy;
@@ -115,13 +116,50 @@ pub fn http_settings(config: &Config) -> HttpSettings {
     }
 }
 
+/// The frontier store the config names, recovered, and the JSONL opened where the store says it stands (the
+/// records it lacks are written by the caller).
+fn open_frontier(
+    config: &Config,
+) -> Result<(Box<dyn FrontierStore>, Resume, JsonlWriter), TreeError> {
+    match config.frontier.backend {
+        FrontierBackend::Embedded => {
+            let mut store = EmbeddedFrontier::open(&config.frontier.data_dir)?;
+            let mut recovered = store.recover()?;
+            // Only the JSONL's tail beyond the last checkpoint is read; a fresh frontier reads the file whole.
+            let writer = JsonlWriter::open_at(&config.output.jsonl, recovered.checkpoint)?;
+            if recovered.fresh {
+                store.set_next_record(writer.lines() + 1);
+                recovered.next_record = writer.lines() + 1;
+            }
+            Ok((Box::new(store), recovered, writer))
+        }
+        FrontierBackend::Redis => {
+            // This process's lock and identity are in data_dir; the frontier is in Redis.
+            let dir = &config.frontier.data_dir;
+            let lock = DirLock::acquire(dir).map_err(FrontierError::from)?;
+            let pid = process_id(dir).map_err(FrontierError::from)?;
+            let r = &config.frontier.redis;
+            let settings = RedisSettings {
+                urls: r.urls.iter().map(|u| u.expose().to_owned()).collect(),
+                cluster: r.cluster,
+                crawl: r.crawl.clone(),
+                shards: r.shards,
+                lease_ms: u64::try_from(r.lease.as_millis()).unwrap_or(u64::MAX),
+            };
+            let mut store = RedisFrontier::open(settings, &pid)?.with_lock(lock);
+            let checkpoint = store.checkpoint()?;
+            let writer = JsonlWriter::open_at(&config.output.jsonl, checkpoint)?;
+            store.set_jsonl_lines(writer.lines());
+            let recovered = store.recover()?;
+            Ok((Box::new(store), recovered, writer))
+        }
+    }
+}
+
 /// Starts the tree. Must run inside an actix `System`.
 pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree, TreeError> {
     let now = Instant::now();
-    let mut store = EmbeddedFrontier::open(&config.frontier.data_dir)?;
-    let mut recovered = store.recover()?;
-    // Only the JSONL's tail beyond the last checkpoint is read; a fresh frontier reads the file whole.
-    let mut writer = JsonlWriter::open_at(&config.output.jsonl, recovered.checkpoint)?;
+    let (store, mut recovered, mut writer) = open_frontier(config)?;
     let mut report = RecoveryReport {
         fresh: recovered.fresh,
         pending: recovered.counters.pending,
@@ -130,10 +168,6 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         repaired_bytes: writer.repaired_bytes(),
         rewritten: 0,
     };
-    if recovered.fresh {
-        store.set_next_record(writer.lines() + 1);
-        recovered.next_record = writer.lines() + 1;
-    }
     // Records committed before a crash but not in the file yet: write them now, exactly once.
     let outbox = std::mem::take(&mut recovered.outbox);
     let before = writer.lines();
@@ -183,13 +217,15 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         jsonl,
         now,
     );
+    if let Some(gate) = store.shard_gate() {
+        crawl = crawl.with_shards(gate);
+    }
     for seed in &config.crawl.seeds {
         crawl.add_seed(seed);
     }
     // The store moves to a thread of its own: commits and reads never block the scheduler. A panic there ends
     // the process (everything committed stays); the same command resumes.
     let (fatal_tx, fatal_rx) = crate::fatal::channel();
-    let store: Box<dyn FrontierStore> = Box::new(store);
     let store_cell = std::sync::Mutex::new(Some(store));
     let (store_faults, store_fatal) = (faults.clone(), fatal_tx.clone());
     let store_addr = SyncArbiter::start(1, move || {

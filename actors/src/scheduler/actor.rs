@@ -221,9 +221,9 @@ impl Scheduler {
                 .unwrap_or_else(|e| Err(crawl_core::frontier::FrontierError::Gone(e.to_string())));
             metrics().store_request("commit", sent.elapsed().as_secs_f64(), res.is_ok());
             if let Ok(c) = &res
-                && !c.fenced.is_empty()
+                && !c.fenced_records.is_empty()
             {
-                metrics().fenced(c.fenced.len() as u64);
+                metrics().fenced(c.fenced_records.len() as u64);
             }
             match act.crawl.commit_done(res, Instant::now()) {
                 Ok(lines) => act.write(lines, ctx),
@@ -244,6 +244,7 @@ impl Scheduler {
         self.polling = true;
         let fut = self.store.send(PollShards);
         let sent = Instant::now();
+        let token = self.crawl.poll_token();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             act.polling = false;
             let ok = matches!(res, Ok(Ok(_)));
@@ -251,8 +252,12 @@ impl Scheduler {
             match res {
                 Ok(Ok(changes)) => {
                     let (gained, lost) = (changes.gained.len() as u64, changes.lost.len() as u64);
-                    let owned = act.crawl.shards_changed(changes, Instant::now());
+                    let owned = act.crawl.shards_changed(changes, token, Instant::now());
                     metrics().shards(owned, gained, lost);
+                }
+                Ok(Err(e @ crawl_core::frontier::FrontierError::Lost(_))) => {
+                    tracing::error!(error = %e, "the crawl's data is gone from redis; stopping");
+                    act.fatal(e.to_string());
                 }
                 Ok(Err(e)) => tracing::warn!(error = %e, "shard poll failed; retrying"),
                 Err(e) => tracing::warn!(error = %e, "store unavailable for the shard poll"),

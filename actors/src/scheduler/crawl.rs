@@ -113,6 +113,13 @@ pub struct Crawl {
     shard_blocked: HashSet<HostId>,
     /// Shards being handed over to a peer (their hosts detached).
     handing: HashSet<u32>,
+    /// Records of the whole crawl committed and not yet written anywhere, as of the last shard poll (None before
+    /// the first): a shared crawl is not over while one may still have to be written.
+    unacked: Option<u64>,
+    /// Commits completed so far, and how many had completed when the shard poll whose counters the crawl holds
+    /// was sent: a shared crawl is declared over only on counters read after its own last commit.
+    commits_done: u64,
+    counters_after: Option<u64>,
     /// Records carry a crawl-wide `record_id` (a crawl shared by many processes).
     record_ids: bool,
 }
@@ -167,6 +174,9 @@ impl Crawl {
             shards: None,
             shard_blocked: HashSet::new(),
             handing: HashSet::new(),
+            unacked: None,
+            commits_done: 0,
+            counters_after: None,
             record_ids: false,
         }
     }
@@ -182,8 +192,14 @@ impl Crawl {
     /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
     /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
     /// start nothing more (their requests in flight finish, and their commits are refused by the store).
-    /// Returns how many shards this process owns now.
-    pub fn shards_changed(&mut self, changes: ShardChanges, now: Instant) -> u64 {
+    /// What to give [`shards_changed`](Self::shards_changed) with the answer of a shard poll sent now.
+    pub fn poll_token(&self) -> u64 {
+        self.commits_done
+    }
+
+    /// Returns how many shards this process owns now. `token` is [`poll_token`](Self::poll_token) as of when the
+    /// poll was sent.
+    pub fn shards_changed(&mut self, changes: ShardChanges, token: u64, now: Instant) -> u64 {
         let Some(gate) = self.shards.clone() else {
             return 0;
         };
@@ -229,9 +245,25 @@ impl Crawl {
             self.shard_blocked.remove(&h);
             self.queues.unblock(h, now);
         }
+        for info in changes.hosts {
+            if info.fp == RECORDS_HOST {
+                if !self.excluded.has_more() {
+                    self.excluded = Window::unloaded();
+                }
+            } else if gate.owns(gate.shard_of(info.fp))
+                && !self.handing.contains(&gate.shard_of(info.fp))
+            {
+                let h = self.queues.resume_host(&info.name, now);
+                if !self.shard_blocked.contains(&h) {
+                    self.queues.unblock(h, now);
+                }
+            }
+        }
         if let Some(c) = changes.counters {
             self.counters = c;
             self.stats.known = c.known;
+            self.unacked = Some(changes.unacked);
+            self.counters_after = Some(token);
         }
         gate.owned_count() as u64
     }
@@ -700,8 +732,12 @@ impl Crawl {
             }
         };
         self.stats.commits += 1;
-        self.counters = committed.counters;
-        self.stats.known = committed.counters.known;
+        self.commits_done += 1;
+        if self.shards.is_none() {
+            // A shared store's commit counters are this process's view only; the shard polls bring the crawl's.
+            self.counters = committed.counters;
+            self.stats.known = committed.counters.known;
+        }
         tracing::trace!(
             added = committed.added.len(),
             duplicates = committed.duplicates,
@@ -730,16 +766,16 @@ impl Crawl {
                 self.queues.offer(h, entry, now);
             }
         }
-        if !committed.fenced.is_empty() {
+        if !committed.fenced_records.is_empty() {
             tracing::warn!(
-                records = committed.fenced.len(),
+                records = committed.fenced_records.len(),
                 "commit refused for shards now owned by another process; their urls stay pending there"
             );
         }
-        let renumbered = !committed.fenced.is_empty() || !committed.extra.is_empty();
+        let renumbered = !committed.fenced_records.is_empty() || !committed.extra.is_empty();
         let lines = self.records.committed(
             in_flight.started.unwrap_or(now),
-            &committed.fenced,
+            &committed.fenced_records,
             committed.extra,
         );
         if renumbered {
@@ -821,7 +857,14 @@ impl Crawl {
         if self.limit_reached() {
             return Some(FinishReason::LimitReached);
         }
-        if self.counters.pending == 0 && self.queues.queued() == 0 && self.refills_out == 0 {
+        // A shared crawl: counters read after this process's last commit say nothing is pending or unwritten.
+        let written_everywhere = self.shards.is_none()
+            || (self.unacked == Some(0) && self.counters_after == Some(self.commits_done));
+        if self.counters.pending == 0
+            && self.queues.queued() == 0
+            && self.refills_out == 0
+            && written_everywhere
+        {
             return Some(FinishReason::Completed);
         }
         None

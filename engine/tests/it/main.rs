@@ -15,6 +15,9 @@
 //!   promtool, exemplars.
 //! - `reload` (200-209): SIGHUP applies politeness and the user agent live, rejects invalid files and restart-only
 //!   keys, coalesces bursts.
+//! - `distributed` (210-229): three processes on one crawl through a Redis the test starts: exactly once after the
+//!   merge, kill -9, SIGSTOP past the lease (fencing), Redis restarted from its AOF or empty, politeness across
+//!   processes.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 
@@ -25,6 +28,7 @@ mod cli;
 mod crash;
 mod crash_wide;
 mod crawl;
+mod distributed;
 mod faults;
 mod observe;
 mod proxy;

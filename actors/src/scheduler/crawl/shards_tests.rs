@@ -128,7 +128,8 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
 
     // The other shard comes to us: its host is read from the store and waits its delay (100 ms) first.
     gate.owned.lock().unwrap().insert(shard(&b));
-    h.crawl.shards_changed(gained(shard(&b), &[&b]), h.at(10));
+    h.crawl
+        .shards_changed(gained(shard(&b), &[&b]), h.crawl.poll_token(), h.at(10));
     let early: Vec<String> = h.lease(20).0.iter().map(|j| j.entry.url.clone()).collect();
     assert!(!early.iter().any(|u| u.contains(&b)), "{early:?}");
     let later = h.lease(200).0;
@@ -146,7 +147,8 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
     let none = h.lease(400).0;
     assert!(!none.iter().any(|j| j.entry.url.contains(&a)), "{none:?}");
     gate.expired.lock().unwrap().clear();
-    h.crawl.shards_changed(ShardChanges::default(), h.at(500));
+    h.crawl
+        .shards_changed(ShardChanges::default(), h.crawl.poll_token(), h.at(500));
     let again = h.lease(600).0;
     assert!(
         again.iter().any(|j| j.entry.url.contains(&a)),
@@ -162,7 +164,8 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
         .filter(|j| j.entry.url.contains(&b))
         .collect();
     gate.handoff.lock().unwrap().insert(shard(&b));
-    h.crawl.shards_changed(ShardChanges::default(), h.at(900));
+    h.crawl
+        .shards_changed(ShardChanges::default(), h.crawl.poll_token(), h.at(900));
     let out_b = bs.iter().any(|j| h.crawl.leases.url_of(j.id).is_some());
     assert_eq!(
         gate.quiet.lock().unwrap().contains(&shard(&b)),
@@ -177,7 +180,8 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
         h.done(j, ok(Vec::new()), 950);
     }
     h.commit();
-    h.crawl.shards_changed(ShardChanges::default(), h.at(1000));
+    h.crawl
+        .shards_changed(ShardChanges::default(), h.crawl.poll_token(), h.at(1000));
     assert!(gate.quiet.lock().unwrap().contains(&shard(&b)));
     let none_b = h.lease(1500).0;
     assert!(
@@ -192,6 +196,7 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
             lost: vec![shard(&a)],
             ..ShardChanges::default()
         },
+        0,
         h.at(700),
     );
     let after: Vec<String> = h

@@ -1,7 +1,7 @@
-//! The compact binary encoding of the embedded store's values: LEB128 varints, fixed 8-byte fingerprints, and
+//! The compact binary encoding of the stores' values: LEB128 varints, fixed 8-byte fingerprints, and
 //! length-prefixed strings. A decoder never panics: short or malformed input is an error.
 
-use super::{JobKind, UrlRef};
+use super::{Fp, JobKind, UrlRef};
 
 /// Why a value could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -268,6 +268,90 @@ pub fn decode_host(buf: &[u8]) -> Result<(u64, String), DecodeError> {
     Ok((pending, name.to_owned()))
 }
 
+const PENDING_PARENT_REF: u8 = 0x01;
+const PENDING_PARENT_URL: u8 = 0x02;
+
+/// A pending URL as a store shared by many processes keeps it in one value: everything but its queue position
+/// (depth and discovery order live in the queue's score), the parent URL inline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PendingValue {
+    pub url: String,
+    pub host: Fp,
+    pub kind: JobKind,
+    pub attempt: u32,
+    pub retries: u32,
+    pub parent: Option<String>,
+    pub parent_ref: Option<UrlRef>,
+    pub redirect_chain: Vec<String>,
+}
+
+pub fn encode_pending(v: &PendingValue) -> Vec<u8> {
+    let mut out =
+        Vec::with_capacity(16 + v.url.len() + v.parent.as_ref().map_or(0, |p| p.len() + 10));
+    out.push(v.kind.code());
+    let mut flags = 0;
+    if v.parent_ref.is_some() {
+        flags |= PENDING_PARENT_REF;
+    }
+    if v.parent.is_some() {
+        flags |= PENDING_PARENT_URL;
+    }
+    out.push(flags);
+    out.extend_from_slice(&v.host.to_le_bytes());
+    put_varint(&mut out, u64::from(v.attempt));
+    put_varint(&mut out, u64::from(v.retries));
+    put_str(&mut out, &v.url);
+    if let Some(r) = v.parent_ref {
+        put_ref(&mut out, r);
+    }
+    if let Some(p) = &v.parent {
+        put_str(&mut out, p);
+    }
+    put_varint(&mut out, v.redirect_chain.len() as u64);
+    for u in &v.redirect_chain {
+        put_str(&mut out, u);
+    }
+    out
+}
+
+pub fn decode_pending(buf: &[u8]) -> Result<PendingValue, DecodeError> {
+    let mut r = Reader::new(buf);
+    let kind = JobKind::from_code(r.u8()?).ok_or(DecodeError("unknown kind"))?;
+    let flags = r.u8()?;
+    let host = r.u64_fixed()?;
+    let attempt = r.u32()?;
+    let retries = r.u32()?;
+    let url = r.str()?.to_owned();
+    let parent_ref = if flags & PENDING_PARENT_REF != 0 {
+        Some(read_ref(&mut r)?)
+    } else {
+        None
+    };
+    let parent = if flags & PENDING_PARENT_URL != 0 {
+        Some(r.str()?.to_owned())
+    } else {
+        None
+    };
+    let n = r.varint()?;
+    let mut redirect_chain = Vec::new();
+    for _ in 0..n {
+        redirect_chain.push(r.str()?.to_owned());
+    }
+    if !r.is_empty() {
+        return Err(DecodeError("trailing bytes"));
+    }
+    Ok(PendingValue {
+        url,
+        host,
+        kind,
+        attempt,
+        retries,
+        parent,
+        parent_ref,
+        redirect_chain,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +388,30 @@ mod tests {
     }
 
     #[test]
+    fn pending_round_trip() {
+        let v = PendingValue {
+            url: "http://a/x".into(),
+            host: 77,
+            kind: JobKind::Page,
+            attempt: 1,
+            retries: 3,
+            parent: Some("http://a/".into()),
+            parent_ref: Some(UrlRef { fp: 9, slot: 0 }),
+            redirect_chain: vec!["http://a/old".into()],
+        };
+        assert_eq!(decode_pending(&encode_pending(&v)).unwrap(), v);
+        let bare = PendingValue {
+            url: "http://b/".into(),
+            kind: JobKind::OutOfScope,
+            ..PendingValue::default()
+        };
+        let b = encode_pending(&bare);
+        assert_eq!(b.len(), 1 + 1 + 8 + 1 + 1 + 1 + 9 + 1);
+        assert_eq!(decode_pending(&b).unwrap(), bare);
+        assert!(decode_pending(&b[..b.len() - 1]).is_err());
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         for len in 0..40 {
             let junk: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
@@ -311,6 +419,7 @@ mod tests {
             let _ = UrlSlots::decode(&junk);
             let _ = find_slot(&junk, "x");
             let _ = decode_host(&junk);
+            let _ = decode_pending(&junk);
         }
         assert!(decode_queued(&[1, 2, 3]).is_err());
     }

@@ -24,6 +24,7 @@ pub mod embedded;
 mod entry;
 mod lock;
 mod recent;
+pub mod redis;
 pub mod window;
 
 #[cfg(test)]
@@ -135,11 +136,15 @@ pub struct Committed {
     /// Outbox records trimmed.
     pub trimmed: u64,
     pub counters: Counters,
-    /// Sequence numbers of the batch's records that were refused because their URL's shard has another owner now
-    /// (a distributed store's fencing). Their finished URLs stay pending for the new owner. The records that were
+    /// Finished URLs that were not applied because this process no longer holds their shard (a store shared by
+    /// many processes; the shard's new owner does them again). Never set by the embedded store.
+    pub fenced: Vec<UrlRef>,
+    /// Sequence numbers of the batch's records that were not committed for the same reason. The records that were
     /// kept take the lowest sequence numbers in order, then `extra`: the caller numbers them that way.
-    pub fenced: Vec<u64>,
-    /// Committed records of a process that died before writing them, handed to this one to write (after the
+    pub fenced_records: Vec<u64>,
+    /// The shards refused (they are no longer this process's).
+    pub fenced_shards: Vec<u32>,
+    /// Committed records of processes that died before writing them, handed to this one to write (after the
     /// batch's own records).
     pub extra: Vec<Vec<u8>>,
 }
@@ -149,8 +154,8 @@ pub struct Committed {
 pub trait ShardGate: Send + Sync + std::fmt::Debug {
     /// The shard a host (by fingerprint) belongs to.
     fn shard_of(&self, host: Fp) -> u32;
-    /// True while this process owns the host's shard and its lease has not run out on the local clock: only then
-    /// may a request to the host start.
+    /// True while this process owns the host's shard, its lease has not run out on the local clock and the shard
+    /// is not being handed over: only then may a request to the host start.
     fn may_start(&self, host: Fp) -> bool;
     /// True while this process owns the shard (its lease may be about to be renewed).
     fn owns(&self, shard: u32) -> bool;
@@ -163,15 +168,21 @@ pub trait ShardGate: Send + Sync + std::fmt::Debug {
     fn quiet(&self, shard: u32);
 }
 
-/// Shard ownership news from a distributed store (see [`FrontierStore::poll_shards`]).
+/// Changes in the shards this process works on (a store shared by many processes; see [`ShardGate`]).
 #[derive(Debug, Default)]
 pub struct ShardChanges {
-    /// Shards taken: the hosts of each with pending URLs (the records queue among them for its shard).
+    /// Shards taken since the last poll, with their hosts that have pending URLs (the records queue's part of a
+    /// shard appears as host [`RECORDS_HOST`]).
     pub gained: Vec<(u32, Vec<HostInfo>)>,
-    /// Shards given up or lost: their hosts must not start requests any more.
+    /// Shards no longer held: their hosts' windows must be dropped and no new work started there.
     pub lost: Vec<u32>,
-    /// The counters of the whole crawl; `pending` also counts records committed and not yet written anywhere.
+    /// Hosts that appeared (added by any process) in shards already held.
+    pub hosts: Vec<HostInfo>,
+    /// Counters summed over the whole crawl (None when the store did not read them this time).
     pub counters: Option<Counters>,
+    /// Committed records of the whole crawl not yet acknowledged as written: the crawl is finished when no URL is
+    /// pending and this is 0.
+    pub unacked: u64,
 }
 
 /// A host with URLs in the store.
@@ -216,6 +227,12 @@ pub enum FrontierError {
     Corrupt { what: String, detail: String },
     #[error("frontier store is gone: {0}")]
     Gone(String),
+    /// A Redis request failed; `target` is the redacted URL(s), `detail` has every password scrubbed.
+    #[error("redis {target}: {detail}")]
+    Redis { target: String, detail: String },
+    /// The crawl's data in Redis is gone (flushed, evicted, or a server restarted without persistence).
+    #[error("redis lost the crawl's data: {0}")]
+    Lost(String),
 }
 
 impl From<redb::Error> for FrontierError {
@@ -264,12 +281,12 @@ pub trait FrontierStore: Send {
     fn idle_work(&mut self) -> bool {
         false
     }
-    /// Shard ownership changes since the last call, for a store shared by many processes. A store that owns every
-    /// host (the embedded one) has none.
+    /// Shards gained and lost since the last call, hosts new in held shards and crawl-wide counters, for a store
+    /// shared by many processes. A store used by one process owns everything: nothing ever changes.
     fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
         Ok(ShardChanges::default())
     }
-    /// The gate that says which hosts this process may crawl; None when it may crawl every host.
+    /// The gate telling which hosts this process may crawl; None for a store that is not shared.
     fn shard_gate(&self) -> Option<std::sync::Arc<dyn ShardGate>> {
         None
     }

@@ -1,0 +1,56 @@
+//! The Lua scripts, one per operation. Every shard script starts with the same prologue (`lua/shard.lua`: the
+//! sentinel check), and those that touch the seen set include the dedup layout (`lua/seen.lua`). Scripts are sent
+//! with EVALSHA and loaded again when the server answers NOSCRIPT.
+
+use redis::Script;
+use std::sync::LazyLock;
+
+macro_rules! shard_script {
+    ($($file:literal),+) => {
+        concat!(include_str!("lua/shard.lua"), $(include_str!($file)),+)
+    };
+}
+
+/// All scripts, compiled (hashed) once.
+pub struct Scripts {
+    pub add: Script,
+    pub apply: Script,
+    pub next: Script,
+    pub known: Script,
+    /// Marks URLs seen without queueing them (measures the dedup layout alone).
+    #[cfg(test)]
+    pub mark: Script,
+    pub stats: Script,
+    pub hosts: Script,
+    pub acquire: Script,
+    pub renew: Script,
+    pub release: Script,
+    pub claim: Script,
+    pub pel: Script,
+    pub ack: Script,
+    pub shard_init: Script,
+    pub instance: Script,
+    pub heartbeat: Script,
+    pub hset: Script,
+}
+
+pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    add: Script::new(shard_script!("lua/seen.lua", "lua/add.lua")),
+    apply: Script::new(shard_script!("lua/apply.lua")),
+    next: Script::new(shard_script!("lua/next.lua")),
+    known: Script::new(shard_script!("lua/seen.lua", "lua/known.lua")),
+    #[cfg(test)]
+    mark: Script::new(shard_script!("lua/seen.lua", "lua/mark.lua")),
+    stats: Script::new(shard_script!("lua/stats.lua")),
+    hosts: Script::new(shard_script!("lua/hosts.lua")),
+    acquire: Script::new(shard_script!("lua/acquire.lua")),
+    renew: Script::new(shard_script!("lua/renew.lua")),
+    release: Script::new(shard_script!("lua/release.lua")),
+    claim: Script::new(shard_script!("lua/claim.lua")),
+    pel: Script::new(shard_script!("lua/pel.lua")),
+    ack: Script::new(include_str!("lua/ack.lua")),
+    shard_init: Script::new(include_str!("lua/shard_init.lua")),
+    instance: Script::new(include_str!("lua/instance.lua")),
+    heartbeat: Script::new(include_str!("lua/heartbeat.lua")),
+    hset: Script::new(include_str!("lua/hset.lua")),
+});

@@ -1,0 +1,349 @@
+//! One crawl shared by several processes through Redis (`[frontier] backend = "redis"`): each test starts its own
+//! `redis-server` (a unix socket in a temporary directory, never the machine's Redis), the site and three
+//! `crawl-engine` processes with their own data_dir and JSONL, then merges the files with `crawl-engine merge` and
+//! checks every expected URL is there exactly once with the right record: with all processes running to the end,
+//! with one killed (`kill -9`) at random moments and restarted or not, with one paused past its lease (SIGSTOP)
+//! whose late writes must be refused, and across a Redis restart. Politeness holds across processes: the gaps
+//! between requests to one host stay at least `min_delay_ms`.
+//!
+//! Hosts use 127.0.0.210..=229 (this file's range).
+
+use crate::ENGINE;
+use crawl_core::record::{Outcome, Reason, Record};
+use crawl_tests::engine::{RunResult, TestCrawl, read_records, signal, wait_with_deadline};
+use crawl_tests::redis::{self, Options, RedisServer};
+use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+const HOSTS: usize = 4;
+const PAGES: usize = 60;
+const MIN_DELAY_MS: u64 = 20;
+const LEASE_MS: u64 = 1000;
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// What the record of an expected URL must say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Ok,
+    Redirect,
+    NotFound,
+    Robots,
+}
+
+struct Cluster {
+    site: Site,
+    redis: RedisServer,
+    crawls: Vec<TestCrawl>,
+    want: BTreeMap<String, Want>,
+}
+
+fn overrides(url: &str, crawl: &str) -> String {
+    format!(
+        "[crawl]\nmax_depth = 1000\n\
+         [politeness]\nper_host_concurrency = 1\nmin_delay_ms = {MIN_DELAY_MS}\n\
+         [fetch]\nconcurrency = 8\n\
+         [frontier]\nbackend = \"redis\"\ncommit_interval_ms = 20\n\
+         [frontier.redis]\nurls = [\"{url}\"]\ncrawl = \"{crawl}\"\nshards = 16\nlease_ms = {LEASE_MS}\n"
+    )
+}
+
+async fn cluster(first_octet: u8, processes: usize, redis_opts: Options) -> Cluster {
+    let spec = SiteSpec {
+        hosts: HOSTS,
+        pages_per_host: PAGES,
+        first_octet,
+        orphans: 1,
+        page_bytes: 800,
+        ..SiteSpec::default()
+    };
+    let site = Site::builder(spec).start().await.expect("start site");
+    let exp = site.expected_from(ExpectOptions::default(), &(0..HOSTS).collect::<Vec<_>>());
+    let mut want = BTreeMap::new();
+    for (urls, w) in [
+        (exp.fetched_ok, Want::Ok),
+        (exp.redirects.into_keys().collect(), Want::Redirect),
+        (exp.not_found, Want::NotFound),
+        (exp.robots_excluded, Want::Robots),
+    ] {
+        want.extend(urls.into_iter().map(|u| (u, w)));
+    }
+    let redis = RedisServer::with(redis_opts);
+    let crawls = (0..processes)
+        .map(|_| TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides(&redis.url(), "t")))
+        .collect();
+    Cluster {
+        site,
+        redis,
+        crawls,
+        want,
+    }
+}
+
+fn spawn_all(c: &Cluster) -> Vec<Child> {
+    c.crawls.iter().map(TestCrawl::spawn).collect()
+}
+
+fn wait_all(children: Vec<Child>) -> Vec<RunResult> {
+    children
+        .into_iter()
+        .map(|ch| wait_with_deadline(ch, DEADLINE))
+        .collect()
+}
+
+/// `crawl-engine merge` over every process's JSONL; returns the merged records.
+fn merge(c: &Cluster) -> Vec<Record> {
+    let out = c.crawls[0].dir.path().join("merged.jsonl");
+    let files: Vec<PathBuf> = c.crawls.iter().map(|t| t.jsonl.clone()).collect();
+    let res = wait_with_deadline(
+        std::process::Command::new(ENGINE)
+            .arg("merge")
+            .arg("-o")
+            .arg(&out)
+            .args(&files)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn merge"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(res.code(), Some(0), "merge: {res:?}");
+    read_records(&out)
+}
+
+/// Every expected URL exactly once with the right record; nothing unexpected.
+fn assert_exactly_once(c: &Cluster, records: &[Record], label: &str) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        *seen.entry(r.url.as_str()).or_default() += 1;
+        assert!(r.record_id.is_some(), "{label}: no record_id: {r:?}");
+    }
+    let dups: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        dups.is_empty(),
+        "{label}: URLs twice after the merge: {dups:?}"
+    );
+    let missing: Vec<&String> = c
+        .want
+        .keys()
+        .filter(|u| !seen.contains_key(u.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{label}: {} of {} URLs missing: {missing:?}",
+        missing.len(),
+        c.want.len()
+    );
+    for r in records {
+        let Some(w) = c.want.get(&r.url) else {
+            panic!("{label}: unexpected record {r:?}");
+        };
+        let ok = match w {
+            Want::Ok => r.outcome == Outcome::Fetched && r.status == Some(200),
+            Want::Redirect => r.outcome == Outcome::Fetched && r.status == Some(301),
+            Want::NotFound => r.outcome == Outcome::Fetched && r.status == Some(404),
+            Want::Robots => r.outcome == Outcome::Excluded && r.reason == Some(Reason::Robots),
+        };
+        assert!(ok, "{label}: wrong record for {w:?}: {r:?}");
+    }
+}
+
+/// No page was requested twice more than `slack` times in all, no disallowed path was requested, and the gaps
+/// between the starts of requests to one host are at least `min_delay_ms` (across all processes).
+fn assert_polite(c: &Cluster, label: &str, refetch_slack: usize) {
+    let reqs = c.site.requests();
+    let mut by_url: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &reqs {
+        if r.method == "GET"
+            && r.path_only() != "/robots.txt"
+            && !r.path_only().starts_with("/sitemap")
+        {
+            *by_url.entry(c.site.url(r.host, &r.path)).or_default() += 1;
+        }
+        assert!(
+            !c.want
+                .get(&c.site.url(r.host, &r.path))
+                .is_some_and(|w| *w == Want::Robots),
+            "{label}: a disallowed URL was requested: {}",
+            r.path
+        );
+    }
+    let refetched: usize = by_url.values().map(|n| n - 1).sum();
+    assert!(
+        refetched <= refetch_slack,
+        "{label}: {refetched} re-fetches (at most {refetch_slack}): {:?}",
+        by_url.iter().filter(|(_, n)| **n > 1).collect::<Vec<_>>()
+    );
+    for h in 0..HOSTS {
+        let gap = c.site.min_inter_arrival(h).expect("several requests");
+        assert!(
+            gap >= Duration::from_millis(MIN_DELAY_MS),
+            "{label}: host {h}: two requests {gap:?} apart"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
+    if !redis::require("distributed crawl", false) {
+        return;
+    }
+    let c = cluster(210, 3, Options::default()).await;
+    let results = tokio::task::spawn_blocking({
+        let children = spawn_all(&c);
+        move || wait_all(children)
+    })
+    .await
+    .expect("join");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
+        assert!(r.stdout.contains("completed"), "process {i}: {}", r.stdout);
+    }
+    let per_process: Vec<usize> = c.crawls.iter().map(|t| t.records().len()).collect();
+    assert!(
+        per_process.iter().filter(|n| **n > 0).count() >= 2,
+        "the work was shared: {per_process:?}\n{}\n{}",
+        results[0].stderr,
+        results[1].stderr
+    );
+    let records = merge(&c);
+    assert_exactly_once(&c, &records, "three processes");
+    assert_polite(&c, "three processes", 0);
+
+    // The crawl is finished for everyone: a fourth process started later exits at once with nothing to do.
+    let late = TestCrawl::new(
+        ENGINE,
+        &c.site.all_seed_urls(),
+        &overrides(&c.redis.url(), "t"),
+    );
+    let r = tokio::task::spawn_blocking(move || {
+        let r = late.run(DEADLINE);
+        (r, late.records().len())
+    })
+    .await
+    .expect("join");
+    assert_eq!(r.0.code(), Some(0), "{}", r.0.stderr);
+    assert_eq!(r.1, 0, "nothing left to record");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_process_loses_nothing_and_its_shards_are_taken_over() {
+    if !redis::require("distributed kill -9", false) {
+        return;
+    }
+    // Five runs, each killing one process at another moment; in odd runs it is started again.
+    for run in 0..5u64 {
+        let c = cluster(214 + run as u8, 3, Options::default()).await;
+        let mut children = spawn_all(&c);
+        let victim = (run as usize) % 3;
+        let wait = Duration::from_millis(150 + 170 * run);
+        tokio::time::sleep(wait).await;
+        let _ = children[victim].kill();
+        let _ = children[victim].wait();
+        let killed_at = Instant::now();
+        if run % 2 == 1 {
+            children[victim] = c.crawls[victim].spawn();
+        }
+        let results = tokio::task::spawn_blocking(move || wait_all(children))
+            .await
+            .expect("join");
+        for (i, r) in results.iter().enumerate() {
+            if i == victim && run % 2 == 0 {
+                continue;
+            }
+            assert_eq!(r.code(), Some(0), "run {run} process {i}: {}", r.stderr);
+        }
+        let took = killed_at.elapsed();
+        let label = format!("run {run} (kill after {wait:?}, took {took:?} more)");
+        let records = merge(&c);
+        assert_exactly_once(&c, &records, &label);
+        // What the killed process had in flight may be fetched again, nothing more.
+        assert_polite(&c, &label, 8);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_paused_past_its_lease_cannot_commit() {
+    if !redis::require("distributed SIGSTOP", false) {
+        return;
+    }
+    let c = cluster(220, 2, Options::default()).await;
+    let children = spawn_all(&c);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    signal(&children[0], "STOP");
+    // Well past the lease: the other process takes every shard over and goes on.
+    tokio::time::sleep(Duration::from_millis(3 * LEASE_MS)).await;
+    signal(&children[0], "CONT");
+    let results = tokio::task::spawn_blocking(move || wait_all(children))
+        .await
+        .expect("join");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
+    }
+    let records = merge(&c);
+    assert_exactly_once(&c, &records, "paused");
+    assert!(
+        results[0].stderr.contains("refused") || results[0].stderr.contains("shards lost"),
+        "the paused process noticed: {}",
+        results[0].stderr
+    );
+    assert_polite(&c, "paused", 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_every_process_exits_1()
+ {
+    if !redis::require("distributed redis restart", false) {
+        return;
+    }
+    let mut c = cluster(
+        224,
+        2,
+        Options {
+            aof: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let children = spawn_all(&c);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    c.redis.kill();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    c.redis.restart();
+    let results = tokio::task::spawn_blocking(move || wait_all(children))
+        .await
+        .expect("join");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
+    }
+    let records = merge(&c);
+    assert_exactly_once(&c, &records, "aof restart");
+
+    // A crawl whose Redis comes back empty is never declared finished.
+    let mut c = cluster(
+        228,
+        2,
+        Options {
+            aof: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let children = spawn_all(&c);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    c.redis.restart_empty();
+    let results = tokio::task::spawn_blocking(move || wait_all(children))
+        .await
+        .expect("join");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.code(), Some(1), "process {i}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("lost the crawl"),
+            "process {i} says why: {}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("completed"), "{}", r.stdout);
+    }
+}
