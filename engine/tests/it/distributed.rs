@@ -347,3 +347,44 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
         assert!(!r.stdout.contains("completed"), "{}", r.stdout);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_kill() {
+    if !redis::require("distributed crawl on a redis cluster", true) {
+        return;
+    }
+    let cluster_nodes = tokio::task::spawn_blocking(|| redis::RedisCluster::start(3))
+        .await
+        .expect("join");
+    let urls = cluster_nodes
+        .urls()
+        .iter()
+        .map(|u| format!("\"{u}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let c = cluster(229, 3, Options::default()).await;
+    let over = |crawl: &str| {
+        overrides("redis://unused", crawl).replace(
+            "urls = [\"redis://unused\"]",
+            &format!("urls = [{urls}]\ncluster = true"),
+        )
+    };
+    for t in &c.crawls {
+        t.rewrite(&over("c"));
+    }
+    let mut children = spawn_all(&c);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let _ = children[1].kill();
+    let _ = children[1].wait();
+    children[1] = c.crawls[1].spawn();
+    let results = tokio::task::spawn_blocking(move || wait_all(children))
+        .await
+        .expect("join");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
+    }
+    let records = merge(&c);
+    assert_exactly_once(&c, &records, "cluster");
+    assert_polite(&c, "cluster", 8);
+    drop(cluster_nodes);
+}

@@ -9,6 +9,8 @@ use std::time::Duration;
 /// How long a connection attempt and a reply may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the store's requests wait for Redis to come back before the crawl stops with an error.
+pub const MAX_OUTAGE: Duration = Duration::from_secs(600);
 
 /// A Redis URL with its password (userinfo or `pass=` query parameter) replaced by `***`. Anything that cannot
 /// be parsed as a URL is not shown at all.
@@ -140,6 +142,8 @@ enum Link {
 /// A connection to the crawl's Redis: one server, or a cluster (MOVED/ASK handled by the client).
 pub struct Conn {
     link: Link,
+    /// Retry through an outage (the store's connection); the lease thread's connection fails fast instead.
+    retry: bool,
     /// The redacted URLs, for error texts.
     target: String,
     secrets: Vec<String>,
@@ -194,15 +198,25 @@ impl Conn {
         };
         Ok(Conn {
             link,
+            retry: false,
             target,
             secrets,
             settings: settings.clone(),
         })
     }
 
-    /// A new connection to the same place.
+    /// A new connection to the same place (failing fast).
     pub fn reopen(&self) -> Result<Conn, FrontierError> {
         Conn::open(&self.settings)
+    }
+
+    /// Makes every request of this connection ride out an outage: a broken connection, or a server that answers
+    /// `LOADING` (reading its append-only file), `TRYAGAIN`, `CLUSTERDOWN` or `MASTERDOWN`, is retried on a fresh
+    /// connection with capped backoff for up to [`MAX_OUTAGE`]. Every script is idempotent, so a request that
+    /// reached Redis before the connection broke may run again.
+    pub fn retrying(mut self) -> Conn {
+        self.retry = true;
+        self
     }
 
     /// The redacted URLs.
@@ -236,8 +250,60 @@ impl Conn {
     }
 
     /// Runs calls, in order: one pipeline on a single server, one request per call on a cluster. A failure of the
-    /// connection fails them all; a server error fails only its call.
+    /// connection fails them all (after the outage retries of a [`retrying`](Self::retrying) connection); a server
+    /// error fails only its call.
     pub fn run(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
+        if !self.retry {
+            return self.run_once(calls);
+        }
+        let mut outage: Option<(std::time::Instant, String)> = None;
+        let mut delay = Duration::from_millis(50);
+        loop {
+            let failure = match self.run_once(calls) {
+                Ok(replies) => match replies
+                    .iter()
+                    .find_map(|r| r.as_ref().err().filter(|e| busy(e)))
+                {
+                    None => {
+                        if let Some((since, _)) = outage {
+                            tracing::info!(
+                                target_url = %self.target,
+                                outage_ms = since.elapsed().as_millis() as u64,
+                                "redis reachable again"
+                            );
+                        }
+                        return Ok(replies);
+                    }
+                    Some(e) => self.error(e),
+                },
+                Err(e @ FrontierError::Lost(_)) => return Err(e),
+                Err(e) => e,
+            };
+            let since = match &outage {
+                Some((since, _)) => *since,
+                None => {
+                    tracing::warn!(
+                        target_url = %self.target,
+                        error = %failure,
+                        "redis unreachable; retrying until it is back"
+                    );
+                    let now = std::time::Instant::now();
+                    outage = Some((now, failure.to_string()));
+                    now
+                }
+            };
+            if since.elapsed() >= MAX_OUTAGE {
+                return Err(failure);
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_secs(2));
+            if let Ok(c) = Conn::open(&self.settings) {
+                self.link = c.link;
+            }
+        }
+    }
+
+    fn run_once(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
         if calls.is_empty() {
             return Ok(Vec::new());
         }
@@ -300,6 +366,14 @@ impl Conn {
         };
         r.map_err(|e| self.error(&e))
     }
+}
+
+/// A server that cannot answer now but will (loading its data, a cluster reconfiguring).
+fn busy(e: &RedisError) -> bool {
+    matches!(
+        e.code(),
+        Some("LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "BUSY")
+    )
 }
 
 fn is_server_error(e: &RedisError) -> bool {

@@ -238,7 +238,7 @@ impl RedisFrontier {
             hosts_known: vec![0; settings.shards as usize],
             pid: process_id.to_owned(),
             keys,
-            conn,
+            conn: conn.retrying(),
             inst,
             fresh,
             gate,
