@@ -85,6 +85,8 @@ pub enum WarcError {
     },
     #[error("warc checkpoint {file}: {detail}")]
     CheckpointMismatch { file: String, detail: String },
+    #[error("warc directory busy: {path} is locked by another writer with this prefix and host")]
+    Busy { path: String },
     #[error("warc config: {0}")]
     Config(String),
     #[error("warc field not writable: {0}")]

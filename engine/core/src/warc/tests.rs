@@ -1025,9 +1025,19 @@ fn config_is_validated() {
     let mut c = config(dir.path());
     c.timestamp = FileTimestamp::Fixed("20261203054000".to_string());
     c.first_serial = 41;
-    let w = WarcWriter::open(c, None).unwrap();
+    let w = WarcWriter::open(c.clone(), None).unwrap();
     assert_eq!(
         w.current_file(),
         "crawl-20261203054000-00041-testhost.warc.gz"
     );
+    // A second writer with the same prefix and host is kept out while the first lives.
+    assert!(matches!(
+        WarcWriter::open(c.clone(), None),
+        Err(WarcError::Busy { .. })
+    ));
+    let mut other = c.clone();
+    other.prefix = "crawl2".to_string();
+    WarcWriter::open(other, None).unwrap();
+    drop(w);
+    WarcWriter::open(c, None).unwrap();
 }

@@ -194,10 +194,13 @@ pub struct WarcWriter {
     dir_dirty: bool,
     failed: bool,
     report: OpenReport,
+    /// Holds an exclusive lock on `PREFIX-HOST.warc.lock` in the directory while the writer lives.
+    _lock: File,
 }
 
 impl WarcWriter {
-    /// Opens the archive in `cfg.dir`.
+    /// Opens the archive in `cfg.dir`. One writer per directory, prefix and host: a second one is refused with
+    /// [`WarcError::Busy`] while the first lives (give concurrent writers distinct prefixes).
     ///
     /// With a checkpoint: the named file must exist and hold at least `bytes` bytes; it is cut to that length
     /// (dropping records appended but never synced, and any torn member) and appends continue in it. This
@@ -237,6 +240,7 @@ impl WarcWriter {
         };
         let dir = cfg.dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+        let lock = lock_dir(&dir, &naming)?;
         let mut files: Vec<(u32, String)> = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
             let entry = entry.map_err(|e| io_err(&dir, e))?;
@@ -341,6 +345,7 @@ impl WarcWriter {
             dir_dirty,
             failed: false,
             report,
+            _lock: lock,
         };
         if w.cur.len == 0 {
             w.write_warcinfo()?;
@@ -600,6 +605,35 @@ fn check_name_part(what: &str, s: &str) -> Result<(), WarcError> {
     }
 }
 
+/// Takes the lock that keeps a second writer with the same prefix and host out of the directory (it would
+/// reuse serials, and its open could remove this writer's newer files).
+fn lock_dir(dir: &Path, naming: &Naming) -> Result<File, WarcError> {
+    let path = dir.join(format!("{}-{}.warc.lock", naming.prefix, naming.host));
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_err(&path, e))?;
+    // A lock just released can still look held for a moment: a child process forked by another thread shares
+    // the lock's open file until it execs. Retry briefly before calling the directory busy.
+    for attempt in 0..LOCK_ATTEMPTS {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if attempt + 1 < LOCK_ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => break,
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path, e)),
+        }
+    }
+    Err(WarcError::Busy {
+        path: path.display().to_string(),
+    })
+}
+
+const LOCK_ATTEMPTS: u32 = 50;
+
 /// Creates the file of `serial` (it must not exist yet); the caller writes its warcinfo record.
 fn create_file(
     dir: &Path,
@@ -657,7 +691,12 @@ pub fn machine_hostname() -> String {
             }
         })
         .collect();
-    clean.trim_start_matches('.').to_string()
+    let clean = clean.trim_start_matches('.');
+    if clean.is_empty() {
+        "localhost".to_string()
+    } else {
+        clean.to_string()
+    }
 }
 
 /// The length of the file's prefix made of whole members that each hold one whole WARC record, and how many
