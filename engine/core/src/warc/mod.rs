@@ -51,13 +51,15 @@
 //! - [`digest`]: SHA-1 and base32 labels.
 //! - [`capture`]: captures, revisits and metadata, and how each becomes records.
 //! - [`dedup`]: the bounded payload table for revisits.
-//! - [`writer`]: files, naming, rotation, sync, checkpoints and repair.
+//! - [`writer`]: files, rotation, sync, checkpoints and repair; `naming` holds the file names, the host name
+//!   and the directory lock.
 //! - [`reader`]: walks a file's gzip members.
 
 pub mod capture;
 pub mod dedup;
 pub mod digest;
 pub mod http;
+mod naming;
 pub mod reader;
 pub mod record;
 pub mod writer;
@@ -69,6 +71,7 @@ pub use capture::{Capture, Metadata, Revisit, RevisitTarget};
 pub use dedup::PayloadDedup;
 pub use digest::{Digest, Sha1};
 pub use http::{HttpHeaders, HttpVersion, RequestHead, ResponseHead};
+pub use naming::machine_hostname;
 pub use record::{RecordId, RecordType, Truncation};
 pub use writer::{
     CaptureWritten, DEFAULT_MAX_BYTES, FileTimestamp, OpenReport, RecordLocation, WarcCheckpoint,
