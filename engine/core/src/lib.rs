@@ -11,6 +11,7 @@
 //! - [`output`]: the JSONL file (torn-line repair, line counting, appends).
 //! - [`netaddr`]: which IP addresses are public.
 //! - [`retry_after`]: Retry-After header parsing.
+//! - [`warc`]: the WARC 1.1 archive (records, rotating `.warc.gz` files, checkpoints, torn-tail repair).
 
 pub mod backoff;
 pub mod canon;
@@ -23,3 +24,4 @@ pub mod record;
 pub mod retry_after;
 pub mod robots;
 pub mod scope;
+pub mod warc;

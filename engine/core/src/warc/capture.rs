@@ -1,0 +1,284 @@
+//! What the crawler archives for a URL, and how each becomes records: a request/response pair, a revisit of a
+//! payload already archived, and the metadata record with a page's outlinks.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::time::SystemTime;
+
+use super::WarcError;
+use super::digest::{Digest, Sha1};
+use super::http::{RequestHead, ResponseHead};
+use super::record::{RecordId, RecordType, Truncation, WarcFields, strip_userinfo};
+
+/// `Content-Type` of a response (and revisit) block.
+pub const HTTP_RESPONSE: &str = "application/http;msgtype=response";
+/// `Content-Type` of a request block.
+pub const HTTP_REQUEST: &str = "application/http;msgtype=request";
+/// `Content-Type` of warcinfo and metadata blocks.
+pub const WARC_FIELDS: &str = "application/warc-fields";
+/// `WARC-Profile` of the revisits written here.
+pub const IDENTICAL_PAYLOAD_PROFILE: &str =
+    "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+
+/// One fetch of a URL (a page, robots.txt or a sitemap alike).
+#[derive(Debug, Clone, Copy)]
+pub struct Capture<'a> {
+    /// The URL fetched; its userinfo is removed before it is written.
+    pub url: &'a str,
+    /// When the fetch began.
+    pub date: SystemTime,
+    /// The server's address, when known (not when a proxy resolved the name).
+    pub ip: Option<IpAddr>,
+    /// The request sent; `None` writes the response alone.
+    pub request: Option<&'a RequestHead>,
+    pub response: &'a ResponseHead,
+    /// The entity body as received: transfer coding removed, content coding (gzip, br, zstd, ...) kept.
+    pub body: &'a [u8],
+    /// Set when `body` stops short of what the server sent (e.g. at the crawler's size limit).
+    pub truncated: Option<Truncation>,
+}
+
+/// A capture whose payload is identical to one already archived: written as a `revisit` record with the
+/// response's headers only.
+#[derive(Debug, Clone, Copy)]
+pub struct Revisit<'a> {
+    pub url: &'a str,
+    pub date: SystemTime,
+    pub ip: Option<IpAddr>,
+    pub request: Option<&'a RequestHead>,
+    pub response: &'a ResponseHead,
+    /// The record that holds the payload.
+    pub original: &'a RevisitTarget,
+}
+
+/// Where a payload was first archived: what a revisit refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisitTarget {
+    pub record_id: RecordId,
+    /// `WARC-Target-URI` of that record.
+    pub target_uri: String,
+    /// `WARC-Date` of that record, as written.
+    pub date: String,
+    pub payload_digest: Digest,
+}
+
+/// A page's metadata: its outlinks (one `outlink: URL` line each, Heritrix style) and further named fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Metadata<'a> {
+    pub url: &'a str,
+    pub date: SystemTime,
+    /// The response (or revisit) record the metadata describes: `WARC-Concurrent-To` and `WARC-Refers-To`.
+    pub about: &'a RecordId,
+    /// Outlinks; userinfo is removed, and a link holding whitespace or control characters is left out.
+    pub outlinks: &'a [String],
+    /// Further `name: value` lines after the outlinks.
+    pub fields: &'a [(String, String)],
+}
+
+/// A record serialised into its own gzip member, not yet written to a file.
+#[derive(Debug)]
+pub(super) struct Encoded {
+    pub id: RecordId,
+    pub kind: RecordType,
+    pub date: String,
+    pub payload_digest: Option<Digest>,
+    pub member: Vec<u8>,
+}
+
+/// Serialises `fields` + `Content-Type`, digests and `Content-Length` + the block (given in parts) into one gzip
+/// member. `payload` is the block's payload (digested for `WARC-Payload-Digest`) when the record has one.
+pub(super) fn encode(
+    kind: RecordType,
+    id: RecordId,
+    mut fields: WarcFields,
+    content_type: &str,
+    block: &[&[u8]],
+    payload_digest: Option<Digest>,
+    level: u32,
+) -> Result<Encoded, WarcError> {
+    let mut h = Sha1::new();
+    let mut len = 0u64;
+    for part in block {
+        h.update(part);
+        len += part.len() as u64;
+    }
+    fields.push("Content-Type", content_type)?;
+    fields.push("WARC-Block-Digest", h.finish().label())?;
+    if let Some(d) = payload_digest {
+        fields.push("WARC-Payload-Digest", d.label())?;
+    }
+    let date = fields.get("WARC-Date").unwrap_or_default().to_string();
+    let head = fields.encode(len);
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(((head.len() as u64 + len) / 3) as usize + 64),
+        flate2::Compression::new(level),
+    );
+    let io = WarcError::Encode;
+    gz.write_all(&head).map_err(io)?;
+    for part in block {
+        gz.write_all(part).map_err(io)?;
+    }
+    gz.write_all(b"\r\n\r\n").map_err(io)?;
+    let member = gz.finish().map_err(io)?;
+    Ok(Encoded {
+        id,
+        kind,
+        date,
+        payload_digest,
+        member,
+    })
+}
+
+fn common_fields(
+    kind: RecordType,
+    id: &RecordId,
+    date: SystemTime,
+    url: &str,
+    ip: Option<IpAddr>,
+    protocol: Option<&str>,
+) -> Result<WarcFields, WarcError> {
+    let mut f = WarcFields::new(kind, id, date);
+    f.push_uri("WARC-Target-URI", url)?;
+    if let Some(ip) = ip {
+        f.push("WARC-IP-Address", ip.to_string())?;
+    }
+    if let Some(p) = protocol {
+        f.push("WARC-Protocol", p)?;
+    }
+    Ok(f)
+}
+
+/// The request record of a pair, linked to `response_id`.
+fn encode_request(
+    req: &RequestHead,
+    id: RecordId,
+    response_id: &RecordId,
+    url: &str,
+    date: SystemTime,
+    ip: Option<IpAddr>,
+    level: u32,
+) -> Result<Encoded, WarcError> {
+    let protocol = req.version().warc_protocol();
+    let mut f = common_fields(RecordType::Request, &id, date, url, ip, protocol)?;
+    f.push("WARC-Concurrent-To", response_id.as_str())?;
+    let head = req.to_bytes()?;
+    // A GET has no body: the payload is empty.
+    encode(
+        RecordType::Request,
+        id,
+        f,
+        HTTP_REQUEST,
+        &[&head],
+        Some(Sha1::of(b"")),
+        level,
+    )
+}
+
+/// The response record (and request record, when given) of a capture, response first as Heritrix writes them.
+pub(super) fn encode_capture(
+    c: &Capture<'_>,
+    payload_digest: Digest,
+    level: u32,
+) -> Result<Vec<Encoded>, WarcError> {
+    let id = RecordId::random()?;
+    let req_id = c.request.map(|_| RecordId::random()).transpose()?;
+    let protocol = c.response.version.warc_protocol();
+    let mut f = common_fields(RecordType::Response, &id, c.date, c.url, c.ip, protocol)?;
+    if let Some(r) = &req_id {
+        f.push("WARC-Concurrent-To", r.as_str())?;
+    }
+    if let Some(t) = c.truncated {
+        f.push("WARC-Truncated", t.as_str())?;
+    }
+    let head = c.response.to_archived_bytes()?;
+    let mut out = vec![encode(
+        RecordType::Response,
+        id.clone(),
+        f,
+        HTTP_RESPONSE,
+        &[&head, c.body],
+        Some(payload_digest),
+        level,
+    )?];
+    if let (Some(req), Some(req_id)) = (c.request, req_id) {
+        out.push(encode_request(
+            req, req_id, &id, c.url, c.date, c.ip, level,
+        )?);
+    }
+    Ok(out)
+}
+
+/// The revisit record (and request record, when given).
+pub(super) fn encode_revisit(r: &Revisit<'_>, level: u32) -> Result<Vec<Encoded>, WarcError> {
+    let id = RecordId::random()?;
+    let req_id = r.request.map(|_| RecordId::random()).transpose()?;
+    let protocol = r.response.version.warc_protocol();
+    let mut f = common_fields(RecordType::Revisit, &id, r.date, r.url, r.ip, protocol)?;
+    if let Some(q) = &req_id {
+        f.push("WARC-Concurrent-To", q.as_str())?;
+    }
+    f.push("WARC-Profile", IDENTICAL_PAYLOAD_PROFILE)?;
+    f.push("WARC-Refers-To", r.original.record_id.as_str())?;
+    f.push_uri("WARC-Refers-To-Target-URI", &r.original.target_uri)?;
+    f.push("WARC-Refers-To-Date", r.original.date.as_str())?;
+    let head = r.response.to_archived_bytes()?;
+    let mut out = vec![encode(
+        RecordType::Revisit,
+        id.clone(),
+        f,
+        HTTP_RESPONSE,
+        &[&head],
+        Some(r.original.payload_digest),
+        level,
+    )?];
+    if let (Some(req), Some(req_id)) = (r.request, req_id) {
+        out.push(encode_request(
+            req, req_id, &id, r.url, r.date, r.ip, level,
+        )?);
+    }
+    Ok(out)
+}
+
+/// The metadata record of a page.
+pub(super) fn encode_metadata(m: &Metadata<'_>, level: u32) -> Result<Encoded, WarcError> {
+    let id = RecordId::random()?;
+    let mut f = WarcFields::new(RecordType::Metadata, &id, m.date);
+    f.push_uri("WARC-Target-URI", m.url)?;
+    f.push("WARC-Concurrent-To", m.about.as_str())?;
+    f.push("WARC-Refers-To", m.about.as_str())?;
+    let mut block = Vec::with_capacity(64 * (m.outlinks.len() + m.fields.len()));
+    for link in m.outlinks {
+        let link = strip_userinfo(link);
+        if link.is_empty() || link.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            continue;
+        }
+        block.extend_from_slice(b"outlink: ");
+        block.extend_from_slice(link.as_bytes());
+        block.extend_from_slice(b"\r\n");
+    }
+    for (name, value) in m.fields {
+        block.extend_from_slice(&warc_fields_line(name, value)?);
+    }
+    encode(
+        RecordType::Metadata,
+        id,
+        f,
+        WARC_FIELDS,
+        &[&block],
+        None,
+        level,
+    )
+}
+
+/// One `name: value` line of an `application/warc-fields` block.
+pub(super) fn warc_fields_line(name: &str, value: &str) -> Result<Vec<u8>, WarcError> {
+    let ok = !name.is_empty()
+        && !name
+            .chars()
+            .any(|c| c == ':' || c.is_whitespace() || c.is_control())
+        && !value.chars().any(|c| c.is_control());
+    if !ok {
+        return Err(WarcError::InvalidField(format!("{name}: {value:?}")));
+    }
+    Ok(format!("{name}: {value}\r\n").into_bytes())
+}
