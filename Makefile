@@ -19,6 +19,9 @@ demo: release
 demo-cluster: release
 	bash tests/scripts/demo_cluster.sh
 
+# warcio from the venv .ci/run makes, when there is one and WARCIO is not set.
+export WARCIO ?= $(if $(wildcard .tools/warcio/bin/warcio),$(CURDIR)/.tools/warcio/bin/warcio,)
+
 # Everything CI runs: alert-rule tests (promtool), unit tests, integration tests (engine/tests/it: the binary cargo
 # builds for them, loopback servers).
 test: promtool-test
