@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-micro bench-scale promtool-test fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-micro bench-scale bench-cluster promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -43,6 +43,10 @@ bench-crawl: release
 bench-scale: release
 	bash tests/scripts/bench_scale.sh
 
+# The same crawl on the embedded frontier and through a local Redis with 1, 2 and 3 processes (needs redis-server).
+bench-cluster: release
+	bash tests/scripts/bench_cluster.sh
+
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-actors
 
@@ -67,4 +71,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-scale
+	rm -rf .demo .demo-cluster .bench .bench-scale .bench-cluster .tools

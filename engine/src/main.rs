@@ -73,6 +73,18 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             config.frontier.data_dir.display(),
             config.output.jsonl.display()
         );
+        if config.frontier.backend == crawl_core::config::FrontierBackend::Redis {
+            let r = &config.frontier.redis;
+            let urls: Vec<String> = r.urls.iter().map(ToString::to_string).collect();
+            println!(
+                "  frontier: redis {} (crawl {}, {} shards, lease {} ms{})",
+                urls.join(", "),
+                r.crawl,
+                r.shards,
+                r.lease.as_millis(),
+                if r.cluster { ", cluster" } else { "" }
+            );
+        }
         for (name, hops) in crawl_actors::proxy::actor::describe(&config.proxy) {
             println!("  proxy chain {name}: {}", hops.join(" -> "));
         }

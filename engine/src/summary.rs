@@ -177,7 +177,7 @@ impl Summary {
             "fetched": s.fetched, "failed": s.failed, "excluded": s.excluded, "queued": s.queued,
             "bytes": s.bytes, "by_reason": s.by_reason, "by_status": s.by_status,
             "retries": s.retries, "panics": s.panics, "restarts": s.restarts, "resumed": s.resumed,
-            "robots_fetches": s.robots_fetches, "sitemap_fetches": s.sitemap_fetches, "commits": s.commits,
+            "robots_fetches": s.robots_fetches, "sitemap_fetches": s.sitemap_fetches, "commits": s.commits, "store_requests": s.store_requests,
             "pages_per_sec": self.pages_per_sec(),
             "cpu_seconds": self.cpu_seconds, "peak_rss_bytes": self.peak_rss_bytes,
             "end_rss_bytes": self.end_rss_bytes,

@@ -107,6 +107,7 @@ impl Scheduler {
     /// Sends the window refills the crawl asks for; each answer comes back through [`Crawl::filled`].
     fn refill(&mut self, ctx: &mut Context<Self>) {
         for req in self.crawl.take_refills() {
+            self.crawl.store_request();
             let fut = self.store.send(NextUrls {
                 host: req.host,
                 after: req.refill.after,
@@ -214,6 +215,7 @@ impl Scheduler {
         let Some(batch) = self.crawl.take_commit(Instant::now()) else {
             return;
         };
+        self.crawl.store_request();
         let fut = self.store.send(Commit { batch });
         let sent = Instant::now();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
@@ -242,6 +244,7 @@ impl Scheduler {
             return;
         }
         self.polling = true;
+        self.crawl.store_request();
         let fut = self.store.send(PollShards);
         let sent = Instant::now();
         let token = self.crawl.poll_token();

@@ -295,6 +295,11 @@ impl Crawl {
         }
     }
 
+    /// Counts a request sent to the store.
+    pub fn store_request(&mut self) {
+        self.stats.store_requests += 1;
+    }
+
     /// True in a crawl shared by many processes.
     pub fn is_sharded(&self) -> bool {
         self.shards.is_some()

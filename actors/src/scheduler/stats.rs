@@ -27,6 +27,9 @@ pub struct Stats {
     pub robots_fetches: u64,
     pub sitemap_fetches: u64,
     pub commits: u64,
+    /// Requests to the frontier store (commits, window refills, shard polls): with Redis, each is one round trip
+    /// (one pipeline) on a single server.
+    pub store_requests: u64,
     pub stale_results: u64,
     /// Child restarts (filled in by the supervisor).
     pub restarts: u64,

@@ -164,3 +164,33 @@ async fn merge_keeps_one_record_per_identity_and_reports_torn_lines() {
     assert_eq!(res.code(), Some(1), "{res:?}");
     assert!(res.stderr.contains("also an input"), "{res:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_the_redis_frontier_without_its_password() {
+    let t = TestCrawl::new(
+        ENGINE,
+        &["http://127.0.0.64:9/".to_owned()],
+        "[frontier]\nbackend = \"redis\"\n[frontier.redis]\nurls = [\"redis://:canary-pw-7731@127.0.0.1:1/0\"]\ncrawl = \"news\"\n",
+    );
+    let mut cmd = t.command();
+    cmd.arg("--check");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stdout
+            .contains("frontier: redis redis://:***@127.0.0.1:1/0 (crawl news, 256 shards"),
+        "{}",
+        res.stdout
+    );
+    assert!(!format!("{res:?}").contains("canary-pw-7731"));
+
+    // A crawl whose Redis cannot be reached fails at start with exit 1, naming it without the password.
+    let res = run_cmd(t.command()).await;
+    assert_eq!(res.code(), Some(1), "{res:?}");
+    assert!(
+        res.stderr.contains("redis://:***@127.0.0.1:1/0"),
+        "{}",
+        res.stderr
+    );
+    assert!(!format!("{res:?}").contains("canary-pw-7731"));
+}
