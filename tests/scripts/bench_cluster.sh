@@ -4,7 +4,7 @@
 # Every process of a run gets the same seeds; the run ends when all have exited. Prints per run: wall time, pages/s
 # (all processes), CPU milliseconds per page (crawlers together, and Redis's own), store round trips per page (the
 # crawlers' store requests: commits, window refills and shard polls, each one pipeline), Redis commands per page
-# (INFO total_commands_processed: a script call counts once with what it runs inside) and Redis memory per known URL
+# (INFO total_commands_processed, the calls made inside scripts included) and Redis memory per known URL
 # at the end (used_memory after the crawl minus the empty server's, over the records written). The processes share this machine's cores with each other, with
 # Redis and with the test site: the figures compare setups on one machine, they do not show scaling.
 set -euo pipefail

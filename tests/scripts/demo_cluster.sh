@@ -34,8 +34,8 @@ for n in 1 2 3; do
 [crawl]
 user_agent = "crawl-engine-demo/0.1 (+https://example.invalid/bot)"
 [politeness]
-per_host_concurrency = 2
-min_delay_ms = 20
+per_host_concurrency = 4
+min_delay_ms = 5
 [frontier]
 data_dir = "$PWD/$out/p$n/crawl-data"
 backend = "redis"
