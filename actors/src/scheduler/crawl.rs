@@ -778,8 +778,14 @@ impl Crawl {
             );
         }
         let renumbered = !committed.fenced_records.is_empty() || !committed.extra.is_empty();
+        let backend = if self.shards.is_some() {
+            "redis"
+        } else {
+            "embedded"
+        };
         let lines = self.records.committed(
-            in_flight.started.unwrap_or(now),
+            (in_flight.started.unwrap_or(now), now),
+            backend,
             &committed.fenced_records,
             committed.extra,
         );

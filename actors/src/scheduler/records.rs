@@ -2,7 +2,8 @@
 //! that end when their record is in the file.
 
 use crawl_core::output::JsonlCheckpoint;
-use crawl_observability::trace::TraceCtx;
+use crawl_observability::KeyValue;
+use crawl_observability::trace::{TraceCtx, wall};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -54,17 +55,28 @@ impl RecordLog {
     /// The commit is durable: its lines, in order, for the sink. `fenced` are the sequence numbers the store
     /// refused (another process owns their URLs now) and `extra` the records it handed over to write: the kept
     /// records are numbered on from the last committed one, then the extra ones.
+    /// Each kept record's trace gets a `frontier.commit` span from `started` to `done` (`backend` names the store).
     pub fn committed(
         &mut self,
-        started: Instant,
+        (started, done): (Instant, Instant),
+        backend: &'static str,
         fenced: &[u64],
         extra: Vec<Vec<u8>>,
     ) -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::with_capacity(self.committing.len() + extra.len());
         let mut next = self.committed_upto + 1;
+        let (from, to) = (wall(started), wall(done));
         for (seq, line, trace) in std::mem::take(&mut self.committing) {
             if fenced.contains(&seq) {
                 continue;
+            }
+            if trace.is_sampled() {
+                trace.span(
+                    "frontier.commit",
+                    from,
+                    to,
+                    vec![KeyValue::new("frontier.backend", backend)],
+                );
             }
             self.writing.push_back((next, started, trace));
             out.push((next, line));

@@ -141,6 +141,7 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
         }
         let n = names(trace);
         assert!(n.contains("output.write"), "{}: {n:?}", r.url);
+        assert!(n.contains("frontier.commit"), "{}: {n:?}", r.url);
         if r.outcome == Outcome::Fetched {
             for want in [
                 "frontier.wait",
