@@ -58,6 +58,7 @@ pub struct Metrics {
     shards_owned: Gauge,
     shard_changes: CounterFamily,
     fenced_records: Counter,
+    lease_events: CounterFamily,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -238,6 +239,12 @@ impl Metrics {
             "Records refused by the store because their shard had passed to another process (fencing)",
             fenced_records.clone(),
         );
+        let lease_events = CounterFamily::default();
+        r.register(
+            "crawl_shard_leases",
+            "Shard lease renewals by result: renewed, or lost (another process had taken the shard)",
+            lease_events.clone(),
+        );
         let build_info = GaugeFamily::default();
         build_info
             .get_or_create(&l1("version", env!("CARGO_PKG_VERSION")))
@@ -270,6 +277,7 @@ impl Metrics {
             shards_owned,
             shard_changes,
             fenced_records,
+            lease_events,
         };
         m.last_reload.set(unix_now());
         // Series every dashboard expects, present from the first scrape.
@@ -285,6 +293,9 @@ impl Metrics {
         }
         for change in ["gained", "lost"] {
             let _ = m.shard_changes.get_or_create(&l1("change", change));
+        }
+        for result in ["renewed", "lost"] {
+            let _ = m.lease_events.get_or_create(&l1("result", result));
         }
         m
     }
@@ -308,6 +319,17 @@ impl Metrics {
         self.shard_changes
             .get_or_create(&l1("change", "lost"))
             .inc_by(lost);
+    }
+
+    /// Shard lease renewals so far (totals: the counters are raised to them).
+    pub fn shard_leases(&self, renewed: u64, lost: u64) {
+        for (result, total) in [("renewed", renewed), ("lost", lost)] {
+            let c = self.lease_events.get_or_create(&l1("result", result));
+            let now = c.get();
+            if total > now {
+                c.inc_by(total - now);
+            }
+        }
     }
 
     /// Records the store refused (fencing).

@@ -255,6 +255,7 @@ impl Scheduler {
             match res {
                 Ok(Ok(changes)) => {
                     let (gained, lost) = (changes.gained.len() as u64, changes.lost.len() as u64);
+                    metrics().shard_leases(changes.leases_renewed, changes.leases_lost);
                     let owned = act.crawl.shards_changed(changes, token, Instant::now());
                     metrics().shards(owned, gained, lost);
                 }

@@ -183,6 +183,9 @@ pub struct ShardChanges {
     /// Committed records of the whole crawl not yet acknowledged as written: the crawl is finished when no URL is
     /// pending and this is 0.
     pub unacked: u64,
+    /// Shard leases this process renewed, and leases it found taken over, since it started.
+    pub leases_renewed: u64,
+    pub leases_lost: u64,
 }
 
 /// A host with URLs in the store.

@@ -580,6 +580,7 @@ impl FrontierStore for RedisFrontier {
         self.refresh_counters()?;
         ch.counters = Some(self.counters);
         ch.unacked = self.unacked;
+        (ch.leases_renewed, ch.leases_lost) = self.gate.lease_counts();
         for (s, hosts) in self.hosts_of(&gained)? {
             self.reported[s as usize] = true;
             self.hosts_known[s as usize] = self.host_versions[s as usize];

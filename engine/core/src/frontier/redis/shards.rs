@@ -42,6 +42,9 @@ pub struct LeaseTable {
     slots: Box<[Slot]>,
     /// Set once when the ownership loop found the crawl's data gone.
     fatal: OnceLock<String>,
+    /// Leases renewed, and leases found taken over (a renewal refused), since the table was made.
+    renewed: AtomicU64,
+    lost: AtomicU64,
 }
 
 impl LeaseTable {
@@ -50,6 +53,8 @@ impl LeaseTable {
             shards,
             slots: (0..shards).map(|_| Slot::default()).collect(),
             fatal: OnceLock::new(),
+            renewed: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
         }
     }
 
@@ -137,6 +142,14 @@ impl LeaseTable {
         slot.deadline.store(deadline, Ordering::Release);
         slot.quiet.store(false, Ordering::Release);
         slot.token.store(token, Ordering::Release);
+    }
+
+    /// Leases renewed and leases lost (a renewal refused: another process took the shard) so far.
+    pub fn lease_counts(&self) -> (u64, u64) {
+        (
+            self.renewed.load(Ordering::Relaxed),
+            self.lost.load(Ordering::Relaxed),
+        )
     }
 
     /// Forgets a shard if it is still held with `token` (a newer lease stays).
@@ -265,8 +278,10 @@ impl Ownership {
                         self.gate.slots[s as usize]
                             .deadline
                             .store(deadline, Ordering::Release);
+                        self.gate.renewed.fetch_add(1, Ordering::Relaxed);
                     } else {
                         self.gate.drop_shard(s, token);
+                        self.gate.lost.fetch_add(1, Ordering::Relaxed);
                         lost += 1;
                     }
                 }
