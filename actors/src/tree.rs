@@ -145,6 +145,8 @@ fn open_frontier(
                 crawl: r.crawl.clone(),
                 shards: r.shards,
                 lease_ms: u64::try_from(r.lease.as_millis()).unwrap_or(u64::MAX),
+                max_outage_ms: u64::try_from(r.max_outage.as_millis()).unwrap_or(u64::MAX),
+                spool: Some(dir.join("spool")),
             };
             let mut store = RedisFrontier::open(settings, &pid)?.with_lock(lock);
             let checkpoint = store.checkpoint()?;

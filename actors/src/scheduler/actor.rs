@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 /// How often a sharded crawl asks the store about shard ownership and the crawl's counters.
 const SHARD_POLL: Duration = Duration::from_millis(200);
 
+/// How long a window waits before asking an unreachable Redis again.
+const REFILL_RETRY: Duration = Duration::from_millis(500);
+
 /// Where durable work goes: the frontier store and the JSONL sink.
 pub struct Durable {
     pub sink: Addr<Sink>,
@@ -134,6 +137,15 @@ impl Scheduler {
     ) {
         let res =
             res.unwrap_or_else(|e| Err(crawl_core::frontier::FrontierError::Gone(e.to_string())));
+        if let Err(e @ crawl_core::frontier::FrontierError::Redis { .. }) = res {
+            // Redis is unreachable: the window asks again a little later (commits wait for it meanwhile).
+            tracing::debug!(error = %e, "window refill failed; asking again");
+            ctx.run_later(REFILL_RETRY, move |act, ctx| {
+                let _ = act.crawl.filled(req, Err(e), Instant::now());
+                act.after(ctx);
+            });
+            return;
+        }
         if let Err(e) = self.crawl.filled(req, res, Instant::now()) {
             tracing::error!(error = %e, "frontier read failed; stopping");
             self.fatal(format!("frontier read failed: {e}"));

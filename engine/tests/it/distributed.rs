@@ -388,3 +388,48 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
     assert_polite(&c, "cluster", 8);
     drop(cluster_nodes);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
+    if !redis::require("distributed spool", false) {
+        return;
+    }
+    let mut c = cluster(
+        226,
+        2,
+        Options {
+            aof: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let mut children = spawn_all(&c);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    c.redis.kill();
+    // Results of the fetches in flight meet the outage: their commit goes to the spool.
+    let spool = c.crawls[0].data_dir.join("spool");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_dir(&spool).map_or(0, |d| d.count()) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let spooled = std::fs::read_dir(&spool).map_or(0, |d| d.count());
+    let _ = children[0].kill();
+    let _ = children[0].wait();
+    c.redis.restart();
+    children[0] = c.crawls[0].spawn();
+    let results = tokio::task::spawn_blocking(move || wait_all(children))
+        .await
+        .expect("join");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
+    }
+    assert_eq!(spooled, 1, "a commit was spooled during the outage");
+    assert!(
+        results[0].stderr.contains("spooled commit replayed"),
+        "{}",
+        results[0].stderr
+    );
+    assert_eq!(std::fs::read_dir(&spool).map_or(0, |d| d.count()), 0);
+    let records = merge(&c);
+    assert_exactly_once(&c, &records, "spool");
+}

@@ -135,6 +135,7 @@ fn redis_section(s: &mut Section<'_, '_, '_, '_>) -> Option<RedisConfig> {
         crawl: s.string("crawl", d.crawl, redis::crawl_name),
         shards: s.u32("shards", d.shards, 1),
         lease: s.millis("lease_ms", d.lease, 200),
+        max_outage: s.millis("max_outage_ms", d.max_outage, 0),
     };
     if c.shards > 16_384 {
         s.invalid("shards", "at most 16384 shards");

@@ -61,6 +61,8 @@ pub struct RedisConfig {
     pub shards: u32,
     /// How long a shard's lease lasts without renewal (renewed every third of it).
     pub lease: Duration,
+    /// How long commits wait for an unreachable Redis (spooled in data_dir) before the crawl stops.
+    pub max_outage: Duration,
 }
 
 impl Default for RedisConfig {
@@ -71,6 +73,7 @@ impl Default for RedisConfig {
             crawl: "crawl".to_owned(),
             shards: 256,
             lease: Duration::from_millis(15_000),
+            max_outage: Duration::from_millis(600_000),
         }
     }
 }

@@ -156,6 +156,7 @@ cluster = true
 crawl = "news"
 shards = 64
 lease_ms = 5000
+max_outage_ms = 60000
 
 [output]
 jsonl = "out/records.jsonl"
@@ -301,8 +302,13 @@ fn every_key_is_parsed() {
     assert_eq!(redis.urls[0].expose(), "redis://:pw@10.0.0.5:6380/3");
     assert!(redis.cluster);
     assert_eq!(
-        (redis.crawl.as_str(), redis.shards, redis.lease),
-        ("news", 64, ms(5000))
+        (
+            redis.crawl.as_str(),
+            redis.shards,
+            redis.lease,
+            redis.max_outage
+        ),
+        ("news", 64, ms(5000), ms(60_000))
     );
     assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
     assert!(c.security.allow_private_networks);

@@ -207,7 +207,7 @@ impl RedisFrontier {
             }
         }
 
-        let replies = self.conn.run(&calls)?;
+        let replies = self.conn.run_spooled(&calls)?;
         let mut added: Vec<(usize, Added)> = Vec::new();
         let mut applied: Vec<(u64, u32, String)> = Vec::new();
         for (plan, r) in plans.into_iter().zip(replies) {

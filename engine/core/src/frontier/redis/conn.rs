@@ -144,6 +144,10 @@ pub struct Conn {
     link: Link,
     /// Retry through an outage (the store's connection); the lease thread's connection fails fast instead.
     retry: bool,
+    /// How long a retrying request waits for Redis before it fails.
+    max_outage: Duration,
+    /// Where a commit waits on disk while Redis is unreachable.
+    spool: Option<Spool>,
     /// The redacted URLs, for error texts.
     target: String,
     secrets: Vec<String>,
@@ -199,6 +203,8 @@ impl Conn {
         Ok(Conn {
             link,
             retry: false,
+            max_outage: MAX_OUTAGE,
+            spool: None,
             target,
             secrets,
             settings: settings.clone(),
@@ -214,9 +220,35 @@ impl Conn {
     /// `LOADING` (reading its append-only file), `TRYAGAIN`, `CLUSTERDOWN` or `MASTERDOWN`, is retried on a fresh
     /// connection with capped backoff for up to [`MAX_OUTAGE`]. Every script is idempotent, so a request that
     /// reached Redis before the connection broke may run again.
-    pub fn retrying(mut self) -> Conn {
+    pub fn retrying(mut self, max_outage: Duration) -> Conn {
         self.retry = true;
+        self.max_outage = max_outage;
         self
+    }
+
+    /// Turns the outage retries on or off (reads fail fast and are asked again later; commits wait); returns the
+    /// previous setting.
+    pub fn set_retry(&mut self, retry: bool) -> bool {
+        std::mem::replace(&mut self.retry, retry)
+    }
+
+    /// Keeps the commits that meet an outage in `dir` (see [`run_spooled`](Self::run_spooled)).
+    pub fn spool_in(&mut self, dir: &std::path::Path) {
+        self.spool = Some(Spool {
+            dir: dir.to_path_buf(),
+        });
+    }
+
+    /// The spool, when there is one.
+    pub fn spool(&self) -> Option<&Spool> {
+        self.spool.as_ref()
+    }
+
+    /// Like [`run`](Self::run), for a commit: when Redis is unreachable, the calls are first written to the spool
+    /// and fsynced, so that a process killed during the outage replays them at its next start
+    /// ([`Spool::replay`]); the file goes once the calls went through.
+    pub fn run_spooled(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
+        self.run_inner(calls, true)
     }
 
     /// The redacted URLs.
@@ -253,10 +285,15 @@ impl Conn {
     /// connection fails them all (after the outage retries of a [`retrying`](Self::retrying) connection); a server
     /// error fails only its call.
     pub fn run(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
+        self.run_inner(calls, false)
+    }
+
+    fn run_inner(&mut self, calls: &[Call], spooled: bool) -> Result<Vec<Reply>, FrontierError> {
         if !self.retry {
             return self.run_once(calls);
         }
         let mut outage: Option<(std::time::Instant, String)> = None;
+        let mut kept: Option<std::path::PathBuf> = None;
         let mut delay = Duration::from_millis(50);
         loop {
             let failure = match self.run_once(calls) {
@@ -271,6 +308,11 @@ impl Conn {
                                 outage_ms = since.elapsed().as_millis() as u64,
                                 "redis reachable again"
                             );
+                        }
+                        if let Some(path) = kept
+                            && let Err(e) = std::fs::remove_file(&path)
+                        {
+                            tracing::warn!(path = %path.display(), error = %e, "spooled commit not removed");
                         }
                         return Ok(replies);
                     }
@@ -292,7 +334,19 @@ impl Conn {
                     now
                 }
             };
-            if since.elapsed() >= MAX_OUTAGE {
+            if spooled
+                && kept.is_none()
+                && let Some(spool) = &self.spool
+            {
+                match spool.write(calls) {
+                    Ok(path) => {
+                        tracing::warn!(path = %path.display(), calls = calls.len(), "commit spooled until redis is back");
+                        kept = Some(path);
+                    }
+                    Err(e) => tracing::error!(error = %e, "the commit could not be spooled"),
+                }
+            }
+            if since.elapsed() >= self.max_outage {
                 return Err(failure);
             }
             std::thread::sleep(delay);
@@ -366,6 +420,101 @@ impl Conn {
         };
         r.map_err(|e| self.error(&e))
     }
+}
+
+/// Commits kept on disk while Redis is unreachable, one file per commit: the exact script calls, replayed in order
+/// at the next start. Every script is idempotent (an apply carries its nonce, and a shard whose lease has passed to
+/// another process refuses it: that process redoes the work), so a replay of a commit that did reach Redis changes
+/// nothing.
+#[derive(Debug, Clone)]
+pub struct Spool {
+    dir: std::path::PathBuf,
+}
+
+const SPOOL_MAGIC: &[u8] = b"crawl-engine spool 1\n";
+
+impl Spool {
+    /// Writes `calls` to a new file and fsyncs it (and the directory).
+    pub fn write(&self, calls: &[Call]) -> std::io::Result<std::path::PathBuf> {
+        use std::io::Write;
+        std::fs::create_dir_all(&self.dir)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let path = self.dir.join(format!("{nanos:032}.commit"));
+        let mut buf = Vec::from(SPOOL_MAGIC);
+        let put = |buf: &mut Vec<u8>, b: &[u8]| {
+            buf.extend_from_slice(&(b.len() as u64).to_le_bytes());
+            buf.extend_from_slice(b);
+        };
+        put(&mut buf, &(calls.len() as u64).to_le_bytes());
+        for c in calls {
+            put(&mut buf, c.script.get_hash().as_bytes());
+            put(&mut buf, c.key.as_bytes());
+            put(&mut buf, &(c.args.len() as u64).to_le_bytes());
+            for a in &c.args {
+                put(&mut buf, a);
+            }
+        }
+        let tmp = path.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&buf)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(&self.dir)?.sync_all()?;
+        Ok(path)
+    }
+
+    /// The spooled commits, oldest first.
+    pub fn pending(&self) -> std::io::Result<Vec<std::path::PathBuf>> {
+        let mut out = Vec::new();
+        match std::fs::read_dir(&self.dir) {
+            Ok(rd) => {
+                for e in rd {
+                    let p = e?.path();
+                    if p.extension().is_some_and(|x| x == "commit") {
+                        out.push(p);
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Reads one spooled commit back (None: the file is not a whole spooled commit, e.g. cut by a crash while it
+    /// was written, so nothing of it had been sent either).
+    pub fn read(path: &std::path::Path) -> std::io::Result<Option<Vec<Call>>> {
+        let data = std::fs::read(path)?;
+        Ok(parse_spool(&data))
+    }
+}
+
+fn parse_spool(data: &[u8]) -> Option<Vec<Call>> {
+    let mut rest = data.strip_prefix(SPOOL_MAGIC)?;
+    let mut take = || -> Option<&[u8]> {
+        let n = usize::try_from(u64::from_le_bytes(rest.get(..8)?.try_into().ok()?)).ok()?;
+        let b = rest.get(8..8 + n)?;
+        rest = &rest[8 + n..];
+        Some(b)
+    };
+    let count = u64::from_le_bytes(take()?.try_into().ok()?);
+    let mut calls = Vec::new();
+    for _ in 0..count {
+        let hash = std::str::from_utf8(take()?).ok()?.to_owned();
+        let script = super::scripts::by_hash(&hash)?;
+        let key = std::str::from_utf8(take()?).ok()?.to_owned();
+        let nargs = u64::from_le_bytes(take()?.try_into().ok()?);
+        let mut c = Call::new(script, key);
+        for _ in 0..nargs {
+            c.args.push(take()?.to_vec());
+        }
+        calls.push(c);
+    }
+    Some(calls)
 }
 
 /// A server that cannot answer now but will (loading its data, a cluster reconfiguring).

@@ -72,6 +72,7 @@ use std::time::Instant;
 
 pub const DEFAULT_SHARDS: u32 = 256;
 pub const DEFAULT_LEASE_MS: u64 = 15_000;
+pub const DEFAULT_MAX_OUTAGE_MS: u64 = 600_000;
 
 /// Bits of the queue score below the depth.
 const SCORE_SHIFT: u32 = 33;
@@ -97,6 +98,10 @@ pub struct RedisSettings {
     pub shards: u32,
     /// Shard lease in ms (default 15000).
     pub lease_ms: u64,
+    /// How long the store's requests wait for an unreachable Redis before the crawl stops (default 600000).
+    pub max_outage_ms: u64,
+    /// Where commits wait on disk during an outage (this process's data_dir/spool); None: in memory only.
+    pub spool: Option<std::path::PathBuf>,
 }
 
 impl Default for RedisSettings {
@@ -107,6 +112,8 @@ impl Default for RedisSettings {
             crawl: "crawl".into(),
             shards: DEFAULT_SHARDS,
             lease_ms: DEFAULT_LEASE_MS,
+            max_outage_ms: DEFAULT_MAX_OUTAGE_MS,
+            spool: None,
         }
     }
 }
@@ -123,6 +130,8 @@ impl std::fmt::Debug for RedisSettings {
             .field("crawl", &self.crawl)
             .field("shards", &self.shards)
             .field("lease_ms", &self.lease_ms)
+            .field("max_outage_ms", &self.max_outage_ms)
+            .field("spool", &self.spool)
             .finish()
     }
 }
@@ -199,6 +208,42 @@ fn url_host(url: &str) -> Option<String> {
         .and_then(|u| u.host_str().map(str::to_owned))
 }
 
+/// Replays the commits an earlier run of this process left in the spool (it was stopped during an outage), oldest
+/// first, then removes them. A replayed commit whose shard has another owner now is refused (fenced) and dropped:
+/// that owner redoes the work.
+fn replay_spool(conn: &mut Conn, dir: &std::path::Path) -> Result<(), FrontierError> {
+    let Some(spool) = conn.spool().cloned() else {
+        return Ok(());
+    };
+    let io = |e: std::io::Error| FrontierError::Io {
+        path: dir.display().to_string(),
+        source: e,
+    };
+    for path in spool.pending().map_err(io)? {
+        match conn::Spool::read(&path).map_err(io)? {
+            Some(calls) => {
+                let replies = conn.run(&calls)?;
+                if let Some(e) = replies.iter().find_map(|r| r.as_ref().err()) {
+                    return Err(conn.error(e));
+                }
+                let refused = replies
+                    .iter()
+                    .filter(|r| {
+                        matches!(r, Ok(Value::Array(a)) if a.len() == 1 && reply::int(&a[0], "apply").is_ok_and(|n| n == 0))
+                    })
+                    .count();
+                tracing::info!(path = %path.display(), calls = calls.len(), refused, "spooled commit replayed");
+            }
+            None => tracing::warn!(
+                path = %path.display(),
+                "incomplete spooled commit dropped (it was never sent)"
+            ),
+        }
+        std::fs::remove_file(&path).map_err(io)?;
+    }
+    Ok(())
+}
+
 impl RedisFrontier {
     /// Connects, opens (or creates) the crawl, takes the shards this process should own that are free, and starts
     /// the lease thread. `process_id` must be stable for a data_dir: it names this process's pending records and
@@ -208,6 +253,13 @@ impl RedisFrontier {
         let keys = Keys::new(&settings.crawl);
         let mut conn = Conn::open(&settings)?;
         let (inst, fresh) = open_instance(&mut conn, &keys, settings.shards)?;
+        let mut conn = conn.retrying(std::time::Duration::from_millis(settings.max_outage_ms));
+        if let Some(dir) = &settings.spool {
+            conn.spool_in(dir);
+            // Before any lease is taken: a commit spooled by this process's previous run still carries the
+            // token of a lease nobody has taken since, and applies; one whose shard moved on is refused.
+            replay_spool(&mut conn, dir)?;
+        }
         let gate = Arc::new(LeaseTable::new(settings.shards));
         let mut own = Ownership {
             conn: conn.reopen()?,
@@ -238,7 +290,7 @@ impl RedisFrontier {
             hosts_known: vec![0; settings.shards as usize],
             pid: process_id.to_owned(),
             keys,
-            conn: conn.retrying(),
+            conn,
             inst,
             fresh,
             gate,
@@ -513,6 +565,43 @@ impl FrontierStore for RedisFrontier {
         after: Option<QueueKey>,
         max: usize,
     ) -> Result<Vec<Entry>, FrontierError> {
+        // A read fails fast during an outage (the caller asks again later); only commits wait for Redis.
+        let retry = self.conn.set_retry(false);
+        let r = self.read_next(host, after, max);
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
+        self.check_fatal()?;
+        let shard = self.shard_of_host(&url_host(url).unwrap_or_default());
+        let v = self.conn.call(
+            &self
+                .shard_call(&SCRIPTS.known, shard)
+                .arg(member(url_fp(url))),
+        )?;
+        Ok(reply::int(&v, "known")? == 1)
+    }
+
+    fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
+        let retry = self.conn.set_retry(false);
+        let r = self.poll();
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
+        Some(self.gate.clone())
+    }
+}
+
+impl RedisFrontier {
+    fn read_next(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
         self.check_fatal()?;
         if max == 0 {
             return Ok(Vec::new());
@@ -552,18 +641,7 @@ impl FrontierStore for RedisFrontier {
         Ok(out)
     }
 
-    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
-        self.check_fatal()?;
-        let shard = self.shard_of_host(&url_host(url).unwrap_or_default());
-        let v = self.conn.call(
-            &self
-                .shard_call(&SCRIPTS.known, shard)
-                .arg(member(url_fp(url))),
-        )?;
-        Ok(reply::int(&v, "known")? == 1)
-    }
-
-    fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
+    fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
         self.check_fatal()?;
         let mut ch = ShardChanges::default();
         let mut gained = Vec::new();
@@ -606,9 +684,5 @@ impl FrontierStore for RedisFrontier {
             self.claimed.extend(taken);
         }
         Ok(ch)
-    }
-
-    fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
-        Some(self.gate.clone())
     }
 }

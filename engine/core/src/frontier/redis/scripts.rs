@@ -54,3 +54,28 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     heartbeat: Script::new(include_str!("lua/heartbeat.lua")),
     hset: Script::new(include_str!("lua/hset.lua")),
 });
+
+/// The script with this SHA1 (a spooled call names its script so).
+pub fn by_hash(hash: &str) -> Option<&'static Script> {
+    let s = &*SCRIPTS;
+    [
+        &s.add,
+        &s.apply,
+        &s.next,
+        &s.known,
+        &s.stats,
+        &s.hosts,
+        &s.acquire,
+        &s.renew,
+        &s.release,
+        &s.claim,
+        &s.pel,
+        &s.ack,
+        &s.shard_init,
+        &s.instance,
+        &s.heartbeat,
+        &s.hset,
+    ]
+    .into_iter()
+    .find(|x| x.get_hash() == hash)
+}

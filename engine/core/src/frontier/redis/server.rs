@@ -43,6 +43,8 @@ pub struct RedisServer {
     pub url: String,
     /// The TCP port (cluster nodes), if any.
     pub port: Option<u16>,
+    /// What it was started with, to start it again.
+    args: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -143,6 +145,7 @@ impl RedisServer {
             child,
             url,
             port: None,
+            args,
             _dir: dir,
         })
     }
@@ -168,6 +171,7 @@ impl RedisServer {
                         child,
                         url,
                         port: Some(port),
+                        args,
                         _dir: dir,
                     });
                 }
@@ -179,6 +183,23 @@ impl RedisServer {
             }
         }
         Err(last.unwrap_or_else(|| std::io::Error::other("no free port")))
+    }
+
+    /// Kills the server (SIGKILL); its files stay.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts it again with the same arguments and files (an append-only file brings its data back).
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.kill();
+        self.child = spawn(self._dir.path(), &self.args)?;
+        let probe = match self.port {
+            Some(_) => self.url.clone(),
+            None => self.url.split('?').next().unwrap_or(&self.url).to_owned(),
+        };
+        wait_ready(&probe, &mut self.child)
     }
 
     /// A plain command on this server (test setup and checks).

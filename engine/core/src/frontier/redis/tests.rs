@@ -520,3 +520,49 @@ fn hosts_added_by_a_peer_reach_the_owner_at_its_next_poll() {
     assert!(a.poll_shards().unwrap().hosts.is_empty(), "reported once");
     assert_eq!(a.next_urls(host_fp("new"), None, 10).unwrap().len(), 2);
 }
+
+#[test]
+fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
+    if !require_server() {
+        return;
+    }
+    let mut srv = RedisServer::unix(&["--appendonly", "yes", "--appendfsync", "always"]).unwrap();
+    let spool = tempfile::tempdir().unwrap();
+    let s = RedisSettings {
+        max_outage_ms: 800,
+        spool: Some(spool.path().to_path_buf()),
+        ..short(&srv.url, "spool", 4, 1000)
+    };
+    {
+        let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
+        a.recover().unwrap();
+        a.commit(Batch {
+            discovered: (0..3)
+                .map(|i| disc(&format!("http://h/{i}"), "h", 0))
+                .collect(),
+            ..Batch::default()
+        })
+        .unwrap();
+        let q = a.next_urls(host_fp("h"), None, 10).unwrap();
+        // Redis goes away: the commit waits, spooled, and gives up after the outage limit.
+        srv.kill();
+        let e = a
+            .commit(Batch {
+                finished: vec![finished(&q[0])],
+                records: vec![(1, line("http://h/0"))],
+                ..Batch::default()
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("redis"), "{e}");
+        let kept = std::fs::read_dir(spool.path()).unwrap().count();
+        assert_eq!(kept, 1, "the commit waits in the spool");
+        a.abandon();
+    }
+    srv.restart().unwrap();
+    // The next start replays it before recovering: the URL is done, its record comes back to be written.
+    let mut a = RedisFrontier::open(s, "a").unwrap();
+    assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
+    let r = a.recover().unwrap();
+    assert_eq!(r.outbox, vec![(1, line("http://h/0"))]);
+    assert_eq!((r.counters.pending, r.counters.done), (2, 1));
+}
