@@ -59,6 +59,7 @@ pub struct Metrics {
     shard_changes: CounterFamily,
     fenced_records: Counter,
     lease_events: CounterFamily,
+    spooled: Gauge,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -245,6 +246,12 @@ impl Metrics {
             "Shard lease renewals by result: renewed, or lost (another process had taken the shard)",
             lease_events.clone(),
         );
+        let spooled = Gauge::default();
+        r.register(
+            "crawl_store_spooled_commits",
+            "Commits waiting in data_dir/spool for an unreachable Redis",
+            spooled.clone(),
+        );
         let build_info = GaugeFamily::default();
         build_info
             .get_or_create(&l1("version", env!("CARGO_PKG_VERSION")))
@@ -278,6 +285,7 @@ impl Metrics {
             shard_changes,
             fenced_records,
             lease_events,
+            spooled,
         };
         m.last_reload.set(unix_now());
         // Series every dashboard expects, present from the first scrape.
@@ -330,6 +338,11 @@ impl Metrics {
                 c.inc_by(total - now);
             }
         }
+    }
+
+    /// Commits waiting in the spool now.
+    pub fn spooled(&self, commits: u64) {
+        self.spooled.set(commits as i64);
     }
 
     /// Records the store refused (fencing).

@@ -268,6 +268,7 @@ impl Scheduler {
                 Ok(Ok(changes)) => {
                     let (gained, lost) = (changes.gained.len() as u64, changes.lost.len() as u64);
                     metrics().shard_leases(changes.leases_renewed, changes.leases_lost);
+                    metrics().spooled(changes.spooled);
                     let owned = act.crawl.shards_changed(changes, token, Instant::now());
                     metrics().shards(owned, gained, lost);
                 }

@@ -186,6 +186,8 @@ pub struct ShardChanges {
     /// Shard leases this process renewed, and leases it found taken over, since it started.
     pub leases_renewed: u64,
     pub leases_lost: u64,
+    /// Commits waiting in this process's spool for Redis to come back.
+    pub spooled: u64,
 }
 
 /// A host with URLs in the store.

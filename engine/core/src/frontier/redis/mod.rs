@@ -659,6 +659,11 @@ impl RedisFrontier {
         ch.counters = Some(self.counters);
         ch.unacked = self.unacked;
         (ch.leases_renewed, ch.leases_lost) = self.gate.lease_counts();
+        ch.spooled = self
+            .conn
+            .spool()
+            .and_then(|s| s.pending().ok())
+            .map_or(0, |p| p.len() as u64);
         for (s, hosts) in self.hosts_of(&gained)? {
             self.reported[s as usize] = true;
             self.hosts_known[s as usize] = self.host_versions[s as usize];
