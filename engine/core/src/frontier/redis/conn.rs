@@ -290,7 +290,14 @@ impl Conn {
 
     fn run_inner(&mut self, calls: &[Call], spooled: bool) -> Result<Vec<Reply>, FrontierError> {
         if !self.retry {
-            return self.run_once(calls);
+            let r = self.run_once(calls);
+            if matches!(r, Err(FrontierError::Redis { .. }))
+                && let Ok(c) = Conn::open(&self.settings)
+            {
+                // The connection may be broken for good: the next request goes over a fresh one.
+                self.link = c.link;
+            }
+            return r;
         }
         let mut outage: Option<(std::time::Instant, String)> = None;
         let mut kept: Option<std::path::PathBuf> = None;
