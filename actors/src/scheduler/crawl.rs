@@ -227,7 +227,12 @@ impl Crawl {
                 }
                 let h = self.queues.resume_host(&info.name, now);
                 let delay = self.queues.delay_for(h);
-                self.queues.pause_until(h, now + delay);
+                // A pause the previous owner recorded (429/503, Retry-After) holds here too.
+                let recorded = std::time::UNIX_EPOCH + Duration::from_millis(info.paused_until_ms);
+                let left = recorded
+                    .duration_since(std::time::SystemTime::now())
+                    .unwrap_or_default();
+                self.queues.pause_until(h, now + delay.max(left));
                 self.queues.unblock(h, now);
                 self.shard_blocked.remove(&h);
             }
@@ -298,6 +303,22 @@ impl Crawl {
     /// Counts a request sent to the store.
     pub fn store_request(&mut self) {
         self.stats.store_requests += 1;
+    }
+
+    /// A host was throttled: in a crawl shared by many processes its pause goes to the store with the next commit,
+    /// so that whoever crawls its shard next honours it.
+    pub(super) fn share_pause(&mut self, host: HostId, now: Instant) {
+        if self.shards.is_none() {
+            return;
+        }
+        if let Some(until) = self.queues.paused_until(host).filter(|u| *u > now) {
+            let ms = wall(until)
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let name = self.queues.host_name(host).to_owned();
+            self.staged.pauses.retain(|(h, _)| *h != name);
+            self.staged.pauses.push((name, ms));
+        }
     }
 
     /// True in a crawl shared by many processes.

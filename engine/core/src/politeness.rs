@@ -487,6 +487,11 @@ impl HostQueues {
         self.wake(host, now);
     }
 
+    /// Until when a host's requests are paused (429/503 backoff or Retry-After), if they are.
+    pub fn paused_until(&self, host: HostId) -> Option<Instant> {
+        self.hosts.get(host as usize).and_then(|h| h.paused_until)
+    }
+
     /// The hosts whose fingerprint satisfies `pred` (e.g. the hosts of one shard).
     pub fn hosts_where(&self, pred: impl Fn(Fp) -> bool) -> Vec<HostId> {
         (0..self.hosts.len() as HostId)

@@ -71,6 +71,7 @@ impl Crawl {
                             retry_after: Some(wait),
                         },
                     );
+                    self.share_pause(job.host, now);
                     self.retry(job.host, job.entry, now);
                 } else {
                     self.queues.release(job.host, now, Feedback::Ok);
@@ -175,6 +176,7 @@ impl Crawl {
                     retry_after: out.retry_after,
                 },
             );
+            self.share_pause(job.host, now);
             self.retry(job.host, entry, now);
             return;
         }
@@ -186,6 +188,9 @@ impl Crawl {
             Feedback::Ok
         };
         self.queues.release(job.host, now, feedback);
+        if throttled {
+            self.share_pause(job.host, now);
+        }
         let mut record = Record {
             url: entry.url.clone(),
             outcome: Outcome::Fetched,

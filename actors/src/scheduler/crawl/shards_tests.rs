@@ -61,6 +61,7 @@ fn gained(shard: u32, hosts: &[&str]) -> ShardChanges {
                     fp: host_fp(h),
                     name: (*h).to_owned(),
                     pending: 1,
+                    paused_until_ms: 0,
                 })
                 .collect(),
         )],
@@ -244,4 +245,70 @@ fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
     assert_eq!(staged.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [5, 6]);
     assert_eq!(log.stage(TraceCtx::default()), 7);
     assert_eq!(log.pending_writes(), 4);
+}
+
+#[test]
+fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a_takeover() {
+    let (a, b) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let mut h = H::new(settings(), policy(1));
+    let sharded = Crawl::new(
+        settings(),
+        Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        )),
+        HostQueues::new(policy(1)),
+        Resume::default(),
+        JsonlCheckpoint::default(),
+        h.t0,
+    )
+    .with_shards(gate.clone());
+    h.crawl = sharded;
+    h.seed(&format!("http://{a}/"));
+    let job = h.one(0);
+    let throttled = JobResult::Page(Box::new(PageOutcome {
+        status: 429,
+        http_version: "HTTP/1.1".into(),
+        retry_after: Some(Duration::from_secs(30)),
+        ..PageOutcome::default()
+    }));
+    h.done(&job, throttled, 10);
+    let (name, until) = h
+        .crawl
+        .staged
+        .pauses
+        .last()
+        .cloned()
+        .expect("a pause is staged");
+    assert_eq!(name, a);
+    let wall_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        until > wall_now + 25_000 && until < wall_now + 35_000,
+        "{until} vs {wall_now}"
+    );
+
+    // b comes with a pause its previous owner recorded: nothing of b starts before it ends.
+    gate.owned.lock().unwrap().insert(shard(&b));
+    let mut ch = gained(shard(&b), &[&b]);
+    ch.gained[0].1[0].paused_until_ms = wall_now + 60_000;
+    h.seed(&format!("http://{b}/"));
+    h.commit();
+    let token = h.crawl.poll_token();
+    h.crawl.shards_changed(ch, token, h.at(20));
+    for ms in [100, 5_000, 30_000] {
+        let got = h.lease(ms).0;
+        assert!(
+            !got.iter().any(|j| j.entry.url.contains(&b)),
+            "at {ms} ms: {got:?}"
+        );
+    }
+    assert!(h.lease(61_000).0.iter().any(|j| j.entry.url.contains(&b)));
 }

@@ -227,7 +227,8 @@ pub fn finish_update_outbox_and_counters_survive_reopen(open: &Open) {
         vec![HostInfo {
             fp: host_fp("a"),
             name: "a".into(),
-            pending: 2
+            pending: 2,
+            paused_until_ms: 0,
         }]
     );
     let q = s.next_urls(host_fp("a"), None, 10).unwrap();

@@ -246,6 +246,7 @@ impl FrontierStore for EmbeddedFrontier {
                             fp: k.value(),
                             name,
                             pending,
+                            paused_until_ms: 0,
                         });
                     }
                 }

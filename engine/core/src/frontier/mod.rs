@@ -92,12 +92,19 @@ pub struct Batch {
     pub records: Vec<(u64, Vec<u8>)>,
     /// Where the JSONL stands now: outbox records up to `lines` can go.
     pub written: Option<JsonlCheckpoint>,
+    /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms). A store shared by many
+    /// processes keeps them with the host's shard, so the next owner honours them; a single-process store need not.
+    pub pauses: Vec<(String, u64)>,
 }
 
 impl Batch {
     /// Number of staged changes.
     pub fn len(&self) -> usize {
-        self.discovered.len() + self.updates.len() + self.finished.len() + self.records.len()
+        self.discovered.len()
+            + self.updates.len()
+            + self.finished.len()
+            + self.records.len()
+            + self.pauses.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -198,6 +205,9 @@ pub struct HostInfo {
     pub name: String,
     /// Pending URLs.
     pub pending: u64,
+    /// Until when (Unix time in ms; 0: not) requests to it are paused after a 429/503 or a Retry-After, as the
+    /// process that last crawled it recorded (a store shared by many processes moves it with the host's shard).
+    pub paused_until_ms: u64,
 }
 
 /// What a store hands back when it is opened. Its size is bounded by the hosts and the outbox, not the frontier.

@@ -179,6 +179,25 @@ impl RedisFrontier {
             plans.push(Plan::Apply(s, token, w));
         }
 
+        // Pauses of throttled hosts, kept with their shard for whoever crawls it next (not fenced: a late pause
+        // only makes a host wait longer).
+        let mut pauses: BTreeMap<u32, Vec<(String, u64)>> = BTreeMap::new();
+        for (host, until) in batch.pauses {
+            pauses
+                .entry(self.shard_of_host(&host))
+                .or_default()
+                .push((host, until));
+        }
+        for (s, list) in pauses {
+            let mut c = Call::new(&SCRIPTS.hset, self.keys.pause(s));
+            for (host, until) in list {
+                c.push(host);
+                c.push(until);
+            }
+            calls.push(c);
+            plans.push(Plan::Written);
+        }
+
         // Written: the checkpoint first, then the records it covers are acknowledged and deleted.
         if let Some(cp) = batch.written {
             calls.push(

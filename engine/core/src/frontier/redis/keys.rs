@@ -9,6 +9,7 @@
 //! - `q:<host fp>`: a sorted set per host queue (member = URL fingerprint, score = depth·2^33 + seq); the records
 //!   queue of the shard is `q:0`;
 //! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);
+//! - `pause`: a hash host key → until when (Unix ms) the host is paused after a 429/503 or a Retry-After;
 //! - `s:<bucket>`: the seen-URL buckets (integer sets);
 //! - `rec`: the records stream, with the consumer group `g`.
 //!
@@ -41,6 +42,11 @@ impl Keys {
     /// The shard's meta hash (the first key of every shard script).
     pub fn meta(&self, shard: u32) -> String {
         format!("{}meta", self.shard_prefix(shard))
+    }
+
+    /// The shard's pauses of throttled hosts (host key → until, Unix ms).
+    pub fn pause(&self, shard: u32) -> String {
+        format!("{}pause", self.shard_prefix(shard))
     }
 
     /// The shard's records stream.

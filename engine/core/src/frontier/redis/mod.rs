@@ -64,7 +64,7 @@ use keys::{Keys, member, member_fp};
 use redis::Value;
 use scripts::SCRIPTS;
 use shards::{Control, Ownership};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -395,7 +395,16 @@ impl RedisFrontier {
         let mut out = Vec::with_capacity(shards.len());
         for (&s, r) in shards.iter().zip(self.conn.run(&calls)?) {
             let v = r.map_err(|e| self.conn.error(&e))?;
-            let mut it = reply::array(v, "hosts")?.into_iter();
+            let mut parts = reply::array(v, "hosts")?.into_iter();
+            let (Some(counts), Some(pauses)) = (parts.next(), parts.next()) else {
+                return Err(FrontierError::Store("hosts: short reply".into()));
+            };
+            let mut paused = HashMap::new();
+            let mut it = reply::array(pauses, "pauses")?.into_iter();
+            while let (Some(name), Some(until)) = (it.next(), it.next()) {
+                paused.insert(reply::string(name, "host")?, reply::uint(&until, "pause")?);
+            }
+            let mut it = reply::array(counts, "hosts")?.into_iter();
             let mut hosts = Vec::new();
             while let (Some(name), Some(count)) = (it.next(), it.next()) {
                 let name = reply::string(name, "host")?;
@@ -408,7 +417,13 @@ impl RedisFrontier {
                 } else {
                     host_fp(&name)
                 };
-                hosts.push(HostInfo { fp, name, pending });
+                let paused_until_ms = paused.get(&name).copied().unwrap_or(0);
+                hosts.push(HostInfo {
+                    fp,
+                    name,
+                    pending,
+                    paused_until_ms,
+                });
             }
             out.push((s, hosts));
         }
@@ -517,6 +532,7 @@ impl FrontierStore for RedisFrontier {
             fp: RECORDS_HOST,
             name: String::new(),
             pending: 0,
+            paused_until_ms: 0,
         };
         for (s, hosts) in self.hosts_of(&owned)? {
             self.reported[s as usize] = true;

@@ -513,7 +513,8 @@ fn hosts_added_by_a_peer_reach_the_owner_at_its_next_poll() {
         vec![HostInfo {
             fp: host_fp("new"),
             name: "new".into(),
-            pending: 2
+            pending: 2,
+            paused_until_ms: 0,
         }]
     );
     assert_eq!(ch.counters.unwrap().pending, 2);
@@ -565,4 +566,41 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
     let r = a.recover().unwrap();
     assert_eq!(r.outbox, vec![(1, line("http://h/0"))]);
     assert_eq!((r.counters.pending, r.counters.done), (2, 1));
+}
+
+#[test]
+fn a_host_s_pause_moves_with_its_shard() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::unix(&[]).unwrap();
+    let s = short(&srv.url, "pause", 4, 1000);
+    let until = 4_102_444_800_000; // far ahead
+    {
+        let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
+        a.recover().unwrap();
+        a.commit(Batch {
+            discovered: vec![disc("http://h/1", "h", 0)],
+            pauses: vec![("h".to_owned(), until)],
+            ..Batch::default()
+        })
+        .unwrap();
+        a.abandon();
+    }
+    let mut b = RedisFrontier::open(s, "b").unwrap();
+    b.recover().unwrap();
+    let mut seen = None;
+    let got = wait_until(Duration::from_secs(5), || {
+        let ch = b.poll_shards().unwrap();
+        for (_, hosts) in ch.gained {
+            for h in hosts {
+                if h.name == "h" {
+                    seen = Some(h.paused_until_ms);
+                }
+            }
+        }
+        seen.is_some()
+    });
+    assert!(got, "b gained h's shard");
+    assert_eq!(seen, Some(until));
 }
