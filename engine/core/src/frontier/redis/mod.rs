@@ -45,6 +45,7 @@ pub mod seen;
 #[cfg(test)]
 pub(crate) mod server;
 pub mod shards;
+mod spool;
 #[cfg(test)]
 mod tests;
 
@@ -208,42 +209,6 @@ fn url_host(url: &str) -> Option<String> {
         .and_then(|u| u.host_str().map(str::to_owned))
 }
 
-/// Replays the commits an earlier run of this process left in the spool (it was stopped during an outage), oldest
-/// first, then removes them. A replayed commit whose shard has another owner now is refused (fenced) and dropped:
-/// that owner redoes the work.
-fn replay_spool(conn: &mut Conn, dir: &std::path::Path) -> Result<(), FrontierError> {
-    let Some(spool) = conn.spool().cloned() else {
-        return Ok(());
-    };
-    let io = |e: std::io::Error| FrontierError::Io {
-        path: dir.display().to_string(),
-        source: e,
-    };
-    for path in spool.pending().map_err(io)? {
-        match conn::Spool::read(&path).map_err(io)? {
-            Some(calls) => {
-                let replies = conn.run(&calls)?;
-                if let Some(e) = replies.iter().find_map(|r| r.as_ref().err()) {
-                    return Err(conn.error(e));
-                }
-                let refused = replies
-                    .iter()
-                    .filter(|r| {
-                        matches!(r, Ok(Value::Array(a)) if a.len() == 1 && reply::int(&a[0], "apply").is_ok_and(|n| n == 0))
-                    })
-                    .count();
-                tracing::info!(path = %path.display(), calls = calls.len(), refused, "spooled commit replayed");
-            }
-            None => tracing::warn!(
-                path = %path.display(),
-                "incomplete spooled commit dropped (it was never sent)"
-            ),
-        }
-        std::fs::remove_file(&path).map_err(io)?;
-    }
-    Ok(())
-}
-
 impl RedisFrontier {
     /// Connects, opens (or creates) the crawl, takes the shards this process should own that are free, and starts
     /// the lease thread. `process_id` must be stable for a data_dir: it names this process's pending records and
@@ -258,7 +223,7 @@ impl RedisFrontier {
             conn.spool_in(dir);
             // Before any lease is taken: a commit spooled by this process's previous run still carries the
             // token of a lease nobody has taken since, and applies; one whose shard moved on is refused.
-            replay_spool(&mut conn, dir)?;
+            spool::replay(&mut conn, dir)?;
         }
         let gate = Arc::new(LeaseTable::new(settings.shards));
         let mut own = Ownership {

@@ -1,0 +1,158 @@
+//! A crawl shared by many processes: which hosts this process may crawl (its shards), what changes when shards
+//! are gained, lost or handed over, and the host pauses that move with a shard.
+
+use super::*;
+
+impl Crawl {
+    /// A crawl shared by many processes: only hosts whose shard `gate` says this process owns are crawled, and
+    /// records carry a crawl-wide id.
+    pub fn with_shards(mut self, gate: Arc<dyn ShardGate>) -> Crawl {
+        self.shards = Some(gate);
+        self.record_ids = true;
+        self
+    }
+
+    /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
+    /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
+    /// start nothing more (their requests in flight finish, and their commits are refused by the store).
+    /// What to give [`shards_changed`](Self::shards_changed) with the answer of a shard poll sent now.
+    pub fn poll_token(&self) -> u64 {
+        self.commits_done
+    }
+
+    /// Returns how many shards this process owns now. `token` is [`poll_token`](Self::poll_token) as of when the
+    /// poll was sent.
+    pub fn shards_changed(&mut self, changes: ShardChanges, token: u64, now: Instant) -> u64 {
+        let Some(gate) = self.shards.clone() else {
+            return 0;
+        };
+        if !changes.lost.is_empty() {
+            let lost: HashSet<u32> = changes.lost.iter().copied().collect();
+            for h in self
+                .queues
+                .hosts_where(|fp| lost.contains(&gate.shard_of(fp)))
+            {
+                self.queues.detach(h);
+            }
+            if lost.contains(&gate.shard_of(RECORDS_HOST)) {
+                self.excluded.release_memory();
+                self.excluded = Window::complete();
+            }
+            tracing::info!(shards = changes.lost.len(), "shards lost");
+        }
+        for (shard, hosts) in changes.gained {
+            for info in hosts {
+                if info.fp == RECORDS_HOST {
+                    if !self.excluded.has_more() {
+                        self.excluded = Window::unloaded();
+                    }
+                    continue;
+                }
+                let h = self.queues.resume_host(&info.name, now);
+                let delay = self.queues.delay_for(h);
+                // A pause the previous owner recorded (429/503, Retry-After) holds here too.
+                let recorded = std::time::UNIX_EPOCH + Duration::from_millis(info.paused_until_ms);
+                let left = recorded
+                    .duration_since(std::time::SystemTime::now())
+                    .unwrap_or_default();
+                self.queues.pause_until(h, now + delay.max(left));
+                self.queues.unblock(h, now);
+                self.shard_blocked.remove(&h);
+            }
+            tracing::debug!(shard, "shard gained");
+        }
+        self.hand_off(gate.as_ref());
+        // Hosts held back by a late renewal go again once the lease is renewed.
+        let ready: Vec<HostId> = self
+            .shard_blocked
+            .iter()
+            .copied()
+            .filter(|h| gate.may_start(self.queues.host_fp(*h)))
+            .collect();
+        for h in ready {
+            self.shard_blocked.remove(&h);
+            self.queues.unblock(h, now);
+        }
+        for info in changes.hosts {
+            if info.fp == RECORDS_HOST {
+                if !self.excluded.has_more() {
+                    self.excluded = Window::unloaded();
+                }
+            } else if gate.owns(gate.shard_of(info.fp))
+                && !self.handing.contains(&gate.shard_of(info.fp))
+            {
+                let h = self.queues.resume_host(&info.name, now);
+                if !self.shard_blocked.contains(&h) {
+                    self.queues.unblock(h, now);
+                }
+            }
+        }
+        if let Some(c) = changes.counters {
+            self.counters = c;
+            self.stats.known = c.known;
+            self.unacked = Some(changes.unacked);
+            self.counters_after = Some(token);
+        }
+        gate.owned_count() as u64
+    }
+
+    /// Shards a peer should own: their hosts start nothing more, and each is declared quiet (so the store hands it
+    /// over) once none of its URLs is leased, staged or being committed here.
+    pub(super) fn hand_off(&mut self, gate: &dyn ShardGate) {
+        let handoffs = gate.handoffs();
+        self.handing.retain(|s| handoffs.contains(s));
+        for s in handoffs {
+            if self.handing.insert(s) {
+                for h in self.queues.hosts_where(|fp| gate.shard_of(fp) == s) {
+                    self.queues.detach(h);
+                }
+                if gate.shard_of(RECORDS_HOST) == s {
+                    self.excluded = Window::complete();
+                }
+            }
+            let in_shard = |f: &Finished| gate.shard_of(f.host) == s;
+            let busy = self.leases.any_host(|fp| gate.shard_of(fp) == s)
+                || self.staged.finished.iter().any(in_shard)
+                || self
+                    .in_flight
+                    .as_ref()
+                    .is_some_and(|c| c.finished.iter().any(in_shard));
+            if !busy {
+                gate.quiet(s);
+            }
+        }
+    }
+
+    /// Counts a request sent to the store.
+    pub fn store_request(&mut self) {
+        self.stats.store_requests += 1;
+    }
+
+    /// A host was throttled: in a crawl shared by many processes its pause goes to the store with the next commit,
+    /// so that whoever crawls its shard next honours it.
+    pub(super) fn share_pause(&mut self, host: HostId, now: Instant) {
+        if self.shards.is_none() {
+            return;
+        }
+        if let Some(until) = self.queues.paused_until(host).filter(|u| *u > now) {
+            let ms = wall(until)
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let name = self.queues.host_name(host).to_owned();
+            self.staged.pauses.retain(|(h, _)| *h != name);
+            self.staged.pauses.push((name, ms));
+        }
+    }
+
+    /// True in a crawl shared by many processes.
+    pub fn is_sharded(&self) -> bool {
+        self.shards.is_some()
+    }
+
+    /// True when this process may keep a URL of this host in a window (always, without shards).
+    pub(super) fn owns_host(&self, host: Fp) -> bool {
+        self.shards
+            .as_ref()
+            .is_none_or(|g| g.owns(g.shard_of(host)))
+    }
+}

@@ -1,0 +1,215 @@
+//! Unit tests of the host queues: politeness clock, concurrency, windows, backoff.
+use super::*;
+
+fn policy(conc: u32, delay_ms: u64) -> PolitenessPolicy {
+    PolitenessPolicy {
+        per_host_concurrency: conc,
+        min_delay: Duration::from_millis(delay_ms),
+        ..PolitenessPolicy::default()
+    }
+}
+
+fn entry(url: &str, depth: u32, seq: u64) -> Entry {
+    let mut e = Entry::page(url, depth, None);
+    e.seq = seq;
+    e
+}
+
+fn go(_: HostId, _: &Entry) -> Gate {
+    Gate::Go
+}
+
+fn pop(q: &mut HostQueues, now: Instant) -> Pop {
+    q.pop_ready(now, go, &mut Vec::new())
+}
+
+#[test]
+fn depth_first_then_discovery_order() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 0));
+    let h = q.host_id("a");
+    q.push(h, entry("a/deep", 3, 1), t0);
+    q.push(h, entry("a/second", 1, 3), t0);
+    q.push(h, entry("a/first", 1, 2), t0);
+    q.push(h, entry("a/root", 0, 9), t0);
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        match pop(&mut q, t0) {
+            Pop::Ready(h, e) => {
+                order.push(e.url);
+                q.release(h, t0, Feedback::Ok);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(order, ["a/root", "a/first", "a/second", "a/deep"]);
+    assert_eq!(pop(&mut q, t0), Pop::Idle);
+}
+
+#[test]
+fn min_delay_spaces_starts_and_concurrency_holds() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 1000));
+    let h = q.host_id("a");
+    for i in 0..3 {
+        q.push(h, entry(&format!("a/{i}"), 0, i), t0);
+    }
+    let Pop::Ready(_, _) = pop(&mut q, t0) else {
+        panic!()
+    };
+    // concurrency 1: nothing else while the first is in flight, even much later
+    assert_eq!(pop(&mut q, t0 + Duration::from_secs(5)), Pop::Idle);
+    let t1 = t0 + Duration::from_millis(200);
+    q.release(h, t1, Feedback::Ok);
+    // single-slot hosts wait a full delay after the end of the previous request
+    assert_eq!(
+        pop(&mut q, t1),
+        Pop::WaitUntil(t1 + Duration::from_millis(1000))
+    );
+    assert!(matches!(
+        pop(&mut q, t1 + Duration::from_millis(1000)),
+        Pop::Ready(..)
+    ));
+}
+
+#[test]
+fn hosts_are_independent_and_concurrency_above_one() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(2, 0));
+    let a = q.host_id("a");
+    let b = q.host_id("b");
+    for i in 0..5 {
+        q.push(a, entry(&format!("a/{i}"), 0, i), t0);
+        q.push(b, entry(&format!("b/{i}"), 0, i), t0);
+    }
+    let mut started = Vec::new();
+    while let Pop::Ready(h, _) = pop(&mut q, t0) {
+        started.push(h);
+    }
+    assert_eq!(started.iter().filter(|h| **h == a).count(), 2);
+    assert_eq!(started.iter().filter(|h| **h == b).count(), 2);
+    assert_eq!(q.in_flight(), 4);
+    q.release(a, t0, Feedback::Ok);
+    assert!(matches!(pop(&mut q, t0), Pop::Ready(h, _) if h == a));
+}
+
+#[test]
+fn crawl_delay_is_honoured_up_to_the_cap() {
+    let _t0 = Instant::now();
+    let mut p = policy(4, 100);
+    p.max_crawl_delay = Duration::from_secs(2);
+    let mut q = HostQueues::new(p);
+    let h = q.host_id("a");
+    q.set_crawl_delay(h, Some(Duration::from_secs(10)));
+    assert_eq!(q.delay_for(h), Duration::from_secs(2));
+    q.set_crawl_delay(h, Some(Duration::from_millis(50)));
+    assert_eq!(
+        q.delay_for(h),
+        Duration::from_millis(100),
+        "never below min_delay"
+    );
+    let mut p = q.policy().clone();
+    p.honour_crawl_delay = false;
+    q.set_policy(p);
+    q.set_crawl_delay(h, Some(Duration::from_secs(1)));
+    assert_eq!(q.delay_for(h), Duration::from_millis(100));
+}
+
+#[test]
+fn throttle_pauses_with_retry_after_or_exponential_backoff() {
+    let t0 = Instant::now();
+    let mut p = policy(1, 0);
+    p.backoff_base = Duration::from_secs(1);
+    p.backoff_max = Duration::from_secs(3);
+    let mut q = HostQueues::new(p);
+    let h = q.host_id("a");
+    for i in 0..4 {
+        q.push(h, entry(&format!("a/{i}"), 0, i), t0);
+    }
+    let Pop::Ready(..) = pop(&mut q, t0) else {
+        panic!()
+    };
+    q.release(
+        h,
+        t0,
+        Feedback::Throttled {
+            retry_after: Some(Duration::from_millis(1500)),
+        },
+    );
+    assert_eq!(
+        pop(&mut q, t0),
+        Pop::WaitUntil(t0 + Duration::from_millis(1500))
+    );
+    let t1 = t0 + Duration::from_millis(1500);
+    let Pop::Ready(..) = pop(&mut q, t1) else {
+        panic!()
+    };
+    q.release(h, t1, Feedback::Throttled { retry_after: None });
+    // second throttle without header: base * 2^1 = 2 s
+    assert_eq!(pop(&mut q, t1), Pop::WaitUntil(t1 + Duration::from_secs(2)));
+    let t2 = t1 + Duration::from_secs(2);
+    let Pop::Ready(..) = pop(&mut q, t2) else {
+        panic!()
+    };
+    q.release(
+        h,
+        t2,
+        Feedback::Throttled {
+            retry_after: Some(Duration::from_secs(3600)),
+        },
+    );
+    assert_eq!(
+        pop(&mut q, t2),
+        Pop::WaitUntil(t2 + Duration::from_secs(3)),
+        "capped by backoff_max"
+    );
+}
+
+#[test]
+fn gate_drop_and_block_and_urgent_jobs() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 0));
+    let h = q.host_id("a");
+    q.push(h, entry("a/private/1", 0, 1), t0);
+    q.push(h, entry("a/page", 0, 2), t0);
+    let mut dropped = Vec::new();
+    let r = q.pop_ready(
+        t0,
+        |_, e| {
+            if e.url.contains("private") {
+                Gate::Drop
+            } else {
+                Gate::Go
+            }
+        },
+        &mut dropped,
+    );
+    assert!(matches!(r, Pop::Ready(_, ref e) if e.url == "a/page"));
+    assert_eq!(dropped.len(), 1);
+    q.release(h, t0, Feedback::Ok);
+    q.push(h, entry("a/x", 0, 3), t0);
+    assert_eq!(q.pop_ready(t0, |_, _| Gate::Block, &mut dropped), Pop::Idle);
+    assert!(q.is_blocked(h));
+    // an urgent job (robots.txt) still goes while the host is blocked
+    q.push_urgent(h, entry("a/robots.txt", 0, 0), t0);
+    assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/robots.txt"));
+    q.release(h, t0, Feedback::Ok);
+    assert_eq!(pop(&mut q, t0), Pop::Idle);
+    q.unblock(h, t0);
+    assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/x"));
+    assert_eq!(q.queued(), 0);
+}
+
+#[test]
+fn not_started_gives_the_slot_back_without_delay() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 5000));
+    let h = q.host_id("a");
+    q.push(h, entry("a/1", 0, 1), t0);
+    q.push(h, entry("a/2", 0, 2), t0);
+    let Pop::Ready(..) = pop(&mut q, t0) else {
+        panic!()
+    };
+    q.release(h, t0, Feedback::NotStarted);
+    assert!(matches!(pop(&mut q, t0), Pop::Ready(..)));
+}
