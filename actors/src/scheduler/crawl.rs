@@ -256,7 +256,7 @@ impl Crawl {
     /// are waiting on politeness.
     pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
         self.record_excluded();
-        if self.draining || self.limit_reached() {
+        if (self.draining || self.limit_reached()) && self.queues.queued() > 0 {
             // No new lease will start: the windows' URLs stay in the store, their memory goes.
             self.queues.release_windows();
         }

@@ -82,6 +82,14 @@ async fn cluster(first_octet: u8, processes: usize, redis_opts: Options) -> Clus
     }
 }
 
+/// A server that keeps an append-only file (fsync always), so a restart brings its data back.
+fn aof() -> Options {
+    Options {
+        aof: true,
+        ..Options::default()
+    }
+}
+
 fn spawn_all(c: &Cluster) -> Vec<Child> {
     c.crawls.iter().map(TestCrawl::spawn).collect()
 }
@@ -298,15 +306,7 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     if !redis::require("distributed redis restart", false) {
         return;
     }
-    let mut c = cluster(
-        224,
-        2,
-        Options {
-            aof: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let mut c = cluster(224, 2, aof()).await;
     // The outage outlasts the leases: after it, shards may change hands before the crawl goes on.
     let children = spawn_all(&c);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -328,15 +328,7 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     assert_exactly_once(&c, &records, "aof restart");
 
     // A crawl whose Redis comes back empty is never declared finished.
-    let mut c = cluster(
-        228,
-        2,
-        Options {
-            aof: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let mut c = cluster(228, 2, aof()).await;
     let children = spawn_all(&c);
     tokio::time::sleep(Duration::from_millis(500)).await;
     c.redis.restart_empty();
@@ -400,15 +392,7 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
     if !redis::require("distributed spool", false) {
         return;
     }
-    let mut c = cluster(
-        226,
-        2,
-        Options {
-            aof: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let mut c = cluster(226, 2, aof()).await;
     let mut children = spawn_all(&c);
     tokio::time::sleep(Duration::from_millis(500)).await;
     c.redis.kill();

@@ -297,16 +297,6 @@ impl RedisFrontier {
         self.read_checkpoint()
     }
 
-    /// The process id this store works as.
-    pub fn process_id(&self) -> &str {
-        &self.pid
-    }
-
-    /// Committed records of the whole crawl not yet acknowledged (as of the last counter refresh).
-    pub fn unacked(&self) -> u64 {
-        self.unacked
-    }
-
     fn shards(&self) -> u32 {
         self.settings.shards
     }
