@@ -11,7 +11,7 @@ use crate::fetcher::http::RawResponse;
 use crate::scheduler::stats::Stats;
 use crate::sink::error::SinkError;
 use actix::{Message, Recipient};
-use crawl_core::frontier::Entry;
+use crawl_core::frontier::{Entry, Fp, ShardGate};
 use crawl_core::politeness::HostId;
 use crawl_core::record::Reason;
 use crawl_core::robots::Robots;
@@ -32,6 +32,27 @@ pub struct Job {
     pub started_at: Instant,
     /// The URL's trace; every actor the job visits adds its spans to it.
     pub trace: crawl_observability::trace::TraceCtx,
+    /// In a crawl shared by many processes, the host's shard lease, checked again right before the request goes
+    /// out: a job may wait in a mailbox or behind DNS, or the whole process may have been paused, past the lease.
+    pub gate: Option<StartGate>,
+}
+
+/// Whether a request to one host may still start (see [`Job::gate`]).
+#[derive(Debug, Clone)]
+pub struct StartGate {
+    shards: Arc<dyn ShardGate>,
+    host: Fp,
+}
+
+impl StartGate {
+    pub fn new(shards: Arc<dyn ShardGate>, host: Fp) -> StartGate {
+        StartGate { shards, host }
+    }
+
+    /// True while this process owns the host's shard and its lease has not run out on the local clock.
+    pub fn is_open(&self) -> bool {
+        self.shards.may_start(self.host)
+    }
 }
 
 /// A link found in a page, canonicalised and judged against the scope.
@@ -99,6 +120,8 @@ pub enum JobResult {
         detail: String,
         retryable: bool,
     },
+    /// No request was sent: the host's shard lease ran out before it could start (see [`Job::gate`]).
+    NotStarted,
     /// A handler panicked while holding this job.
     Panicked {
         stage: &'static str,

@@ -224,6 +224,15 @@ async fn run_job(
             });
         }
     };
+    if job.gate.as_ref().is_some_and(|g| !g.is_open()) {
+        // The shard's lease ran out while the job waited: another process may be crawling the host now.
+        return Step::Done(JobDone {
+            job: job.id,
+            url: job.entry.url,
+            result: JobResult::NotStarted,
+            dns,
+        });
+    }
     let fetch = async {
         match job.entry.kind {
             JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,

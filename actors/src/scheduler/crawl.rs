@@ -9,6 +9,7 @@ use super::robots_state::{RobotsState, RobotsTable};
 use super::stats::Stats;
 use crate::protocol::{
     FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome,
+    StartGate,
 };
 use crawl_core::canon;
 use crawl_core::frontier::window::{Refill, Window};
@@ -304,17 +305,28 @@ impl Crawl {
             self.record_dropped();
             match pop {
                 Pop::Ready(host, entry) => {
+                    if entry.kind != JobKind::Page && !self.may_start(host) {
+                        // Urgent jobs pass the page gate: their shard is checked here.
+                        self.queues.release(host, now, Feedback::NotStarted);
+                        self.hold_urgent(host, entry, now);
+                        continue;
+                    }
                     if !self.still_in_scope(host, &entry, now) {
                         continue;
                     }
                     let id = self.leases.next_id();
                     let trace = self.lease_trace(host, &entry, now);
+                    let gate = self
+                        .shards
+                        .as_ref()
+                        .map(|g| StartGate::new(g.clone(), self.queues.host_fp(host)));
                     let job = Job {
                         id,
                         host,
                         entry,
                         started_at: now,
                         trace,
+                        gate,
                     };
                     self.leases.insert(job.clone(), now);
                     jobs.push(job);

@@ -133,6 +133,7 @@ mod tests {
             entry: Entry::page(format!("http://a/{id}"), 0, None),
             started_at: now,
             trace: Default::default(),
+            gate: None,
         }
     }
 

@@ -68,6 +68,14 @@ impl RobotsTable {
         }
     }
 
+    /// A fetch marked started will not happen here after all (its host went to another process): the next page of
+    /// the authority asks for it again.
+    pub fn forget_pending(&mut self, authority: &str) {
+        if matches!(self.states.get(authority), Some(RobotsState::Pending)) {
+            self.states.remove(authority);
+        }
+    }
+
     pub fn set(&mut self, authority: &str, state: RobotsState) {
         if matches!(state, RobotsState::Ready { .. }) {
             self.failures.remove(authority);

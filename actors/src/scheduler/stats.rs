@@ -31,6 +31,8 @@ pub struct Stats {
     /// (one pipeline) on a single server.
     pub store_requests: u64,
     pub stale_results: u64,
+    /// Jobs not started because their host's shard lease ran out before the request could go out.
+    pub not_started: u64,
     /// Child restarts (filled in by the supervisor).
     pub restarts: u64,
 }

@@ -88,6 +88,8 @@ struct Host {
     backoff_level: u32,
     crawl_delay: Option<Duration>,
     blocked: bool,
+    /// Nothing starts, urgent jobs included (its shard's lease ran out here; see [`HostQueues::hold`]).
+    held: bool,
     scheduled: Option<Instant>,
 }
 
@@ -180,6 +182,7 @@ impl HostQueues {
             backoff_level: 0,
             crawl_delay: None,
             blocked: false,
+            held: false,
             scheduled: None,
         });
         self.index.insert(host.into(), id);
@@ -299,10 +302,11 @@ impl HostQueues {
         }
     }
 
-    /// Lets a blocked host's pages go again.
+    /// Lets a blocked or held host's jobs go again.
     pub fn unblock(&mut self, host: HostId, now: Instant) {
         if let Some(h) = self.hosts.get_mut(host as usize) {
             h.blocked = false;
+            h.held = false;
             self.wake(host, now);
         }
     }
@@ -311,6 +315,14 @@ impl HostQueues {
     pub fn block(&mut self, host: HostId) {
         if let Some(h) = self.hosts.get_mut(host as usize) {
             h.blocked = true;
+        }
+    }
+
+    /// Holds every job of a host, urgent ones included, until [`unblock`](Self::unblock) (a crawl shared by many
+    /// processes: the host's shard may not start requests here for now).
+    pub fn hold(&mut self, host: HostId) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.held = true;
         }
     }
 
@@ -357,6 +369,9 @@ impl HostQueues {
     }
 
     fn has_work(h: &Host) -> bool {
+        if h.held {
+            return false;
+        }
         !h.urgent.is_empty()
             || (!h.blocked
                 && (!h.pages.is_empty() || (h.pages.has_more() && !h.pages.is_loading())))
@@ -505,14 +520,18 @@ impl HostQueues {
     }
 
     /// Stops crawling a host for now (its shard went to another process): its window lets go of its URLs (the
-    /// store keeps them; URLs out stay known as out) and the host is blocked until [`resume_host`](Self::resume_host)
-    /// and [`unblock`](Self::unblock). Requests in flight finish normally.
-    pub fn detach(&mut self, host: HostId) {
-        if let Some(h) = self.hosts.get_mut(host as usize) {
-            let n = h.pages.release_memory();
-            self.queued = self.queued.saturating_sub(n);
-            h.blocked = true;
-        }
+    /// store keeps them; URLs out stay known as out), its urgent jobs are returned to the caller (whoever crawls
+    /// the host next asks for its robots.txt itself) and the host is blocked until
+    /// [`resume_host`](Self::resume_host) and [`unblock`](Self::unblock). Requests in flight finish normally.
+    pub fn detach(&mut self, host: HostId) -> Vec<Entry> {
+        let Some(h) = self.hosts.get_mut(host as usize) else {
+            return Vec::new();
+        };
+        let n = h.pages.release_memory();
+        let urgent: Vec<Entry> = h.urgent.drain(..).collect();
+        self.queued = self.queued.saturating_sub(n + urgent.len());
+        h.blocked = true;
+        urgent
     }
 
     /// Lets go of every host window (the store keeps the URLs): memory does not stay at its peak once the crawl

@@ -48,6 +48,7 @@ impl Crawl {
         now: Instant,
     ) {
         match (job.entry.kind, result) {
+            (_, JobResult::NotStarted) => self.not_started(job, now),
             (_, JobResult::Panicked { stage, detail }) => {
                 self.on_panic(job, stage, &detail, done, now)
             }

@@ -32,7 +32,7 @@ impl Crawl {
                 .queues
                 .hosts_where(|fp| lost.contains(&gate.shard_of(fp)))
             {
-                self.queues.detach(h);
+                self.detach(h);
             }
             if lost.contains(&gate.shard_of(RECORDS_HOST)) {
                 self.excluded.release_memory();
@@ -104,7 +104,7 @@ impl Crawl {
         for s in handoffs {
             if self.handing.insert(s) {
                 for h in self.queues.hosts_where(|fp| gate.shard_of(fp) == s) {
-                    self.queues.detach(h);
+                    self.detach(h);
                 }
                 if gate.shard_of(RECORDS_HOST) == s {
                     self.excluded = Window::complete();
@@ -121,6 +121,66 @@ impl Crawl {
                 gate.quiet(s);
             }
         }
+    }
+
+    /// A host whose shard this process gives up: nothing of it starts here any more. Its robots.txt and sitemap
+    /// jobs are dropped: whoever crawls the host next reads its robots.txt (and the sitemaps named there) itself.
+    fn detach(&mut self, h: HostId) {
+        for job in self.queues.detach(h) {
+            self.forget_urgent(&job);
+        }
+    }
+
+    fn forget_urgent(&mut self, job: &Entry) {
+        if job.kind == JobKind::Robots
+            && let Ok(u) = url::Url::parse(&job.url)
+        {
+            self.robots.forget_pending(&canon::authority_key(&u));
+        }
+        tracing::debug!(url = %job.url, kind = ?job.kind, "job of a host given up");
+    }
+
+    /// True while this process holds a host's shard and is not handing it over (its lease may be about to be
+    /// renewed).
+    fn holds_host(&self, host: HostId) -> bool {
+        self.shards.as_ref().is_some_and(|g| {
+            let s = g.shard_of(self.queues.host_fp(host));
+            g.owns(s) && !self.handing.contains(&s)
+        })
+    }
+
+    /// A job the fetcher did not start because its host's shard lease ran out while it waited (in a mailbox,
+    /// behind DNS, or in a paused process). Nothing changed in the store. While the shard is still held the job
+    /// waits here for the lease to be renewed; once it is not, the URL stays pending in the store for whoever holds
+    /// the shard.
+    pub(super) fn not_started(&mut self, job: Job, now: Instant) {
+        self.queues.release(job.host, now, Feedback::NotStarted);
+        self.stats.not_started += 1;
+        let held = self.holds_host(job.host);
+        tracing::debug!(url = %job.entry.url, held, "request not started: shard lease ran out");
+        match job.entry.kind {
+            JobKind::Page if held => self.queues.push(job.host, job.entry, now),
+            JobKind::Page => self.queues.settle(job.host, job.entry.id),
+            JobKind::Robots | JobKind::Sitemap if held => {
+                self.hold_urgent(job.host, job.entry, now)
+            }
+            _ => self.forget_urgent(&job.entry),
+        }
+    }
+
+    /// An urgent job (robots.txt, sitemap) that may not start now because its host's shard lease ran out: the
+    /// host is held, urgent jobs included, until the lease is renewed.
+    pub(super) fn hold_urgent(&mut self, host: HostId, entry: Entry, now: Instant) {
+        self.queues.hold(host);
+        self.queues.push_urgent(host, entry, now);
+        self.shard_blocked.insert(host);
+    }
+
+    /// True when a job of this host may start now (always, without shards).
+    pub(super) fn may_start(&self, host: HostId) -> bool {
+        self.shards
+            .as_ref()
+            .is_none_or(|g| g.may_start(self.queues.host_fp(host)))
     }
 
     /// Counts a request sent to the store.

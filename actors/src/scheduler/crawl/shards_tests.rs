@@ -312,3 +312,149 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
     }
     assert!(h.lease(61_000).0.iter().any(|j| j.entry.url.contains(&b)));
 }
+
+#[test]
+fn a_job_the_fetcher_did_not_start_waits_for_the_renewal_or_is_left_to_the_shard_s_next_owner() {
+    let (a, _) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let with_robots = CrawlSettings {
+        respect_robots: true,
+        ..settings()
+    };
+    let mut h = H::new(with_robots.clone(), policy(1));
+    h.crawl = Crawl::new(
+        with_robots,
+        Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        )),
+        HostQueues::new(policy(1)),
+        Resume::default(),
+        JsonlCheckpoint::default(),
+        h.t0,
+    )
+    .with_shards(gate.clone());
+    h.seed(&format!("http://{a}/"));
+    let renew = |h: &mut H, ms: u64| {
+        gate.expired.lock().unwrap().clear();
+        let token = h.crawl.poll_token();
+        h.crawl
+            .shards_changed(ShardChanges::default(), token, h.at(ms));
+    };
+
+    // robots.txt: the lease ran out while the job waited, so the fetcher did not start it. Nothing of the host
+    // starts (robots.txt included) until the lease is renewed; then the same robots.txt goes.
+    let robots = h.one(0);
+    assert_eq!(robots.entry.kind, JobKind::Robots);
+    assert!(robots.gate.as_ref().is_some_and(|g| g.is_open()));
+    gate.expired.lock().unwrap().insert(shard(&a));
+    assert!(robots.gate.as_ref().is_some_and(|g| !g.is_open()));
+    h.done(&robots, JobResult::NotStarted, 5);
+    h.idle(10);
+    renew(&mut h, 20);
+    let again = h.one(30);
+    assert_eq!(again.entry.url, robots.entry.url);
+    h.done(
+        &again,
+        JobResult::Robots(RobotsOutcome::AllowAll { status: 404 }),
+        35,
+    );
+
+    // A page: it waits in its window for the renewal, and goes then.
+    let page = h.one(40);
+    assert_eq!(page.entry.url, format!("http://{a}/"));
+    gate.expired.lock().unwrap().insert(shard(&a));
+    h.done(&page, JobResult::NotStarted, 45);
+    h.idle(50);
+    assert_eq!(h.crawl.queues.queued(), 1, "the page waits here");
+    renew(&mut h, 60);
+    let page = h.one(70);
+    assert_eq!(page.entry.url, format!("http://{a}/"));
+
+    // Not started, and then the shard is lost: the URL is left to the store for the next owner, and nothing of
+    // it is queued here (this process may finish).
+    gate.expired.lock().unwrap().insert(shard(&a));
+    gate.owned.lock().unwrap().remove(&shard(&a));
+    h.done(&page, JobResult::NotStarted, 75);
+    let token = h.crawl.poll_token();
+    h.crawl.shards_changed(
+        ShardChanges {
+            lost: vec![shard(&a)],
+            ..ShardChanges::default()
+        },
+        token,
+        h.at(80),
+    );
+    assert_eq!(h.crawl.queues.queued(), 0);
+    assert!(h.crawl.leases.is_empty());
+    assert_eq!(h.crawl.stats.not_started, 3);
+    let pending = h.store.next_urls(host_fp(&a), None, 10).unwrap();
+    assert_eq!(
+        pending.iter().map(|e| e.url.clone()).collect::<Vec<_>>(),
+        [format!("http://{a}/")],
+        "the store still holds the page as pending"
+    );
+
+    // The shard comes back: the page is read from the store again (not skipped as out) and crawled.
+    gate.owned.lock().unwrap().insert(shard(&a));
+    gate.expired.lock().unwrap().clear();
+    let token = h.crawl.poll_token();
+    h.crawl
+        .shards_changed(gained(shard(&a), &[&a]), token, h.at(90));
+    let back = h.one(200);
+    assert_eq!(back.entry.url, format!("http://{a}/"));
+}
+
+#[test]
+fn a_host_whose_shard_is_lost_drops_its_robots_job_and_asks_again_once_regained() {
+    let (a, _) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let with_robots = CrawlSettings {
+        respect_robots: true,
+        ..settings()
+    };
+    let mut h = H::new(with_robots.clone(), policy(1));
+    h.crawl = Crawl::new(
+        with_robots,
+        Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        )),
+        HostQueues::new(policy(1)),
+        Resume::default(),
+        JsonlCheckpoint::default(),
+        h.t0,
+    )
+    .with_shards(gate.clone());
+    h.seed(&format!("http://{a}/"));
+    // The lease runs out before robots.txt could be leased: it is held, not sent.
+    gate.expired.lock().unwrap().insert(shard(&a));
+    h.idle(0);
+    assert_eq!(h.crawl.queues.queued(), 1, "robots.txt waits");
+    gate.owned.lock().unwrap().remove(&shard(&a));
+    let token = h.crawl.poll_token();
+    h.crawl.shards_changed(
+        ShardChanges {
+            lost: vec![shard(&a)],
+            ..ShardChanges::default()
+        },
+        token,
+        h.at(10),
+    );
+    assert_eq!(h.crawl.queues.queued(), 0, "nothing of a is queued here");
+    gate.owned.lock().unwrap().insert(shard(&a));
+    gate.expired.lock().unwrap().clear();
+    let token = h.crawl.poll_token();
+    h.crawl
+        .shards_changed(gained(shard(&a), &[&a]), token, h.at(20));
+    let robots = h.one(30);
+    assert_eq!(robots.entry.kind, JobKind::Robots, "asked for again");
+}
