@@ -13,7 +13,7 @@ use crawl_core::record::{Outcome, Reason, Record};
 use crawl_tests::engine::{RunResult, TestCrawl, read_records, signal, wait_with_deadline};
 use crawl_tests::redis::{self, Options, RedisServer};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -98,6 +98,19 @@ fn wait_all(children: Vec<Child>) -> Vec<RunResult> {
     children
         .into_iter()
         .map(|ch| wait_with_deadline(ch, DEADLINE))
+        .collect()
+}
+
+/// The processes that own a shard of crawl "t" now.
+fn owners(c: &Cluster) -> BTreeSet<String> {
+    (0..16)
+        .filter_map(|s| {
+            c.redis
+                .cli(&["HGET", &format!("{{t:{s}}}:meta"), "owner"])
+                .ok()
+        })
+        .map(|o| o.trim().to_owned())
+        .filter(|o| !o.is_empty())
         .collect()
 }
 
@@ -279,7 +292,15 @@ async fn a_process_paused_past_its_lease_cannot_commit() {
     }
     let c = cluster(220, 2, Options::default()).await;
     let children = spawn_all(&c);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Paused once both processes hold shards: the paused one has work of its own.
+    let t0 = Instant::now();
+    while owners(&c).len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "shards never shared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     signal(&children[0], "STOP");
     // Well past the lease: the other process takes every shard over and goes on.
     tokio::time::sleep(Duration::from_millis(3 * LEASE_MS)).await;
