@@ -15,7 +15,7 @@ use crawl_core::canon;
 use crawl_core::frontier::window::{Refill, Window};
 use crawl_core::frontier::{
     Batch, Committed, Counters, Discovered, Entry, Finished, Fp, FrontierError, JobKind,
-    RECORDS_HOST, Resume, ShardChanges, ShardGate,
+    RECORDS_HOST, Resume, ShardChanges, ShardGate, SharedRobots, host_fp,
 };
 use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
@@ -80,6 +80,8 @@ pub(super) struct JobCtx {
 struct InFlight {
     started: Option<Instant>,
     finished: Vec<Finished>,
+    /// Hosts whose robots.txt rules the commit carries (a shard is handed over only once they are stored).
+    robots: Vec<Fp>,
 }
 
 /// The scheduler's state.
@@ -152,7 +154,7 @@ impl Crawl {
         };
         stats.resumed = resume.counters.pending;
         let moved = resume.checkpoint != Some(jsonl);
-        Crawl {
+        let mut crawl = Crawl {
             leases: Leases::new(settings.lease_timeout),
             records: RecordLog::new(resume.next_record, jsonl.lines, moved.then_some(jsonl)),
             settings,
@@ -179,7 +181,9 @@ impl Crawl {
             commits_done: 0,
             counters_after: None,
             record_ids: false,
-        }
+        };
+        crawl.take_robots(resume.robots, now);
+        crawl
     }
 
     /// Adds a seed (depth 0); the store drops it when it is known already.

@@ -68,6 +68,11 @@ impl RobotsTable {
         }
     }
 
+    /// True when rules for the authority are loaded and not expired.
+    pub fn has_rules(&self, authority: &str, now: Instant) -> bool {
+        matches!(self.states.get(authority), Some(RobotsState::Ready { expires, .. }) if *expires > now)
+    }
+
     /// A fetch marked started will not happen here after all (its host went to another process): the next page of
     /// the authority asks for it again.
     pub fn forget_pending(&mut self, authority: &str) {

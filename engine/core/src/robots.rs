@@ -259,6 +259,63 @@ impl Robots {
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }
+
+    /// A compact form of what applies to this crawler (its rules, crawl-delay and the file's sitemaps) that
+    /// [`from_snapshot`](Self::from_snapshot) reads back unchanged. A crawl shared by many processes keeps it with
+    /// the host's shard, so that whoever crawls the host next obeys the same rules without fetching them again.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut out = b"robots/1\n".to_vec();
+        if let Some(d) = self.crawl_delay {
+            out.extend_from_slice(format!("delay {}\n", d.as_millis()).as_bytes());
+        }
+        for s in &self.sitemaps {
+            out.extend_from_slice(format!("sitemap {s}\n").as_bytes());
+        }
+        for r in &self.rules {
+            let kind = if r.allow { 'a' } else { 'd' };
+            let anchored = u8::from(r.anchored);
+            out.extend_from_slice(format!("rule {kind} {} {anchored} ", r.priority).as_bytes());
+            out.extend_from_slice(&r.pattern);
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// Reads a [`snapshot`](Self::snapshot); None when it is not one.
+    pub fn from_snapshot(bytes: &[u8]) -> Option<Robots> {
+        let mut lines = bytes.split(|&b| b == b'\n');
+        if lines.next()? != b"robots/1" {
+            return None;
+        }
+        let mut robots = Robots::allow_all();
+        for line in lines.filter(|l| !l.is_empty()) {
+            let (key, rest) = split_word(line)?;
+            match key {
+                b"delay" => {
+                    let ms: u64 = std::str::from_utf8(rest).ok()?.parse().ok()?;
+                    robots.crawl_delay = Some(Duration::from_millis(ms));
+                }
+                b"sitemap" => robots.sitemaps.push(String::from_utf8(rest.to_vec()).ok()?),
+                b"rule" => {
+                    let (kind, rest) = split_word(rest)?;
+                    let (priority, rest) = split_word(rest)?;
+                    let (anchored, pattern) = split_word(rest)?;
+                    robots.rules.push(Rule {
+                        allow: match kind {
+                            b"a" => true,
+                            b"d" => false,
+                            _ => return None,
+                        },
+                        pattern: pattern.into(),
+                        anchored: anchored == b"1",
+                        priority: std::str::from_utf8(priority).ok()?.parse().ok()?,
+                    });
+                }
+                _ => return None,
+            }
+        }
+        Some(robots)
+    }
 }
 
 impl Rule {
@@ -504,6 +561,12 @@ fn glob_match(pattern: &[u8], text: &[u8], anchored: bool) -> bool {
             _ => return false,
         }
     }
+}
+
+/// The first space-separated word of a line and the rest after the space.
+fn split_word(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let i = line.iter().position(|&b| b == b' ')?;
+    Some((&line[..i], &line[i + 1..]))
 }
 
 #[cfg(test)]

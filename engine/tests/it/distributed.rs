@@ -232,6 +232,15 @@ async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
     let records = merge(&c);
     assert_exactly_once(&c, &records, "three processes");
     assert_polite(&c, "three processes", 0);
+    // robots.txt rules move with a host's shard: each host's robots.txt is read once for the whole crawl.
+    let reqs = c.site.requests();
+    for h in 0..HOSTS {
+        let n = reqs
+            .iter()
+            .filter(|r| r.host == h && r.path_only() == "/robots.txt")
+            .count();
+        assert_eq!(n, 1, "host {h}: robots.txt requests");
+    }
 
     // The crawl is finished for everyone: a fourth process started later exits at once with nothing to do.
     let late = TestCrawl::new(
@@ -420,7 +429,14 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
     // Results of the fetches in flight meet the outage: a process with work commits, and that commit goes to its
     // spool. That process is the one killed.
     let spools: Vec<PathBuf> = c.crawls.iter().map(|t| t.data_dir.join("spool")).collect();
-    let count = |p: &PathBuf| std::fs::read_dir(p).map_or(0, |d| d.count());
+    // Whole spooled commits (a file being written has another name until it is complete).
+    let count = |p: &PathBuf| {
+        std::fs::read_dir(p).map_or(0, |d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "commit"))
+                .count()
+        })
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     let victim = loop {
         if let Some(i) = spools.iter().position(|p| count(p) > 0) {

@@ -63,6 +63,7 @@ impl Crawl {
         match outcome {
             RobotsOutcome::Rules(rules) => {
                 tracing::debug!(authority, rules = rules.rule_count(), "robots.txt loaded");
+                self.share_robots(host, &authority, &rules, now);
                 self.queues.set_crawl_delay(host, rules.crawl_delay());
                 if self.settings.follow_sitemaps {
                     for sm in rules.sitemaps() {
@@ -81,6 +82,7 @@ impl Crawl {
             RobotsOutcome::AllowAll { status } => {
                 tracing::debug!(authority, status, "robots.txt absent: allow all");
                 let rules = Arc::new(crawl_core::robots::Robots::allow_all());
+                self.share_robots(host, &authority, &rules, now);
                 self.robots.set(
                     &authority,
                     RobotsState::Ready {

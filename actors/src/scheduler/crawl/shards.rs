@@ -61,6 +61,7 @@ impl Crawl {
             }
             tracing::debug!(shard, "shard gained");
         }
+        self.take_robots(changes.robots, now);
         self.hand_off(gate.as_ref());
         // Hosts held back by a late renewal go again once the lease is renewed.
         let ready: Vec<HostId> = self
@@ -111,12 +112,18 @@ impl Crawl {
                 }
             }
             let in_shard = |f: &Finished| gate.shard_of(f.host) == s;
+            // Busy while a URL of the shard is out or a change to it (a record, robots.txt rules) is not stored yet.
             let busy = self.leases.any_host(|fp| gate.shard_of(fp) == s)
                 || self.staged.finished.iter().any(in_shard)
                 || self
-                    .in_flight
-                    .as_ref()
-                    .is_some_and(|c| c.finished.iter().any(in_shard));
+                    .staged
+                    .robots
+                    .iter()
+                    .any(|r| gate.shard_of(host_fp(&r.host)) == s)
+                || self.in_flight.as_ref().is_some_and(|c| {
+                    c.finished.iter().any(in_shard)
+                        || c.robots.iter().any(|fp| gate.shard_of(*fp) == s)
+                });
             if !busy {
                 gate.quiet(s);
             }
@@ -195,12 +202,64 @@ impl Crawl {
             return;
         }
         if let Some(until) = self.queues.paused_until(host).filter(|u| *u > now) {
-            let ms = wall(until)
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let ms = unix_ms(wall(until));
             let name = self.queues.host_name(host).to_owned();
             self.staged.pauses.retain(|(h, _)| *h != name);
             self.staged.pauses.push((name, ms));
+        }
+    }
+
+    /// robots.txt rules were obtained here: in a crawl shared by many processes they go to the store with the next
+    /// commit, kept with the host's shard until they expire.
+    pub(super) fn share_robots(
+        &mut self,
+        host: HostId,
+        authority: &str,
+        rules: &crawl_core::robots::Robots,
+        now: Instant,
+    ) {
+        if self.shards.is_none() {
+            return;
+        }
+        let expires_ms = unix_ms(wall(now + self.settings.robots_cache));
+        self.staged.robots.retain(|r| r.authority != authority);
+        self.staged.robots.push(SharedRobots {
+            host: self.queues.host_name(host).to_owned(),
+            authority: authority.to_owned(),
+            expires_ms,
+            snapshot: rules.snapshot(),
+        });
+    }
+
+    /// robots.txt rules kept with gained shards: obeyed until they expire, as if fetched here (no second fetch of
+    /// robots.txt). Their sitemaps are read here too (the previous owner may have gone before it could).
+    pub(super) fn take_robots(&mut self, shared: Vec<SharedRobots>, now: Instant) {
+        let wall_now = unix_ms(std::time::SystemTime::now());
+        for r in shared {
+            if r.expires_ms <= wall_now || self.robots.has_rules(&r.authority, now) {
+                continue;
+            }
+            let Some(rules) = crawl_core::robots::Robots::from_snapshot(&r.snapshot) else {
+                tracing::warn!(authority = %r.authority, "unreadable robots.txt rules from the store ignored");
+                continue;
+            };
+            let h = self.queues.host_id(&r.host);
+            self.queues.set_crawl_delay(h, rules.crawl_delay());
+            if self.settings.follow_sitemaps {
+                for sm in rules.sitemaps() {
+                    self.request_sitemap(sm, 0, now);
+                }
+            }
+            let expires = now + Duration::from_millis(r.expires_ms - wall_now);
+            self.robots.set(
+                &r.authority,
+                RobotsState::Ready {
+                    rules: Arc::new(rules),
+                    expires,
+                },
+            );
+            self.queues.unblock(h, now);
+            tracing::debug!(authority = %r.authority, "robots.txt rules taken over with a shard");
         }
     }
 
@@ -215,4 +274,10 @@ impl Crawl {
             .as_ref()
             .is_none_or(|g| g.owns(g.shard_of(host)))
     }
+}
+
+/// Milliseconds since the Unix epoch (0 before it).
+fn unix_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

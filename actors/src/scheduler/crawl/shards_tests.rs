@@ -458,3 +458,78 @@ fn a_host_whose_shard_is_lost_drops_its_robots_job_and_asks_again_once_regained(
     let robots = h.one(30);
     assert_eq!(robots.entry.kind, JobKind::Robots, "asked for again");
 }
+
+#[test]
+fn robots_rules_go_to_the_store_and_the_next_owner_obeys_them_without_fetching_robots_txt() {
+    let (a, _) = two_hosts();
+    let with_robots = CrawlSettings {
+        respect_robots: true,
+        ..settings()
+    };
+    let sharded = |h: &H, gate: Arc<Table>| {
+        Crawl::new(
+            with_robots.clone(),
+            Arc::new(ScopePolicy::new(
+                ScopeMode::Any,
+                &[],
+                Vec::new(),
+                Vec::new(),
+                10,
+            )),
+            HostQueues::new(policy(1)),
+            Resume::default(),
+            JsonlCheckpoint::default(),
+            h.t0,
+        )
+        .with_shards(gate)
+    };
+    // The first owner fetches robots.txt: its rules are staged for the store.
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let mut first = H::new(with_robots.clone(), policy(1));
+    first.crawl = sharded(&first, gate.clone());
+    first.seed(&format!("http://{a}/"));
+    let robots = first.one(0);
+    assert_eq!(robots.entry.kind, JobKind::Robots);
+    let body = "User-agent: *\nDisallow: /private\nCrawl-delay: 1\n";
+    first.done(
+        &robots,
+        JobResult::Robots(RobotsOutcome::Rules(Arc::new(
+            crawl_core::robots::Robots::parse(body.as_bytes(), "crawl-engine/0.1"),
+        ))),
+        5,
+    );
+    let shared = first.crawl.staged.robots.clone();
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    assert_eq!(shared[0].host, a);
+    assert_eq!(shared[0].authority, format!("http://{a}:80"));
+
+    // The next owner gains the shard with those rules: no robots.txt request, the disallowed page is excluded,
+    // and the crawl-delay holds.
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let mut next = H::new(with_robots.clone(), policy(1));
+    next.crawl = sharded(&next, gate.clone());
+    next.seed(&format!("http://{a}/private/1"));
+    next.seed(&format!("http://{a}/open/1"));
+    next.seed(&format!("http://{a}/open/2"));
+    next.commit();
+    let mut ch = gained(shard(&a), &[&a]);
+    ch.robots = shared;
+    let token = next.crawl.poll_token();
+    next.crawl.shards_changed(ch, token, next.at(0));
+    let first_page = next.one(2_000);
+    assert_eq!(first_page.entry.kind, JobKind::Page);
+    assert_eq!(first_page.entry.url, format!("http://{a}/open/1"));
+    next.done(&first_page, ok(Vec::new()), 2_010);
+    next.idle(2_500);
+    let second = next.one(3_100);
+    assert_eq!(second.entry.url, format!("http://{a}/open/2"));
+    assert!(
+        next.leased
+            .iter()
+            .all(|j| j.entry.kind == JobKind::Page && !j.entry.url.contains("private")),
+        "{:?}",
+        next.leased
+    );
+}

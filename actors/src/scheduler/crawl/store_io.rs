@@ -15,6 +15,7 @@ impl Crawl {
         self.in_flight = Some(InFlight {
             started: Some(now),
             finished: batch.finished.clone(),
+            robots: batch.robots.iter().map(|r| host_fp(&r.host)).collect(),
         });
         Some(batch)
     }

@@ -95,6 +95,22 @@ pub struct Batch {
     /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms). A store shared by many
     /// processes keeps them with the host's shard, so the next owner honours them; a single-process store need not.
     pub pauses: Vec<(String, u64)>,
+    /// robots.txt rules as this process obtained them. A store shared by many processes keeps them with the
+    /// host's shard, so the next owner obeys them without fetching robots.txt again; a single-process store need not.
+    pub robots: Vec<SharedRobots>,
+}
+
+/// The robots.txt rules of one authority, kept with its host's shard in a store shared by many processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedRobots {
+    /// The host key (it names the shard).
+    pub host: String,
+    /// `scheme://host[:port]`, as the robots table keys it.
+    pub authority: String,
+    /// Until when the rules may be used (Unix time in ms).
+    pub expires_ms: u64,
+    /// [`crate::robots::Robots::snapshot`].
+    pub snapshot: Vec<u8>,
 }
 
 impl Batch {
@@ -105,6 +121,7 @@ impl Batch {
             + self.finished.len()
             + self.records.len()
             + self.pauses.len()
+            + self.robots.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -181,6 +198,8 @@ pub struct ShardChanges {
     /// Shards taken since the last poll, with their hosts that have pending URLs (the records queue's part of a
     /// shard appears as host [`RECORDS_HOST`]).
     pub gained: Vec<(u32, Vec<HostInfo>)>,
+    /// robots.txt rules kept with the gained shards (see [`Batch::robots`]).
+    pub robots: Vec<SharedRobots>,
     /// Shards no longer held: their hosts' windows must be dropped and no new work started there.
     pub lost: Vec<u32>,
     /// Hosts that appeared (added by any process) in shards already held.
@@ -224,6 +243,8 @@ pub struct Resume {
     pub counters: Counters,
     /// True when the store was created by this open.
     pub fresh: bool,
+    /// robots.txt rules kept with the shards held at the start (a store shared by many processes).
+    pub robots: Vec<SharedRobots>,
 }
 
 /// Errors of the frontier stores.

@@ -365,3 +365,29 @@ fn product_token_extraction() {
         assert_eq!(product_token(ua), want, "{ua:?}");
     }
 }
+
+#[test]
+fn a_snapshot_reads_back_as_the_same_rules() {
+    let body = b"User-agent: other\nDisallow: /\n\nUser-agent: *\nAllow: /a/b$\nDisallow: /a\nDisallow: /x*y%7e z\n\
+        Allow: /p/%C3%A9\nCrawl-delay: 2.5\nSitemap: http://h.test/sitemap.xml\nSitemap: http://h.test/s2.xml\n";
+    let r = Robots::parse(body, "crawl-engine/0.1");
+    let back = Robots::from_snapshot(&r.snapshot()).expect("a snapshot");
+    assert_eq!(back, r);
+    for path in [
+        "/a/b",
+        "/a/b/c",
+        "/a",
+        "/x1y~ z",
+        "/p/%c3%a9",
+        "/robots.txt",
+        "/",
+    ] {
+        assert_eq!(back.is_allowed(path), r.is_allowed(path), "{path}");
+    }
+    assert_eq!(back.crawl_delay(), Some(Duration::from_millis(2500)));
+    for r in [Robots::allow_all(), Robots::disallow_all()] {
+        assert_eq!(Robots::from_snapshot(&r.snapshot()), Some(r));
+    }
+    assert_eq!(Robots::from_snapshot(b"User-agent: *\nDisallow: /\n"), None);
+    assert_eq!(Robots::from_snapshot(b"robots/1\nrule x 1 0 /\n"), None);
+}

@@ -8,7 +8,7 @@ use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
 use crate::frontier::codec::{self, PendingValue};
 use crate::frontier::{
     Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, JobKind, RECORDS_HOST,
-    UrlRef, host_fp, url_fp,
+    SharedRobots, UrlRef, host_fp, url_fp,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -193,6 +193,26 @@ impl RedisFrontier {
             for (host, until) in list {
                 c.push(host);
                 c.push(until);
+            }
+            calls.push(c);
+            plans.push(Plan::Written);
+        }
+
+        // robots.txt rules, kept with their host's shard like the pauses (a late write is as good as any).
+        let mut robots: BTreeMap<u32, Vec<SharedRobots>> = BTreeMap::new();
+        for r in batch.robots {
+            robots
+                .entry(self.shard_of_host(&r.host))
+                .or_default()
+                .push(r);
+        }
+        for (s, list) in robots {
+            let mut c = Call::new(&SCRIPTS.hset, self.keys.robots(s));
+            for r in list {
+                let mut value = format!("{} {}\n", r.expires_ms, r.host).into_bytes();
+                value.extend_from_slice(&r.snapshot);
+                c.push(r.authority);
+                c.push(value);
             }
             calls.push(c);
             plans.push(Plan::Written);

@@ -10,6 +10,7 @@
 //!   queue of the shard is `q:0`;
 //! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);
 //! - `pause`: a hash host key → until when (Unix ms) the host is paused after a 429/503 or a Retry-After;
+//! - `robots`: a hash authority → the robots.txt rules that apply (until when, its host, the rules' snapshot);
 //! - `s:<bucket>`: the seen-URL buckets (integer sets);
 //! - `rec`: the records stream, with the consumer group `g`.
 //!
@@ -47,6 +48,11 @@ impl Keys {
     /// The shard's pauses of throttled hosts (host key → until, Unix ms).
     pub fn pause(&self, shard: u32) -> String {
         format!("{}pause", self.shard_prefix(shard))
+    }
+
+    /// The shard's robots.txt rules (authority → `expires_ms host\n` + snapshot).
+    pub fn robots(&self, shard: u32) -> String {
+        format!("{}robots", self.shard_prefix(shard))
     }
 
     /// The shard's records stream.

@@ -57,7 +57,7 @@ pub use shards::LeaseTable;
 use super::codec;
 use super::{
     Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, JobKind,
-    QueueKey, RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
+    QueueKey, RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
 };
 use conn::{Call, Conn, reply};
 use instance::{open_instance, random_id, validate};
@@ -341,19 +341,41 @@ impl RedisFrontier {
         Ok(())
     }
 
-    /// The hosts with pending URLs of some shards.
-    fn hosts_of(&mut self, shards: &[u32]) -> Result<Vec<(u32, Vec<HostInfo>)>, FrontierError> {
+    /// The hosts with pending URLs of some shards, and (`gained`) the robots.txt rules kept with them.
+    fn hosts_of(
+        &mut self,
+        shards: &[u32],
+        gained: bool,
+    ) -> Result<(Vec<(u32, Vec<HostInfo>)>, Vec<SharedRobots>), FrontierError> {
         let calls: Vec<Call> = shards
             .iter()
-            .map(|&s| self.shard_call(&SCRIPTS.hosts, s))
+            .map(|&s| {
+                self.shard_call(&SCRIPTS.hosts, s)
+                    .arg(if gained { "1" } else { "0" })
+            })
             .collect();
         let mut out = Vec::with_capacity(shards.len());
+        let mut robots = Vec::new();
         for (&s, r) in shards.iter().zip(self.conn.run(&calls)?) {
             let v = r.map_err(|e| self.conn.error(&e))?;
             let mut parts = reply::array(v, "hosts")?.into_iter();
             let (Some(counts), Some(pauses)) = (parts.next(), parts.next()) else {
                 return Err(FrontierError::Store("hosts: short reply".into()));
             };
+            if let Some(rules) = parts.next() {
+                let mut it = reply::array(rules, "robots")?.into_iter();
+                while let (Some(authority), Some(value)) = (it.next(), it.next()) {
+                    let authority = reply::string(authority, "authority")?;
+                    let value = reply::bytes(value, "robots")?;
+                    match parse_robots(authority, &value) {
+                        Some(r) => robots.push(r),
+                        None => tracing::warn!(
+                            shard = s,
+                            "unreadable robots.txt rules in the store ignored"
+                        ),
+                    }
+                }
+            }
             let mut paused = HashMap::new();
             let mut it = reply::array(pauses, "pauses")?.into_iter();
             while let (Some(name), Some(until)) = (it.next(), it.next()) {
@@ -382,7 +404,7 @@ impl RedisFrontier {
             }
             out.push((s, hosts));
         }
-        Ok(out)
+        Ok((out, robots))
     }
 
     fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
@@ -489,7 +511,9 @@ impl FrontierStore for RedisFrontier {
             pending: 0,
             paused_until_ms: 0,
         };
-        for (s, hosts) in self.hosts_of(&owned)? {
+        let (hosts, robots) = self.hosts_of(&owned, true)?;
+        rec.robots = robots;
+        for (s, hosts) in hosts {
             self.reported[s as usize] = true;
             self.hosts_known[s as usize] = self.host_versions[s as usize];
             for h in hosts {
@@ -635,7 +659,9 @@ impl RedisFrontier {
             .spool()
             .and_then(|s| s.pending().ok())
             .map_or(0, |p| p.len() as u64);
-        for (s, hosts) in self.hosts_of(&gained)? {
+        let (hosts, robots) = self.hosts_of(&gained, true)?;
+        ch.robots = robots;
+        for (s, hosts) in hosts {
             self.reported[s as usize] = true;
             self.hosts_known[s as usize] = self.host_versions[s as usize];
             ch.gained.push((s, hosts));
@@ -648,7 +674,7 @@ impl RedisFrontier {
                     && self.host_versions[i] != self.hosts_known[i]
             })
             .collect();
-        for (s, hosts) in self.hosts_of(&changed)? {
+        for (s, hosts) in self.hosts_of(&changed, false)?.0 {
             self.hosts_known[s as usize] = self.host_versions[s as usize];
             ch.hosts.extend(hosts);
         }
@@ -661,4 +687,17 @@ impl RedisFrontier {
         }
         Ok(ch)
     }
+}
+
+/// A stored robots.txt entry: `expires_ms host\n` then the rules' snapshot.
+fn parse_robots(authority: String, value: &[u8]) -> Option<SharedRobots> {
+    let nl = value.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&value[..nl]).ok()?;
+    let (expires, host) = head.split_once(' ')?;
+    Some(SharedRobots {
+        host: host.to_owned(),
+        authority,
+        expires_ms: expires.parse().ok()?,
+        snapshot: value[nl + 1..].to_vec(),
+    })
 }

@@ -48,6 +48,24 @@ impl Spool {
         Ok(path)
     }
 
+    /// Removes files a crash left half written (never renamed to a spooled commit, so never sent).
+    pub fn remove_partial(&self) -> std::io::Result<()> {
+        match std::fs::read_dir(&self.dir) {
+            Ok(rd) => {
+                for e in rd {
+                    let p = e?.path();
+                    if p.extension().is_some_and(|x| x == "tmp") {
+                        tracing::warn!(path = %p.display(), "half-written spooled commit removed (it was never sent)");
+                        std::fs::remove_file(&p)?;
+                    }
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The spooled commits, oldest first.
     pub fn pending(&self) -> std::io::Result<Vec<std::path::PathBuf>> {
         let mut out = Vec::new();
@@ -110,6 +128,7 @@ pub(super) fn replay(conn: &mut Conn, dir: &std::path::Path) -> Result<(), Front
         path: dir.display().to_string(),
         source: e,
     };
+    spool.remove_partial().map_err(io)?;
     for path in spool.pending().map_err(io)? {
         match Spool::read(&path).map_err(io)? {
             Some(calls) => {

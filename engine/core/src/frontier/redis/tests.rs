@@ -569,19 +569,30 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
 }
 
 #[test]
-fn a_host_s_pause_moves_with_its_shard() {
+fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
     if !require_server() {
         return;
     }
     let srv = RedisServer::unix(&[]).unwrap();
     let s = short(&srv.url, "pause", 4, 1000);
     let until = 4_102_444_800_000; // far ahead
+    let rules = crate::robots::Robots::parse(
+        b"User-agent: *\nDisallow: /private\nCrawl-delay: 3\n",
+        "crawl-engine/0.1",
+    );
+    let shared = SharedRobots {
+        host: "h".into(),
+        authority: "http://h".into(),
+        expires_ms: until,
+        snapshot: rules.snapshot(),
+    };
     {
         let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
         a.recover().unwrap();
         a.commit(Batch {
             discovered: vec![disc("http://h/1", "h", 0)],
             pauses: vec![("h".to_owned(), until)],
+            robots: vec![shared.clone()],
             ..Batch::default()
         })
         .unwrap();
@@ -590,8 +601,10 @@ fn a_host_s_pause_moves_with_its_shard() {
     let mut b = RedisFrontier::open(s, "b").unwrap();
     b.recover().unwrap();
     let mut seen = None;
+    let mut robots = Vec::new();
     let got = wait_until(Duration::from_secs(5), || {
         let ch = b.poll_shards().unwrap();
+        robots.extend(ch.robots);
         for (_, hosts) in ch.gained {
             for h in hosts {
                 if h.name == "h" {
@@ -603,4 +616,22 @@ fn a_host_s_pause_moves_with_its_shard() {
     });
     assert!(got, "b gained h's shard");
     assert_eq!(seen, Some(until));
+    assert_eq!(robots, vec![shared]);
+    let back = crate::robots::Robots::from_snapshot(&robots[0].snapshot).unwrap();
+    assert!(!back.is_allowed("/private/x"));
+    assert_eq!(back.crawl_delay(), Some(Duration::from_secs(3)));
+}
+
+#[test]
+fn a_half_written_spool_file_is_removed_and_whole_commits_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = super::spool::Spool {
+        dir: dir.path().join("spool"),
+    };
+    let whole = spool.write(&[]).unwrap();
+    let half = spool.dir.join("00000000000000000000000000000001.tmp");
+    std::fs::write(&half, b"crawl-engine spool 1\n\x05").unwrap();
+    spool.remove_partial().unwrap();
+    assert_eq!(spool.pending().unwrap(), vec![whole]);
+    assert!(!half.exists());
 }
