@@ -209,10 +209,8 @@ impl RedisFrontier {
         for (s, list) in robots {
             let mut c = Call::new(&SCRIPTS.hset, self.keys.robots(s));
             for r in list {
-                let mut value = format!("{} {}\n", r.expires_ms, r.host).into_bytes();
-                value.extend_from_slice(&r.snapshot);
-                c.push(r.authority);
-                c.push(value);
+                c.push(r.authority.as_str());
+                c.push(robots_value(&r));
             }
             calls.push(c);
             plans.push(Plan::Written);
@@ -341,4 +339,24 @@ impl RedisFrontier {
         out.counters = self.counters;
         Ok(out)
     }
+}
+
+/// A stored robots.txt entry: `expires_ms host\n` then the rules' snapshot.
+pub(super) fn parse_robots(authority: String, value: &[u8]) -> Option<SharedRobots> {
+    let nl = value.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&value[..nl]).ok()?;
+    let (expires, host) = head.split_once(' ')?;
+    Some(SharedRobots {
+        host: host.to_owned(),
+        authority,
+        expires_ms: expires.parse().ok()?,
+        snapshot: value[nl + 1..].to_vec(),
+    })
+}
+
+/// How a robots.txt entry is stored (read back by [`parse_robots`]).
+fn robots_value(r: &SharedRobots) -> Vec<u8> {
+    let mut value = format!("{} {}\n", r.expires_ms, r.host).into_bytes();
+    value.extend_from_slice(&r.snapshot);
+    value
 }

@@ -60,6 +60,9 @@ use super::{
     QueueKey, RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
 };
 use conn::{Call, Conn, reply};
+
+/// Shards, each with its hosts that have pending URLs.
+type ShardHosts = Vec<(u32, Vec<HostInfo>)>;
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member, member_fp};
 use redis::Value;
@@ -341,12 +344,12 @@ impl RedisFrontier {
         Ok(())
     }
 
-    /// The hosts with pending URLs of some shards, and (`gained`) the robots.txt rules kept with them.
+    /// The hosts with pending URLs of some shards (each shard with its hosts), and (`gained`) the robots.txt rules kept with them.
     fn hosts_of(
         &mut self,
         shards: &[u32],
         gained: bool,
-    ) -> Result<(Vec<(u32, Vec<HostInfo>)>, Vec<SharedRobots>), FrontierError> {
+    ) -> Result<(ShardHosts, Vec<SharedRobots>), FrontierError> {
         let calls: Vec<Call> = shards
             .iter()
             .map(|&s| {
@@ -367,7 +370,7 @@ impl RedisFrontier {
                 while let (Some(authority), Some(value)) = (it.next(), it.next()) {
                     let authority = reply::string(authority, "authority")?;
                     let value = reply::bytes(value, "robots")?;
-                    match parse_robots(authority, &value) {
+                    match commit::parse_robots(authority, &value) {
                         Some(r) => robots.push(r),
                         None => tracing::warn!(
                             shard = s,
@@ -687,17 +690,4 @@ impl RedisFrontier {
         }
         Ok(ch)
     }
-}
-
-/// A stored robots.txt entry: `expires_ms host\n` then the rules' snapshot.
-fn parse_robots(authority: String, value: &[u8]) -> Option<SharedRobots> {
-    let nl = value.iter().position(|&b| b == b'\n')?;
-    let head = std::str::from_utf8(&value[..nl]).ok()?;
-    let (expires, host) = head.split_once(' ')?;
-    Some(SharedRobots {
-        host: host.to_owned(),
-        authority,
-        expires_ms: expires.parse().ok()?,
-        snapshot: value[nl + 1..].to_vec(),
-    })
 }
