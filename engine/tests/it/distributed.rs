@@ -341,7 +341,16 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     let children = spawn_all(&c);
     tokio::time::sleep(Duration::from_millis(500)).await;
     c.redis.kill();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Down for 30 s, far past every lease: no process crashes or gives up, and once the fetches in flight are
+    // done (well within a lease plus a second) no request starts until Redis is back.
+    tokio::time::sleep(Duration::from_millis(LEASE_MS + 1000)).await;
+    let settled = c.site.requests().len();
+    tokio::time::sleep(Duration::from_millis(30_000 - LEASE_MS - 1000)).await;
+    assert_eq!(
+        c.site.requests().len(),
+        settled,
+        "no request starts while redis is down"
+    );
     c.redis.restart();
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
