@@ -146,6 +146,7 @@ fn open_frontier(
                 shards: r.shards,
                 lease_ms: u64::try_from(r.lease.as_millis()).unwrap_or(u64::MAX),
                 max_outage_ms: u64::try_from(r.max_outage.as_millis()).unwrap_or(u64::MAX),
+                recrawl_after_s: r.recrawl_after.as_secs(),
                 spool: Some(dir.join("spool")),
             };
             let mut store = RedisFrontier::open(settings, &pid)?.with_lock(lock);
@@ -221,6 +222,11 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     );
     if let Some(gate) = store.shard_gate() {
         crawl = crawl.with_shards(gate);
+        if config.frontier.backend == FrontierBackend::Redis
+            && !config.frontier.redis.recrawl_after.is_zero()
+        {
+            crawl = crawl.with_recrawl();
+        }
     }
     for seed in &config.crawl.seeds {
         crawl.add_seed(seed);

@@ -125,6 +125,8 @@ pub struct Crawl {
     counters_after: Option<u64>,
     /// Records carry a crawl-wide `record_id` (a crawl shared by many processes).
     record_ids: bool,
+    /// A URL may be crawled again (recrawl): its record id also names the queueing it answers.
+    recrawl: bool,
 }
 
 impl Crawl {
@@ -181,6 +183,7 @@ impl Crawl {
             commits_done: 0,
             counters_after: None,
             record_ids: false,
+            recrawl: false,
         };
         crawl.take_robots(resume.robots, now);
         crawl
@@ -228,7 +231,12 @@ impl Crawl {
         let trace = trace.unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
         if self.record_ids {
-            record.record_id = Some(format!("{:016x}", crawl_core::frontier::url_fp(&entry.url)));
+            let fp = crawl_core::frontier::url_fp(&entry.url);
+            record.record_id = Some(if self.recrawl {
+                format!("{fp:016x}-{:x}", entry.seq)
+            } else {
+                format!("{fp:016x}")
+            });
         }
         self.observe(&record, &trace);
         let line = record.to_line();

@@ -12,6 +12,13 @@ impl Crawl {
         self
     }
 
+    /// URLs may be crawled again (recrawl): each record's id names the URL and the queueing it answers, so that
+    /// the merge keeps one record per fetch of a URL, not one per URL.
+    pub fn with_recrawl(mut self) -> Crawl {
+        self.recrawl = true;
+        self
+    }
+
     /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
     /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
     /// start nothing more (their requests in flight finish, and their commits are refused by the store).

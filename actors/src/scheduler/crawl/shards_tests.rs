@@ -533,3 +533,36 @@ fn robots_rules_go_to_the_store_and_the_next_owner_obeys_them_without_fetching_r
         next.leased
     );
 }
+
+#[test]
+fn with_recrawl_a_record_id_names_the_url_and_its_queueing() {
+    let (a, _) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let mut h = H::new(settings(), policy(1));
+    h.crawl = Crawl::new(
+        settings(),
+        Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        )),
+        HostQueues::new(policy(1)),
+        Resume::default(),
+        JsonlCheckpoint::default(),
+        h.t0,
+    )
+    .with_shards(gate)
+    .with_recrawl();
+    h.seed(&format!("http://{a}/"));
+    let job = h.one(0);
+    h.done(&job, ok(Vec::new()), 5);
+    let out = h.commit();
+    let fp = crawl_core::frontier::url_fp(&format!("http://{a}/"));
+    assert_eq!(
+        out[0].1.record_id.as_deref(),
+        Some(format!("{fp:016x}-{:x}", job.entry.seq).as_str())
+    );
+}

@@ -136,6 +136,7 @@ fn redis_section(s: &mut Section<'_, '_, '_, '_>) -> Option<RedisConfig> {
         shards: s.u32("shards", d.shards, 1),
         lease: s.millis("lease_ms", d.lease, 200),
         max_outage: s.millis("max_outage_ms", d.max_outage, 0),
+        recrawl_after: std::time::Duration::from_secs(s.u64("recrawl_after_s", 0, 0)),
     };
     if c.shards > 16_384 {
         s.invalid("shards", "at most 16384 shards");

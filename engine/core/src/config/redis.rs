@@ -63,6 +63,8 @@ pub struct RedisConfig {
     pub lease: Duration,
     /// How long commits wait for an unreachable Redis (spooled in data_dir) before the crawl stops.
     pub max_outage: Duration,
+    /// A URL found again at least this long after it was queued (up to twice that) is crawled again; zero: never.
+    pub recrawl_after: Duration,
 }
 
 impl Default for RedisConfig {
@@ -74,6 +76,7 @@ impl Default for RedisConfig {
             shards: 256,
             lease: Duration::from_millis(15_000),
             max_outage: Duration::from_millis(600_000),
+            recrawl_after: Duration::ZERO,
         }
     }
 }

@@ -157,6 +157,7 @@ crawl = "news"
 shards = 64
 lease_ms = 5000
 max_outage_ms = 60000
+recrawl_after_s = 86400
 
 [output]
 jsonl = "out/records.jsonl"
@@ -306,9 +307,10 @@ fn every_key_is_parsed() {
             redis.crawl.as_str(),
             redis.shards,
             redis.lease,
-            redis.max_outage
+            redis.max_outage,
+            redis.recrawl_after
         ),
-        ("news", 64, ms(5000), ms(60_000))
+        ("news", 64, ms(5000), ms(60_000), ms(86_400_000))
     );
     assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
     assert!(c.security.allow_private_networks);

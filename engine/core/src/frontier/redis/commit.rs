@@ -88,7 +88,8 @@ impl RedisFrontier {
                 let mut c = self
                     .shard_call(&SCRIPTS.add, shard)
                     .arg(self.shards())
-                    .arg(&self.pid);
+                    .arg(&self.pid)
+                    .arg(self.settings.recrawl_after_s);
                 for (_, d, qfp) in &list {
                     let (parent_ref, parent) = match &d.parent {
                         Some((r, u)) => (Some(*r).filter(|r| r.fp != 0), Some(u.clone())),

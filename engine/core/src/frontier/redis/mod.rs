@@ -104,6 +104,9 @@ pub struct RedisSettings {
     pub lease_ms: u64,
     /// How long the store's requests wait for an unreachable Redis before the crawl stops (default 600000).
     pub max_outage_ms: u64,
+    /// A URL first queued at least this long ago (seconds; between once and twice that) is queued again when it
+    /// is found again; 0: never.
+    pub recrawl_after_s: u64,
     /// Where commits wait on disk during an outage (this process's data_dir/spool); None: in memory only.
     pub spool: Option<std::path::PathBuf>,
 }
@@ -117,6 +120,7 @@ impl Default for RedisSettings {
             shards: DEFAULT_SHARDS,
             lease_ms: DEFAULT_LEASE_MS,
             max_outage_ms: DEFAULT_MAX_OUTAGE_MS,
+            recrawl_after_s: 0,
             spool: None,
         }
     }
@@ -135,6 +139,7 @@ impl std::fmt::Debug for RedisSettings {
             .field("shards", &self.shards)
             .field("lease_ms", &self.lease_ms)
             .field("max_outage_ms", &self.max_outage_ms)
+            .field("recrawl_after_s", &self.recrawl_after_s)
             .field("spool", &self.spool)
             .finish()
     }
@@ -576,7 +581,8 @@ impl FrontierStore for RedisFrontier {
         let v = self.conn.call(
             &self
                 .shard_call(&SCRIPTS.known, shard)
-                .arg(member(url_fp(url))),
+                .arg(member(url_fp(url)))
+                .arg(self.settings.recrawl_after_s),
         )?;
         Ok(reply::int(&v, "known")? == 1)
     }

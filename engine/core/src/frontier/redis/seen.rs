@@ -17,6 +17,12 @@
 //! independent of the URL's. Measured (the test `dedup_takes_at_most_16_bytes_per_url_and_buckets_stay_intsets`,
 //! Redis 7.0, 200,000 URLs in 256 shards): about 9.7 bytes of `used_memory` per seen URL.
 //!
+//! Recrawl (`recrawl_after_s`): the set has generations, `floor(Redis time / period)`; each has its own buckets and
+//! layout (generation 0, without recrawl, keeps the names above). A member counts as seen in the current and the
+//! previous generation and is marked in the current one only when the previous lacks it, so every URL is held once;
+//! when a new generation starts, the one before the previous is deleted. A URL is therefore new again between one and
+//! two periods after it was queued, with no key or timestamp per URL.
+//!
 //! Exactness: dedup is exact at the fingerprint level. Two different URLs of one shard with the same 64-bit
 //! fingerprint are taken for one: the second is dropped as "seen". With n URLs in a shard the chance that this
 //! happens at all is about n²/2^65 (n = 10^7: 2.7·10^-6; n = 10^8: 2.7·10^-4), and the chance that a given new URL

@@ -635,3 +635,47 @@ fn a_half_written_spool_file_is_removed_and_whole_commits_stay() {
     assert_eq!(spool.pending().unwrap(), vec![whole]);
     assert!(!half.exists());
 }
+
+#[test]
+fn with_recrawl_a_url_found_again_after_two_periods_is_queued_again_but_never_while_pending() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::unix(&[]).unwrap();
+    let s = RedisSettings {
+        recrawl_after_s: 1,
+        ..short(&srv.url, "recrawl", 1, 1000)
+    };
+    let mut a = RedisFrontier::open(s, "a").unwrap();
+    a.recover().unwrap();
+    let both = || Batch {
+        discovered: vec![disc("http://h/1", "h", 0), disc("http://h/2", "h", 0)],
+        ..Batch::default()
+    };
+    assert_eq!(a.commit(both()).unwrap().added.len(), 2);
+    // Found again at once: both known.
+    let c = a.commit(both()).unwrap();
+    assert!(c.added.is_empty());
+    assert_eq!(c.duplicates, 2);
+    let q = a.next_urls(host_fp("h"), None, 10).unwrap();
+    let first = q.iter().find(|e| e.url == "http://h/1").unwrap().clone();
+    let c = a
+        .commit(Batch {
+            finished: vec![finished(&first)],
+            records: vec![(1, line("http://h/1"))],
+            ..Batch::default()
+        })
+        .unwrap();
+    assert!(c.fenced.is_empty());
+    assert!(a.is_known("http://h/1").unwrap());
+    // Two periods later: the finished URL is new again, the one still pending is not queued twice.
+    std::thread::sleep(Duration::from_millis(2_100));
+    let c = a.commit(both()).unwrap();
+    let again: Vec<&str> = c.added.iter().map(|x| x.entry.url.as_str()).collect();
+    assert_eq!(again, ["http://h/1"]);
+    assert_ne!(c.added[0].entry.seq, first.seq, "a new queueing");
+    assert_eq!(c.counters.pending, 2);
+    let q = a.next_urls(host_fp("h"), None, 10).unwrap();
+    assert_eq!(q.len(), 2, "{q:?}");
+    assert!(a.is_known("http://h/2").unwrap());
+}

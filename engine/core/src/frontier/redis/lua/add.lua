@@ -1,22 +1,24 @@
 -- Adds discovered URLs to a shard: for each, seen-check-and-mark, then (when new) the queue entry, the pending
 -- entry, the host count and the counters, all in this one script. Idempotent: run twice, the second run finds every
--- URL seen. ARGV[3]: the number of shards; ARGV[4]: the calling process; then five arguments per URL: member, host
--- fp ("0": the records queue), host key, depth, encoded entry. Returns per URL its queue seq (0: already known).
+-- URL seen. ARGV[3]: the number of shards; ARGV[4]: the calling process; ARGV[5]: the recrawl period in seconds (0:
+-- none); then five arguments per URL: member, host fp ("0": the records queue), host key, depth, encoded entry.
+-- Returns per URL its queue seq (0: already known). With recrawl, a URL still pending is never queued twice.
 -- URLs queued by a process other than the shard's owner bump `hostsv`, so the owner reads the shard's hosts again
 -- at its next poll (its own adds reach its windows directly).
 local shards = tonumber(ARGV[3])
 local shard = tonumber(ARGV[2])
-local n = (#ARGV - 4) / 5
+local n = (#ARGV - 5) / 5
+local recrawl = tonumber(ARGV[5]) or 0
 local counter = tonumber(redis.call('HGET', meta, 'seq')) or 0
 if (counter + n + 1) * shards + shard >= 8589934592 then
   return redis.error_reply('FULL shard ' .. ARGV[2] .. ' ran out of queue positions')
 end
-seen_load()
+seen_load(recrawl)
 local out = {}
 local added = 0
-for i = 5, #ARGV, 5 do
+for i = 6, #ARGV, 5 do
   local m = ARGV[i]
-  if seen_mark(m) then
+  if (recrawl == 0 or redis.call('HEXISTS', pfx .. 'urls', m) == 0) and seen_mark(m) then
     counter = counter + 1
     local seq = counter * shards + shard
     local hfp = ARGV[i + 1]
