@@ -152,8 +152,9 @@ pub struct Record {
     #[serde(default)]
     pub trace_id: Option<String>,
     /// The record's identity across the processes of a distributed crawl (16 hex digits of the URL's fingerprint:
-    /// a URL gets one record per crawl). `crawl-engine merge` keeps one record per identity. Absent in a
-    /// single-process crawl, whose file holds each URL once.
+    /// a URL gets one record per crawl; with recrawl, followed by `-` and the hex number of the queueing the fetch
+    /// answers). `crawl-engine merge` keeps one record per identity. Absent in a single-process crawl, whose file
+    /// holds each URL once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_id: Option<String>,
 }
