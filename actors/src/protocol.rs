@@ -172,6 +172,23 @@ pub struct JobDone {
     pub result: JobResult,
     /// How the host was resolved, for the record.
     pub dns: Option<crawl_core::record::DnsInfo>,
+    /// The fetch, ready for the archive (when WARC output is on and an answer came).
+    pub archive: Option<Box<Archived>>,
+}
+
+/// A fetch to archive with the next commit; `record` is the sequence number of its JSONL record in that commit
+/// (whose line then gains the archive location), None for fetches without one (robots.txt, sitemaps, retries).
+#[derive(Debug)]
+pub struct ArchiveItem {
+    pub record: Option<u64>,
+    pub archived: Box<Archived>,
+}
+
+/// A fetch ready for the archive: its encoded records, and a page's outlinks (for its metadata record).
+#[derive(Debug)]
+pub struct Archived {
+    pub prepared: crawl_core::warc::Prepared,
+    pub outlinks: Vec<String>,
 }
 
 /// A fetcher died; re-drive what it held (notification, from the supervisor).

@@ -193,6 +193,8 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
         );
     }
 
+    let archive =
+        crate::store::archive::Archive::open(config, recovered.archive_checkpoint.as_deref())?;
     let scope = scope_policy(config);
     let policy = politeness_policy(config);
     let settings = CrawlSettings {
@@ -234,13 +236,15 @@ pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree
     // The store moves to a thread of its own: commits and reads never block the scheduler. A panic there ends
     // the process (everything committed stays); the same command resumes.
     let (fatal_tx, fatal_rx) = crate::fatal::channel();
-    let store_cell = std::sync::Mutex::new(Some(store));
+    let store_cell = std::sync::Mutex::new(Some((store, archive)));
     let (store_faults, store_fatal) = (faults.clone(), fatal_tx.clone());
     let store_addr = SyncArbiter::start(1, move || {
         let s = store_cell.lock().ok().and_then(|mut g| g.take());
         let guard = store_fatal.guard("store");
         match s {
-            Some(s) => StoreActor::new(s, store_faults.clone(), guard),
+            Some((s, archive)) => {
+                StoreActor::new(s, store_faults.clone(), guard).with_archive(archive)
+            }
             None => StoreActor::closed(guard),
         }
     });
@@ -435,6 +439,11 @@ fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
         max_body_bytes: config.fetch.max_body_bytes,
         sitemap_max_bytes: config.crawl.sitemap_max_bytes,
         sitemap_max_urls: config.crawl.sitemap_max_urls,
+        archive_level: config
+            .output
+            .warc_dir
+            .as_ref()
+            .map(|_| crate::parser::archive::ARCHIVE_LEVEL),
     }
 }
 

@@ -209,6 +209,7 @@ async fn run_job(
                 url: job.entry.url,
                 result,
                 dns: None,
+                archive: None,
             });
         }
     };
@@ -221,6 +222,7 @@ async fn run_job(
                 url: job.entry.url,
                 result,
                 dns,
+                archive: None,
             });
         }
     };
@@ -231,6 +233,7 @@ async fn run_job(
             url: job.entry.url,
             result: JobResult::NotStarted,
             dns,
+            archive: None,
         });
     }
     let fetch = async {
@@ -261,6 +264,7 @@ async fn run_job(
                 url: job.entry.url,
                 result,
                 dns,
+                archive: None,
             })
         }
     }

@@ -136,6 +136,10 @@ pub struct RawResponse {
     pub body: Bytes,
     /// Peer address of the connection, when the connector reported it.
     pub remote_addr: Option<SocketAddr>,
+    /// The headers the request was sent with (for the archive's request record).
+    pub request_headers: HeaderMap,
+    /// When the request was sent (wall clock).
+    pub sent_at: std::time::SystemTime,
     /// The proxy chain the connection went through, or "direct"; None when no proxy is configured.
     pub proxy: Option<String>,
     pub timings: Timings,
@@ -397,6 +401,8 @@ impl HttpClient {
         start: Instant,
     ) -> Result<RawResponse, FetchError> {
         let req = self.build_request(uri, referer)?;
+        let request_headers = req.headers().clone();
+        let sent_at = std::time::SystemTime::now();
         let probe = super::connector::probe();
         if let Some(p) = &probe {
             p.reset();
@@ -446,6 +452,8 @@ impl HttpClient {
             version: parts.version,
             body,
             remote_addr,
+            request_headers,
+            sent_at,
             proxy,
             timings: Timings {
                 started: Some(start),

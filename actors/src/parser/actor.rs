@@ -169,8 +169,17 @@ impl Handler<Parse> for Parser {
         let parse_start = std::time::SystemTime::now();
         let result = catch_unwind(AssertUnwindSafe(|| {
             faults.hit(Stage::Parser, &job.entry.url);
-            process(settings, &job, response)
+            let prepared = settings
+                .archive_level
+                .and_then(|level| super::archive::prepare(&job, &response, level));
+            let result = process(settings, &job, response);
+            let archive = prepared.map(|p| Box::new(super::archive::archived(p, &result)));
+            (result, archive)
         }));
+        let (result, archive) = match result {
+            Ok((r, a)) => (Ok(r), a),
+            Err(p) => (Err(p), None),
+        };
         if job.trace.is_sampled() {
             let parse_end = std::time::SystemTime::now();
             let body = BodySeen {
@@ -189,6 +198,7 @@ impl Handler<Parse> for Parser {
                     url: job.entry.url,
                     result,
                     dns,
+                    archive,
                 })
             }
             Err(payload) => {
@@ -202,6 +212,7 @@ impl Handler<Parse> for Parser {
                         detail: detail.clone(),
                     },
                     dns: None,
+                    archive: None,
                 });
                 self.restarts.in_a_row.fetch_add(1, Ordering::Relaxed);
                 self.supervisor.do_send(ChildFailed {

@@ -22,6 +22,8 @@ pub struct ParseSettings {
     pub max_body_bytes: u64,
     pub sitemap_max_bytes: u64,
     pub sitemap_max_urls: usize,
+    /// WARC output is on: each fetch is prepared for the archive at this gzip level.
+    pub archive_level: Option<u32>,
 }
 
 /// Turns a fetched response into the job's result.

@@ -1,6 +1,7 @@
 //! The parser: decoding, link extraction, robots.txt and sitemap reading.
 
 pub mod actor;
+pub mod archive;
 pub mod decode;
 pub mod extract;
 pub mod logic;

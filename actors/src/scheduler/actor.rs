@@ -228,7 +228,8 @@ impl Scheduler {
             return;
         };
         self.crawl.store_request();
-        let fut = self.store.send(Commit { batch });
+        let archive = self.crawl.take_archive();
+        let fut = self.store.send(Commit { batch, archive });
         let sent = Instant::now();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             let res = res
@@ -365,7 +366,7 @@ impl Handler<JobDone> for Scheduler {
     fn handle(&mut self, msg: JobDone, ctx: &mut Context<Self>) {
         self.faults.hit(Stage::Scheduler, &msg.url);
         self.crawl
-            .job_done(msg.job, msg.result, msg.dns, Instant::now());
+            .job_done_archived(msg.job, msg.result, msg.dns, msg.archive, Instant::now());
         self.after(ctx);
     }
 }

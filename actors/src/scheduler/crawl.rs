@@ -8,8 +8,8 @@ use super::records::RecordLog;
 use super::robots_state::{RobotsState, RobotsTable};
 use super::stats::Stats;
 use crate::protocol::{
-    FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome,
-    StartGate,
+    ArchiveItem, Archived, FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome,
+    RobotsOutcome, SitemapOutcome, StartGate,
 };
 use crawl_core::canon;
 use crawl_core::frontier::window::{Refill, Window};
@@ -73,6 +73,8 @@ pub struct RefillRequest {
 pub(super) struct JobCtx {
     pub dns: Option<DnsInfo>,
     pub trace: Option<TraceCtx>,
+    /// The fetch, for the archive: bound to the job's record when one is made.
+    pub archive: Option<Box<Archived>>,
 }
 
 /// The commit in flight: what to do once it is durable.
@@ -95,6 +97,8 @@ pub struct Crawl {
     leases: Leases,
     records: RecordLog,
     staged: Batch,
+    /// Fetches to archive with the next commit.
+    staged_archive: Vec<ArchiveItem>,
     in_flight: Option<InFlight>,
     refills_out: usize,
     /// The store's counters as of the last commit.
@@ -165,6 +169,7 @@ impl Crawl {
             excluded,
             robots: RobotsTable::default(),
             staged: Batch::default(),
+            staged_archive: Vec::new(),
             in_flight: None,
             refills_out: 0,
             counters: resume.counters,
@@ -217,17 +222,24 @@ impl Crawl {
             record.dns = done.dns.take();
         }
         let trace = done.trace.take();
-        self.record(entry, record, true, trace);
+        let seq = self.record(entry, record, true, trace);
+        if let Some(archived) = done.archive.take() {
+            self.staged_archive.push(ArchiveItem {
+                record: Some(seq),
+                archived,
+            });
+        }
     }
 
-    /// Records a URL taken from a window, with `trace` or a root span of its own.
+    /// Records a URL taken from a window, with `trace` or a root span of its own. Returns the record's sequence
+    /// number.
     fn record(
         &mut self,
         entry: &Entry,
         mut record: Record,
         page_job: bool,
         trace: Option<TraceCtx>,
-    ) {
+    ) -> u64 {
         let trace = trace.unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
         if self.record_ids {
@@ -252,6 +264,7 @@ impl Crawl {
         if page_job {
             self.pages_done += 1;
         }
+        seq
     }
 
     /// Back-pressure: while a commit is in flight and twice `commit_max_ops` changes wait behind it, no new job
@@ -593,7 +606,7 @@ impl Crawl {
     }
 
     pub fn has_staged(&self) -> bool {
-        !self.staged.is_empty() || self.records.has_checkpoint()
+        !self.staged.is_empty() || !self.staged_archive.is_empty() || self.records.has_checkpoint()
     }
 
     pub fn committing(&self) -> bool {
@@ -610,6 +623,7 @@ impl Crawl {
     pub fn finished(&self) -> Option<FinishReason> {
         let settled = self.leases.is_empty()
             && self.staged.is_empty()
+            && self.staged_archive.is_empty()
             && self.in_flight.is_none()
             && self.records.settled()
             && !self.records.has_checkpoint();

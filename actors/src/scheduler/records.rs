@@ -52,6 +52,15 @@ impl RecordLog {
             .collect();
     }
 
+    /// Lines of the commit in flight that changed on the way (their archive location was added).
+    pub fn rewrite(&mut self, lines: Vec<(u64, Vec<u8>)>) {
+        for (seq, line) in lines {
+            if let Some(c) = self.committing.iter_mut().find(|(s, _, _)| *s == seq) {
+                c.1 = line;
+            }
+        }
+    }
+
     /// The commit is durable: its lines, in order, for the sink. `fenced` are the sequence numbers the store
     /// refused (another process owns their URLs now) and `extra` the records it handed over to write: the kept
     /// records are numbered on from the last committed one, then the extra ones.

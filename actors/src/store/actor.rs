@@ -1,5 +1,6 @@
 //! The store actor: a [`FrontierStore`] served on its own thread (an actix `SyncArbiter` of one).
 
+use super::archive::Archive;
 use super::messages::{Commit, IdleWork, NextUrls, PollShards};
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
@@ -8,6 +9,8 @@ use crawl_core::frontier::{Committed, Entry, FrontierError, FrontierStore, Shard
 
 pub struct StoreActor {
     store: Option<Box<dyn FrontierStore>>,
+    /// WARC output (when on): written and synced before each commit that references it.
+    archive: Option<Archive>,
     idle_queued: bool,
     faults: Faults,
     /// Reports a panic on this thread: the process ends with everything committed kept.
@@ -19,6 +22,7 @@ impl StoreActor {
     pub fn new(store: Box<dyn FrontierStore>, faults: Faults, guard: PanicGuard) -> StoreActor {
         StoreActor {
             store: Some(store),
+            archive: None,
             idle_queued: false,
             faults,
             _guard: guard,
@@ -29,10 +33,17 @@ impl StoreActor {
     pub fn closed(guard: PanicGuard) -> StoreActor {
         StoreActor {
             store: None,
+            archive: None,
             idle_queued: false,
             faults: Faults::default(),
             _guard: guard,
         }
+    }
+
+    /// Archives fetches (WARC) before each commit.
+    pub fn with_archive(mut self, archive: Option<Archive>) -> StoreActor {
+        self.archive = archive;
+        self
     }
 
     fn store(&mut self) -> Result<&mut Box<dyn FrontierStore>, FrontierError> {
@@ -67,7 +78,18 @@ impl Handler<Commit> for StoreActor {
                 self.faults.hit(Stage::Store, &d.url);
             }
         }
-        self.store()?.commit(msg.batch)
+        let mut batch = msg.batch;
+        let mut rewritten = Vec::new();
+        if !msg.archive.is_empty()
+            && let Some(a) = self.archive.as_mut()
+        {
+            rewritten = a
+                .write(&mut batch, msg.archive)
+                .map_err(|e| FrontierError::Store(format!("warc archive: {e}")))?;
+        }
+        let mut committed = self.store()?.commit(batch)?;
+        committed.rewritten = rewritten;
+        Ok(committed)
     }
 }
 

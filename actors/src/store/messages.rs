@@ -8,6 +8,8 @@ use crawl_core::frontier::{Batch, Committed, Entry, Fp, FrontierError, QueueKey,
 #[rtype(result = "Result<Committed, FrontierError>")]
 pub struct Commit {
     pub batch: Batch,
+    /// Fetches to archive first (WARC output on): the batch's records then carry their location.
+    pub archive: Vec<crate::protocol::ArchiveItem>,
 }
 
 /// Read a host's next pending URLs (command, from the scheduler).

@@ -3,6 +3,7 @@
 //! gets the answers back as futures; requests are served in the order they were sent.
 
 pub mod actor;
+pub mod archive;
 pub mod messages;
 
 pub use actor::StoreActor;

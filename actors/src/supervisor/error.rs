@@ -13,6 +13,8 @@ pub enum TreeError {
     Http(String),
     #[error(transparent)]
     Resolver(#[from] crate::resolver::error::ResolverError),
+    #[error("warc output: {0}")]
+    Archive(#[from] crawl_core::warc::WarcError),
 }
 
 impl TreeError {

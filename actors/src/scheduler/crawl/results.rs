@@ -11,6 +11,18 @@ impl Crawl {
     /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
     /// `dns` is how its host was resolved (for its record).
     pub fn job_done(&mut self, id: JobId, result: JobResult, dns: Option<DnsInfo>, now: Instant) {
+        self.job_done_archived(id, result, dns, None, now);
+    }
+
+    /// [`job_done`](Self::job_done) with the fetch ready for the archive (WARC output on).
+    pub fn job_done_archived(
+        &mut self,
+        id: JobId,
+        result: JobResult,
+        dns: Option<DnsInfo>,
+        archive: Option<Box<Archived>>,
+        now: Instant,
+    ) {
         let Some(lease) = self.leases.take(id) else {
             self.stats.stale_results += 1;
             return;
@@ -20,6 +32,7 @@ impl Crawl {
         let mut done = JobCtx {
             dns,
             trace: Some(job.trace.clone()),
+            archive,
         };
         if let JobResult::FetchFailed { reason, .. } = &result {
             metrics().fetch_error(reason.as_str());
@@ -30,6 +43,13 @@ impl Crawl {
             metrics().antibot(out.status, &host_group(&url));
         }
         self.dispatch_result(job, result, &mut done, now);
+        // What the crawler saw is archived even when it makes no record (robots.txt, sitemaps, a retried answer).
+        if let Some(archived) = done.archive.take() {
+            self.staged_archive.push(ArchiveItem {
+                record: None,
+                archived,
+            });
+        }
         // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
         if let Some(t) = done.trace.take() {
             if kind == JobKind::Page {

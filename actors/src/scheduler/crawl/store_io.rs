@@ -20,6 +20,11 @@ impl Crawl {
         Some(batch)
     }
 
+    /// The fetches to archive with the commit just taken ([`take_commit`](Self::take_commit)).
+    pub fn take_archive(&mut self) -> Vec<ArchiveItem> {
+        std::mem::take(&mut self.staged_archive)
+    }
+
     /// The store's answer to the commit in flight. Returns the records now durable, in order, for the sink.
     pub fn commit_done(
         &mut self,
@@ -81,6 +86,7 @@ impl Crawl {
         } else {
             "embedded"
         };
+        self.records.rewrite(committed.rewritten);
         let lines = self.records.committed(
             (in_flight.started.unwrap_or(now), now),
             backend,

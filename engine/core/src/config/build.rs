@@ -154,6 +154,17 @@ fn output(s: &mut Section<'_, '_, '_, '_>) -> OutputConfig {
     let d = OutputConfig::default();
     OutputConfig {
         jsonl: s.string("jsonl", d.jsonl, validate::path),
+        // "" = no archive, so that the documented default can be written out.
+        warc_dir: s.string("warc_dir", None, |v| {
+            if v.is_empty() {
+                Ok(None)
+            } else {
+                validate::path(v).map(Some)
+            }
+        }),
+        warc_max_bytes: s.u64("warc_max_bytes", d.warc_max_bytes, 1 << 20),
+        warc_prefix: s.string("warc_prefix", d.warc_prefix, validate::warc_prefix),
+        warc_dedup: s.bool("warc_dedup", d.warc_dedup),
     }
 }
 

@@ -251,12 +251,24 @@ impl Default for FrontierConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputConfig {
     pub jsonl: PathBuf,
+    /// Where WARC files go; None: no archive.
+    pub warc_dir: Option<PathBuf>,
+    /// A WARC file is rotated before it would pass this size.
+    pub warc_max_bytes: u64,
+    /// The first part of WARC file names (`PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz`).
+    pub warc_prefix: String,
+    /// A payload already archived in this crawl is written as a `revisit` record.
+    pub warc_dedup: bool,
 }
 
 impl Default for OutputConfig {
     fn default() -> Self {
         Self {
             jsonl: PathBuf::from("crawl.jsonl"),
+            warc_dir: None,
+            warc_max_bytes: 1 << 30,
+            warc_prefix: "crawl".to_owned(),
+            warc_dedup: true,
         }
     }
 }
@@ -495,8 +507,8 @@ static KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
 });
 
 impl Config {
-    /// Reads and validates a config file. Relative `frontier.data_dir` and `output.jsonl`
-    /// (given or default), `resolver.bogus_ips_file` and `resolver.doh[].ca_file` are resolved
+    /// Reads and validates a config file. Relative `frontier.data_dir`, `output.jsonl` (given or default) and
+    /// `output.warc_dir`, `resolver.bogus_ips_file` and `resolver.doh[].ca_file` are resolved
     /// against the file's directory.
     pub fn from_file(path: &Path) -> Result<Config, ConfigErrors> {
         let origin = path.display().to_string();
@@ -510,6 +522,9 @@ impl Config {
             };
             resolve(&mut config.frontier.data_dir);
             resolve(&mut config.output.jsonl);
+            if let Some(p) = config.output.warc_dir.as_mut() {
+                resolve(p);
+            }
             if let Some(p) = config.resolver.bogus_ips_file.as_mut() {
                 resolve(p);
             }

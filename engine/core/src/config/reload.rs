@@ -199,6 +199,10 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
     });
     compare!(diff, "output", OutputConfig, output, &new.output, {
         jsonl => "jsonl",
+        warc_dir => "warc_dir",
+        warc_max_bytes => "warc_max_bytes",
+        warc_prefix => "warc_prefix",
+        warc_dedup => "warc_dedup",
     });
     compare!(diff, "security", SecurityConfig, security, &new.security, {
         allow_private_networks => "allow_private_networks",

@@ -161,6 +161,10 @@ recrawl_after_s = 86400
 
 [output]
 jsonl = "out/records.jsonl"
+warc_dir = "out/warc"
+warc_max_bytes = 104857600
+warc_prefix = "news-crawl"
+warc_dedup = false
 
 [security]
 allow_private_networks = true
@@ -313,6 +317,15 @@ fn every_key_is_parsed() {
         ("news", 64, ms(5000), ms(60_000), ms(86_400_000))
     );
     assert_eq!(c.output.jsonl, PathBuf::from("out/records.jsonl"));
+    assert_eq!(c.output.warc_dir, Some(PathBuf::from("out/warc")));
+    assert_eq!(
+        (
+            c.output.warc_max_bytes,
+            c.output.warc_prefix.as_str(),
+            c.output.warc_dedup
+        ),
+        (100 << 20, "news-crawl", false)
+    );
     assert!(c.security.allow_private_networks);
     let r = &c.resolver;
     let ns: Vec<String> = r.nameservers.iter().map(ToString::to_string).collect();
@@ -440,7 +453,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 82);
+    assert_eq!(keys.len(), 86);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
@@ -482,6 +495,7 @@ fn root_config_toml_parses_and_documents_every_key() {
     let base = std::path::Path::new(path).parent().expect("parent");
     expected.frontier.data_dir = base.join(".demo/crawl-data");
     expected.output.jsonl = base.join(".demo/crawl.jsonl");
+    expected.output.warc_dir = Some(base.join(".demo/warc"));
     assert_eq!(c, expected);
 }
 

@@ -251,6 +251,20 @@ pub(super) fn host_name(s: &str) -> Result<String, String> {
 }
 
 /// A non-empty filesystem path (kept as written; `from_file` resolves relative ones).
+/// The first part of WARC file names: letters, digits, `.`, `_` and `-` (the parts are separated by `-`).
+pub(super) fn warc_prefix(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 64 {
+        return Err("must be 1 to 64 characters".to_owned());
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return Err("may hold only letters, digits, `.`, `_` and `-`".to_owned());
+    }
+    Ok(s.to_owned())
+}
+
 pub(super) fn path(s: &str) -> Result<PathBuf, String> {
     if s.trim().is_empty() {
         return Err("must not be empty".to_owned());

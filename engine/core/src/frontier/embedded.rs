@@ -34,6 +34,9 @@ const QUEUE: TableDefinition<(u64, u32, u64), &[u8]> = TableDefinition::new("que
 const HOSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("hosts");
 const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Opaque values kept with the commits (the archive checkpoint).
+const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
+const ARCHIVE_CHECKPOINT: &str = "archive_checkpoint";
 
 /// The on-disk format this code writes; a store of another format is refused with a clear error.
 const FORMAT: u64 = 2;
@@ -233,6 +236,13 @@ impl FrontierStore for EmbeddedFrontier {
                 }
             }
             Err(redb::TableError::TableDoesNotExist(_)) => rec.fresh = true,
+            Err(e) => return Err(e.into()),
+        }
+        match txn.open_table(BLOBS) {
+            Ok(blobs) => {
+                rec.archive_checkpoint = blobs.get(ARCHIVE_CHECKPOINT)?.map(|v| v.value().to_vec());
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
         }
         match txn.open_table(HOSTS) {
@@ -458,6 +468,10 @@ impl FrontierStore for EmbeddedFrontier {
                 meta.insert(key::CP_SET, 1)?;
                 meta.insert(key::CP_LINES, cp.lines)?;
                 meta.insert(key::CP_BYTES, cp.bytes)?;
+            }
+            if let Some(a) = &batch.archive_checkpoint {
+                txn.open_table(BLOBS)?
+                    .insert(ARCHIVE_CHECKPOINT, a.as_slice())?;
             }
         }
         txn.commit()?;

@@ -95,6 +95,9 @@ pub struct Batch {
     /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms). A store shared by many
     /// processes keeps them with the host's shard, so the next owner honours them; a single-process store need not.
     pub pauses: Vec<(String, u64)>,
+    /// Where this process's archive (WARC files) stands with the records of this batch written (opaque to the
+    /// store): kept with the commit, so that a restart cuts whatever was archived but never committed.
+    pub archive_checkpoint: Option<Vec<u8>>,
     /// robots.txt rules as this process obtained them. A store shared by many processes keeps them with the
     /// host's shard, so the next owner obeys them without fetching robots.txt again; a single-process store need not.
     pub robots: Vec<SharedRobots>,
@@ -171,6 +174,9 @@ pub struct Committed {
     /// Committed records of processes that died before writing them, handed to this one to write (after the
     /// batch's own records).
     pub extra: Vec<Vec<u8>>,
+    /// Records of the batch whose lines changed on the way to the store (they gained their archive location), by
+    /// sequence number: the caller writes these lines instead of its own copies. Never set by a store.
+    pub rewritten: Vec<(u64, Vec<u8>)>,
 }
 
 /// Which hosts this process may crawl, in a store shared by many processes: hosts map to shards, and a shard has
@@ -245,6 +251,8 @@ pub struct Resume {
     pub fresh: bool,
     /// robots.txt rules kept with the shards held at the start (a store shared by many processes).
     pub robots: Vec<SharedRobots>,
+    /// The archive checkpoint of the last commit that carried one ([`Batch::archive_checkpoint`]).
+    pub archive_checkpoint: Option<Vec<u8>>,
 }
 
 /// Errors of the frontier stores.

@@ -75,6 +75,64 @@ pub struct Metadata<'a> {
     pub fields: &'a [(String, String)],
 }
 
+/// A fetch made ready for archiving away from the writer: its records are serialised and compressed where the
+/// fetch is handled (e.g. a parser thread), so the one thread that owns the [`super::WarcWriter`] only chooses
+/// between them and a `revisit` ([`super::WarcWriter::append_prepared`]) and appends bytes.
+#[derive(Debug)]
+pub struct Prepared {
+    pub(super) url: String,
+    pub(super) date: SystemTime,
+    pub(super) ip: Option<IpAddr>,
+    pub(super) request: Option<RequestHead>,
+    pub(super) response: ResponseHead,
+    pub(super) digest: Digest,
+    /// A whole, non-empty payload (only those are deduplicated).
+    pub(super) eligible: bool,
+    pub(super) records: Vec<Encoded>,
+}
+
+impl Prepared {
+    /// Encodes the capture's `response` (and `request`) records with gzip at `level`.
+    pub fn new(c: &Capture<'_>, level: u32) -> Result<Prepared, WarcError> {
+        let digest = Sha1::of(c.body);
+        let records = encode_capture(c, digest, level)?;
+        Ok(Prepared {
+            url: c.url.to_owned(),
+            date: c.date,
+            ip: c.ip,
+            request: c.request.cloned(),
+            response: c.response.clone(),
+            digest,
+            eligible: !c.body.is_empty() && c.truncated.is_none(),
+            records,
+        })
+    }
+
+    /// The URL fetched.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// When the fetch began.
+    pub fn date(&self) -> SystemTime {
+        self.date
+    }
+
+    /// The payload's digest (`WARC-Payload-Digest`).
+    pub fn payload_digest(&self) -> Digest {
+        self.digest
+    }
+
+    /// Bytes the full records take (compressed).
+    pub fn len(&self) -> usize {
+        self.records.iter().map(|r| r.member.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
 /// A record serialised into its own gzip member, not yet written to a file.
 #[derive(Debug)]
 pub(super) struct Encoded {

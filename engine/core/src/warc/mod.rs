@@ -67,7 +67,7 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use capture::{Capture, Metadata, Revisit, RevisitTarget};
+pub use capture::{Capture, Metadata, Prepared, Revisit, RevisitTarget};
 pub use dedup::PayloadDedup;
 pub use digest::{Digest, Sha1};
 pub use http::{HttpHeaders, HttpVersion, RequestHead, ResponseHead};

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::WarcError;
 use super::capture::{
-    self, Capture, Encoded, Metadata, Revisit, RevisitTarget, WARC_FIELDS, warc_fields_line,
+    self, Capture, Encoded, Metadata, Prepared, Revisit, RevisitTarget, WARC_FIELDS,
+    warc_fields_line,
 };
 use super::dedup::PayloadDedup;
 use super::digest::{Digest, Sha1};
@@ -405,6 +406,38 @@ impl WarcWriter {
                 payload_digest: digest,
             });
         }
+        Ok(written)
+    }
+
+    /// Archives a [`Prepared`] fetch: as a `revisit` when `dedup` is given and knows its payload, else its full
+    /// records (and `dedup` remembers the payload). Only a whole, non-empty payload is deduplicated.
+    pub fn append_prepared(
+        &mut self,
+        p: Prepared,
+        dedup: Option<&mut PayloadDedup>,
+    ) -> Result<CaptureWritten, WarcError> {
+        self.ensure_usable()?;
+        let Some(dedup) = dedup.filter(|_| p.eligible) else {
+            return self.write_capture(p.records);
+        };
+        if let Some(original) = dedup.get(&p.digest).cloned() {
+            let r = Revisit {
+                url: &p.url,
+                date: p.date,
+                ip: p.ip,
+                request: p.request.as_ref(),
+                response: &p.response,
+                original: &original,
+            };
+            return self.append_revisit(&r);
+        }
+        let written = self.write_capture(p.records)?;
+        dedup.insert(RevisitTarget {
+            record_id: written.response.id.clone(),
+            target_uri: super::record::strip_userinfo(&p.url).into_owned(),
+            date: written.response.date.clone(),
+            payload_digest: p.digest,
+        });
         Ok(written)
     }
 

@@ -3,6 +3,7 @@
 
 use super::conn::{Call, reply};
 use super::keys::member;
+use super::records::ARCHIVE_FIELD;
 use super::scripts::SCRIPTS;
 use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
 use crate::frontier::codec::{self, PendingValue};
@@ -218,6 +219,14 @@ impl RedisFrontier {
         }
 
         // Written: the checkpoint first, then the records it covers are acknowledged and deleted.
+        if let Some(a) = batch.archive_checkpoint {
+            calls.push(
+                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
+                    .arg(ARCHIVE_FIELD)
+                    .arg(a),
+            );
+            plans.push(Plan::Written);
+        }
         if let Some(cp) = batch.written {
             calls.push(
                 Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))

@@ -536,6 +536,7 @@ impl FrontierStore for RedisFrontier {
             rec.hosts.push(records);
         }
         let checkpoint = self.read_checkpoint()?;
+        rec.archive_checkpoint = self.read_archive_checkpoint()?;
         let base = self
             .jsonl_lines
             .or(checkpoint.map(|c| c.lines))

@@ -9,6 +9,9 @@ use crate::output::JsonlCheckpoint;
 use redis::Value;
 use std::collections::BTreeMap;
 
+/// The field of a process's state hash that holds its archive checkpoint.
+pub(super) const ARCHIVE_FIELD: &str = "archive";
+
 /// A record's pending stream entry.
 pub(super) struct PendingRecord {
     pub seq: u64,
@@ -64,6 +67,19 @@ impl RedisFrontier {
     }
 
     /// The JSONL checkpoint this process stored with its last commit that had one.
+    /// This process's archive checkpoint (the field of its state hash the commits write).
+    pub(super) fn read_archive_checkpoint(&mut self) -> Result<Option<Vec<u8>>, FrontierError> {
+        let v = self.conn.cmd(
+            redis::cmd("HGET")
+                .arg(self.keys.process(&self.pid))
+                .arg(ARCHIVE_FIELD),
+        )?;
+        Ok(match v {
+            Value::Nil => None,
+            v => Some(reply::bytes(v, "archive checkpoint")?),
+        })
+    }
+
     pub(super) fn read_checkpoint(&mut self) -> Result<Option<JsonlCheckpoint>, FrontierError> {
         let v = self
             .conn

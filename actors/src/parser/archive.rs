@@ -1,0 +1,68 @@
+//! A fetch made ready for the archive (WARC) in the parser's thread: its `request` and `response` records are
+//! encoded and compressed here, so that the one thread that owns the archive only appends bytes.
+
+use crate::fetcher::http::RawResponse;
+use crate::protocol::{Archived, Job, JobResult};
+use crawl_core::warc::{Capture, HttpHeaders, HttpVersion, Prepared, RequestHead, ResponseHead};
+
+/// The archive's gzip level: fast, since every fetched body goes through it.
+pub const ARCHIVE_LEVEL: u32 = 1;
+
+/// Encodes the fetch of `job` as it was received (headers as sent and received, the body still in its
+/// Content-Encoding). An answer that cannot be written as an HTTP message is not archived (logged).
+pub fn prepare(job: &Job, resp: &RawResponse, level: u32) -> Option<Prepared> {
+    let version = match resp.version {
+        http::Version::HTTP_09 => HttpVersion::Http09,
+        http::Version::HTTP_10 => HttpVersion::Http10,
+        http::Version::HTTP_2 => HttpVersion::Http2,
+        http::Version::HTTP_3 => HttpVersion::Http3,
+        _ => HttpVersion::Http11,
+    };
+    let headers = |map: &http::HeaderMap| -> HttpHeaders {
+        map.iter()
+            .map(|(n, v)| (n.as_str().as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
+    };
+    let request = match RequestHead::new(
+        "GET",
+        &job.entry.url,
+        version,
+        &headers(&resp.request_headers),
+    ) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::debug!(url = %job.entry.url, error = %e, "request not archived");
+            None
+        }
+    };
+    let response = ResponseHead::new(version, resp.status, headers(&resp.headers));
+    let capture = Capture {
+        url: &job.entry.url,
+        date: resp.sent_at,
+        // Through a proxy the address is the proxy's, not the server's.
+        ip: resp
+            .remote_addr
+            .filter(|_| resp.proxy.as_deref().is_none_or(|p| p == "direct"))
+            .map(|a| a.ip()),
+        request: request.as_ref(),
+        response: &response,
+        body: &resp.body,
+        truncated: None,
+    };
+    match Prepared::new(&capture, level) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(url = %job.entry.url, error = %e, "fetch not archived");
+            None
+        }
+    }
+}
+
+/// What goes to the archive with a job's result: the prepared records and a page's outlinks.
+pub fn archived(prepared: Prepared, result: &JobResult) -> Archived {
+    let outlinks = match result {
+        JobResult::Page(p) => p.links.iter().map(|l| l.url.clone()).collect(),
+        _ => Vec::new(),
+    };
+    Archived { prepared, outlinks }
+}
