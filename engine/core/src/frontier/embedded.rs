@@ -331,7 +331,7 @@ impl FrontierStore for EmbeddedFrontier {
                 self.bloom.insert(fp);
                 let seq = next_entry;
                 next_entry += 1;
-                let host = if d.kind == JobKind::Page {
+                let host = if d.kind.is_fetched() {
                     host_fp(&d.host)
                 } else {
                     RECORDS_HOST

@@ -75,7 +75,7 @@ impl RedisFrontier {
                 )));
             }
             let shard = self.shard_of_host(&dedup_host(&d));
-            let qfp = if d.kind == JobKind::Page {
+            let qfp = if d.kind.is_fetched() {
                 host_fp(&d.host)
             } else {
                 RECORDS_HOST

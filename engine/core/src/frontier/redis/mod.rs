@@ -205,7 +205,7 @@ fn parse_score(v: Value) -> Result<u64, FrontierError> {
 
 /// The host a URL is deduplicated under (its shard): a page's host key, else the URL's own host.
 fn dedup_host(d: &super::Discovered) -> String {
-    if d.kind == JobKind::Page && !d.host.is_empty() {
+    if d.kind.is_fetched() && !d.host.is_empty() {
         return d.host.clone();
     }
     url_host(&d.url).unwrap_or_else(|| d.host.clone())
