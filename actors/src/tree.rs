@@ -428,6 +428,20 @@ pub fn politeness_policy(config: &Config) -> PolitenessPolicy {
     }
 }
 
+/// The scope of page requisites (`crawl.embeds_scope`), or `None` when they are not fetched. The crawl's exclude
+/// patterns apply to them too; its include patterns, which say which pages to crawl, do not.
+pub fn embeds_policy(config: &Config) -> Option<Arc<ScopePolicy>> {
+    config.crawl.embeds.then(|| {
+        Arc::new(ScopePolicy::new(
+            config.crawl.embeds_scope,
+            &config.crawl.seeds,
+            Vec::new(),
+            config.crawl.exclude.clone(),
+            config.crawl.max_depth,
+        ))
+    })
+}
+
 fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
     ParseSettings {
         scope,
@@ -435,6 +449,8 @@ fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
         max_body_bytes: config.fetch.max_body_bytes,
         sitemap_max_bytes: config.crawl.sitemap_max_bytes,
         sitemap_max_urls: config.crawl.sitemap_max_urls,
+        max_links_per_page: config.parser.max_links_per_page,
+        embeds: embeds_policy(config),
     }
 }
 

@@ -285,7 +285,10 @@ mod tests {
         assert!(v["status"].is_null());
         assert!(v["fetched_at"].as_str().unwrap().ends_with('Z'));
         for absent in ["title", "digest", "links_dropped", "kind"] {
-            assert!(v.get(absent).is_none(), "{absent} written for a plain record");
+            assert!(
+                v.get(absent).is_none(),
+                "{absent} written for a plain record"
+            );
         }
     }
 

@@ -19,7 +19,7 @@ use super::codec::{self, PENDING, Parent, QueuedValue, Slot, UrlSlots};
 use super::recent::RecentUrls;
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
-    JobKind, QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
+    QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
 };
 use crate::output::JsonlCheckpoint;
 use redb::{
@@ -595,6 +595,7 @@ impl FrontierStore for EmbeddedFrontier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frontier::JobKind;
 
     #[test]
     fn leftover_of_an_interrupted_creation_is_ignored() {

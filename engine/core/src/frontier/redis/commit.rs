@@ -7,7 +7,7 @@ use super::scripts::SCRIPTS;
 use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
 use crate::frontier::codec::{self, PendingValue};
 use crate::frontier::{
-    Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, JobKind, RECORDS_HOST,
+    Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
     SharedRobots, UrlRef, host_fp, url_fp,
 };
 use std::collections::{BTreeMap, HashMap};

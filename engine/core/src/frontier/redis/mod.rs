@@ -56,8 +56,8 @@ pub use shards::LeaseTable;
 
 use super::codec;
 use super::{
-    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, JobKind,
-    QueueKey, RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
+    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
+    RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
 };
 use conn::{Call, Conn, reply};
 
