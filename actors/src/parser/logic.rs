@@ -288,3 +288,7 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
     }
     out
 }
+
+#[cfg(test)]
+#[path = "logic_tests.rs"]
+mod tests;
