@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use crawl_actors::parser::extract::extract_links;
+use crawl_actors::parser::extract::{ExtractOptions, MAX_LINKS, extract_links};
 use crawl_actors::parser::sitemap::parse_sitemap;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use url::Url;
@@ -73,14 +73,19 @@ fn bench_extract(c: &mut Criterion) {
         Err(e) => panic!("bad bench page url: {e}"),
     };
     let html = html_page();
-    match extract_links(html.as_bytes(), &page_url, "benchbot") {
+    let opts = ExtractOptions {
+        agent_token: "benchbot",
+        max_links: MAX_LINKS,
+        embeds: false,
+    };
+    match extract_links(html.as_bytes(), &page_url, &opts) {
         Ok(p) if p.links_found >= 100 && p.links.len() >= 50 => {}
         other => panic!("bench page does not extract as expected: {other:?}"),
     }
     let mut group = c.benchmark_group("extract");
     group.throughput(Throughput::Bytes(html.len() as u64));
     group.bench_function("extract_links_30k", |b| {
-        b.iter(|| extract_links(black_box(html.as_bytes()), black_box(&page_url), "benchbot"))
+        b.iter(|| extract_links(black_box(html.as_bytes()), black_box(&page_url), &opts))
     });
     group.finish();
 

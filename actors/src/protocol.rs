@@ -85,6 +85,17 @@ pub struct PageOutcome {
     pub retry_after: Option<Duration>,
     /// The body could not be used: too_large or decode.
     pub body_error: Option<(Reason, String)>,
+    /// The page's `<title>` (collapsed, capped).
+    pub title: Option<String>,
+    /// `sha1:` + base32 of the decoded body.
+    pub digest: Option<String>,
+    /// Link references cut by the per-page cap.
+    pub links_dropped: u32,
+    /// Page requisites (with `crawl.embeds`), judged against `crawl.embeds_scope`, to queue at the page's depth:
+    /// those of an HTML page, or those a stylesheet fetched as a requisite loads.
+    pub embeds: Vec<FoundLink>,
+    /// Requisite references cut by the per-page cap.
+    pub embeds_dropped: u32,
 }
 
 /// The parsed result of a robots.txt job.

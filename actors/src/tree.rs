@@ -432,6 +432,20 @@ pub fn politeness_policy(config: &Config) -> PolitenessPolicy {
     }
 }
 
+/// The scope of page requisites (`crawl.embeds_scope`), or `None` when they are not fetched. The crawl's exclude
+/// patterns apply to them too; its include patterns, which say which pages to crawl, do not.
+pub fn embeds_policy(config: &Config) -> Option<Arc<ScopePolicy>> {
+    config.crawl.embeds.then(|| {
+        Arc::new(ScopePolicy::new(
+            config.crawl.embeds_scope,
+            &config.crawl.seeds,
+            Vec::new(),
+            config.crawl.exclude.clone(),
+            config.crawl.max_depth,
+        ))
+    })
+}
+
 fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
     ParseSettings {
         scope,
@@ -444,6 +458,8 @@ fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
             .warc_dir
             .as_ref()
             .map(|_| crate::parser::archive::ARCHIVE_LEVEL),
+        max_links_per_page: config.parser.max_links_per_page,
+        embeds: embeds_policy(config),
     }
 }
 

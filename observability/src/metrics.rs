@@ -27,6 +27,9 @@ pub const STORE_BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
+/// What a page references, for `crawl_links_dropped`.
+const LINK_KINDS: [&str; 2] = ["link", "embed"];
+
 /// The store operations timed.
 const STORE_OPS: [&str; 3] = ["commit", "next_urls", "poll"];
 
@@ -45,6 +48,7 @@ pub struct Metrics {
     frontier_hosts: Gauge,
     robots_fetches: CounterFamily,
     parse_failures: CounterFamily,
+    links_dropped: CounterFamily,
     dns_lookups: CounterFamily,
     dns_polluted: CounterFamily,
     proxy_connects: CounterFamily,
@@ -152,6 +156,12 @@ impl Metrics {
             "crawl_parse_failures",
             "Bodies that could not be parsed, by kind",
             parse_failures.clone(),
+        );
+        let links_dropped = CounterFamily::default();
+        r.register(
+            "crawl_links_dropped",
+            "Link (kind=link) and page requisite (kind=embed) references cut by parser.max_links_per_page",
+            links_dropped.clone(),
         );
         let dns_lookups = CounterFamily::default();
         r.register(
@@ -271,6 +281,7 @@ impl Metrics {
             frontier_hosts,
             robots_fetches,
             parse_failures,
+            links_dropped,
             dns_lookups,
             dns_polluted,
             proxy_connects,
@@ -304,6 +315,9 @@ impl Metrics {
         }
         for result in ["renewed", "lost"] {
             let _ = m.lease_events.get_or_create(&l1("result", result));
+        }
+        for kind in LINK_KINDS {
+            let _ = m.links_dropped.get_or_create(&l1("kind", kind));
         }
         m
     }
@@ -421,6 +435,15 @@ impl Metrics {
         self.robots_fetches
             .get_or_create(&l1("result", result))
             .inc();
+    }
+
+    /// References of one page cut by the per-page cap: `kind` is `link` or `embed`.
+    pub fn links_dropped(&self, kind: &str, n: u64) {
+        if n > 0 {
+            self.links_dropped
+                .get_or_create(&l1("kind", kind))
+                .inc_by(n);
+        }
     }
 
     pub fn parse_failure(&self, kind: &str) {
@@ -615,5 +638,19 @@ mod tests {
         );
         assert!(!text.contains("trace_id"));
         assert!(text.contains("crawl_build_info{version="));
+        assert!(
+            text.contains("crawl_links_dropped_total{kind=\"embed\"}"),
+            "{text}"
+        );
+        m.links_dropped("link", 3);
+        let text = m.prometheus_text();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("crawl_links_dropped_total{kind=\"link\"}"))
+            .unwrap();
+        assert!(
+            line.rsplit(' ').next().unwrap().parse::<u64>().unwrap() >= 3,
+            "{line}"
+        );
     }
 }

@@ -58,10 +58,16 @@ pub fn prepare(job: &Job, resp: &RawResponse, level: u32) -> Option<Prepared> {
     }
 }
 
-/// What goes to the archive with a job's result: the prepared records and a page's outlinks.
+/// What goes to the archive with a job's result: the prepared records and a page's outlinks (links and
+/// requisites).
 pub fn archived(prepared: Prepared, result: &JobResult) -> Archived {
     let outlinks = match result {
-        JobResult::Page(p) => p.links.iter().map(|l| l.url.clone()).collect(),
+        JobResult::Page(p) => p
+            .links
+            .iter()
+            .chain(&p.embeds)
+            .map(|l| l.url.clone())
+            .collect(),
         _ => Vec::new(),
     };
     Archived { prepared, outlinks }

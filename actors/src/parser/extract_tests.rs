@@ -8,8 +8,16 @@ fn page() -> Url {
     Url::parse("https://example.com/dir/page.html").unwrap()
 }
 
+fn opts(agent_token: &str) -> ExtractOptions<'_> {
+    ExtractOptions {
+        agent_token,
+        max_links: MAX_LINKS,
+        embeds: false,
+    }
+}
+
 fn extract(html: &str) -> ExtractedPage {
-    extract_links(html.as_bytes(), &page(), AGENT).unwrap()
+    extract_links(html.as_bytes(), &page(), &opts(AGENT)).unwrap()
 }
 
 fn urls(p: &ExtractedPage) -> Vec<&str> {
@@ -177,7 +185,7 @@ fn meta_robots_variants() {
 
 #[test]
 fn empty_agent_token_does_not_match_everything() {
-    let p = extract_links(br#"<meta name="" content="none">"#, &page(), "").unwrap();
+    let p = extract_links(br#"<meta name="" content="none">"#, &page(), &opts("")).unwrap();
     assert!(!p.meta_nofollow && !p.meta_noindex);
 }
 
@@ -315,7 +323,7 @@ fn garbage_and_binary_do_not_panic() {
         bin,
     ];
     for input in &inputs {
-        if let Ok(p) = extract_links(input, &page(), AGENT) {
+        if let Ok(p) = extract_links(input, &page(), &opts(AGENT)) {
             assert!(p.links.len() <= p.links_found);
             assert!(
                 p.links
@@ -324,7 +332,7 @@ fn garbage_and_binary_do_not_panic() {
             );
         }
     }
-    let p = extract_links(&inputs[8], &page(), AGENT).unwrap();
+    let p = extract_links(&inputs[8], &page(), &opts(AGENT)).unwrap();
     assert_eq!(urls(&p), ["https://example.com/%D0%B0%D0%B1"]);
 }
 
@@ -349,6 +357,8 @@ fn caps_links_per_page() {
     let p = extract(&html);
     assert_eq!(p.links.len(), MAX_LINKS);
     assert_eq!(p.links_found, MAX_LINKS + 501);
+    // The 500 URLs past the cap are counted; the repeated /p0 was kept, so it is not.
+    assert_eq!(p.links_dropped, 500);
     assert_eq!(p.links[0].url.path(), "/p0");
     assert_eq!(
         p.links[MAX_LINKS - 1].url.path(),

@@ -1,8 +1,9 @@
 //! What the parser does with a fetched body, as plain functions: decode it within the size limit, extract and judge
 //! links of HTML pages, read robots.txt and sitemaps, resolve redirect targets.
 
+use super::css::css_urls;
 use super::decode::{DecodeError, decode_body};
-use super::extract::extract_links;
+use super::extract::{ExtractOptions, extract_links};
 use super::sitemap::{SitemapKind, parse_sitemap};
 use crate::fetcher::http::RawResponse;
 use crate::protocol::{FoundLink, Job, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
@@ -11,6 +12,7 @@ use crawl_core::frontier::JobKind;
 use crawl_core::record::Reason;
 use crawl_core::robots::{MAX_ROBOTS_BYTES, Robots, StatusClass, classify_status, product_token};
 use crawl_core::scope::ScopePolicy;
+use crawl_core::warc::Sha1;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -24,6 +26,11 @@ pub struct ParseSettings {
     pub sitemap_max_urls: usize,
     /// WARC output is on: each fetch is prepared for the archive at this gzip level.
     pub archive_level: Option<u32>,
+    /// Links (and, separately, requisites) kept per page.
+    pub max_links_per_page: usize,
+    /// With `crawl.embeds`: the scope page requisites are judged against (`crawl.embeds_scope`); `None` when
+    /// requisites are not fetched.
+    pub embeds: Option<Arc<ScopePolicy>>,
 }
 
 /// Turns a fetched response into the job's result.
@@ -31,7 +38,7 @@ pub fn process(settings: &ParseSettings, job: &Job, resp: RawResponse) -> JobRes
     match job.entry.kind {
         JobKind::Robots => JobResult::Robots(process_robots(settings, resp)),
         JobKind::Sitemap => JobResult::Sitemap(process_sitemap(settings, resp)),
-        // Excluded kinds are never leased; a page is the only other thing fetched.
+        // Excluded kinds are never leased; a page or a page requisite is the only other thing fetched.
         _ => JobResult::Page(Box::new(process_page(settings, job, resp))),
     }
 }
@@ -66,12 +73,30 @@ fn is_html(content_type: Option<&str>) -> bool {
     }
 }
 
+fn is_css(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("text/css")
+    })
+}
+
 fn judge(settings: &ParseSettings, url: &url::Url, depth: u32) -> FoundLink {
+    judge_in(&settings.scope, url, depth)
+}
+
+fn judge_in(scope: &ScopePolicy, url: &url::Url, depth: u32) -> FoundLink {
     FoundLink {
         url: url.as_str().to_owned(),
         host: canon::host_key(url).to_owned(),
-        verdict: settings.scope.check(url, depth),
+        verdict: scope.check(url, depth),
     }
+}
+
+fn count(n: usize) -> u32 {
+    n.min(u32::MAX as usize) as u32
 }
 
 fn decode(
@@ -85,7 +110,8 @@ fn decode(
     })
 }
 
-/// A page: status, headers, decoded size, links (for 2xx HTML) or the redirect target (for 3xx).
+/// A page or a page requisite: status, headers, decoded size and digest, title, links and requisites (for 2xx
+/// HTML; a requisite only for the requisites of a 2xx stylesheet) or the redirect target (for 3xx).
 pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> PageOutcome {
     let page_url = url::Url::parse(&job.entry.url).ok();
     let content_type = header(&resp, http::header::CONTENT_TYPE).map(str::to_owned);
@@ -104,9 +130,14 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
     if (300..400).contains(&resp.status)
         && let Some(base) = &page_url
     {
+        // A requisite that redirects stays a requisite: its target is judged against the requisites' scope.
+        let scope = match (&settings.embeds, job.entry.kind) {
+            (Some(embeds), JobKind::Embed) => embeds.as_ref(),
+            _ => settings.scope.as_ref(),
+        };
         out.redirect_to = header(&resp, http::header::LOCATION).map(|loc| {
             canon::canonicalize_relative(base, loc)
-                .map(|u| judge(settings, &u, job.entry.depth))
+                .map(|u| judge_in(scope, &u, job.entry.depth))
                 .map_err(|e| format!("unusable Location {loc:?}: {e}"))
         });
     }
@@ -118,12 +149,39 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
         }
     };
     out.content_length = body.len() as u64;
+    out.digest = Some(Sha1::of(&body).label());
     let Some(page_url) = page_url else { return out };
-    if (200..300).contains(&resp.status) && is_html(content_type.as_deref()) {
-        match extract_links(&body, &page_url, product_token(&settings.user_agent)) {
+    if !(200..300).contains(&resp.status) {
+        return out;
+    }
+    if job.entry.kind == JobKind::Embed {
+        if let Some(scope) = &settings.embeds
+            && is_css(content_type.as_deref())
+        {
+            stylesheet_embeds(settings, scope, job, &page_url, &body, &mut out);
+        }
+        return out;
+    }
+    if is_html(content_type.as_deref()) {
+        let opts = ExtractOptions {
+            agent_token: product_token(&settings.user_agent),
+            max_links: settings.max_links_per_page,
+            embeds: settings.embeds.is_some(),
+        };
+        match extract_links(&body, &page_url, &opts) {
             Ok(page) => {
-                out.links_found = page.links_found.min(u32::MAX as usize) as u32;
+                out.links_found = count(page.links_found);
+                out.links_dropped = count(page.links_dropped);
+                out.embeds_dropped = count(page.embeds_dropped);
                 out.noindex = page.meta_noindex;
+                out.title = page.title;
+                if let Some(scope) = &settings.embeds {
+                    out.embeds = page
+                        .embeds
+                        .iter()
+                        .map(|u| judge_in(scope, u, job.entry.depth))
+                        .collect();
+                }
                 if !page.meta_nofollow {
                     let depth = job.entry.depth + 1;
                     out.links = page
@@ -140,6 +198,33 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
         }
     }
     out
+}
+
+/// The requisites a stylesheet fetched as a requisite loads (`url()`, `@import`), relative to it, at its depth.
+fn stylesheet_embeds(
+    settings: &ParseSettings,
+    scope: &ScopePolicy,
+    job: &Job,
+    sheet: &url::Url,
+    body: &[u8],
+    out: &mut PageOutcome,
+) {
+    let cap = settings.max_links_per_page;
+    let css = String::from_utf8_lossy(body);
+    let mut seen = std::collections::HashSet::new();
+    for raw in css_urls(&css, cap.saturating_mul(2)) {
+        let Ok(url) = canon::canonicalize_relative(sheet, &raw) else {
+            continue;
+        };
+        if !seen.insert(url.as_str().to_owned()) {
+            continue;
+        }
+        if out.embeds.len() >= cap {
+            out.embeds_dropped += 1;
+            continue;
+        }
+        out.embeds.push(judge_in(scope, &url, job.entry.depth));
+    }
 }
 
 /// robots.txt, by RFC 9309 status rules (redirects were followed by the fetcher).
@@ -205,3 +290,7 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
     }
     out
 }
+
+#[cfg(test)]
+#[path = "logic_tests.rs"]
+mod tests;

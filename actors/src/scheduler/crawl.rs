@@ -240,6 +240,7 @@ impl Crawl {
         page_job: bool,
         trace: Option<TraceCtx>,
     ) -> u64 {
+        Self::mark_kind(entry, &mut record);
         let trace = trace.unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
         if self.record_ids {
@@ -330,7 +331,7 @@ impl Crawl {
             self.record_dropped();
             match pop {
                 Pop::Ready(host, entry) => {
-                    if entry.kind != JobKind::Page && !self.may_start(host) {
+                    if !entry.kind.is_fetched() && !self.may_start(host) {
                         // Urgent jobs pass the page gate: their shard is checked here.
                         self.queues.release(host, now, Feedback::NotStarted);
                         self.hold_urgent(host, entry, now);
@@ -477,7 +478,7 @@ impl Crawl {
             } else if let Some(lease) = self.leases.take(id) {
                 self.queues
                     .release(lease.job.host, now, Feedback::NotStarted);
-                if lease.job.entry.kind == JobKind::Page {
+                if lease.job.entry.kind.is_fetched() {
                     self.retry_traces
                         .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
                 }
@@ -500,7 +501,7 @@ impl Crawl {
                 if let Some(lease) = self.leases.take(id) {
                     self.queues
                         .release(lease.job.host, now, Feedback::NotStarted);
-                    if lease.job.entry.kind == JobKind::Page {
+                    if lease.job.entry.kind.is_fetched() {
                         self.retry_traces
                             .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
                     }
@@ -541,7 +542,7 @@ impl Crawl {
 
     fn requeue(&mut self, host: HostId, entry: Entry, now: Instant) {
         match entry.kind {
-            JobKind::Page => {
+            JobKind::Page | JobKind::Embed => {
                 self.staged.updates.push(entry.clone());
                 self.queues.push(host, entry, now);
             }
@@ -686,6 +687,7 @@ impl Crawl {
     }
 }
 
+mod embeds;
 mod results;
 mod robots_jobs;
 mod shards;

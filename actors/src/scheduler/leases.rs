@@ -1,7 +1,6 @@
 //! The lease table: which jobs are out, with which fetcher, until when.
 
 use crate::protocol::{Job, JobId};
-use crawl_core::frontier::JobKind;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -38,7 +37,7 @@ impl Leases {
     }
 
     pub fn insert(&mut self, job: Job, now: Instant) {
-        if job.entry.kind == JobKind::Page {
+        if job.entry.kind.is_fetched() {
             self.pages += 1;
         }
         let deadline = now + self.timeout;
@@ -54,7 +53,7 @@ impl Leases {
 
     pub fn take(&mut self, id: JobId) -> Option<Lease> {
         let lease = self.map.remove(&id)?;
-        if lease.job.entry.kind == JobKind::Page {
+        if lease.job.entry.kind.is_fetched() {
             self.pages -= 1;
         }
         Some(lease)

@@ -26,6 +26,8 @@ pub struct Stats {
     pub panics: u64,
     pub robots_fetches: u64,
     pub sitemap_fetches: u64,
+    /// Sitemaps named by robots.txt (or a sitemap index) on a host outside the crawl's scope: not fetched.
+    pub sitemaps_out_of_scope: u64,
     pub commits: u64,
     /// Requests to the frontier store (commits, window refills, shard polls): with Redis, each is one round trip
     /// (one pipeline) on a single server.

@@ -157,6 +157,34 @@ pub struct Record {
     /// holds each URL once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_id: Option<String>,
+    /// The page's `<title>`, whitespace collapsed, at most [`MAX_TITLE_CHARS`] characters; absent when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `sha1:` + base32 of the decoded payload (after Content-Encoding), as WARC payload digests are written;
+    /// absent when no body could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// Links (and page requisites) cut by `parser.max_links_per_page`; absent when none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub links_dropped: u32,
+    /// What the URL was fetched as: `embed` for a page requisite (`crawl.embeds`); absent for pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<RecordKind>,
+}
+
+/// The longest `title` a record carries, in characters.
+pub const MAX_TITLE_CHARS: usize = 512;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// What a fetched URL was to the crawl, when it was not a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// A page requisite (image, stylesheet, script, font, icon...): fetched to archive it, never parsed for links.
+    Embed,
 }
 
 /// The resolver's evidence for one record.
@@ -201,6 +229,10 @@ impl Record {
             proxy: None,
             trace_id: None,
             record_id: None,
+            title: None,
+            digest: None,
+            links_dropped: 0,
+            kind: None,
         }
     }
 
@@ -253,5 +285,28 @@ mod tests {
         assert_eq!(v["reason"], "scope");
         assert!(v["status"].is_null());
         assert!(v["fetched_at"].as_str().unwrap().ends_with('Z'));
+        for absent in ["title", "digest", "links_dropped", "kind"] {
+            assert!(
+                v.get(absent).is_none(),
+                "{absent} written for a plain record"
+            );
+        }
+    }
+
+    #[test]
+    fn content_fields_are_written_when_set_and_read_back() {
+        let mut r = Record::terminal("http://a.test/i.png", 1, None, Reason::Scope, None);
+        r.title = Some("A page".into());
+        r.digest = Some("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ".into());
+        r.links_dropped = 7;
+        r.kind = Some(RecordKind::Embed);
+        let line = r.to_line();
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["title"], "A page");
+        assert_eq!(v["digest"], "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
+        assert_eq!(v["links_dropped"], 7);
+        assert_eq!(v["kind"], "embed");
+        let back: Record = serde_json::from_slice(&line).unwrap();
+        assert_eq!(back, r);
     }
 }

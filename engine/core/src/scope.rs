@@ -101,6 +101,12 @@ impl ScopePolicy {
         ScopeVerdict::InScope
     }
 
+    /// Whether `url`'s host is within the scope mode (patterns and depth aside), e.g. for a sitemap robots.txt
+    /// names.
+    pub fn host_in_scope(&self, url: &Url) -> bool {
+        self.in_scope(url)
+    }
+
     fn in_scope(&self, url: &Url) -> bool {
         match self.mode {
             ScopeMode::Any => true,

@@ -18,6 +18,8 @@
 //! - `distributed` (210-229): three processes on one crawl through a Redis the test starts: exactly once after the
 //!   merge, kill -9, SIGSTOP past the lease (fencing), Redis restarted from its AOF or empty, politeness across
 //!   processes.
+//! - `extract` (240-249): links only in `<noscript>`, `<link rel=next>` versus icons, meta refresh, the per-page
+//!   link cap, page requisites with `crawl.embeds`.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 
@@ -29,6 +31,7 @@ mod crash;
 mod crash_wide;
 mod crawl;
 mod distributed;
+mod extract;
 mod faults;
 mod observe;
 mod proxy;

@@ -85,6 +85,12 @@ struct Args {
     /// frontier keeps its size
     #[arg(long)]
     wide_siblings: bool,
+    /// write every page's links only inside <noscript>
+    #[arg(long)]
+    noscript_links: bool,
+    /// pages reference requisites under /static/ (images, stylesheets, an icon, a font)
+    #[arg(long)]
+    embeds: bool,
     /// tokio worker threads (default: one per core)
     #[arg(long)]
     threads: Option<usize>,
@@ -133,6 +139,8 @@ fn spec(args: &Args) -> SiteSpec {
         wide_links: args.wide_links,
         wide_ok_ratio: args.wide_ok_ratio,
         wide_siblings: args.wide_siblings,
+        noscript_links: args.noscript_links,
+        embeds: args.embeds,
     }
 }
 
@@ -144,6 +152,7 @@ fn expected_json(site: &Site, seed_hosts: &[usize]) -> serde_json::Value {
         "not_found": e.not_found,
         "robots_excluded": e.robots_excluded,
         "never": e.never,
+        "embeds": e.embeds,
     })
 }
 

@@ -188,6 +188,26 @@ pub(crate) fn page_links(spec: &SiteSpec, host: usize, n: usize, out: &mut Vec<L
     }
 }
 
+/// The requisites every page of a host shares in embeds mode ([`SiteSpec::embeds`]), as paths: the stylesheet the
+/// pages link, the one it imports, what they load through `url()`, and the icon.
+pub(crate) const HOST_EMBEDS: [&str; 5] = [
+    "/static/site.css",
+    "/static/favicon.ico",
+    "/static/extra.css",
+    "/static/img/body.png",
+    "/static/font.woff2",
+];
+
+/// The requisites of page `n` of its own in embeds mode: its image, the image's `srcset` candidate and the
+/// background of a style attribute.
+pub(crate) fn page_embeds(n: usize) -> [String; 3] {
+    [
+        format!("/static/img/{n}.png"),
+        format!("/static/img/{n}-2x.png"),
+        format!("/static/bg/{n}.png"),
+    ]
+}
+
 /// The URL paths listed in the page sitemap of a host.
 pub(crate) fn orphans(spec: &SiteSpec, host: usize) -> impl Iterator<Item = Target> + use<> {
     let count = if spec.sitemaps { spec.orphans } else { 0 };
@@ -329,6 +349,18 @@ pub(crate) fn expected(
     let mut out = Expected::default();
     let mut sorted: Vec<&Target> = dist.keys().collect();
     sorted.sort();
+    for t in &sorted {
+        if spec.embeds && t.kind == Kind::Page && served_ok(spec, t) {
+            let base = bases.get(t.host).map(String::as_str).unwrap_or("");
+            for p in page_embeds(t.n)
+                .iter()
+                .map(String::as_str)
+                .chain(HOST_EMBEDS)
+            {
+                out.embeds.insert(format!("{base}{p}"));
+            }
+        }
+    }
     for t in sorted {
         match t.kind {
             Kind::Private if robots_block => {

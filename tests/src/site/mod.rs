@@ -15,6 +15,12 @@
 //! fraction of them ([`SiteSpec::wide_siblings`] makes those pages link to URLs already linked instead, for a
 //! frontier that keeps its size). [`Site::expected`] does not list wide URLs.
 //!
+//! Markup modes change how pages carry what they reference, not the graph: [`SiteSpec::noscript_links`] puts a
+//! page's links only inside `<noscript>` (as mdBook does with its sidebar); [`SiteSpec::embeds`] gives every page
+//! requisites under `/static/` (a stylesheet that `@import`s another and loads images and a font through `url()`,
+//! an icon, an image with a `srcset`, a style attribute), served with their content types and listed in
+//! [`Expected::embeds`].
+//!
 //! Tests can override any path of any host with a [`Route`] (status, headers, delays, stalls, trickling,
 //! closing the connection, sequences, gzip bombs).
 
@@ -28,6 +34,8 @@ mod server;
 mod tests;
 #[cfg(test)]
 mod tests_bfs;
+#[cfg(test)]
+mod tests_modes;
 #[cfg(test)]
 mod tests_observe;
 #[cfg(test)]
@@ -104,6 +112,10 @@ pub struct SiteSpec {
     /// a 200 `/w/{id}` page links to its siblings (the links of its parent) instead of new URLs, so a crawl that
     /// resumes a wide-mode frontier meets only URLs it knows and the frontier keeps its size
     pub wide_siblings: bool,
+    /// a page's links are written only inside `<noscript>` (found by a crawler that reads it as markup)
+    pub noscript_links: bool,
+    /// pages reference requisites under `/static/` (see [`Expected::embeds`])
+    pub embeds: bool,
 }
 
 impl Default for SiteSpec {
@@ -127,6 +139,8 @@ impl Default for SiteSpec {
             wide_links: 0,
             wide_ok_ratio: 0.1,
             wide_siblings: false,
+            noscript_links: false,
+            embeds: false,
         }
     }
 }
@@ -227,6 +241,10 @@ pub struct Expected {
     pub robots_excluded: BTreeSet<String>,
     /// `rel=nofollow` targets: never fetched
     pub never: BTreeSet<String>,
+    /// With [`SiteSpec::embeds`]: the requisites of the pages answered 200 (all 200 `text/css`, `image/png`,
+    /// `image/x-icon` or `font/woff2`), which a crawl that fetches requisites fetches once each. Not counted in
+    /// [`Expected::fetch_count`].
+    pub embeds: BTreeSet<String>,
 }
 
 impl Expected {

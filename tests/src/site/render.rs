@@ -10,7 +10,7 @@ use bytes::Bytes;
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 
 use super::SiteSpec;
-use super::graph::{Kind, Link, Target, page_links, wide_children, write_href};
+use super::graph::{Kind, Link, Target, page_embeds, page_links, wide_children, write_href};
 
 const WORDS: [&str; 16] = [
     "alpha", "bravo", "crawler", "delta", "echo", "frontier", "golf", "hotel", "index", "juliet",
@@ -90,6 +90,12 @@ impl Renderer {
         );
         let title = format!("Host {host} page {n}");
         self.head(&mut out, &title);
+        if self.spec.embeds {
+            write_page_embeds(&mut out, n);
+        }
+        if self.spec.noscript_links {
+            out.push_str("<noscript>");
+        }
         out.push_str("<ul>\n");
         for l in &links {
             out.push_str("<li><a href=\"");
@@ -110,6 +116,9 @@ impl Renderer {
             out.push_str("</a></li>\n");
         }
         out.push_str("</ul>\n");
+        if self.spec.noscript_links {
+            out.push_str("</noscript>\n");
+        }
         write_wide_links(&mut out, wide);
         self.pad(&mut out, n);
         out.push_str("</body></html>\n");
@@ -173,6 +182,51 @@ impl Renderer {
         out.push_str("</urlset>\n");
         Bytes::from(out.into_bytes())
     }
+}
+
+/// The requisites of page `n` in embeds mode (see `graph::HOST_EMBEDS` and `graph::page_embeds`).
+fn write_page_embeds(out: &mut String, n: usize) {
+    let [img, img2x, bg] = page_embeds(n);
+    let _ = write!(
+        out,
+        "<link rel=\"stylesheet\" href=\"/static/site.css\"><link rel=\"icon\" href=\"/static/favicon.ico\">\n\
+         <img src=\"{img}\" srcset=\"{img2x} 2x\" alt=\"\">\n<div style=\"background: url('{bg}')\">bg</div>\n"
+    );
+}
+
+/// A requisite under `/static/` in embeds mode: its content type and body, `None` for a path the pages do not
+/// reference.
+pub(crate) fn static_file(spec: &SiteSpec, path: &str) -> Option<(&'static str, Bytes)> {
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n-test-image";
+    let fixed = match path {
+        "/static/site.css" => Some((
+            "text/css",
+            "@import url(\"/static/extra.css\");\nbody { background: url(img/body.png) }\n",
+        )),
+        "/static/extra.css" => Some((
+            "text/css; charset=utf-8",
+            "@font-face { font-family: t; src: url('../static/font.woff2') format('woff2') }\n",
+        )),
+        "/static/favicon.ico" => Some(("image/x-icon", "ico")),
+        "/static/font.woff2" => Some(("font/woff2", "wOF2")),
+        _ => None,
+    };
+    if let Some((ct, body)) = fixed {
+        return Some((ct, Bytes::from_static(body.as_bytes())));
+    }
+    if path == "/static/img/body.png" {
+        return Some(("image/png", Bytes::from_static(PNG)));
+    }
+    let (dir, file) = path.strip_prefix("/static/")?.split_once('/')?;
+    let stem = file.strip_suffix(".png")?;
+    let n = match dir {
+        "img" => stem.strip_suffix("-2x").unwrap_or(stem),
+        "bg" => stem,
+        _ => return None,
+    };
+    let n: usize = n.parse().ok()?;
+    (n < spec.pages_per_host && page_embeds(n).iter().any(|p| p == path))
+        .then(|| ("image/png", Bytes::from_static(PNG)))
 }
 
 /// Room for one wide link: `<li><a href="/w/{id}">w</a></li>` with an id of up to 20 digits.

@@ -18,7 +18,7 @@ use tokio::sync::{Notify, watch};
 
 use super::graph::{Kind, Target, wide_ok};
 use super::log::{InFlight, Recorder, RequestLog};
-use super::render::{NOT_FOUND, Renderer, accepts_gzip, gzip};
+use super::render::{self, NOT_FOUND, Renderer, accepts_gzip, gzip};
 use super::routes::{Resolved, Route, SiteBody};
 
 /// State shared by all hosts of a site.
@@ -326,6 +326,11 @@ pub(crate) fn generate(r: &Renderer, host: usize, path: &str, gz: bool) -> Gener
     let spec = &r.spec;
     let pages = spec.pages_per_host;
     let leaf = |kind: Kind, n: usize| ok(HTML, r.leaf(&Target { host, kind, n }), gz);
+    if spec.embeds
+        && let Some((content_type, body)) = render::static_file(spec, path)
+    {
+        return ok(content_type, body, false);
+    }
     if path == "/" {
         return ok(HTML, r.page(host, 0), gz);
     }

@@ -52,7 +52,7 @@ impl Crawl {
         }
         // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
         if let Some(t) = done.trace.take() {
-            if kind == JobKind::Page {
+            if kind.is_fetched() {
                 self.retry_traces.insert(url, t);
             } else {
                 t.end(wall(now));
@@ -74,9 +74,11 @@ impl Crawl {
             }
             (JobKind::Robots, result) => self.on_robots(job, result, done, now),
             (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
-            (JobKind::Page, JobResult::Page(outcome)) => self.on_page(job, *outcome, done, now),
+            (JobKind::Page | JobKind::Embed, JobResult::Page(outcome)) => {
+                self.on_page(job, *outcome, done, now)
+            }
             (
-                JobKind::Page,
+                JobKind::Page | JobKind::Embed,
                 JobResult::FetchFailed {
                     reason,
                     detail,
@@ -152,7 +154,7 @@ impl Crawl {
             self.queues.release(job.host, now, Feedback::Ok);
         }
         if poisoned {
-            if entry.kind == JobKind::Page {
+            if entry.kind.is_fetched() {
                 let why = if stage == "lease" {
                     format!(
                         "stuck {} times (lease deadline passed): {detail}",
@@ -233,6 +235,10 @@ impl Crawl {
             proxy: out.proxy.clone(),
             trace_id: None,
             record_id: None,
+            title: out.title.clone(),
+            digest: out.digest.clone(),
+            links_dropped: Self::links_dropped(&entry.url, out.links_dropped, out.embeds_dropped),
+            kind: None,
         };
         if let Some((reason, detail)) = out.body_error {
             record.outcome = reason.outcome();
@@ -266,7 +272,7 @@ impl Crawl {
                         return;
                     }
                     self.record_job(&entry, record, done);
-                    self.admit(target, entry.depth, Some(&entry), chain);
+                    self.admit_target(target, &entry, chain);
                 }
                 Some(Err(detail)) => {
                     record.error = Some(detail);
@@ -278,6 +284,10 @@ impl Crawl {
         }
         self.record_job(&entry, record, done);
         if (200..300).contains(&out.status) {
+            // Requisites first: a URL both linked and embedded is fetched once, as the page's requisite.
+            for embed in out.embeds {
+                self.admit_embed(embed, entry.depth, Some(&entry), Vec::new());
+            }
             for link in out.links {
                 self.admit(link, entry.depth + 1, Some(&entry), Vec::new());
             }

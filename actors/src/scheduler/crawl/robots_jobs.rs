@@ -137,6 +137,15 @@ impl Crawl {
         if !self.sitemaps_seen.insert(u.as_str().to_owned()) {
             return;
         }
+        if !self.scope.host_in_scope(&u) {
+            self.stats.sitemaps_out_of_scope += 1;
+            tracing::info!(
+                sitemap = %redact_url(u.as_str()),
+                reason = "host out of scope",
+                "sitemap not fetched"
+            );
+            return;
+        }
         let mut entry = Entry::page(u.as_str(), depth, None);
         entry.kind = JobKind::Sitemap;
         let host = self.queues.host_id(canon::host_key(&u));

@@ -173,8 +173,8 @@ impl Crawl {
         let held = self.holds_host(job.host);
         tracing::debug!(url = %job.entry.url, held, "request not started: shard lease ran out");
         match job.entry.kind {
-            JobKind::Page if held => self.queues.push(job.host, job.entry, now),
-            JobKind::Page => self.queues.settle(job.host, job.entry.id),
+            JobKind::Page | JobKind::Embed if held => self.queues.push(job.host, job.entry, now),
+            JobKind::Page | JobKind::Embed => self.queues.settle(job.host, job.entry.id),
             JobKind::Robots | JobKind::Sitemap if held => {
                 self.hold_urgent(job.host, job.entry, now)
             }

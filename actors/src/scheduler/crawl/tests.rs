@@ -12,6 +12,8 @@ use crawl_core::politeness::PolitenessPolicy;
 use crawl_core::robots::Robots;
 use crawl_core::scope::ScopeMode;
 
+#[path = "embeds_tests.rs"]
+mod embeds;
 #[path = "faults_tests.rs"]
 mod faults;
 #[path = "links_tests.rs"]
@@ -114,7 +116,7 @@ pub(super) fn panicked() -> JobResult {
     }
 }
 
-fn robots(body: &str) -> JobResult {
+pub(super) fn robots(body: &str) -> JobResult {
     JobResult::Robots(RobotsOutcome::Rules(Arc::new(Robots::parse(
         body.as_bytes(),
         "crawl-engine/0.1",

@@ -9,6 +9,7 @@ use super::*;
 fn url_attributes(url: &str, kind: JobKind, depth: u32) -> Vec<KeyValue> {
     let kind = match kind {
         JobKind::Page => "page",
+        JobKind::Embed => "embed",
         JobKind::Robots => "robots",
         JobKind::Sitemap => "sitemap",
         JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep => "excluded",
@@ -56,7 +57,7 @@ impl Crawl {
                 at,
                 vec![KeyValue::new("crawl.host", host)],
             );
-            if entry.kind == JobKind::Page {
+            if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
                     "allowed"
                 } else {

@@ -48,6 +48,8 @@ fn crawl(s: &mut Section<'_, '_, '_, '_>) -> CrawlConfig {
         sitemap_max_bytes: s.u64("sitemap_max_bytes", d.sitemap_max_bytes, 1),
         sitemap_max_depth: s.u32("sitemap_max_depth", d.sitemap_max_depth, 0),
         sitemap_max_urls: s.usize("sitemap_max_urls", d.sitemap_max_urls, 1),
+        embeds: s.bool("embeds", d.embeds),
+        embeds_scope: s.string("embeds_scope", d.embeds_scope, validate::scope),
     }
 }
 
@@ -254,6 +256,7 @@ fn parser(s: &mut Section<'_, '_, '_, '_>) -> ParserConfig {
     let d = ParserConfig::default();
     ParserConfig {
         threads: s.u32("threads", d.threads, 0),
+        max_links_per_page: s.usize("max_links_per_page", d.max_links_per_page, 1),
     }
 }
 

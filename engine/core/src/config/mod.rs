@@ -92,6 +92,10 @@ pub struct CrawlConfig {
     pub sitemap_max_depth: u32,
     /// Maximum URLs taken from one sitemap.
     pub sitemap_max_urls: usize,
+    /// Also fetch the page requisites (images, stylesheets, scripts, fonts, icons...) of every fetched page.
+    pub embeds: bool,
+    /// Which requisites are in scope relative to the seeds (same values as `scope`).
+    pub embeds_scope: ScopeMode,
 }
 
 /// Regexes compare by pattern text.
@@ -115,6 +119,8 @@ impl PartialEq for CrawlConfig {
             && self.sitemap_max_bytes == other.sitemap_max_bytes
             && self.sitemap_max_depth == other.sitemap_max_depth
             && self.sitemap_max_urls == other.sitemap_max_urls
+            && self.embeds == other.embeds
+            && self.embeds_scope == other.embeds_scope
     }
 }
 
@@ -140,6 +146,8 @@ impl Default for CrawlConfig {
             sitemap_max_bytes: 52_428_800,
             sitemap_max_depth: 2,
             sitemap_max_urls: 50_000,
+            embeds: false,
+            embeds_scope: ScopeMode::Any,
         }
     }
 }
@@ -407,10 +415,22 @@ impl Default for SupervisorConfig {
 }
 
 /// `[parser]`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParserConfig {
     /// Parser threads; 0 = one per CPU.
     pub threads: u32,
+    /// Links (and, separately, page requisites) kept per page; the rest are counted in the record's
+    /// `links_dropped`.
+    pub max_links_per_page: usize,
+}
+
+impl Default for ParserConfig {
+    fn default() -> Self {
+        Self {
+            threads: 0,
+            max_links_per_page: 10_000,
+        }
+    }
 }
 
 /// `[shutdown]`.

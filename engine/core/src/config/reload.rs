@@ -165,6 +165,8 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         sitemap_max_bytes => "sitemap_max_bytes",
         sitemap_max_depth => "sitemap_max_depth",
         sitemap_max_urls => "sitemap_max_urls",
+        embeds => "embeds",
+        embeds_scope => "embeds_scope",
     });
     compare!(diff, "politeness", PolitenessConfig, politeness, &new.politeness, {
         per_host_concurrency => "per_host_concurrency",
@@ -233,6 +235,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
     });
     compare!(diff, "parser", ParserConfig, parser, &new.parser, {
         threads => "threads",
+        max_links_per_page => "max_links_per_page",
     });
     compare!(diff, "shutdown", ShutdownConfig, shutdown, &new.shutdown, {
         grace => "grace_ms",

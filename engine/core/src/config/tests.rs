@@ -77,6 +77,9 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.supervisor.restart_window, Duration::from_secs(60));
     assert_eq!(c.supervisor.parse_budget, Duration::from_millis(10_000));
     assert_eq!(c.parser.threads, 0);
+    assert_eq!(c.parser.max_links_per_page, 10_000);
+    assert!(!c.crawl.embeds);
+    assert_eq!(c.crawl.embeds_scope, ScopeMode::Any);
     assert_eq!(c.shutdown.grace, Duration::from_secs(10));
     assert_eq!(c.observability.log_level, "info");
     assert_eq!(c.observability.log_format, LogFormat::Auto);
@@ -119,6 +122,8 @@ follow_sitemaps = false
 sitemap_max_bytes = 0x400
 sitemap_max_depth = 1
 sitemap_max_urls = 10
+embeds = true
+embeds_scope = "domain"
 
 [politeness]
 per_host_concurrency = 2
@@ -201,6 +206,7 @@ parse_budget_ms = 250
 
 [parser]
 threads = 3
+max_links_per_page = 50
 
 [shutdown]
 grace_ms = 0
@@ -256,6 +262,8 @@ fn every_key_is_parsed() {
     assert_eq!((k.robots_retry, k.robots_max_attempts), (ms(250), 2));
     assert_eq!(k.sitemap_max_bytes, 1024);
     assert_eq!((k.sitemap_max_depth, k.sitemap_max_urls), (1, 10));
+    assert!(k.embeds);
+    assert_eq!(k.embeds_scope, ScopeMode::Domain);
 
     let p = &c.politeness;
     assert_eq!(
@@ -388,6 +396,7 @@ fn every_key_is_parsed() {
         }
     );
     assert_eq!(c.parser.threads, 3);
+    assert_eq!(c.parser.max_links_per_page, 50);
     assert_eq!(c.shutdown.grace, Duration::ZERO);
     assert_eq!(
         c.observability,
@@ -453,7 +462,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 86);
+    assert_eq!(keys.len(), 89);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

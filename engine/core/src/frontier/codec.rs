@@ -412,6 +412,30 @@ mod tests {
     }
 
     #[test]
+    fn embed_kind_round_trips_and_old_kind_codes_keep_their_meaning() {
+        let v = QueuedValue {
+            id: UrlRef { fp: 5, slot: 1 },
+            kind: JobKind::Embed,
+            ..QueuedValue::default()
+        };
+        assert_eq!(decode_queued(&encode_queued(&v)).unwrap(), v);
+        let p = PendingValue {
+            url: "http://a/i.png".into(),
+            kind: JobKind::Embed,
+            ..PendingValue::default()
+        };
+        assert_eq!(decode_pending(&encode_pending(&p)).unwrap(), p);
+        // Values written before the embed kind existed: a page stored as code 0, an excluded URL as code 3.
+        let old_page = [5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+        assert_eq!(decode_queued(&old_page).unwrap().kind, JobKind::Page);
+        let mut old_scope = old_page;
+        old_scope[9] = 3;
+        assert_eq!(decode_queued(&old_scope).unwrap().kind, JobKind::OutOfScope);
+        assert!(JobKind::Embed.is_fetched() && JobKind::Page.is_fetched());
+        assert!(!JobKind::Robots.is_fetched() && !JobKind::TooDeep.is_fetched());
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         for len in 0..40 {
             let junk: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();

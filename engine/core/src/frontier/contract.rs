@@ -248,6 +248,32 @@ pub fn an_empty_store_resumes_empty(open: &Open) {
     assert!(!s.is_known("http://a/").unwrap());
 }
 
+pub fn embeds_are_queued_on_their_host_and_keep_their_kind(open: &Open) {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut s = open(dir.path());
+        s.recover().unwrap();
+        let mut img = disc("http://a/i.png", "a", 2);
+        img.kind = JobKind::Embed;
+        let c = s
+            .commit(Batch {
+                discovered: vec![img, disc("http://a/p", "a", 3)],
+                ..Batch::default()
+            })
+            .unwrap();
+        assert_eq!(c.added[0].entry.host, host_fp("a"));
+        assert_eq!(c.added[0].entry.kind, JobKind::Embed);
+    }
+    let mut s = open(dir.path());
+    s.recover().unwrap();
+    let q = s.next_urls(host_fp("a"), None, 10).unwrap();
+    assert_eq!(urls(&q), vec!["http://a/i.png", "http://a/p"]);
+    assert_eq!(q[0].kind, JobKind::Embed);
+    assert_eq!(q[0].depth, 2);
+    assert_eq!(q[1].kind, JobKind::Page);
+    assert!(s.next_urls(RECORDS_HOST, None, 10).unwrap().is_empty());
+}
+
 macro_rules! contract_tests {
     ($open:expr) => {
         #[test]
@@ -265,6 +291,10 @@ macro_rules! contract_tests {
         #[test]
         fn finish_update_outbox_and_counters_survive_reopen() {
             super::finish_update_outbox_and_counters_survive_reopen(&$open)
+        }
+        #[test]
+        fn embeds_are_queued_on_their_host_and_keep_their_kind() {
+            super::embeds_are_queued_on_their_host_and_keep_their_kind(&$open)
         }
         #[test]
         fn an_empty_store_resumes_empty() {

@@ -19,7 +19,7 @@ use super::codec::{self, PENDING, Parent, QueuedValue, Slot, UrlSlots};
 use super::recent::RecentUrls;
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
-    JobKind, QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
+    QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
 };
 use crate::output::JsonlCheckpoint;
 use redb::{
@@ -341,7 +341,7 @@ impl FrontierStore for EmbeddedFrontier {
                 self.bloom.insert(fp);
                 let seq = next_entry;
                 next_entry += 1;
-                let host = if d.kind == JobKind::Page {
+                let host = if d.kind.is_fetched() {
                     host_fp(&d.host)
                 } else {
                     RECORDS_HOST
@@ -609,6 +609,7 @@ impl FrontierStore for EmbeddedFrontier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frontier::JobKind;
 
     #[test]
     fn leftover_of_an_interrupted_creation_is_ignored() {

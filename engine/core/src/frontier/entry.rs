@@ -20,6 +20,9 @@ pub enum JobKind {
     Filtered,
     /// Recorded without a fetch: deeper than max_depth.
     TooDeep,
+    /// A page requisite (`crawl.embeds`): fetched and recorded like a page, queued at its page's depth, never
+    /// parsed for links (a stylesheet only for further requisites).
+    Embed,
 }
 
 impl JobKind {
@@ -31,6 +34,12 @@ impl JobKind {
             ScopeVerdict::Filtered => JobKind::Filtered,
             ScopeVerdict::TooDeep => JobKind::TooDeep,
         }
+    }
+
+    /// Whether a job of this kind is fetched and recorded (a page or a page requisite), as opposed to robots.txt
+    /// and sitemaps (fetched, not recorded) and the kinds recorded without a fetch.
+    pub fn is_fetched(self) -> bool {
+        matches!(self, JobKind::Page | JobKind::Embed)
     }
 
     /// The exclusion reason of a kind recorded without a fetch.
@@ -51,6 +60,7 @@ impl JobKind {
             JobKind::OutOfScope => 3,
             JobKind::Filtered => 4,
             JobKind::TooDeep => 5,
+            JobKind::Embed => 6,
         }
     }
 
@@ -62,6 +72,7 @@ impl JobKind {
             3 => JobKind::OutOfScope,
             4 => JobKind::Filtered,
             5 => JobKind::TooDeep,
+            6 => JobKind::Embed,
             _ => return None,
         })
     }

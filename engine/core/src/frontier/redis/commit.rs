@@ -8,7 +8,7 @@ use super::scripts::SCRIPTS;
 use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
 use crate::frontier::codec::{self, PendingValue};
 use crate::frontier::{
-    Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, JobKind, RECORDS_HOST,
+    Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
     SharedRobots, UrlRef, host_fp, url_fp,
 };
 use std::collections::{BTreeMap, HashMap};
@@ -76,7 +76,7 @@ impl RedisFrontier {
                 )));
             }
             let shard = self.shard_of_host(&dedup_host(&d));
-            let qfp = if d.kind == JobKind::Page {
+            let qfp = if d.kind.is_fetched() {
                 host_fp(&d.host)
             } else {
                 RECORDS_HOST

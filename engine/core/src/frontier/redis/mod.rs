@@ -56,8 +56,8 @@ pub use shards::LeaseTable;
 
 use super::codec;
 use super::{
-    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, JobKind,
-    QueueKey, RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
+    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
+    RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
 };
 use conn::{Call, Conn, reply};
 
@@ -205,7 +205,7 @@ fn parse_score(v: Value) -> Result<u64, FrontierError> {
 
 /// The host a URL is deduplicated under (its shard): a page's host key, else the URL's own host.
 fn dedup_host(d: &super::Discovered) -> String {
-    if d.kind == JobKind::Page && !d.host.is_empty() {
+    if d.kind.is_fetched() && !d.host.is_empty() {
         return d.host.clone();
     }
     url_host(&d.url).unwrap_or_else(|| d.host.clone())

@@ -61,6 +61,7 @@ redis_contract!(
     next_urls_in_queue_order_per_host,
     excluded_links_go_to_the_records_queue,
     finish_update_outbox_and_counters_survive_reopen,
+    embeds_are_queued_on_their_host_and_keep_their_kind,
     an_empty_store_resumes_empty,
 );
 

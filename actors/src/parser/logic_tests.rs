@@ -1,0 +1,158 @@
+//! Unit tests for `logic.rs`: what a page's or a requisite's outcome carries (title, digest, links and requisites
+//! judged against their scopes, what the per-page cap cut), and stylesheets fetched as requisites.
+
+use super::*;
+use crate::fetcher::http::Timings;
+use crawl_core::frontier::Entry;
+use crawl_core::scope::{ScopeMode, ScopeVerdict};
+use std::time::Instant;
+
+fn policy(mode: ScopeMode) -> Arc<ScopePolicy> {
+    let seed = url::Url::parse("http://a.test/").unwrap();
+    Arc::new(ScopePolicy::new(mode, &[seed], Vec::new(), Vec::new(), 5))
+}
+
+fn settings(embeds: Option<ScopeMode>, max_links: usize) -> ParseSettings {
+    ParseSettings {
+        scope: policy(ScopeMode::Host),
+        user_agent: "crawlbot/1.0".into(),
+        max_body_bytes: 1 << 20,
+        sitemap_max_bytes: 1 << 20,
+        sitemap_max_urls: 100,
+        max_links_per_page: max_links,
+        embeds: embeds.map(policy),
+        archive_level: None,
+    }
+}
+
+fn job(url: &str, kind: JobKind, depth: u32) -> Job {
+    let mut entry = Entry::page(url, depth, None);
+    entry.kind = kind;
+    Job {
+        id: 1,
+        host: 0,
+        entry,
+        started_at: Instant::now(),
+        trace: Default::default(),
+        gate: None,
+    }
+}
+
+fn resp(status: u16, headers: &[(&'static str, &str)], body: &str) -> RawResponse {
+    let mut map = http::HeaderMap::new();
+    for (k, v) in headers {
+        map.insert(*k, http::HeaderValue::from_str(v).unwrap());
+    }
+    RawResponse {
+        status,
+        headers: map,
+        version: http::Version::HTTP_11,
+        body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+        remote_addr: None,
+        request_headers: http::HeaderMap::new(),
+        sent_at: std::time::SystemTime::now(),
+        proxy: None,
+        timings: Timings::default(),
+    }
+}
+
+const HTML: &str = r#"<html><head><title> Home   page </title>
+    <link rel="stylesheet" href="/site.css"><link rel="icon" href="https://cdn.test/fav.ico"></head>
+    <body><a href="/a">a</a><a href="/b">b</a><a href="/c">c</a><img src="/logo.png"></body></html>"#;
+
+fn found(links: &[FoundLink]) -> Vec<(&str, ScopeVerdict)> {
+    links.iter().map(|l| (l.url.as_str(), l.verdict)).collect()
+}
+
+#[test]
+fn a_page_carries_its_title_digest_links_and_requisites() {
+    let s = settings(Some(ScopeMode::Host), 100);
+    let out = process_page(
+        &s,
+        &job("http://a.test/", JobKind::Page, 5),
+        resp(200, &[("content-type", "text/html")], HTML),
+    );
+    assert_eq!(out.title.as_deref(), Some("Home page"));
+    assert_eq!(
+        out.digest,
+        Some(crawl_core::warc::Sha1::of(HTML.as_bytes()).label())
+    );
+    // Links one deeper than the page: past max_depth 5 here; requisites at the page's own depth.
+    assert!(out.links.iter().all(|l| l.verdict == ScopeVerdict::TooDeep));
+    assert_eq!(
+        found(&out.embeds),
+        [
+            ("http://a.test/site.css", ScopeVerdict::InScope),
+            ("https://cdn.test/fav.ico", ScopeVerdict::OutOfScope),
+            ("http://a.test/logo.png", ScopeVerdict::InScope),
+        ]
+    );
+    assert_eq!((out.links_dropped, out.embeds_dropped), (0, 0));
+}
+
+#[test]
+fn without_embeds_no_requisites_and_the_cap_comes_from_the_settings() {
+    let s = settings(None, 2);
+    let out = process_page(
+        &s,
+        &job("http://a.test/", JobKind::Page, 0),
+        resp(200, &[("content-type", "text/html")], HTML),
+    );
+    assert!(out.embeds.is_empty());
+    assert_eq!(
+        found(&out.links),
+        [
+            ("http://a.test/a", ScopeVerdict::InScope),
+            ("http://a.test/b", ScopeVerdict::InScope)
+        ]
+    );
+    assert_eq!((out.links_found, out.links_dropped), (3, 1));
+}
+
+#[test]
+fn a_stylesheet_fetched_as_a_requisite_yields_its_requisites_and_nothing_else() {
+    let s = settings(Some(ScopeMode::Any), 100);
+    let css =
+        r#"@import "print.css"; body { background: url(../img/bg.png) } a { b: url(/img/bg.png) }"#;
+    let out = process_page(
+        &s,
+        &job("http://a.test/css/site.css", JobKind::Embed, 2),
+        resp(200, &[("content-type", "text/css; charset=utf-8")], css),
+    );
+    assert_eq!(
+        found(&out.embeds),
+        [
+            ("http://a.test/css/print.css", ScopeVerdict::InScope),
+            ("http://a.test/img/bg.png", ScopeVerdict::InScope),
+        ]
+    );
+    assert!(out.links.is_empty() && out.digest.is_some());
+    // An HTML body fetched as a requisite is not parsed for links.
+    let out = process_page(
+        &s,
+        &job("http://a.test/frame.html", JobKind::Embed, 2),
+        resp(200, &[("content-type", "text/html")], HTML),
+    );
+    assert!(out.links.is_empty() && out.embeds.is_empty() && out.title.is_none());
+    assert_eq!(out.links_found, 0);
+}
+
+#[test]
+fn a_requisite_redirect_is_judged_against_the_requisites_scope() {
+    let s = settings(Some(ScopeMode::Any), 100);
+    let moved = [("location", "https://cdn.test/logo.png")];
+    let out = process_page(
+        &s,
+        &job("http://a.test/logo.png", JobKind::Embed, 1),
+        resp(301, &moved, ""),
+    );
+    let target = out.redirect_to.unwrap().unwrap();
+    assert_eq!(target.verdict, ScopeVerdict::InScope);
+    let out = process_page(
+        &s,
+        &job("http://a.test/page", JobKind::Page, 1),
+        resp(301, &moved, ""),
+    );
+    let target = out.redirect_to.unwrap().unwrap();
+    assert_eq!(target.verdict, ScopeVerdict::OutOfScope);
+}
