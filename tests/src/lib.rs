@@ -8,6 +8,7 @@
 //! - [`otlp`]: an in-process OTLP/gRPC trace receiver that keeps the spans it is sent.
 //! - [`redis`]: `redis-server`s (and clusters) started by a test, killed, restarted with or without their data.
 //! - [`prom`]: a Prometheus text-format parser, a blocking `/metrics` scraper and `promtool check metrics`.
+//! - [`warcio`]: warcio, the Python WARC library, reading the archives the crawler writes.
 //!
 //! The integration tests that run the binary live in the `crawl-engine` package (`engine/tests/it/`, one test binary
 //! made of modules), which has this crate as a dev-dependency and hands [`engine::TestCrawl`] its binary path.
@@ -19,3 +20,4 @@ pub mod prom;
 pub mod redis;
 pub mod site;
 pub mod socks;
+pub mod warcio;

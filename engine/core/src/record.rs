@@ -170,6 +170,11 @@ pub struct Record {
     /// What the URL was fetched as: `embed` for a page requisite (`crawl.embeds`); absent for pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<RecordKind>,
+    /// Where the fetch's `response` (or `revisit`) record is in the WARC files (`output.warc_dir`): file name,
+    /// offset and length of its gzip member; absent when WARC output is off or nothing was fetched. Added to the
+    /// line when the archive is written, just before the commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warc: Option<crate::warc::RecordLocation>,
 }
 
 /// The longest `title` a record carries, in characters.
@@ -233,6 +238,7 @@ impl Record {
             digest: None,
             links_dropped: 0,
             kind: None,
+            warc: None,
         }
     }
 

@@ -239,6 +239,7 @@ impl Crawl {
             digest: out.digest.clone(),
             links_dropped: Self::links_dropped(&entry.url, out.links_dropped, out.embeds_dropped),
             kind: None,
+            warc: None,
         };
         if let Some((reason, detail)) = out.body_error {
             record.outcome = reason.outcome();

@@ -1,0 +1,251 @@
+//! WARC output of the real binary, read back with warcio: every fetch (pages, robots.txt, sitemaps) archived with
+//! digests that `warcio check` verifies, payloads that decode to what the server sent (identity, gzip, chunked),
+//! revisits for repeated payloads, metadata records with the outlinks, each JSONL record pointing at its record,
+//! and an archive that stays whole through kill -9 with no URL archived twice.
+//!
+//! Sites use `first_octet` 230..=239.
+
+use crate::ENGINE;
+use crawl_core::record::Record;
+use crawl_tests::engine::{TestCrawl, wait_with_deadline};
+use crawl_tests::site::{Route, Site, SiteSpec};
+use crawl_tests::warcio::{Warcio, WarcioRecord, warc_files};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+const OVERRIDES: &str =
+    "[crawl]\nmax_depth = 100\n[output]\nwarc_dir = \"warc\"\nwarc_max_bytes = 1048576\n";
+
+fn page(title: &str, links: &[&str], filler: usize) -> String {
+    let a: String = links
+        .iter()
+        .map(|l| format!("<a href=\"{l}\">{l}</a>\n"))
+        .collect();
+    format!(
+        "<html><head><title>{title}</title></head><body>{a}<p>{}</p></body></html>\n",
+        "archive me ".repeat(filler)
+    )
+}
+
+/// Every record warcio reads in the crawl's archive, after `warcio check` passed on each file.
+fn archive(w: &Warcio, crawl: &TestCrawl) -> Vec<WarcioRecord> {
+    let files = warc_files(&crawl.dir.path().join("warc"));
+    assert!(!files.is_empty(), "no WARC file written");
+    for f in &files {
+        w.check(f).unwrap_or_else(|e| panic!("{e}"));
+    }
+    w.records(&files).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Each fetched record's `warc` location is the warcio-found bounds of a response or revisit of its URL.
+fn assert_locations(records: &[Record], warc: &[WarcioRecord]) {
+    let by_place: BTreeMap<(&str, u64), &WarcioRecord> = warc
+        .iter()
+        .map(|r| ((r.file.as_str(), r.offset), r))
+        .collect();
+    let mut located = 0;
+    for r in records.iter().filter(|r| r.status.is_some()) {
+        let loc = r
+            .warc
+            .as_ref()
+            .unwrap_or_else(|| panic!("fetched record without a warc location: {r:?}"));
+        let rec = by_place
+            .get(&(loc.file.as_str(), loc.offset))
+            .unwrap_or_else(|| panic!("{}: no record at {loc:?}", r.url));
+        assert_eq!(rec.length, loc.length, "{}", r.url);
+        assert_eq!(rec.uri.as_deref(), Some(r.url.as_str()));
+        assert!(
+            matches!(rec.kind.as_str(), "response" | "revisit"),
+            "{rec:?}"
+        );
+        located += 1;
+    }
+    assert!(located > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
+    let Some(w) = Warcio::find("warc output") else {
+        return;
+    };
+    let identity = page(
+        "identity",
+        &[
+            "/enc/gzip",
+            "/enc/chunked",
+            "/enc/gzip-chunked",
+            "/dup",
+            "/gone",
+        ],
+        40,
+    );
+    let gzip = page("gzip", &[], 60);
+    let chunked = page("chunked", &[], 80);
+    let gzip_chunked = page("gzip and chunked", &[], 100);
+    let site = Site::builder(SiteSpec {
+        hosts: 1,
+        pages_per_host: 3,
+        first_octet: 230,
+        robots: true,
+        sitemaps: false,
+        ..SiteSpec::small()
+    })
+    .route(0, "/enc/identity", Route::ok(identity.clone()))
+    .route(0, "/enc/gzip", Route::ok(gzip.clone()).gzip_body())
+    .route(0, "/enc/chunked", Route::ok(chunked.clone()).chunked())
+    .route(
+        0,
+        "/enc/gzip-chunked",
+        Route::ok(gzip_chunked.clone()).gzip_body().chunked(),
+    )
+    .route(0, "/dup", Route::ok(identity.clone()))
+    .route(0, "/gone", Route::not_found())
+    .start()
+    .await
+    .expect("site");
+    let seed = site.url(0, "/enc/identity");
+    let crawl = TestCrawl::new(ENGINE, &[seed.clone()], OVERRIDES);
+    let res = tokio::task::spawn_blocking({
+        let child = crawl.spawn();
+        move || wait_with_deadline(child, DEADLINE)
+    })
+    .await
+    .expect("join");
+    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    let records = crawl.records();
+    let warc = archive(&w, &crawl);
+
+    // One warcinfo first in each file; a request beside each response or revisit.
+    assert_eq!(warc[0].kind, "warcinfo");
+    let count = |k: &str| warc.iter().filter(|r| r.kind == k).count();
+    assert_eq!(count("request"), count("response") + count("revisit"));
+    // robots.txt is archived like any fetch.
+    assert!(
+        warc.iter().any(|r| r.kind == "response"
+            && r.uri.as_deref() == Some(site.url(0, "/robots.txt").as_str())),
+        "robots.txt archived"
+    );
+    // Each payload decodes to what the server sent.
+    for (path, body) in [
+        ("/enc/identity", &identity),
+        ("/enc/gzip", &gzip),
+        ("/enc/chunked", &chunked),
+        ("/enc/gzip-chunked", &gzip_chunked),
+    ] {
+        let url = site.url(0, path);
+        let rec = warc
+            .iter()
+            .find(|r| r.kind == "response" && r.uri.as_deref() == Some(url.as_str()))
+            .unwrap_or_else(|| panic!("no response record for {url}"));
+        assert_eq!(
+            String::from_utf8_lossy(&rec.content_bytes()),
+            body.as_str(),
+            "{path}"
+        );
+        assert_eq!(rec.status.as_deref(), Some("HTTP/1.1 200 OK"), "{path}");
+    }
+    // The repeated payload is a revisit of the first response.
+    let first = warc
+        .iter()
+        .find(|r| r.kind == "response" && r.uri.as_deref() == Some(seed.as_str()))
+        .expect("seed response");
+    let dup = site.url(0, "/dup");
+    let revisit = warc
+        .iter()
+        .find(|r| r.uri.as_deref() == Some(dup.as_str()) && r.kind != "request")
+        .expect("dup archived");
+    assert_eq!(revisit.kind, "revisit");
+    assert_eq!(revisit.refers_to.as_deref(), Some(first.id.as_str()));
+    // The seed's metadata record lists its outlinks.
+    let meta = warc
+        .iter()
+        .find(|r| r.kind == "metadata" && r.uri.as_deref() == Some(seed.as_str()))
+        .expect("seed metadata");
+    let text = String::from_utf8_lossy(&meta.content_bytes()).into_owned();
+    for path in ["/enc/gzip", "/enc/chunked", "/dup", "/gone"] {
+        assert!(
+            text.contains(&format!("outlink: {}", site.url(0, path))),
+            "{text}"
+        );
+    }
+    // Every fetched JSONL record points at its record; the 404 too.
+    assert_locations(&records, &warc);
+    let gone = records
+        .iter()
+        .find(|r| r.url == site.url(0, "/gone"))
+        .expect("404 recorded");
+    assert_eq!(gone.status, Some(404));
+    assert!(gone.warc.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_kill_9_the_archive_is_whole_and_no_page_is_archived_twice() {
+    let Some(w) = Warcio::find("warc kill -9") else {
+        return;
+    };
+    let site = Site::start(SiteSpec {
+        hosts: 2,
+        pages_per_host: 60,
+        first_octet: 232,
+        page_bytes: 2000,
+        ..SiteSpec::small()
+    })
+    .await
+    .expect("site");
+    // Slow enough to be killed mid-crawl.
+    let overrides =
+        format!("{OVERRIDES}[politeness]\nmin_delay_ms = 15\nper_host_concurrency = 1\n");
+    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides);
+    let lines = || {
+        std::fs::read_to_string(&crawl.jsonl)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    // Killed twice, each time once some more records are in (a commit and its archive are out at any moment).
+    for more in [15, 25] {
+        let before = lines();
+        let mut child = crawl.spawn();
+        let t0 = std::time::Instant::now();
+        while lines() < before + more {
+            assert!(t0.elapsed() < DEADLINE, "the crawl did not progress");
+            assert!(
+                child.try_wait().expect("try_wait").is_none(),
+                "the crawl ended too early"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        child.kill().expect("kill -9");
+        child.wait().expect("wait");
+    }
+    let res = tokio::task::spawn_blocking({
+        let child = crawl.spawn();
+        move || wait_with_deadline(child, DEADLINE)
+    })
+    .await
+    .expect("join");
+    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    let records = crawl.records();
+    let warc = archive(&w, &crawl);
+    assert_locations(&records, &warc);
+    // A page fetched before a kill and again after it was archived once: what was never committed was cut.
+    let mut archived: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in warc
+        .iter()
+        .filter(|r| matches!(r.kind.as_str(), "response" | "revisit"))
+    {
+        let uri = r.uri.as_deref().unwrap_or_default();
+        if !uri.ends_with("/robots.txt") && !uri.contains("sitemap") {
+            *archived.entry(uri).or_default() += 1;
+        }
+    }
+    let twice: Vec<_> = archived.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "archived twice: {twice:?}");
+    let fetched = records.iter().filter(|r| r.status.is_some()).count();
+    assert_eq!(
+        archived.len(),
+        fetched,
+        "one archived fetch per fetched record"
+    );
+}
