@@ -106,7 +106,7 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
     .await
     .expect("site");
     let seed = site.url(0, "/enc/identity");
-    let crawl = TestCrawl::new(ENGINE, &[seed.clone()], OVERRIDES);
+    let crawl = TestCrawl::new(ENGINE, std::slice::from_ref(&seed), OVERRIDES);
     let res = tokio::task::spawn_blocking({
         let child = crawl.spawn();
         move || wait_with_deadline(child, DEADLINE)
