@@ -19,3 +19,6 @@ trap - EXIT
 echo "site: $(tail -1 .demo/testsite.log)"
 echo "records: $(wc -l < .demo/crawl.jsonl) in .demo/crawl.jsonl; e.g."
 head -2 .demo/crawl.jsonl
+if [ -d .demo/warc ]; then
+  echo "warc: $(ls .demo/warc/*.warc.gz | wc -l) file(s), $(du -sh .demo/warc | cut -f1) in .demo/warc (open with warcio, pywb or replayweb.page)"
+fi
