@@ -502,6 +502,18 @@ impl HostQueues {
         self.wake(host, now);
     }
 
+    /// How many throttled answers in a row the host gave (the step of its exponential backoff).
+    pub fn backoff_level(&self, host: HostId) -> u32 {
+        self.hosts.get(host as usize).map_or(0, |h| h.backoff_level)
+    }
+
+    /// Sets the step of a host's exponential backoff (a pause taken over with the host from another process).
+    pub fn set_backoff_level(&mut self, host: HostId, level: u32) {
+        if let Some(h) = self.hosts.get_mut(host as usize) {
+            h.backoff_level = level;
+        }
+    }
+
     /// Until when a host's requests are paused (429/503 backoff or Retry-After), if they are.
     pub fn paused_until(&self, host: HostId) -> Option<Instant> {
         self.hosts.get(host as usize).and_then(|h| h.paused_until)

@@ -63,6 +63,7 @@ impl Crawl {
                     .duration_since(std::time::SystemTime::now())
                     .unwrap_or_default();
                 self.queues.pause_until(h, now + delay.max(left));
+                self.queues.set_backoff_level(h, info.backoff_level);
                 self.queues.unblock(h, now);
                 self.shard_blocked.remove(&h);
             }
@@ -211,8 +212,9 @@ impl Crawl {
         if let Some(until) = self.queues.paused_until(host).filter(|u| *u > now) {
             let ms = unix_ms(wall(until));
             let name = self.queues.host_name(host).to_owned();
-            self.staged.pauses.retain(|(h, _)| *h != name);
-            self.staged.pauses.push((name, ms));
+            let level = self.queues.backoff_level(host);
+            self.staged.pauses.retain(|(h, _, _)| *h != name);
+            self.staged.pauses.push((name, ms, level));
         }
     }
 

@@ -62,6 +62,7 @@ fn gained(shard: u32, hosts: &[&str]) -> ShardChanges {
                     name: (*h).to_owned(),
                     pending: 1,
                     paused_until_ms: 0,
+                    backoff_level: 0,
                 })
                 .collect(),
         )],
@@ -278,7 +279,7 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
         ..PageOutcome::default()
     }));
     h.done(&job, throttled, 10);
-    let (name, until) = h
+    let (name, until, level) = h
         .crawl
         .staged
         .pauses
@@ -286,6 +287,7 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
         .cloned()
         .expect("a pause is staged");
     assert_eq!(name, a);
+    assert_eq!(level, 1, "one throttled answer so far");
     let wall_now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -299,6 +301,7 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
     gate.owned.lock().unwrap().insert(shard(&b));
     let mut ch = gained(shard(&b), &[&b]);
     ch.gained[0].1[0].paused_until_ms = wall_now + 60_000;
+    ch.gained[0].1[0].backoff_level = 4;
     h.seed(&format!("http://{b}/"));
     h.commit();
     let token = h.crawl.poll_token();
@@ -310,6 +313,12 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
             "at {ms} ms: {got:?}"
         );
     }
+    let hb = h.crawl.queues.host_by_fp(host_fp(&b)).expect("b is known");
+    assert_eq!(
+        h.crawl.queues.backoff_level(hb),
+        4,
+        "the backoff step moved with the host"
+    );
     assert!(h.lease(61_000).0.iter().any(|j| j.entry.url.contains(&b)));
 }
 

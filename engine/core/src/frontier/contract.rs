@@ -229,6 +229,7 @@ pub fn finish_update_outbox_and_counters_survive_reopen(open: &Open) {
             name: "a".into(),
             pending: 2,
             paused_until_ms: 0,
+            backoff_level: 0,
         }]
     );
     let q = s.next_urls(host_fp("a"), None, 10).unwrap();

@@ -257,6 +257,7 @@ impl FrontierStore for EmbeddedFrontier {
                             name,
                             pending,
                             paused_until_ms: 0,
+                            backoff_level: 0,
                         });
                     }
                 }

@@ -93,8 +93,10 @@ pub struct Batch {
     /// Where the JSONL stands now: outbox records up to `lines` can go.
     pub written: Option<JsonlCheckpoint>,
     /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms). A store shared by many
-    /// processes keeps them with the host's shard, so the next owner honours them; a single-process store need not.
-    pub pauses: Vec<(String, u64)>,
+    /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms, step of its exponential backoff).
+    /// A store shared by many processes keeps them with the host's shard, so the next owner honours them; a
+    /// single-process store need not.
+    pub pauses: Vec<(String, u64, u32)>,
     /// Where this process's archive (WARC files) stands with the records of this batch written (opaque to the
     /// store): kept with the commit, so that a restart cuts whatever was archived but never committed.
     pub archive_checkpoint: Option<Vec<u8>>,
@@ -233,6 +235,8 @@ pub struct HostInfo {
     /// Until when (Unix time in ms; 0: not) requests to it are paused after a 429/503 or a Retry-After, as the
     /// process that last crawled it recorded (a store shared by many processes moves it with the host's shard).
     pub paused_until_ms: u64,
+    /// The step of its exponential backoff then (how many throttled answers in a row it gave).
+    pub backoff_level: u32,
 }
 
 /// What a store hands back when it is opened. Its size is bounded by the hosts and the outbox, not the frontier.

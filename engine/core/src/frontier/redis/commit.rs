@@ -183,18 +183,18 @@ impl RedisFrontier {
 
         // Pauses of throttled hosts, kept with their shard for whoever crawls it next (not fenced: a late pause
         // only makes a host wait longer).
-        let mut pauses: BTreeMap<u32, Vec<(String, u64)>> = BTreeMap::new();
-        for (host, until) in batch.pauses {
+        let mut pauses: BTreeMap<u32, Vec<(String, u64, u32)>> = BTreeMap::new();
+        for (host, until, level) in batch.pauses {
             pauses
                 .entry(self.shard_of_host(&host))
                 .or_default()
-                .push((host, until));
+                .push((host, until, level));
         }
         for (s, list) in pauses {
             let mut c = Call::new(&SCRIPTS.hset, self.keys.pause(s));
-            for (host, until) in list {
+            for (host, until, level) in list {
                 c.push(host);
-                c.push(until);
+                c.push(format!("{until}:{level}"));
             }
             calls.push(c);
             plans.push(Plan::Written);

@@ -9,7 +9,8 @@
 //! - `q:<host fp>`: a sorted set per host queue (member = URL fingerprint, score = depth·2^33 + seq); the records
 //!   queue of the shard is `q:0`;
 //! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);
-//! - `pause`: a hash host key → until when (Unix ms) the host is paused after a 429/503 or a Retry-After;
+//! - `pause`: a hash host key → `until:level`: until when (Unix ms) the host is paused after a 429/503 or a
+//!   Retry-After, and the step of its exponential backoff;
 //! - `robots`: a hash authority → the robots.txt rules that apply (until when, its host, the rules' snapshot);
 //! - `s:<bucket>`: the seen-URL buckets (integer sets);
 //! - `rec`: the records stream, with the consumer group `g`.

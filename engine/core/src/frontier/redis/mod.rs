@@ -386,8 +386,18 @@ impl RedisFrontier {
             }
             let mut paused = HashMap::new();
             let mut it = reply::array(pauses, "pauses")?.into_iter();
-            while let (Some(name), Some(until)) = (it.next(), it.next()) {
-                paused.insert(reply::string(name, "host")?, reply::uint(&until, "pause")?);
+            while let (Some(name), Some(value)) = (it.next(), it.next()) {
+                // `until` (Unix ms) or `until:level`.
+                let value = reply::string(value, "pause")?;
+                let (until, level) = value.split_once(':').unwrap_or((value.as_str(), "0"));
+                let parse = |s: &str| {
+                    s.parse::<u64>().map_err(|e| FrontierError::Corrupt {
+                        what: "host pause".into(),
+                        detail: format!("{value:?}: {e}"),
+                    })
+                };
+                let level = u32::try_from(parse(level)?).unwrap_or(u32::MAX);
+                paused.insert(reply::string(name, "host")?, (parse(until)?, level));
             }
             let mut it = reply::array(counts, "hosts")?.into_iter();
             let mut hosts = Vec::new();
@@ -402,12 +412,13 @@ impl RedisFrontier {
                 } else {
                     host_fp(&name)
                 };
-                let paused_until_ms = paused.get(&name).copied().unwrap_or(0);
+                let (paused_until_ms, backoff_level) = paused.get(&name).copied().unwrap_or((0, 0));
                 hosts.push(HostInfo {
                     fp,
                     name,
                     pending,
                     paused_until_ms,
+                    backoff_level,
                 });
             }
             out.push((s, hosts));
@@ -518,6 +529,7 @@ impl FrontierStore for RedisFrontier {
             name: String::new(),
             pending: 0,
             paused_until_ms: 0,
+            backoff_level: 0,
         };
         let (hosts, robots) = self.hosts_of(&owned, true)?;
         rec.robots = robots;

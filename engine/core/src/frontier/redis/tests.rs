@@ -516,6 +516,7 @@ fn hosts_added_by_a_peer_reach_the_owner_at_its_next_poll() {
             name: "new".into(),
             pending: 2,
             paused_until_ms: 0,
+            backoff_level: 0,
         }]
     );
     assert_eq!(ch.counters.unwrap().pending, 2);
@@ -592,7 +593,7 @@ fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
         a.recover().unwrap();
         a.commit(Batch {
             discovered: vec![disc("http://h/1", "h", 0)],
-            pauses: vec![("h".to_owned(), until)],
+            pauses: vec![("h".to_owned(), until, 3)],
             robots: vec![shared.clone()],
             ..Batch::default()
         })
@@ -609,14 +610,14 @@ fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
         for (_, hosts) in ch.gained {
             for h in hosts {
                 if h.name == "h" {
-                    seen = Some(h.paused_until_ms);
+                    seen = Some((h.paused_until_ms, h.backoff_level));
                 }
             }
         }
         seen.is_some()
     });
     assert!(got, "b gained h's shard");
-    assert_eq!(seen, Some(until));
+    assert_eq!(seen, Some((until, 3)), "the pause and its backoff step");
     assert_eq!(robots, vec![shared]);
     let back = crate::robots::Robots::from_snapshot(&robots[0].snapshot).unwrap();
     assert!(!back.is_allowed("/private/x"));
