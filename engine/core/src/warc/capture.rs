@@ -1,7 +1,6 @@
 //! What the crawler archives for a URL, and how each becomes records: a request/response pair, a revisit of a
 //! payload already archived, and the metadata record with a page's outlinks.
 
-use std::io::Write;
 use std::net::IpAddr;
 use std::time::SystemTime;
 
@@ -167,17 +166,11 @@ pub(super) fn encode(
     }
     let date = fields.get("WARC-Date").unwrap_or_default().to_string();
     let head = fields.encode(len);
-    let mut gz = flate2::write::GzEncoder::new(
-        Vec::with_capacity(((head.len() as u64 + len) / 3) as usize + 64),
-        flate2::Compression::new(level),
-    );
-    let io = WarcError::Encode;
-    gz.write_all(&head).map_err(io)?;
-    for part in block {
-        gz.write_all(part).map_err(io)?;
-    }
-    gz.write_all(b"\r\n\r\n").map_err(io)?;
-    let member = gz.finish().map_err(io)?;
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(block.len() + 2);
+    parts.push(&head);
+    parts.extend_from_slice(block);
+    parts.push(b"\r\n\r\n");
+    let member = gzip_member(&parts, level, head.len() + len as usize)?;
     Ok(Encoded {
         id,
         kind,
@@ -339,4 +332,71 @@ pub(super) fn warc_fields_line(name: &str, value: &str) -> Result<Vec<u8>, WarcE
         return Err(WarcError::InvalidField(format!("{name}: {value:?}")));
     }
     Ok(format!("{name}: {value}\r\n").into_bytes())
+}
+
+thread_local! {
+    /// One deflate state per thread and level, reset between members: a new compressor per record would allocate
+    /// and clear its tables (hundreds of KiB) every time.
+    static DEFLATE: std::cell::RefCell<Option<(u32, flate2::Compress)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The gzip header of every member: no name, no time, unknown OS.
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+/// `parts` as one gzip member (RFC 1952) at `level`.
+pub(super) fn gzip_member(parts: &[&[u8]], level: u32, size: usize) -> Result<Vec<u8>, WarcError> {
+    let mut out = Vec::with_capacity(size / 3 + 64);
+    out.extend_from_slice(&GZIP_HEADER);
+    let mut crc = flate2::Crc::new();
+    DEFLATE.with(|cell| -> Result<(), WarcError> {
+        let mut slot = cell.borrow_mut();
+        match slot.as_mut() {
+            Some((l, c)) if *l == level => c.reset(),
+            _ => {
+                *slot = Some((
+                    level,
+                    flate2::Compress::new(flate2::Compression::new(level), false),
+                ))
+            }
+        }
+        let Some((_, c)) = slot.as_mut() else {
+            return Err(WarcError::Failed);
+        };
+        for p in parts {
+            crc.update(p);
+            deflate_into(c, p, &mut out, flate2::FlushCompress::None)?;
+        }
+        deflate_into(c, &[], &mut out, flate2::FlushCompress::Finish)
+    })?;
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&crc.amount().to_le_bytes());
+    Ok(out)
+}
+
+/// Feeds `input` to the deflate state, growing `out` as needed; with `Finish`, until the stream ends.
+fn deflate_into(
+    c: &mut flate2::Compress,
+    mut input: &[u8],
+    out: &mut Vec<u8>,
+    flush: flate2::FlushCompress,
+) -> Result<(), WarcError> {
+    let finish = flush == flate2::FlushCompress::Finish;
+    loop {
+        if out.capacity() - out.len() < 1024 {
+            out.reserve(out.capacity().max(4096));
+        }
+        let before = c.total_in();
+        let status = c
+            .compress_vec(input, out, flush)
+            .map_err(|e| WarcError::Encode(std::io::Error::other(e)))?;
+        let used = usize::try_from(c.total_in() - before).unwrap_or(input.len());
+        input = &input[used.min(input.len())..];
+        if finish {
+            if status == flate2::Status::StreamEnd {
+                return Ok(());
+            }
+        } else if input.is_empty() {
+            return Ok(());
+        }
+    }
 }
