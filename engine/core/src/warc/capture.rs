@@ -343,11 +343,31 @@ thread_local! {
 /// The gzip header of every member: no name, no time, unknown OS.
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
+/// Members smaller than this are stored without compression: a request record gains little from it, and a
+/// deflate state costs a reset of its tables per member.
+const STORED_BELOW: usize = 1024;
+
 /// `parts` as one gzip member (RFC 1952) at `level`.
 pub(super) fn gzip_member(parts: &[&[u8]], level: u32, size: usize) -> Result<Vec<u8>, WarcError> {
     let mut out = Vec::with_capacity(size / 3 + 64);
     out.extend_from_slice(&GZIP_HEADER);
     let mut crc = flate2::Crc::new();
+    if size < STORED_BELOW {
+        // One final stored deflate block (RFC 1951 3.2.4): header bits, LEN, NLEN, the bytes.
+        let len = u16::try_from(parts.iter().map(|p| p.len()).sum::<usize>()).unwrap_or(u16::MAX);
+        if usize::from(len) < STORED_BELOW + 8 {
+            out.push(1);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&(!len).to_le_bytes());
+            for p in parts {
+                crc.update(p);
+                out.extend_from_slice(p);
+            }
+            out.extend_from_slice(&crc.sum().to_le_bytes());
+            out.extend_from_slice(&crc.amount().to_le_bytes());
+            return Ok(out);
+        }
+    }
     DEFLATE.with(|cell| -> Result<(), WarcError> {
         let mut slot = cell.borrow_mut();
         match slot.as_mut() {

@@ -186,3 +186,22 @@ fn robots_and_sitemaps_are_archived_like_any_response() {
         wio.check(file);
     }
 }
+
+#[test]
+fn gzip_members_stored_or_deflated_decode_to_their_parts() {
+    use std::io::Read;
+    for size in [0usize, 10, 900, 1030, 1500, 100_000] {
+        let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        let (a, b) = data.split_at(size / 2);
+        for level in [1, 6] {
+            let member =
+                super::capture::gzip_member(&[a, b, b"\r\n"], level, size).expect("member");
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(member.as_slice())
+                .read_to_end(&mut out)
+                .expect("a whole gzip member");
+            assert_eq!(out.len(), size + 2, "size {size} level {level}");
+            assert_eq!(&out[..size], data.as_slice());
+        }
+    }
+}
