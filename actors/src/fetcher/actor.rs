@@ -253,6 +253,15 @@ async fn run_job(
     };
     match result {
         Ok(response) => Step::Parse(Box::new(Parse { job, response, dns })),
+        // The answer went past max_body_bytes: the parser records it too large (and archives what was read).
+        Err(FetchError::TooLarge {
+            partial: Some(response),
+            ..
+        }) => Step::Parse(Box::new(Parse {
+            job,
+            response: *response,
+            dns,
+        })),
         Err(e) => {
             let result = JobResult::FetchFailed {
                 reason: reason_of(&e),

@@ -58,9 +58,13 @@ pub enum FetchError {
     /// A deadline expired.
     #[error("timeout ({0})")]
     Timeout(TimeoutPhase),
-    /// The body is larger than `max_body_bytes`.
+    /// The body is larger than `max_body_bytes`. `partial` is the answer with the body read up to the limit (for
+    /// the archive, marked truncated).
     #[error("body exceeds {limit} bytes")]
-    TooLarge { limit: u64 },
+    TooLarge {
+        limit: u64,
+        partial: Option<Box<super::http::RawResponse>>,
+    },
     /// The connection broke or the peer spoke invalid HTTP.
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -225,7 +229,14 @@ mod tests {
             (FetchError::Connect("refused".into()), "connect", true),
             (FetchError::Tls("bad cert".into()), "tls", false),
             (FetchError::Timeout(TimeoutPhase::Idle), "timeout", true),
-            (FetchError::TooLarge { limit: 1 }, "too_large", false),
+            (
+                FetchError::TooLarge {
+                    limit: 1,
+                    partial: None,
+                },
+                "too_large",
+                false,
+            ),
             (FetchError::Protocol("reset".into()), "protocol", true),
             (FetchError::InvalidUrl("ftp".into()), "invalid_url", false),
             (FetchError::Config("ua".into()), "config", false),
@@ -243,7 +254,11 @@ mod tests {
             "timeout (headers)"
         );
         assert_eq!(
-            FetchError::TooLarge { limit: 10 }.to_string(),
+            FetchError::TooLarge {
+                limit: 10,
+                partial: None
+            }
+            .to_string(),
             "body exceeds 10 bytes"
         );
     }

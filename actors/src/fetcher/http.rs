@@ -140,6 +140,8 @@ pub struct RawResponse {
     pub request_headers: HeaderMap,
     /// When the request was sent (wall clock).
     pub sent_at: std::time::SystemTime,
+    /// The body stops at `max_body_bytes`: the rest was not read (only in [`FetchError::TooLarge`]).
+    pub truncated: bool,
     /// The proxy chain the connection went through, or "direct"; None when no proxy is configured.
     pub proxy: Option<String>,
     pub timings: Timings,
@@ -444,9 +446,9 @@ impl HttpClient {
             .get::<super::connector::ProxyUsed>()
             .map(|p| p.0.clone());
         let (parts, body) = response.into_parts();
-        let body = self.read_body(&parts.headers, body).await?;
+        let (body, truncated) = self.read_body(&parts.headers, body).await?;
         let total = start.elapsed();
-        Ok(RawResponse {
+        let resp = RawResponse {
             status: parts.status.as_u16(),
             headers: parts.headers,
             version: parts.version,
@@ -454,6 +456,7 @@ impl HttpClient {
             remote_addr,
             request_headers,
             sent_at,
+            truncated,
             proxy,
             timings: Timings {
                 started: Some(start),
@@ -461,15 +464,23 @@ impl HttpClient {
                 body: total.saturating_sub(headers_at),
                 total,
             },
-        })
+        };
+        if truncated {
+            return Err(FetchError::TooLarge {
+                limit: self.settings.max_body_bytes,
+                partial: Some(Box::new(resp)),
+            });
+        }
+        Ok(resp)
     }
 
-    /// Collects the body frame by frame, each within `idle_timeout`, up to `max_body_bytes`.
+    /// Collects the body frame by frame, each within `idle_timeout`, up to `max_body_bytes`. Past the limit it stops
+    /// reading and says so (`true`), with what fits.
     async fn read_body(
         &self,
         headers: &HeaderMap,
         mut body: Incoming,
-    ) -> Result<Bytes, FetchError> {
+    ) -> Result<(Bytes, bool), FetchError> {
         let max = self.settings.max_body_bytes;
         let declared = headers
             .get(header::CONTENT_LENGTH)
@@ -477,7 +488,7 @@ impl HttpClient {
             .and_then(|v| v.trim().parse::<u64>().ok());
         let lower = body.size_hint().lower();
         if declared.is_some_and(|len| len > max) || lower > max {
-            return Err(FetchError::TooLarge { limit: max });
+            return Ok((Bytes::new(), true));
         }
         let reserve = declared.unwrap_or(lower).min(MAX_INITIAL_BUFFER);
         let mut buf = BytesMut::with_capacity(usize::try_from(reserve).unwrap_or(0));
@@ -490,12 +501,16 @@ impl HttpClient {
             };
             if let Ok(data) = frame.into_data() {
                 if (buf.len() as u64).saturating_add(data.len() as u64) > max {
-                    return Err(FetchError::TooLarge { limit: max });
+                    let room = usize::try_from(max)
+                        .unwrap_or(usize::MAX)
+                        .saturating_sub(buf.len());
+                    buf.extend_from_slice(&data[..room.min(data.len())]);
+                    return Ok((buf.freeze(), true));
                 }
                 buf.extend_from_slice(&data);
             }
         }
-        Ok(buf.freeze())
+        Ok((buf.freeze(), false))
     }
 }
 

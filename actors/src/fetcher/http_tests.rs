@@ -237,7 +237,7 @@ async fn content_length_over_limit_is_rejected_without_reading() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, FetchError::TooLarge { limit } if limit == 1024 * 1024),
+        matches!(err, FetchError::TooLarge { limit, .. } if limit == 1024 * 1024),
         "{err:?}"
     );
     assert_eq!(err.reason(), "too_large");

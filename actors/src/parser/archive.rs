@@ -3,7 +3,9 @@
 
 use crate::fetcher::http::RawResponse;
 use crate::protocol::{Archived, Job, JobResult};
-use crawl_core::warc::{Capture, HttpHeaders, HttpVersion, Prepared, RequestHead, ResponseHead};
+use crawl_core::warc::{
+    Capture, HttpHeaders, HttpVersion, Prepared, RequestHead, ResponseHead, Truncation,
+};
 
 /// The archive's gzip level: fast, since every fetched body goes through it.
 pub const ARCHIVE_LEVEL: u32 = 1;
@@ -47,7 +49,7 @@ pub fn prepare(job: &Job, resp: &RawResponse, level: u32) -> Option<Prepared> {
         request: request.as_ref(),
         response: &response,
         body: &resp.body,
-        truncated: None,
+        truncated: resp.truncated.then_some(Truncation::Length),
     };
     match Prepared::new(&capture, level) {
         Ok(p) => Some(p),

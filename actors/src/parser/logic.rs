@@ -35,6 +35,14 @@ pub struct ParseSettings {
 
 /// Turns a fetched response into the job's result.
 pub fn process(settings: &ParseSettings, job: &Job, resp: RawResponse) -> JobResult {
+    if resp.truncated {
+        // Read only up to max_body_bytes (archived as truncated): a failure, as the fetcher reports it.
+        return JobResult::FetchFailed {
+            reason: Reason::TooLarge,
+            detail: format!("body exceeds {} bytes", settings.max_body_bytes),
+            retryable: false,
+        };
+    }
     match job.entry.kind {
         JobKind::Robots => JobResult::Robots(process_robots(settings, resp)),
         JobKind::Sitemap => JobResult::Sitemap(process_sitemap(settings, resp)),

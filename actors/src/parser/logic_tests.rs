@@ -51,6 +51,7 @@ fn resp(status: u16, headers: &[(&'static str, &str)], body: &str) -> RawRespons
         remote_addr: None,
         request_headers: http::HeaderMap::new(),
         sent_at: std::time::SystemTime::now(),
+        truncated: false,
         proxy: None,
         timings: Timings::default(),
     }

@@ -15,8 +15,7 @@ use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
-const OVERRIDES: &str =
-    "[crawl]\nmax_depth = 100\n[output]\nwarc_dir = \"warc\"\nwarc_max_bytes = 1048576\n";
+const OVERRIDES: &str = "[crawl]\nmax_depth = 100\n[fetch]\nmax_body_bytes = 65536\n[output]\nwarc_dir = \"warc\"\nwarc_max_bytes = 1048576\n";
 
 fn page(title: &str, links: &[&str], filler: usize) -> String {
     let a: String = links
@@ -78,9 +77,11 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
             "/enc/gzip-chunked",
             "/dup",
             "/gone",
+            "/big",
         ],
         40,
     );
+    let big = page("big", &[], 20_000);
     let gzip = page("gzip", &[], 60);
     let chunked = page("chunked", &[], 80);
     let gzip_chunked = page("gzip and chunked", &[], 100);
@@ -102,6 +103,7 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
     )
     .route(0, "/dup", Route::ok(identity.clone()))
     .route(0, "/gone", Route::not_found())
+    .route(0, "/big", Route::ok(big.clone()).chunked())
     .start()
     .await
     .expect("site");
@@ -178,6 +180,27 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
         .expect("404 recorded");
     assert_eq!(gone.status, Some(404));
     assert!(gone.warc.is_some());
+    // A body past max_body_bytes: recorded too large, archived up to the limit and marked truncated.
+    let big_url = site.url(0, "/big");
+    let rec = records
+        .iter()
+        .find(|r| r.url == big_url)
+        .expect("big recorded");
+    assert_eq!(
+        rec.reason,
+        Some(crawl_core::record::Reason::TooLarge),
+        "{rec:?}"
+    );
+    let loc = rec.warc.as_ref().expect("the truncated answer is archived");
+    let cut = warc
+        .iter()
+        .find(|r| r.file == loc.file && r.offset == loc.offset)
+        .expect("record at the location");
+    assert_eq!(cut.kind, "response");
+    assert_eq!(cut.truncated.as_deref(), Some("length"));
+    let got = cut.content_bytes();
+    assert_eq!(got.len(), 65536);
+    assert_eq!(&got[..], &big.as_bytes()[..65536]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
