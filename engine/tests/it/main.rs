@@ -20,8 +20,8 @@
 //!   processes.
 //! - `extract` (240-249): links only in `<noscript>`, `<link rel=next>` versus icons, meta refresh, the per-page
 //!   link cap, page requisites with `crawl.embeds`.
-//! - `warc` (230-239): the archive read back with warcio (digests, payloads per encoding, revisits, metadata,
-//!   each record's location) and kept whole through kill -9.
+//! - `warc` (230-239): the archive read back with warcio (digests, payloads per encoding, truncation, revisits,
+//!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 

@@ -5,6 +5,8 @@
 //! and an archive that stays whole through kill -9 with no URL archived twice.
 //!
 //! Sites use `first_octet` 230..=239.
+//!
+//! Also here: a robots.txt `Sitemap:` naming a host out of the crawl's scope is neither fetched nor archived.
 
 use crate::ENGINE;
 use crawl_core::record::Record;
@@ -313,4 +315,55 @@ async fn after_kill_9_the_archive_is_whole_and_no_page_is_archived_twice() {
         fetched,
         "one archived fetch per fetched record"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robots_sitemap_on_a_host_out_of_scope_is_neither_fetched_nor_archived() {
+    let Some(w) = Warcio::find("warc out-of-scope sitemap") else {
+        return;
+    };
+    let site = Site::start(SiteSpec {
+        hosts: 2,
+        pages_per_host: 5,
+        first_octet: 236,
+        robots: true,
+        sitemaps: true,
+        ..SiteSpec::small()
+    })
+    .await
+    .expect("site");
+    let (own, other) = (site.url(0, "/sitemap.xml"), site.url(1, "/sitemap.xml"));
+    site.set_route(
+        0,
+        "/robots.txt",
+        Route::text(
+            200,
+            format!("User-agent: *\nAllow: /\nSitemap: {other}\nSitemap: {own}\n"),
+        ),
+    );
+    let crawl = TestCrawl::new(ENGINE, &[site.url(0, "/")], OVERRIDES);
+    let res = tokio::task::spawn_blocking({
+        let child = crawl.spawn();
+        move || wait_with_deadline(child, DEADLINE)
+    })
+    .await
+    .expect("join");
+    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    assert!(res.stderr.contains("sitemap not fetched"), "{}", res.stderr);
+    assert_eq!(
+        site.hits(1, "/sitemap.xml"),
+        0,
+        "the other host's sitemap was requested"
+    );
+    assert!(
+        site.hits(0, "/sitemap.xml") > 0,
+        "the in-scope sitemap is read"
+    );
+    let warc = archive(&w, &crawl);
+    let archived = |u: &str| {
+        warc.iter()
+            .any(|r| r.kind == "response" && r.uri.as_deref() == Some(u))
+    };
+    assert!(archived(&own));
+    assert!(!archived(&other));
 }
