@@ -20,6 +20,8 @@ pub struct WarcioRecord {
     pub refers_to: Option<String>,
     /// `WARC-Truncated`, when the body was cut.
     pub truncated: Option<String>,
+    /// `WARC-Protocol` (`h2` for an HTTP/2 answer).
+    pub protocol: Option<String>,
     pub id: String,
     /// HTTP status line (response and revisit records).
     pub status: Option<String>,
@@ -50,6 +52,7 @@ for path in sys.argv[1:]:
             row = {'type': r.rec_type, 'uri': r.rec_headers.get_header('WARC-Target-URI'),
                    'refers_to': r.rec_headers.get_header('WARC-Refers-To'),
                    'truncated': r.rec_headers.get_header('WARC-Truncated'),
+                   'protocol': r.rec_headers.get_header('WARC-Protocol'),
                    'id': r.rec_headers.get_header('WARC-Record-ID'),
                    'status': (h.protocol + ' ' + h.statusline) if h and r.rec_type in ('response', 'revisit') else None,
                    'content': r.content_stream().read().hex(),
