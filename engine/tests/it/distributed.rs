@@ -222,13 +222,18 @@ async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
         assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
         assert!(r.stdout.contains("completed"), "process {i}: {}", r.stdout);
     }
-    let per_process: Vec<usize> = c.crawls.iter().map(|t| t.records().len()).collect();
-    assert!(
-        per_process.iter().filter(|n| **n > 0).count() >= 2,
-        "the work was shared: {per_process:?}\n{}\n{}",
-        results[0].stderr,
-        results[1].stderr
-    );
+    // The shards were shared: every process held some. (Which process gets the few shards that have hosts is up
+    // to rendezvous hashing over random process ids, so the records need not be spread.)
+    for (i, r) in results.iter().enumerate() {
+        let held = r.stderr.lines().any(|l| {
+            l.contains("shard ownership changed")
+                && serde_json::from_str::<serde_json::Value>(l)
+                    .ok()
+                    .and_then(|v| v["owned"].as_u64())
+                    .is_some_and(|n| n > 0)
+        });
+        assert!(held, "process {i} never held a shard: {}", r.stderr);
+    }
     let records = merge(&c);
     assert_exactly_once(&c, &records, "three processes");
     assert_polite(&c, "three processes", 0);

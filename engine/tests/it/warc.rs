@@ -10,7 +10,7 @@
 
 use crate::ENGINE;
 use crawl_core::record::Record;
-use crawl_tests::engine::{TestCrawl, wait_with_deadline};
+use crawl_tests::engine::{RunResult, TestCrawl, wait_with_deadline};
 use crawl_tests::site::{Route, Site, SiteSpec};
 use crawl_tests::warcio::{Warcio, WarcioRecord, warc_files};
 use std::collections::BTreeMap;
@@ -44,6 +44,16 @@ fn brotli_stored(data: &[u8]) -> Vec<u8> {
 
 fn zstd(data: &[u8]) -> Vec<u8> {
     ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+/// Runs the crawl to its end (the site keeps serving meanwhile); it must exit 0.
+async fn run_to_end(crawl: &TestCrawl) -> RunResult {
+    let child = crawl.spawn();
+    let res = tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE))
+        .await
+        .expect("join");
+    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    res
 }
 
 /// Every record warcio reads in the crawl's archive, after `warcio check` passed on each file.
@@ -141,13 +151,7 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
     .expect("site");
     let seed = site.url(0, "/enc/identity");
     let crawl = TestCrawl::new(ENGINE, std::slice::from_ref(&seed), OVERRIDES);
-    let res = tokio::task::spawn_blocking({
-        let child = crawl.spawn();
-        move || wait_with_deadline(child, DEADLINE)
-    })
-    .await
-    .expect("join");
-    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    run_to_end(&crawl).await;
     let records = crawl.records();
     let warc = archive(&w, &crawl);
 
@@ -286,13 +290,7 @@ async fn after_kill_9_the_archive_is_whole_and_no_page_is_archived_twice() {
         child.kill().expect("kill -9");
         child.wait().expect("wait");
     }
-    let res = tokio::task::spawn_blocking({
-        let child = crawl.spawn();
-        move || wait_with_deadline(child, DEADLINE)
-    })
-    .await
-    .expect("join");
-    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    run_to_end(&crawl).await;
     let records = crawl.records();
     let warc = archive(&w, &crawl);
     assert_locations(&records, &warc);
@@ -342,13 +340,7 @@ async fn a_robots_sitemap_on_a_host_out_of_scope_is_neither_fetched_nor_archived
         ),
     );
     let crawl = TestCrawl::new(ENGINE, &[site.url(0, "/")], OVERRIDES);
-    let res = tokio::task::spawn_blocking({
-        let child = crawl.spawn();
-        move || wait_with_deadline(child, DEADLINE)
-    })
-    .await
-    .expect("join");
-    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    let res = run_to_end(&crawl).await;
     assert!(res.stderr.contains("sitemap not fetched"), "{}", res.stderr);
     assert_eq!(
         site.hits(1, "/sitemap.xml"),

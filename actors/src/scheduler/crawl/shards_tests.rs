@@ -39,6 +39,25 @@ impl ShardGate for Table {
     }
 }
 
+/// A crawl whose hosts belong to the shards of `gate` (any scope, depth 10, nothing resumed).
+fn sharded(settings: CrawlSettings, pol: PolitenessPolicy, t0: Instant, gate: Arc<Table>) -> Crawl {
+    Crawl::new(
+        settings,
+        Arc::new(ScopePolicy::new(
+            ScopeMode::Any,
+            &[],
+            Vec::new(),
+            Vec::new(),
+            10,
+        )),
+        HostQueues::new(pol),
+        Resume::default(),
+        JsonlCheckpoint::default(),
+        t0,
+    )
+    .with_shards(gate)
+}
+
 /// Two hosts in different shards.
 fn two_hosts() -> (String, String) {
     let mut names = (0..50).map(|i| format!("h{i}.test"));
@@ -80,21 +99,7 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
         ..policy(1)
     };
     let mut h = H::new(settings(), pol.clone());
-    let sharded = Crawl::new(
-        settings(),
-        Arc::new(ScopePolicy::new(
-            ScopeMode::Any,
-            &[],
-            Vec::new(),
-            Vec::new(),
-            10,
-        )),
-        HostQueues::new(pol),
-        Resume::default(),
-        JsonlCheckpoint::default(),
-        h.t0,
-    )
-    .with_shards(gate.clone());
+    let sharded = sharded(settings(), pol, h.t0, gate.clone());
     h.crawl = sharded;
     h.seed(&format!("http://{a}/"));
     h.seed(&format!("http://{b}/"));
@@ -254,21 +259,7 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
     let gate = Arc::new(Table::default());
     gate.owned.lock().unwrap().insert(shard(&a));
     let mut h = H::new(settings(), policy(1));
-    let sharded = Crawl::new(
-        settings(),
-        Arc::new(ScopePolicy::new(
-            ScopeMode::Any,
-            &[],
-            Vec::new(),
-            Vec::new(),
-            10,
-        )),
-        HostQueues::new(policy(1)),
-        Resume::default(),
-        JsonlCheckpoint::default(),
-        h.t0,
-    )
-    .with_shards(gate.clone());
+    let sharded = sharded(settings(), policy(1), h.t0, gate.clone());
     h.crawl = sharded;
     h.seed(&format!("http://{a}/"));
     let job = h.one(0);
@@ -332,21 +323,7 @@ fn a_job_the_fetcher_did_not_start_waits_for_the_renewal_or_is_left_to_the_shard
         ..settings()
     };
     let mut h = H::new(with_robots.clone(), policy(1));
-    h.crawl = Crawl::new(
-        with_robots,
-        Arc::new(ScopePolicy::new(
-            ScopeMode::Any,
-            &[],
-            Vec::new(),
-            Vec::new(),
-            10,
-        )),
-        HostQueues::new(policy(1)),
-        Resume::default(),
-        JsonlCheckpoint::default(),
-        h.t0,
-    )
-    .with_shards(gate.clone());
+    h.crawl = sharded(with_robots, policy(1), h.t0, gate.clone());
     h.seed(&format!("http://{a}/"));
     let renew = |h: &mut H, ms: u64| {
         gate.expired.lock().unwrap().clear();
@@ -428,21 +405,7 @@ fn a_host_whose_shard_is_lost_drops_its_robots_job_and_asks_again_once_regained(
         ..settings()
     };
     let mut h = H::new(with_robots.clone(), policy(1));
-    h.crawl = Crawl::new(
-        with_robots,
-        Arc::new(ScopePolicy::new(
-            ScopeMode::Any,
-            &[],
-            Vec::new(),
-            Vec::new(),
-            10,
-        )),
-        HostQueues::new(policy(1)),
-        Resume::default(),
-        JsonlCheckpoint::default(),
-        h.t0,
-    )
-    .with_shards(gate.clone());
+    h.crawl = sharded(with_robots, policy(1), h.t0, gate.clone());
     h.seed(&format!("http://{a}/"));
     // The lease runs out before robots.txt could be leased: it is held, not sent.
     gate.expired.lock().unwrap().insert(shard(&a));
@@ -475,28 +438,11 @@ fn robots_rules_go_to_the_store_and_the_next_owner_obeys_them_without_fetching_r
         respect_robots: true,
         ..settings()
     };
-    let sharded = |h: &H, gate: Arc<Table>| {
-        Crawl::new(
-            with_robots.clone(),
-            Arc::new(ScopePolicy::new(
-                ScopeMode::Any,
-                &[],
-                Vec::new(),
-                Vec::new(),
-                10,
-            )),
-            HostQueues::new(policy(1)),
-            Resume::default(),
-            JsonlCheckpoint::default(),
-            h.t0,
-        )
-        .with_shards(gate)
-    };
     // The first owner fetches robots.txt: its rules are staged for the store.
     let gate = Arc::new(Table::default());
     gate.owned.lock().unwrap().insert(shard(&a));
     let mut first = H::new(with_robots.clone(), policy(1));
-    first.crawl = sharded(&first, gate.clone());
+    first.crawl = sharded(with_robots.clone(), policy(1), first.t0, gate.clone());
     first.seed(&format!("http://{a}/"));
     let robots = first.one(0);
     assert_eq!(robots.entry.kind, JobKind::Robots);
@@ -518,7 +464,7 @@ fn robots_rules_go_to_the_store_and_the_next_owner_obeys_them_without_fetching_r
     let gate = Arc::new(Table::default());
     gate.owned.lock().unwrap().insert(shard(&a));
     let mut next = H::new(with_robots.clone(), policy(1));
-    next.crawl = sharded(&next, gate.clone());
+    next.crawl = sharded(with_robots.clone(), policy(1), next.t0, gate.clone());
     next.seed(&format!("http://{a}/private/1"));
     next.seed(&format!("http://{a}/open/1"));
     next.seed(&format!("http://{a}/open/2"));
@@ -549,22 +495,7 @@ fn with_recrawl_a_record_id_names_the_url_and_its_queueing() {
     let gate = Arc::new(Table::default());
     gate.owned.lock().unwrap().insert(shard(&a));
     let mut h = H::new(settings(), policy(1));
-    h.crawl = Crawl::new(
-        settings(),
-        Arc::new(ScopePolicy::new(
-            ScopeMode::Any,
-            &[],
-            Vec::new(),
-            Vec::new(),
-            10,
-        )),
-        HostQueues::new(policy(1)),
-        Resume::default(),
-        JsonlCheckpoint::default(),
-        h.t0,
-    )
-    .with_shards(gate)
-    .with_recrawl();
+    h.crawl = sharded(settings(), policy(1), h.t0, gate).with_recrawl();
     h.seed(&format!("http://{a}/"));
     let job = h.one(0);
     h.done(&job, ok(Vec::new()), 5);
