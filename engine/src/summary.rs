@@ -73,7 +73,7 @@ impl Summary {
             .map(|(k, v)| format!("{k} {v}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let _ = writeln!(out, "  fetched   {:>8}  ({by_status})", s.fetched);
+        let _ = writeln!(out, "{}", count_line("fetched", s.fetched, &by_status));
         let reasons = |outcome: crawl_core::record::Outcome| {
             s.by_reason
                 .iter()
@@ -82,18 +82,10 @@ impl Summary {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let _ = writeln!(
-            out,
-            "  failed    {:>8}  ({})",
-            s.failed,
-            reasons(crawl_core::record::Outcome::Failed)
-        );
-        let _ = writeln!(
-            out,
-            "  excluded  {:>8}  ({})",
-            s.excluded,
-            reasons(crawl_core::record::Outcome::Excluded)
-        );
+        let failed = reasons(crawl_core::record::Outcome::Failed);
+        let _ = writeln!(out, "{}", count_line("failed", s.failed, &failed));
+        let excluded = reasons(crawl_core::record::Outcome::Excluded);
+        let _ = writeln!(out, "{}", count_line("excluded", s.excluded, &excluded));
         let _ = writeln!(out, "  queued    {:>8}  (left for a later run)", s.queued);
         let _ = writeln!(
             out,
@@ -195,4 +187,32 @@ fn reason_outcome(name: &str) -> Option<crawl_core::record::Outcome> {
     let r: crawl_core::record::Reason =
         serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()?;
     Some(r.outcome())
+}
+
+/// One count of the summary, with its breakdown in parentheses when there is one (`failed 0`, not `failed 0 ()`).
+fn count_line(label: &str, n: u64, detail: &str) -> String {
+    let head = format!("  {label:<9} {n:>8}");
+    if detail.is_empty() {
+        head
+    } else {
+        format!("{head}  ({detail})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_line;
+
+    #[test]
+    fn a_count_shows_its_breakdown_only_when_it_has_one() {
+        assert_eq!(count_line("failed", 0, ""), "  failed           0");
+        assert_eq!(
+            count_line("excluded", 6000, "robots 6000"),
+            "  excluded      6000  (robots 6000)"
+        );
+        assert_eq!(
+            count_line("fetched", 12, "2xx 12"),
+            "  fetched         12  (2xx 12)"
+        );
+    }
 }
