@@ -74,7 +74,7 @@ fn politeness(s: &mut Section<'_, '_, '_, '_>) -> PolitenessConfig {
 
 fn fetch(s: &mut Section<'_, '_, '_, '_>) -> FetchConfig {
     let d = FetchConfig::default();
-    let c = FetchConfig {
+    let mut c = FetchConfig {
         concurrency: s.u32("concurrency", d.concurrency, 1),
         fetchers: s.u32("fetchers", d.fetchers, 0),
         connect_timeout: s.millis("connect_timeout_ms", d.connect_timeout, 1),
@@ -89,6 +89,16 @@ fn fetch(s: &mut Section<'_, '_, '_, '_>) -> FetchConfig {
         pool_idle_timeout: s.millis("pool_idle_timeout_ms", d.pool_idle_timeout, 0),
         pool_max_idle_per_host: s.usize("pool_max_idle_per_host", d.pool_max_idle_per_host, 0),
     };
+    // Phase timeouts left unset follow a shorter request timeout: setting `request_timeout_ms` alone is enough.
+    for (key, t) in [
+        ("connect_timeout_ms", &mut c.connect_timeout),
+        ("header_timeout_ms", &mut c.header_timeout),
+        ("idle_timeout_ms", &mut c.idle_timeout),
+    ] {
+        if !s.has(key) {
+            *t = (*t).min(c.request_timeout);
+        }
+    }
     let request = c.request_timeout.as_millis();
     s.check_not_above(
         "connect_timeout_ms",

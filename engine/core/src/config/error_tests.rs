@@ -110,19 +110,31 @@ fn min_above_max_pairs() {
         "`fetch.connect_timeout_ms` (5000) must not exceed `fetch.request_timeout_ms` (1000)"
     );
 
-    // Only the larger side is written: the error points at the key that is present.
-    let errs = errors("[fetch]\nrequest_timeout_ms = 5000\n");
-    assert_eq!(errs.len(), 2, "{errs:?}");
-    assert!(errs.iter().all(|e| (e.line, e.column) == (2, 1)));
+    // Only the request timeout is written, shorter than the phases' defaults: the phases left unset follow it
+    // (no error about keys the user never wrote); one that is set still may not exceed it.
+    let c = Config::from_str("[fetch]\nrequest_timeout_ms = 3000\n", "t").expect("valid");
+    let ms = Duration::from_millis;
+    assert_eq!(
+        (
+            c.fetch.connect_timeout,
+            c.fetch.header_timeout,
+            c.fetch.idle_timeout
+        ),
+        (ms(3000), ms(3000), ms(3000))
+    );
+    let c = Config::from_str("[fetch]\nrequest_timeout_ms = 20000\n", "t").expect("valid");
+    assert_eq!(
+        (c.fetch.connect_timeout, c.fetch.header_timeout),
+        (ms(10_000), ms(20_000)),
+        "a default below the request timeout stays"
+    );
+    let errs = errors("[fetch]\nrequest_timeout_ms = 3000\nheader_timeout_ms = 4000\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
         errs[0]
             .message
-            .starts_with("`fetch.connect_timeout_ms` (10000)")
-    );
-    assert!(
-        errs[1]
-            .message
-            .starts_with("`fetch.header_timeout_ms` (30000)")
+            .starts_with("`fetch.header_timeout_ms` (4000)"),
+        "{errs:?}"
     );
 
     let (l, c, m, _) = only_error("[politeness]\nbackoff_base_ms = 700000\n");
