@@ -36,7 +36,25 @@ pub(super) fn host_group(url: &str) -> String {
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    psl::domain_str(&host).map_or(host.clone(), str::to_owned)
+    // The scope's registrable domain: an IP host stays whole (the public suffix list alone made 127.0.0.20 "0.20").
+    crawl_core::scope::registrable_domain(&host).unwrap_or(host)
+}
+
+#[cfg(test)]
+mod host_group_tests {
+    use super::host_group;
+
+    #[test]
+    fn a_host_group_is_the_registrable_domain_and_an_ip_stays_whole() {
+        assert_eq!(host_group("http://127.0.0.20:8080/a"), "127.0.0.20");
+        assert_eq!(host_group("http://[::1]/"), "[::1]");
+        assert_eq!(
+            host_group("https://www.docs.example.co.uk/x"),
+            "example.co.uk"
+        );
+        assert_eq!(host_group("https://a.b.example.com/"), "example.com");
+        assert_eq!(host_group("http://localhost/"), "localhost");
+    }
 }
 
 impl Crawl {
