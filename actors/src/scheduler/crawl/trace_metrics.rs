@@ -40,23 +40,6 @@ pub(super) fn host_group(url: &str) -> String {
     crawl_core::scope::registrable_domain(&host).unwrap_or(host)
 }
 
-#[cfg(test)]
-mod host_group_tests {
-    use super::host_group;
-
-    #[test]
-    fn a_host_group_is_the_registrable_domain_and_an_ip_stays_whole() {
-        assert_eq!(host_group("http://127.0.0.20:8080/a"), "127.0.0.20");
-        assert_eq!(host_group("http://[::1]/"), "[::1]");
-        assert_eq!(
-            host_group("https://www.docs.example.co.uk/x"),
-            "example.co.uk"
-        );
-        assert_eq!(host_group("https://a.b.example.com/"), "example.com");
-        assert_eq!(host_group("http://localhost/"), "localhost");
-    }
-}
-
 impl Crawl {
     /// The trace of a job being leased: the one of its earlier tries, or a new root from when it was queued;
     /// with its queue-wait span and, for pages, the robots verdict that let it go.
@@ -184,5 +167,22 @@ impl Crawl {
             );
             t.end(end);
         }
+    }
+}
+
+#[cfg(test)]
+mod host_group_tests {
+    use super::host_group;
+
+    #[test]
+    fn a_host_group_is_the_registrable_domain_and_an_ip_stays_whole() {
+        assert_eq!(host_group("http://127.0.0.20:8080/a"), "127.0.0.20");
+        assert_eq!(host_group("http://[::1]/"), "[::1]");
+        assert_eq!(
+            host_group("https://www.docs.example.co.uk/x"),
+            "example.co.uk"
+        );
+        assert_eq!(host_group("https://a.b.example.com/"), "example.com");
+        assert_eq!(host_group("http://localhost/"), "localhost");
     }
 }
