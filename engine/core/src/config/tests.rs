@@ -505,6 +505,7 @@ fn root_config_toml_parses_and_documents_every_key() {
     expected.frontier.data_dir = base.join(".demo/crawl-data");
     expected.output.jsonl = base.join(".demo/crawl.jsonl");
     expected.output.warc_dir = Some(base.join(".demo/warc"));
+    expected.observability.metrics_listen = Some("127.0.0.1:0".parse().expect("addr"));
     assert_eq!(c, expected);
 }
 
