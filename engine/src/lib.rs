@@ -18,4 +18,4 @@ pub mod summary;
 pub mod usage;
 
 pub use error::EngineError;
-pub use run::{Options, load_config, run_crawl};
+pub use run::{Options, load_config, load_config_with, run_crawl};

@@ -7,7 +7,7 @@ use crawl_actors::protocol::FinishReason;
 use crawl_engine::cli::{Cli, Command};
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;
-use crawl_engine::{EngineError, Options, load_config, run_crawl};
+use crawl_engine::{EngineError, Options, load_config_with, run_crawl};
 use crawl_observability::server::MetricsServer;
 use crawl_observability::{Format, OtlpSettings, TelemetryConfig};
 use std::io::IsTerminal;
@@ -51,13 +51,18 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         let p = std::path::PathBuf::from("config.toml");
         p.exists().then_some(p)
     });
-    let config = load_config(config_path.as_deref(), &cli.seeds)?;
+    let config = load_config_with(config_path.as_deref(), &cli.seeds, !cli.check)?;
     let faults = match std::env::var("CRAWL_ENGINE_FAULTS") {
         Ok(spec) => Faults::parse(&spec)
             .map_err(|e| EngineError::Usage(format!("CRAWL_ENGINE_FAULTS: {e}")))?,
         Err(_) => Faults::default(),
     };
     if cli.check {
+        if config.crawl.seeds.is_empty() {
+            eprintln!(
+                "warning: no seeds: a run needs crawl.seeds in the config or --seed URL on the command line"
+            );
+        }
         println!(
             "{}: ok ({} seed{}, data_dir {}, output {})",
             config_path

@@ -32,6 +32,16 @@ pub struct Options {
 /// Loads the config file (or the defaults when `path` is None), adds the command-line seeds and checks that there
 /// is something to crawl. Every problem is reported at once.
 pub fn load_config(path: Option<&Path>, seeds: &[String]) -> Result<Config, EngineError> {
+    load_config_with(path, seeds, true)
+}
+
+/// [`load_config`]; with `require_seeds` false a config without seeds is accepted (`--check`: seeds may come from
+/// `--seed` when it runs).
+pub fn load_config_with(
+    path: Option<&Path>,
+    seeds: &[String],
+    require_seeds: bool,
+) -> Result<Config, EngineError> {
     let mut config = match path {
         Some(p) => Config::from_file(p).map_err(|e| EngineError::Usage(e.to_string()))?,
         None => Config::default(),
@@ -43,7 +53,7 @@ pub fn load_config(path: Option<&Path>, seeds: &[String]) -> Result<Config, Engi
             Err(e) => problems.push(format!("--seed {s}: {e}")),
         }
     }
-    if config.crawl.seeds.is_empty() {
+    if config.crawl.seeds.is_empty() && require_seeds {
         problems.push("no seeds: set crawl.seeds in the config or pass --seed URL".to_owned());
     }
     if !problems.is_empty() {

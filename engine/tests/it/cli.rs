@@ -57,7 +57,8 @@ async fn check_reports_every_config_error_with_position() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_accepts_a_good_config_and_missing_seeds_are_refused() {
+async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_a_warning_of_check()
+{
     let good = TestCrawl::new(ENGINE, &["http://127.0.0.64:9/".to_owned()], "");
     let mut cmd = good.command();
     cmd.arg("--check");
@@ -66,17 +67,36 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused() {
     assert!(res.stdout.contains("ok"), "stdout:\n{}", res.stdout);
     assert!(!good.data_dir.exists(), "--check created the data_dir");
 
+    // Without seeds a run is refused; --check passes with a warning (the seeds may come from --seed).
     let empty = TestCrawl::new(ENGINE, &[], "");
-    for check in [false, true] {
-        let mut cmd = empty.command();
-        if check {
-            cmd.arg("--check");
-        }
-        let res = run_cmd(cmd).await;
-        assert_eq!(res.code(), Some(2), "{res:?}");
-        assert!(res.stderr.contains("no seeds"), "stderr:\n{}", res.stderr);
-    }
+    let res = run_cmd(empty.command()).await;
+    assert_eq!(res.code(), Some(2), "{res:?}");
+    assert!(res.stderr.contains("no seeds"), "stderr:\n{}", res.stderr);
+    let mut cmd = empty.command();
+    cmd.arg("--check");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stdout.contains("ok (0 seeds"),
+        "stdout:\n{}",
+        res.stdout
+    );
+    assert!(
+        res.stderr.contains("warning: no seeds"),
+        "stderr:\n{}",
+        res.stderr
+    );
     assert!(!empty.data_dir.exists());
+
+    // The shipped config passes --check as it is.
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../config.toml");
+    let res = run_cmd({
+        let mut c = Command::new(ENGINE);
+        c.args(["--config", shipped, "--check"]);
+        c
+    })
+    .await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
