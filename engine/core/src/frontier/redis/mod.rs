@@ -11,7 +11,8 @@
 //! shard that share a fingerprint count as one. The odds are in [`seen`] (about n²/2^65 for n URLs in a shard).
 //!
 //! # Layout
-//! - `mod.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads (queues, hosts, counters);
+//! - `mod.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads of queues;
+//! - `poll.rs`: shard polls (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
 //! - `commit.rs`: a commit as one pipeline; `records.rs`: the records streams (pending entries after a restart,
 //!   acknowledgements, take-over); `instance.rs`: creating and checking the crawl's instance;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
@@ -39,6 +40,7 @@ mod commit;
 mod conn;
 mod instance;
 pub mod keys;
+mod poll;
 mod records;
 mod scripts;
 pub mod seen;
@@ -57,18 +59,15 @@ pub use shards::LeaseTable;
 use super::codec;
 use super::{
     Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
-    RECORDS_HOST, Resume, ShardChanges, SharedRobots, UrlRef, host_fp, url_fp,
+    RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
 };
 use conn::{Call, Conn, reply};
-
-/// Shards, each with its hosts that have pending URLs.
-type ShardHosts = Vec<(u32, Vec<HostInfo>)>;
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member, member_fp};
 use redis::Value;
 use scripts::SCRIPTS;
 use shards::{Control, Ownership};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -326,106 +325,6 @@ impl RedisFrontier {
         (host_fp(host) % u64::from(self.shards())) as u32
     }
 
-    /// Sums every shard's counters and unacknowledged records.
-    fn refresh_counters(&mut self) -> Result<(), FrontierError> {
-        let calls: Vec<Call> = (0..self.shards())
-            .map(|s| self.shard_call(&SCRIPTS.stats, s))
-            .collect();
-        let mut c = Counters::default();
-        let mut unacked = 0;
-        for (s, r) in self.conn.run(&calls)?.into_iter().enumerate() {
-            let v = r.map_err(|e| self.conn.error(&e))?;
-            let a = reply::array(v, "stats")?;
-            let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"));
-            c.known += n(0)?;
-            c.pending += n(1)?;
-            c.done += n(2)?;
-            c.pages_fetched += n(3)?;
-            unacked += n(4)?;
-            self.host_versions[s] = n(5)?;
-        }
-        self.counters = c;
-        self.unacked = unacked;
-        Ok(())
-    }
-
-    /// The hosts with pending URLs of some shards (each shard with its hosts), and (`gained`) the robots.txt rules kept with them.
-    fn hosts_of(
-        &mut self,
-        shards: &[u32],
-        gained: bool,
-    ) -> Result<(ShardHosts, Vec<SharedRobots>), FrontierError> {
-        let calls: Vec<Call> = shards
-            .iter()
-            .map(|&s| {
-                self.shard_call(&SCRIPTS.hosts, s)
-                    .arg(if gained { "1" } else { "0" })
-            })
-            .collect();
-        let mut out = Vec::with_capacity(shards.len());
-        let mut robots = Vec::new();
-        for (&s, r) in shards.iter().zip(self.conn.run(&calls)?) {
-            let v = r.map_err(|e| self.conn.error(&e))?;
-            let mut parts = reply::array(v, "hosts")?.into_iter();
-            let (Some(counts), Some(pauses)) = (parts.next(), parts.next()) else {
-                return Err(FrontierError::Store("hosts: short reply".into()));
-            };
-            if let Some(rules) = parts.next() {
-                let mut it = reply::array(rules, "robots")?.into_iter();
-                while let (Some(authority), Some(value)) = (it.next(), it.next()) {
-                    let authority = reply::string(authority, "authority")?;
-                    let value = reply::bytes(value, "robots")?;
-                    match commit::parse_robots(authority, &value) {
-                        Some(r) => robots.push(r),
-                        None => tracing::warn!(
-                            shard = s,
-                            "unreadable robots.txt rules in the store ignored"
-                        ),
-                    }
-                }
-            }
-            let mut paused = HashMap::new();
-            let mut it = reply::array(pauses, "pauses")?.into_iter();
-            while let (Some(name), Some(value)) = (it.next(), it.next()) {
-                // `until` (Unix ms) or `until:level`.
-                let value = reply::string(value, "pause")?;
-                let (until, level) = value.split_once(':').unwrap_or((value.as_str(), "0"));
-                let parse = |s: &str| {
-                    s.parse::<u64>().map_err(|e| FrontierError::Corrupt {
-                        what: "host pause".into(),
-                        detail: format!("{value:?}: {e}"),
-                    })
-                };
-                let level = u32::try_from(parse(level)?).unwrap_or(u32::MAX);
-                paused.insert(reply::string(name, "host")?, (parse(until)?, level));
-            }
-            let mut it = reply::array(counts, "hosts")?.into_iter();
-            let mut hosts = Vec::new();
-            while let (Some(name), Some(count)) = (it.next(), it.next()) {
-                let name = reply::string(name, "host")?;
-                let pending = reply::uint(&count, "host count")?;
-                if pending == 0 {
-                    continue;
-                }
-                let fp = if name.is_empty() {
-                    RECORDS_HOST
-                } else {
-                    host_fp(&name)
-                };
-                let (paused_until_ms, backoff_level) = paused.get(&name).copied().unwrap_or((0, 0));
-                hosts.push(HostInfo {
-                    fp,
-                    name,
-                    pending,
-                    paused_until_ms,
-                    backoff_level,
-                });
-            }
-            out.push((s, hosts));
-        }
-        Ok((out, robots))
-    }
-
     fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
         let mut it = reply::array(v, "queue")?.into_iter();
         let mut out = Vec::new();
@@ -656,57 +555,5 @@ impl RedisFrontier {
             }
         }
         Ok(out)
-    }
-
-    fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
-        self.check_fatal()?;
-        let mut ch = ShardChanges::default();
-        let mut gained = Vec::new();
-        for s in 0..self.shards() {
-            let held = self.gate.token(s).is_some();
-            let told = self.reported[s as usize];
-            if held && !told {
-                gained.push(s);
-            } else if told && !held {
-                ch.lost.push(s);
-                self.reported[s as usize] = false;
-            }
-        }
-        self.refresh_counters()?;
-        ch.counters = Some(self.counters);
-        ch.unacked = self.unacked;
-        (ch.leases_renewed, ch.leases_lost) = self.gate.lease_counts();
-        ch.spooled = self
-            .conn
-            .spool()
-            .and_then(|s| s.pending().ok())
-            .map_or(0, |p| p.len() as u64);
-        let (hosts, robots) = self.hosts_of(&gained, true)?;
-        ch.robots = robots;
-        for (s, hosts) in hosts {
-            self.reported[s as usize] = true;
-            self.hosts_known[s as usize] = self.host_versions[s as usize];
-            ch.gained.push((s, hosts));
-        }
-        let changed: Vec<u32> = (0..self.shards())
-            .filter(|&s| {
-                let i = s as usize;
-                self.reported[i]
-                    && !gained.contains(&s)
-                    && self.host_versions[i] != self.hosts_known[i]
-            })
-            .collect();
-        for (s, hosts) in self.hosts_of(&changed, false)?.0 {
-            self.hosts_known[s as usize] = self.host_versions[s as usize];
-            ch.hosts.extend(hosts);
-        }
-        let every = std::time::Duration::from_millis(self.settings.lease_ms / 2);
-        if self.last_claim.is_none_or(|t| t.elapsed() >= every) {
-            self.last_claim = Some(Instant::now());
-            // Handed to the caller with the next commit, numbered after that commit's own records.
-            let taken = self.take_over()?;
-            self.claimed.extend(taken);
-        }
-        Ok(ch)
     }
 }
