@@ -2,7 +2,7 @@
 
 use super::server::{RedisCluster, RedisServer, require, require_server};
 use super::*;
-use crate::frontier::Finished;
+use crate::frontier::{Finished, SharedRobots};
 use crate::frontier::contract::{self, disc};
 use crate::output::JsonlCheckpoint;
 use std::cell::RefCell;
