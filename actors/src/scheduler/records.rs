@@ -54,9 +54,13 @@ impl RecordLog {
 
     /// Lines of the commit in flight that changed on the way (their archive location was added).
     pub fn rewrite(&mut self, lines: Vec<(u64, Vec<u8>)>) {
-        for (seq, line) in lines {
-            if let Some(c) = self.committing.iter_mut().find(|(s, _, _)| *s == seq) {
-                c.1 = line;
+        if lines.is_empty() {
+            return;
+        }
+        let mut by_seq: std::collections::HashMap<u64, Vec<u8>> = lines.into_iter().collect();
+        for (seq, line, _) in &mut self.committing {
+            if let Some(new) = by_seq.remove(seq) {
+                *line = new;
             }
         }
     }

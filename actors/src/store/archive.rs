@@ -69,6 +69,13 @@ impl Archive {
         items: Vec<ArchiveItem>,
     ) -> Result<Vec<(u64, Vec<u8>)>, WarcError> {
         let mut rewritten = Vec::new();
+        // Where each record's line is in the batch, found once (a commit holds up to thousands).
+        let at: std::collections::HashMap<u64, usize> = batch
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, (seq, _))| (*seq, i))
+            .collect();
         for item in items {
             let archived = *item.archived;
             let url = archived.prepared.url().to_owned();
@@ -86,7 +93,7 @@ impl Archive {
                 })?;
             }
             if let Some(seq) = item.record
-                && let Some((_, line)) = batch.records.iter_mut().find(|(s, _)| *s == seq)
+                && let Some((_, line)) = at.get(&seq).and_then(|&i| batch.records.get_mut(i))
             {
                 add_location(line, &written.response.location);
                 rewritten.push((seq, line.clone()));
