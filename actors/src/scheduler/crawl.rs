@@ -206,13 +206,26 @@ impl Crawl {
 
     /// Stages a discovered URL; the store keeps it when it is new (in scope: queued; otherwise: recorded).
     fn admit(&mut self, link: FoundLink, depth: u32, parent: Option<&Entry>, chain: Vec<String>) {
+        let kind = JobKind::from_verdict(link.verdict);
+        self.stage_discovered(link, depth, parent, chain, kind);
+    }
+
+    /// Stages a discovered URL to be queued (or recorded) as `kind`.
+    pub(super) fn stage_discovered(
+        &mut self,
+        link: FoundLink,
+        depth: u32,
+        parent: Option<&Entry>,
+        chain: Vec<String>,
+        kind: JobKind,
+    ) {
         self.staged.discovered.push(Discovered {
             url: link.url,
             host: link.host,
             depth,
             parent: parent.map(|p| (p.id, p.url.clone())),
             redirect_chain: chain,
-            kind: JobKind::from_verdict(link.verdict),
+            kind,
         });
     }
 

@@ -19,14 +19,7 @@ impl Crawl {
             ScopeVerdict::InScope => JobKind::Embed,
             other => JobKind::from_verdict(other),
         };
-        self.staged.discovered.push(Discovered {
-            url: link.url,
-            host: link.host,
-            depth,
-            parent: parent.map(|p| (p.id, p.url.clone())),
-            redirect_chain: chain,
-            kind,
-        });
+        self.stage_discovered(link, depth, parent, chain, kind);
     }
 
     /// Stages a redirect target: a requisite's stays a requisite (same depth either way).

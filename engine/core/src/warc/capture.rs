@@ -170,7 +170,7 @@ pub(super) fn encode(
     parts.push(&head);
     parts.extend_from_slice(block);
     parts.push(b"\r\n\r\n");
-    let member = gzip_member(&parts, level, head.len() + len as usize)?;
+    let member = gzip_member(&parts, level)?;
     Ok(Encoded {
         id,
         kind,
@@ -348,25 +348,25 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 const STORED_BELOW: usize = 1024;
 
 /// `parts` as one gzip member (RFC 1952) at `level`.
-pub(super) fn gzip_member(parts: &[&[u8]], level: u32, size: usize) -> Result<Vec<u8>, WarcError> {
+pub(super) fn gzip_member(parts: &[&[u8]], level: u32) -> Result<Vec<u8>, WarcError> {
+    let size: usize = parts.iter().map(|p| p.len()).sum();
     let mut out = Vec::with_capacity(size / 3 + 64);
     out.extend_from_slice(&GZIP_HEADER);
     let mut crc = flate2::Crc::new();
-    if size < STORED_BELOW {
+    if size < STORED_BELOW
+        && let Ok(len) = u16::try_from(size)
+    {
         // One final stored deflate block (RFC 1951 3.2.4): header bits, LEN, NLEN, the bytes.
-        let len = u16::try_from(parts.iter().map(|p| p.len()).sum::<usize>()).unwrap_or(u16::MAX);
-        if usize::from(len) < STORED_BELOW + 8 {
-            out.push(1);
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&(!len).to_le_bytes());
-            for p in parts {
-                crc.update(p);
-                out.extend_from_slice(p);
-            }
-            out.extend_from_slice(&crc.sum().to_le_bytes());
-            out.extend_from_slice(&crc.amount().to_le_bytes());
-            return Ok(out);
+        out.push(1);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        for p in parts {
+            crc.update(p);
+            out.extend_from_slice(p);
         }
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        out.extend_from_slice(&crc.amount().to_le_bytes());
+        return Ok(out);
     }
     DEFLATE.with(|cell| -> Result<(), WarcError> {
         let mut slot = cell.borrow_mut();

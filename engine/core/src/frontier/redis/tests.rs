@@ -2,8 +2,8 @@
 
 use super::server::{RedisCluster, RedisServer, require, require_server};
 use super::*;
-use crate::frontier::{Finished, SharedRobots};
 use crate::frontier::contract::{self, disc};
+use crate::frontier::{Finished, SharedRobots};
 use crate::output::JsonlCheckpoint;
 use std::cell::RefCell;
 use std::path::Path;
