@@ -111,6 +111,7 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         pool_idle_timeout: config.fetch.pool_idle_timeout,
         pool_max_idle_per_host: config.fetch.pool_max_idle_per_host,
         extra_roots: Vec::new(),
+        keep_request_headers: config.output.warc_dir.is_some(),
         lookup: None,
         proxy: None,
     }

@@ -22,6 +22,8 @@ pub struct WarcioRecord {
     pub truncated: Option<String>,
     /// `WARC-Protocol` (`h2` for an HTTP/2 answer).
     pub protocol: Option<String>,
+    /// The HTTP message's `User-Agent` header (request records).
+    pub user_agent: Option<String>,
     pub id: String,
     /// HTTP status line (response and revisit records).
     pub status: Option<String>,
@@ -53,6 +55,7 @@ for path in sys.argv[1:]:
                    'refers_to': r.rec_headers.get_header('WARC-Refers-To'),
                    'truncated': r.rec_headers.get_header('WARC-Truncated'),
                    'protocol': r.rec_headers.get_header('WARC-Protocol'),
+                   'user_agent': h.get_header('User-Agent') if h else None,
                    'id': r.rec_headers.get_header('WARC-Record-ID'),
                    'status': (h.protocol + ' ' + h.statusline) if h and r.rec_type in ('response', 'revisit') else None,
                    'content': r.content_stream().read().hex(),

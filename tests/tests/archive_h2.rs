@@ -24,6 +24,7 @@ async fn an_http2_answer_is_archived_as_an_http11_message_that_warcio_reads() {
     let client = HttpClient::new(HttpSettings {
         allow_private_networks: true,
         extra_roots: vec![server.ca_der()],
+        keep_request_headers: true,
         lookup: Some(NameLookup(Arc::new(move |_name: String| {
             Box::pin(async move { Ok(vec![ip]) })
         }))),
@@ -79,4 +80,11 @@ async fn an_http2_answer_is_archived_as_an_http11_message_that_warcio_reads() {
         .find(|r| r.kind == "request")
         .expect("a request record");
     assert_eq!(request.uri.as_deref(), Some(target.as_str()));
+    assert!(
+        request
+            .user_agent
+            .as_deref()
+            .is_some_and(|ua| ua.starts_with("crawl-engine/")),
+        "the request record has the headers sent: {request:?}"
+    );
 }

@@ -62,6 +62,8 @@ pub struct HttpSettings {
     pub pool_max_idle_per_host: usize,
     /// Extra trusted root certificates (tests, private CAs), added to the webpki roots.
     pub extra_roots: Vec<CertificateDer<'static>>,
+    /// Keep the headers each request was sent with in [`RawResponse::request_headers`] (for the archive).
+    pub keep_request_headers: bool,
     /// Name resolution for new connections (the resolver actor); None = the system resolver.
     pub lookup: Option<NameLookup>,
     /// The proxy-chain actor, when chains are configured; None = always direct.
@@ -107,6 +109,7 @@ impl Default for HttpSettings {
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_host: 8,
             extra_roots: Vec::new(),
+            keep_request_headers: false,
             lookup: None,
             proxy: None,
         }
@@ -136,7 +139,8 @@ pub struct RawResponse {
     pub body: Bytes,
     /// Peer address of the connection, when the connector reported it.
     pub remote_addr: Option<SocketAddr>,
-    /// The headers the request was sent with (for the archive's request record).
+    /// The headers the request was sent with (for the archive's request record; empty unless
+    /// [`HttpSettings::keep_request_headers`]).
     pub request_headers: HeaderMap,
     /// When the request was sent (wall clock).
     pub sent_at: std::time::SystemTime,
@@ -403,7 +407,11 @@ impl HttpClient {
         start: Instant,
     ) -> Result<RawResponse, FetchError> {
         let req = self.build_request(uri, referer)?;
-        let request_headers = req.headers().clone();
+        let request_headers = if self.settings.keep_request_headers {
+            req.headers().clone()
+        } else {
+            HeaderMap::new()
+        };
         let sent_at = std::time::SystemTime::now();
         let probe = super::connector::probe();
         if let Some(p) = &probe {

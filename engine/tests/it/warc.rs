@@ -159,6 +159,15 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
     assert_eq!(warc[0].kind, "warcinfo");
     let count = |k: &str| warc.iter().filter(|r| r.kind == k).count();
     assert_eq!(count("request"), count("response") + count("revisit"));
+    // A request record holds the headers that were sent.
+    for r in warc.iter().filter(|r| r.kind == "request") {
+        assert!(
+            r.user_agent
+                .as_deref()
+                .is_some_and(|ua| ua.starts_with("crawl-engine/")),
+            "{r:?}"
+        );
+    }
     // robots.txt is archived like any fetch.
     assert!(
         warc.iter().any(|r| r.kind == "response"
