@@ -58,6 +58,21 @@ fn sharded(settings: CrawlSettings, pol: PolitenessPolicy, t0: Instant, gate: Ar
     .with_shards(gate)
 }
 
+/// A crawl that obeys robots.txt and owns the shard of one host `a`, seeded with `http://a/`.
+fn one_owned_host_with_robots() -> (String, Arc<Table>, H) {
+    let (a, _) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let with_robots = CrawlSettings {
+        respect_robots: true,
+        ..settings()
+    };
+    let mut h = H::new(with_robots.clone(), policy(1));
+    h.crawl = sharded(with_robots, policy(1), h.t0, gate.clone());
+    h.seed(&format!("http://{a}/"));
+    (a, gate, h)
+}
+
 /// Two hosts in different shards.
 fn two_hosts() -> (String, String) {
     let mut names = (0..50).map(|i| format!("h{i}.test"));
@@ -315,16 +330,7 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
 
 #[test]
 fn a_job_the_fetcher_did_not_start_waits_for_the_renewal_or_is_left_to_the_shard_s_next_owner() {
-    let (a, _) = two_hosts();
-    let gate = Arc::new(Table::default());
-    gate.owned.lock().unwrap().insert(shard(&a));
-    let with_robots = CrawlSettings {
-        respect_robots: true,
-        ..settings()
-    };
-    let mut h = H::new(with_robots.clone(), policy(1));
-    h.crawl = sharded(with_robots, policy(1), h.t0, gate.clone());
-    h.seed(&format!("http://{a}/"));
+    let (a, gate, mut h) = one_owned_host_with_robots();
     let renew = |h: &mut H, ms: u64| {
         gate.expired.lock().unwrap().clear();
         let token = h.crawl.poll_token();
@@ -397,16 +403,7 @@ fn a_job_the_fetcher_did_not_start_waits_for_the_renewal_or_is_left_to_the_shard
 
 #[test]
 fn a_host_whose_shard_is_lost_drops_its_robots_job_and_asks_again_once_regained() {
-    let (a, _) = two_hosts();
-    let gate = Arc::new(Table::default());
-    gate.owned.lock().unwrap().insert(shard(&a));
-    let with_robots = CrawlSettings {
-        respect_robots: true,
-        ..settings()
-    };
-    let mut h = H::new(with_robots.clone(), policy(1));
-    h.crawl = sharded(with_robots, policy(1), h.t0, gate.clone());
-    h.seed(&format!("http://{a}/"));
+    let (a, gate, mut h) = one_owned_host_with_robots();
     // The lease runs out before robots.txt could be leased: it is held, not sent.
     gate.expired.lock().unwrap().insert(shard(&a));
     h.idle(0);
