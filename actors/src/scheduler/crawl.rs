@@ -454,106 +454,7 @@ impl Crawl {
         self.queues.push_urgent(host, entry, now);
     }
 
-    /// A fetcher answered again or was replaced: it may take jobs.
-    pub fn fetcher_back(&mut self, fetcher: usize) {
-        self.suspect.remove(&fetcher);
-    }
-
-    /// Whether a fetcher is set aside after an expired lease.
-    pub fn is_suspect(&self, fetcher: usize) -> bool {
-        self.suspect.contains(&fetcher)
-    }
-
-    /// Remembers which fetcher holds a job.
-    pub fn assign(&mut self, job: JobId, fetcher: usize) {
-        self.leases.assign(job, fetcher);
-    }
-
-    /// A fetcher died: every job it held is re-driven; the one it panicked on counts an attempt.
-    pub fn fetcher_down(
-        &mut self,
-        fetcher: usize,
-        panicked: Option<JobId>,
-        detail: &str,
-        now: Instant,
-    ) {
-        for id in self.leases.held_by(fetcher) {
-            if Some(id) == panicked {
-                self.job_done(
-                    id,
-                    JobResult::Panicked {
-                        stage: "fetcher",
-                        detail: detail.to_owned(),
-                    },
-                    None,
-                    now,
-                );
-            } else if let Some(lease) = self.leases.take(id) {
-                self.queues
-                    .release(lease.job.host, now, Feedback::NotStarted);
-                if lease.job.entry.kind.is_fetched() {
-                    self.retry_traces
-                        .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
-                }
-                self.requeue(lease.job.host, lease.job.entry, now);
-            }
-        }
-    }
-
-    /// Leases whose deadline passed: each is re-driven with one more attempt (poisoned after max_attempts), as
-    /// if its handler had panicked. Returns the jobs and the fetchers that held them, so the stuck child can be
-    /// replaced.
-    pub fn expire_leases(&mut self, now: Instant) -> Vec<(JobId, Option<usize>, String)> {
-        let mut out = Vec::new();
-        for id in self.leases.expired(now) {
-            let fetcher = self.leases.fetcher_of(id);
-            if let Some(f) = fetcher
-                && self.suspect.contains(&f)
-            {
-                // Queued behind the stuck job on a fetcher already reported: re-driven without an attempt.
-                if let Some(lease) = self.leases.take(id) {
-                    self.queues
-                        .release(lease.job.host, now, Feedback::NotStarted);
-                    if lease.job.entry.kind.is_fetched() {
-                        self.retry_traces
-                            .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
-                    }
-                    self.requeue(lease.job.host, lease.job.entry, now);
-                }
-                continue;
-            }
-            if let Some(f) = fetcher {
-                self.suspect.insert(f);
-            }
-            let url = self.lease_url(id).unwrap_or_default();
-            tracing::warn!(url = %redact_url(&url), job = id, "lease deadline passed; re-driving url");
-            self.job_done(
-                id,
-                JobResult::Panicked {
-                    stage: "lease",
-                    detail: format!(
-                        "no result within the lease deadline of {} ms",
-                        self.settings.lease_timeout.as_millis()
-                    ),
-                },
-                None,
-                now,
-            );
-            out.push((id, fetcher, url));
-        }
-        out
-    }
-
-    fn lease_url(&self, id: JobId) -> Option<String> {
-        self.leases.url_of(id)
-    }
-
-    /// The earliest lease deadline.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.leases.next_deadline()
-    }
-
-    fn requeue(&mut self, host: HostId, entry: Entry, now: Instant) {
+    pub(super) fn requeue(&mut self, host: HostId, entry: Entry, now: Instant) {
         match entry.kind {
             JobKind::Page | JobKind::Embed => {
                 self.staged.updates.push(entry.clone());
@@ -701,6 +602,7 @@ impl Crawl {
 }
 
 mod embeds;
+mod fetchers;
 mod results;
 mod robots_jobs;
 mod shards;
