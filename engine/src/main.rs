@@ -13,7 +13,18 @@ use crawl_observability::{Format, OtlpSettings, TelemetryConfig};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// jemalloc rather than the system allocator: its background threads give freed pages back to the system (glibc's
+/// allocator keeps them), so resident memory falls once a large queue has drained.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
+    // Purging on background threads returns freed pages after their decay time even while the crawl is idle.
+    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+        eprintln!(
+            "crawl-engine: warning: jemalloc background threads are off ({e}); freed memory returns more slowly"
+        );
+    }
     let cli = Cli::parse();
     match real_main(&cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -91,6 +91,9 @@ struct Args {
     /// pages reference requisites under /static/ (images, stylesheets, an icon, a font)
     #[arg(long)]
     embeds: bool,
+    /// every answer waits this many milliseconds (a slow host)
+    #[arg(long, default_value_t = 0)]
+    delay_ms: u64,
     /// tokio worker threads (default: one per core)
     #[arg(long)]
     threads: Option<usize>,
@@ -141,6 +144,7 @@ fn spec(args: &Args) -> SiteSpec {
         wide_siblings: args.wide_siblings,
         noscript_links: args.noscript_links,
         embeds: args.embeds,
+        delay_ms: args.delay_ms,
     }
 }
 

@@ -116,6 +116,8 @@ pub struct SiteSpec {
     pub noscript_links: bool,
     /// pages reference requisites under `/static/` (see [`Expected::embeds`])
     pub embeds: bool,
+    /// Every answer waits this long before it is sent (a slow host); 0 = at once.
+    pub delay_ms: u64,
 }
 
 impl Default for SiteSpec {
@@ -141,6 +143,7 @@ impl Default for SiteSpec {
             wide_siblings: false,
             noscript_links: false,
             embeds: false,
+            delay_ms: 0,
         }
     }
 }

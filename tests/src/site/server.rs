@@ -181,6 +181,9 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<SiteBody>, Closed> {
     let start = Instant::now();
+    if shared.render.spec.delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(shared.render.spec.delay_ms)).await;
+    }
     let mut guard = shared.rec.begin(host);
     let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str());
     let path = req.uri().path();

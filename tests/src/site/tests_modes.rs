@@ -81,3 +81,24 @@ async fn embeds_mode_serves_every_expected_requisite_with_its_type() {
         assert_eq!(fetch(&c, &site.url(0, missing)).await.0, 404, "{missing}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_mode_holds_every_answer_for_its_delay() {
+    let site = Site::start(SiteSpec {
+        first_octet: 28,
+        delay_ms: 300,
+        ..spec(false, false)
+    })
+    .await
+    .unwrap();
+    let c = client();
+    for url in [site.page_url(0, 1), site.url(0, "/robots.txt")] {
+        let start = std::time::Instant::now();
+        let (status, _, _) = fetch(&c, &url).await;
+        assert_eq!(status, 200, "{url}");
+        assert!(
+            start.elapsed() >= std::time::Duration::from_millis(300),
+            "{url} answered early"
+        );
+    }
+}
