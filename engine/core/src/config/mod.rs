@@ -23,6 +23,8 @@ mod observability_tests;
 #[cfg(test)]
 mod proxy_tests;
 #[cfg(test)]
+mod reload_parts_tests;
+#[cfg(test)]
 mod reload_tests;
 #[cfg(test)]
 mod resolver_tests;

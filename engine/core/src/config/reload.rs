@@ -6,6 +6,12 @@
 //! [`classify`]. Every section is destructured without `..`, so a field added to a config
 //! struct does not compile until it is compared here; a test checks that [`classify`] knows
 //! every key.
+//!
+//! [`ReloadPlan::parts`] groups the live keys that changed by the [`Part`] of the running crawl
+//! they feed, so that a reload reapplies only those: a reload that changes the log level alone
+//! leaves the resolver (its cache, its hijack probe) and the proxy breakers as they are.
+
+use std::collections::BTreeSet;
 
 use super::{
     Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
@@ -25,6 +31,59 @@ pub enum KeyClass {
 /// The pseudo-key under which adding the first proxy chain or removing the last one is
 /// reported: restart-only, although changes between configured chains are live.
 const PROXY_CHAINS: &str = "proxy.chains";
+
+/// A part of the running crawl that a reload reconfigures. Every live key feeds exactly one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// `crawl.include`, `crawl.exclude`: the scope of the scheduler and the parsers.
+    Scope,
+    /// `crawl.user_agent`: the HTTP clients and the parsers' robots.txt product token.
+    UserAgent,
+    /// `politeness.*`: the scheduler's politeness policy.
+    Politeness,
+    /// `resolver.*`: the resolver actor (a new one clears the DNS cache and runs the hijack probe again).
+    Resolver,
+    /// `observability.log_level`: the log filter.
+    LogLevel,
+    /// `observability.sample_ratio`: the trace sampler.
+    SampleRatio,
+    /// `proxy.*`: the proxy-chain actor.
+    Proxy,
+}
+
+/// Which part each live key feeds, first match wins (patterns as in the classification rules).
+const PARTS: &[(&str, Part)] = &[
+    ("crawl.include", Part::Scope),
+    ("crawl.exclude", Part::Scope),
+    ("crawl.user_agent", Part::UserAgent),
+    ("politeness.", Part::Politeness),
+    ("resolver.", Part::Resolver),
+    ("observability.log_level", Part::LogLevel),
+    ("observability.sample_ratio", Part::SampleRatio),
+    ("proxy.", Part::Proxy),
+];
+
+impl Part {
+    /// The part a live key feeds; `None` for a restart-only or unknown key.
+    pub fn of(key: &str) -> Option<Part> {
+        if classify(key) != Some(KeyClass::Live) {
+            return None;
+        }
+        PARTS
+            .iter()
+            .find(|(pattern, _)| matches(pattern, key))
+            .map(|(_, part)| *part)
+    }
+}
+
+/// Whether `key` matches a rule pattern: the exact key, or any key of a section written `section.`.
+fn matches(pattern: &str, key: &str) -> bool {
+    if pattern.ends_with('.') {
+        key.len() > pattern.len() && key.starts_with(pattern)
+    } else {
+        key == pattern
+    }
+}
 
 /// Classification rules, first match wins: an exact key, or a whole section as `section.`.
 const RULES: &[(&str, KeyClass)] = &[
@@ -56,13 +115,7 @@ const RULES: &[(&str, KeyClass)] = &[
 pub fn classify(key: &str) -> Option<KeyClass> {
     RULES
         .iter()
-        .find(|(pattern, _)| {
-            if pattern.ends_with('.') {
-                key.len() > pattern.len() && key.starts_with(pattern)
-            } else {
-                key == *pattern
-            }
-        })
+        .find(|(pattern, _)| matches(pattern, key))
         .map(|(_, class)| *class)
 }
 
@@ -87,6 +140,33 @@ impl ReloadPlan {
     /// (the live changes are not applied either).
     pub fn rejected(&self) -> bool {
         !self.restart_only.is_empty()
+    }
+
+    /// The parts of the running crawl fed by the live keys that changed: all a reload has to reapply
+    /// (empty when no live key changed).
+    pub fn parts(&self) -> BTreeSet<Part> {
+        self.live.iter().filter_map(|k| Part::of(k)).collect()
+    }
+
+    /// Adds a live key whose value changed outside the config file (the contents of a file it
+    /// names), keeping the list in key order and without duplicates.
+    pub fn note_live(&mut self, key: &'static str) {
+        if self.live.contains(&key) || classify(key) != Some(KeyClass::Live) {
+            return;
+        }
+        self.live.push(key);
+        let keys = Config::keys();
+        self.live
+            .sort_by_key(|k| keys.iter().position(|x| x == k).unwrap_or(usize::MAX));
+    }
+
+    /// The changed live keys for the log, comma-separated, or `no change`.
+    pub fn changed(&self) -> String {
+        if self.live.is_empty() {
+            "no change".to_owned()
+        } else {
+            self.live.join(",")
+        }
     }
 
     /// A one-line summary for the log, e.g. `reload rejected: frontier.data_dir,
