@@ -121,10 +121,16 @@ pub fn http_settings(config: &Config) -> HttpSettings {
 /// records it lacks are written by the caller).
 fn open_frontier(
     config: &Config,
+    lock: Option<DirLock>,
 ) -> Result<(Box<dyn FrontierStore>, Resume, JsonlWriter), TreeError> {
+    let dir = &config.frontier.data_dir;
+    let lock = match lock {
+        Some(l) => l,
+        None => DirLock::acquire(dir).map_err(FrontierError::from)?,
+    };
     match config.frontier.backend {
         FrontierBackend::Embedded => {
-            let mut store = EmbeddedFrontier::open(&config.frontier.data_dir)?;
+            let mut store = EmbeddedFrontier::open_locked(dir, lock)?;
             let mut recovered = store.recover()?;
             // Only the JSONL's tail beyond the last checkpoint is read; a fresh frontier reads the file whole.
             let writer = JsonlWriter::open_at(&config.output.jsonl, recovered.checkpoint)?;
@@ -136,8 +142,6 @@ fn open_frontier(
         }
         FrontierBackend::Redis => {
             // This process's lock and identity are in data_dir; the frontier is in Redis.
-            let dir = &config.frontier.data_dir;
-            let lock = DirLock::acquire(dir).map_err(FrontierError::from)?;
             let pid = process_id(dir).map_err(FrontierError::from)?;
             let r = &config.frontier.redis;
             let settings = RedisSettings {
@@ -162,8 +166,18 @@ fn open_frontier(
 
 /// Starts the tree. Must run inside an actix `System`.
 pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree, TreeError> {
+    start_locked(config, faults, http, None)
+}
+
+/// [`start`] with the data_dir's lock already taken by the caller (None: taken here).
+pub fn start_locked(
+    config: &Config,
+    faults: Faults,
+    http: HttpSettings,
+    lock: Option<DirLock>,
+) -> Result<Tree, TreeError> {
     let now = Instant::now();
-    let (store, mut recovered, mut writer) = open_frontier(config)?;
+    let (store, mut recovered, mut writer) = open_frontier(config, lock)?;
     let mut report = RecoveryReport {
         fresh: recovered.fresh,
         pending: recovered.counters.pending,

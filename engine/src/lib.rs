@@ -7,6 +7,7 @@
 //! - [`merge`]: one JSONL from the files of a distributed crawl's processes.
 //! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process. [`error`]: exit statuses.
 
+pub mod check;
 pub mod cli;
 pub mod error;
 pub mod merge;
@@ -18,4 +19,4 @@ pub mod summary;
 pub mod usage;
 
 pub use error::EngineError;
-pub use run::{Options, load_config, load_config_with, run_crawl};
+pub use run::{Options, load_config, load_config_with, run_crawl, run_crawl_locked};

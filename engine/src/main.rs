@@ -7,7 +7,7 @@ use crawl_actors::protocol::FinishReason;
 use crawl_engine::cli::{Cli, Command};
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;
-use crawl_engine::{EngineError, Options, load_config_with, run_crawl};
+use crawl_engine::{EngineError, Options, load_config_with, run_crawl_locked};
 use crawl_observability::server::MetricsServer;
 use crawl_observability::{Format, OtlpSettings, TelemetryConfig};
 use std::io::IsTerminal;
@@ -74,6 +74,13 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
                 "warning: no seeds: a run needs crawl.seeds in the config or --seed URL on the command line"
             );
         }
+        let found = crawl_engine::check::preflight(&config);
+        for w in &found.warnings {
+            eprintln!("warning: {w}");
+        }
+        if !found.errors.is_empty() {
+            return Err(EngineError::Usage(found.errors.join("\n")).into());
+        }
         println!(
             "{}: ok ({} seed{}, data_dir {}, output {})",
             config_path
@@ -106,6 +113,10 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    // The data_dir's lock comes first: a second process on the same data_dir is told so, not that the metrics port
+    // (or anything else) is busy.
+    let lock = crawl_core::frontier::DirLock::acquire(&config.frontier.data_dir)
+        .map_err(|e| EngineError::Fatal(e.to_string()))?;
     let format = match config.observability.log_format {
         crawl_core::config::LogFormat::Auto => Format::Auto,
         crawl_core::config::LogFormat::Text => Format::Text,
@@ -169,7 +180,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             log: Some(guard.log_control()),
         },
     };
-    let summary = run_crawl(&config, opts);
+    let summary = run_crawl_locked(&config, opts, Some(lock));
     // Flush the last spans whatever the outcome (on this thread: no runtime is running any more).
     guard.shutdown();
     let summary = summary?;

@@ -5,7 +5,40 @@ use crawl_actors::scheduler::Scheduler;
 use crawl_actors::scheduler::messages::GetStats;
 use crawl_actors::scheduler::stats::Stats;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+/// The span the shown rate averages over: long enough that a polite crawl's few pages per second do not read as
+/// alternating zeros and bursts, short enough to follow a change.
+pub const RATE_WINDOW: Duration = Duration::from_secs(5);
+
+/// Pages per second over the last [`RATE_WINDOW`], from samples of the fetched count.
+#[derive(Debug, Default)]
+pub struct Rate {
+    samples: VecDeque<(Instant, u64)>,
+}
+
+impl Rate {
+    /// Adds a sample and returns the rate since the oldest sample still inside the window (0 with one sample).
+    pub fn sample(&mut self, now: Instant, fetched: u64) -> f64 {
+        self.samples.push_back((now, fetched));
+        // Keep one sample at or beyond the window's start, so the span covered is the whole window.
+        while self.samples.len() > 2
+            && self
+                .samples
+                .get(1)
+                .is_some_and(|(t, _)| now.duration_since(*t) >= RATE_WINDOW)
+        {
+            self.samples.pop_front();
+        }
+        match (self.samples.front(), self.samples.back()) {
+            (Some((t0, n0)), Some((t1, n1))) if t1 > t0 => {
+                n1.saturating_sub(*n0) as f64 / t1.duration_since(*t0).as_secs_f64()
+            }
+            _ => 0.0,
+        }
+    }
+}
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +64,11 @@ pub async fn run(scheduler: Addr<Scheduler>, mode: Mode) {
                 ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
+            // Log lines are written with the bar cleared, then the bar is drawn again below them.
+            let hook = b.clone();
+            crawl_observability::console::set_pause(Some(std::sync::Arc::new(
+                move |write: &mut dyn FnMut()| hook.suspend(|| write()),
+            )));
             Some(b)
         }
         Mode::Log { .. } => None,
@@ -39,22 +77,14 @@ pub async fn run(scheduler: Addr<Scheduler>, mode: Mode) {
         Mode::Bar => Duration::from_millis(250),
         Mode::Log { every } => every,
     };
-    let mut last = (Instant::now(), 0u64);
+    let mut rate_window = Rate::default();
     let mut interval = tokio::time::interval(tick);
-    interval.tick().await;
     loop {
         interval.tick().await;
         let Ok(stats) = scheduler.send(GetStats).await else {
             break;
         };
-        let now = Instant::now();
-        let dt = now.duration_since(last.0).as_secs_f64();
-        let rate = if dt > 0.0 {
-            (stats.fetched.saturating_sub(last.1)) as f64 / dt
-        } else {
-            0.0
-        };
-        last = (now, stats.fetched);
+        let rate = rate_window.sample(Instant::now(), stats.fetched);
         match &bar {
             Some(b) => {
                 b.set_message(line(&stats, rate));
@@ -73,6 +103,48 @@ pub async fn run(scheduler: Addr<Scheduler>, mode: Mode) {
         }
     }
     if let Some(b) = bar {
+        crawl_observability::console::set_pause(None);
         b.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_averaged_over_the_window_not_the_last_tick() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut r = Rate::default();
+        assert_eq!(r.sample(ms(0), 0), 0.0);
+        // 3.5 pages/s arriving in bursts of 0 or 1 or 2 per 250 ms tick.
+        let mut fetched = 0;
+        let mut shown = Vec::new();
+        for tick in 1..=80u64 {
+            if tick % 2 == 0 {
+                fetched += if tick % 4 == 0 { 2 } else { 1 };
+            }
+            shown.push(r.sample(ms(tick * 250), fetched));
+        }
+        // Once the window is full, the rate stays near 3 pages/s (12 pages per 4 s) at every tick.
+        for v in &shown[20..] {
+            assert!((2.5..=3.5).contains(v), "{shown:?}");
+        }
+        // Only the window is kept.
+        assert!(r.samples.len() <= 22, "{}", r.samples.len());
+    }
+
+    #[test]
+    fn the_rate_follows_a_stop_within_the_window() {
+        let t0 = Instant::now();
+        let mut r = Rate::default();
+        for s in 0..10u64 {
+            r.sample(t0 + Duration::from_secs(s), s * 100);
+        }
+        assert!((r.sample(t0 + Duration::from_secs(10), 1000) - 100.0).abs() < 1e-9);
+        // No page for a whole window: the rate reads 0.
+        let v = r.sample(t0 + Duration::from_secs(16), 1000);
+        assert_eq!(v, 0.0);
     }
 }

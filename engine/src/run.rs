@@ -77,11 +77,22 @@ pub fn load_config_with(
 
 /// Runs a crawl to its end on a new actix system. Blocks the calling thread.
 pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError> {
+    run_crawl_locked(config, opts, None)
+}
+
+/// [`run_crawl`] with the data_dir's lock already taken (the binary takes it before it opens any listener, so that a
+/// second process on the same data_dir is told so, whatever else it would have tripped over first).
+pub fn run_crawl_locked(
+    config: &Config,
+    opts: Options,
+    lock: Option<crawl_core::frontier::DirLock>,
+) -> Result<Summary, EngineError> {
     let started = Instant::now();
     let mut http: HttpSettings = tree::http_settings(config);
     http.extra_roots = opts.extra_roots.clone();
     let grace = config.shutdown.grace;
     let output = config.output.jsonl.display().to_string();
+    let data_dir = config.frontier.data_dir.display().to_string();
     let sys = actix::System::new();
     let config = config.clone();
     let result = sys.block_on(async move {
@@ -98,7 +109,7 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
         } else {
             None
         };
-        let mut tree = tree::start(&config, opts.faults.clone(), http)?;
+        let mut tree = tree::start_locked(&config, opts.faults.clone(), http, lock)?;
         let reload_task = hangup.map(|h| {
             let reloader = crate::reload::Reloader::new(
                 opts.reload.clone(),
@@ -165,6 +176,7 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
     let (crawl, dns, proxy) = result?;
     // A fatal end still has a summary; the caller prints it and exits 1 with the cause.
     let mut summary = Summary::new(crawl, started.elapsed(), output);
+    summary.data_dir = data_dir;
     summary.dns = dns;
     summary.proxy = proxy;
     Ok(summary)

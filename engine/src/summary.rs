@@ -17,6 +17,8 @@ pub struct Summary {
     /// Resident memory when the crawl ended (the queue drained or the crawl stopped).
     pub end_rss_bytes: Option<u64>,
     pub output: String,
+    /// The frontier's directory (named in the advice of a crawl found already complete).
+    pub data_dir: String,
     /// Resolver counters (lookups by source/outcome, pollution verdicts by rule).
     pub dns: crawl_actors::resolver::stats::ResolverStats,
     /// Proxy-chain counters (connects, faults, breaker per chain), when chains are configured.
@@ -33,6 +35,7 @@ impl Summary {
             peak_rss_bytes: usage::peak_rss_bytes(),
             end_rss_bytes: usage::rss_bytes(),
             output,
+            data_dir: String::new(),
             dns: Default::default(),
             proxy: None,
         }
@@ -87,6 +90,11 @@ impl Summary {
         let excluded = reasons(crawl_core::record::Outcome::Excluded);
         let _ = writeln!(out, "{}", count_line("excluded", s.excluded, &excluded));
         let _ = writeln!(out, "  queued    {:>8}  (left for a later run)", s.queued);
+        let _ = writeln!(
+            out,
+            "  all runs  {:>8}  done of {} known ({} pages fetched)",
+            s.total_done, s.known, s.total_fetched
+        );
         let _ = writeln!(
             out,
             "  bytes     {:>8.1} MiB",
@@ -157,6 +165,40 @@ impl Summary {
             }
         }
         let _ = writeln!(out, "  output    {}", self.output);
+        for line in self.advice() {
+            let _ = writeln!(out, "{line}");
+        }
+        out
+    }
+
+    /// Words for a run that did nothing useful: a crawl that was complete before it started, or one whose every
+    /// URL was excluded.
+    pub fn advice(&self) -> Vec<String> {
+        let s = &self.crawl.stats;
+        let mut out = Vec::new();
+        let this_run = s.fetched + s.failed + s.excluded;
+        if self.reason == FinishReason::Completed && this_run == 0 && s.total_done > 0 {
+            out.push(format!(
+                "the crawl was already complete: all {} URLs known in {} are done and recorded in {}. To start \
+                 over, delete both (or point frontier.data_dir and output.jsonl at new paths); to add URLs, run \
+                 with new --seed URLs.",
+                s.known, self.data_dir, self.output
+            ));
+        } else if s.fetched == 0 && s.failed == 0 && s.excluded > 0 {
+            let private = s.by_reason.get("private_network").copied().unwrap_or(0);
+            if private > 0 {
+                out.push(format!(
+                    "nothing was fetched: {private} URLs are on private or loopback addresses, which \
+                     security.allow_private_networks = false excludes; set it to true to crawl them."
+                ));
+            } else {
+                out.push(
+                    "nothing was fetched: every URL was excluded (see the reasons above: crawl.include, \
+                     crawl.exclude, max_depth and robots.txt decide what is crawled)."
+                        .to_owned(),
+                );
+            }
+        }
         out
     }
 
@@ -167,6 +209,8 @@ impl Summary {
             "reason": match &self.reason { FinishReason::Completed => "completed", FinishReason::LimitReached => "limit", FinishReason::Shutdown => "shutdown", FinishReason::Fatal(_) => "fatal" },
             "elapsed_s": self.elapsed.as_secs_f64(),
             "fetched": s.fetched, "failed": s.failed, "excluded": s.excluded, "queued": s.queued,
+            "known": s.known, "total_done": s.total_done, "total_fetched": s.total_fetched,
+            "advice": self.advice(),
             "bytes": s.bytes, "by_reason": s.by_reason, "by_status": s.by_status,
             "retries": s.retries, "panics": s.panics, "restarts": s.restarts, "resumed": s.resumed,
             "robots_fetches": s.robots_fetches, "sitemap_fetches": s.sitemap_fetches, "commits": s.commits, "store_requests": s.store_requests,
@@ -201,7 +245,67 @@ fn count_line(label: &str, n: u64, detail: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::count_line;
+    use super::*;
+    use crawl_actors::scheduler::stats::Stats;
+
+    fn summary(reason: FinishReason, stats: Stats) -> Summary {
+        let crawl = CrawlSummary {
+            reason,
+            stats,
+            supervisor: Default::default(),
+        };
+        let mut s = Summary::new(crawl, Duration::from_secs(1), "out.jsonl".into());
+        s.data_dir = "data".into();
+        s
+    }
+
+    #[test]
+    fn a_crawl_complete_before_the_run_says_so_and_how_to_start_over() {
+        let stats = Stats {
+            known: 120,
+            total_done: 120,
+            total_fetched: 100,
+            ..Stats::default()
+        };
+        let text = summary(FinishReason::Completed, stats.clone()).render();
+        assert!(
+            text.contains("all runs       120  done of 120 known (100 pages fetched)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the crawl was already complete: all 120 URLs known in data are done"),
+            "{text}"
+        );
+        assert!(text.contains("delete both"), "{text}");
+        // Stopped by a signal before anything happened: not complete.
+        assert!(summary(FinishReason::Shutdown, stats).advice().is_empty());
+    }
+
+    #[test]
+    fn a_run_whose_every_url_was_excluded_names_the_key() {
+        let mut stats = Stats {
+            excluded: 3,
+            known: 3,
+            total_done: 3,
+            ..Stats::default()
+        };
+        stats.by_reason.insert("private_network", 3);
+        let advice = summary(FinishReason::Completed, stats.clone()).advice();
+        assert_eq!(advice.len(), 1);
+        assert!(
+            advice[0].contains("security.allow_private_networks = false"),
+            "{advice:?}"
+        );
+        stats.by_reason.clear();
+        stats.by_reason.insert("robots", 3);
+        let advice = summary(FinishReason::Completed, stats.clone()).advice();
+        assert!(
+            advice[0].starts_with("nothing was fetched: every URL was excluded"),
+            "{advice:?}"
+        );
+        stats.fetched = 1;
+        assert!(summary(FinishReason::Completed, stats).advice().is_empty());
+    }
 
     #[test]
     fn a_count_shows_its_breakdown_only_when_it_has_one() {

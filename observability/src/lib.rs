@@ -9,6 +9,7 @@
 //! - [`server`]: the `/metrics` HTTP endpoint.
 //! - [`redact`]: URLs as they may appear in spans and logs.
 
+pub mod console;
 pub mod metrics;
 pub mod redact;
 pub mod server;
@@ -244,7 +245,7 @@ pub fn init(cfg: &TelemetryConfig) -> Result<Guard, TelemetryError> {
     };
     let otel = cfg.otlp.as_ref().map(otel_pipeline).transpose()?;
     let (filter_layer, handle) = reload::Layer::new(filter);
-    let writer = std::io::stderr.with_max_level(tracing::Level::TRACE);
+    let writer = console::Console.with_max_level(tracing::Level::TRACE);
     let fmt_layer = if json {
         tracing_subscriber::fmt::layer()
             .json()

@@ -597,6 +597,9 @@ impl Crawl {
         s.queued = self.queued();
         s.in_flight = self.leases.len() as u64;
         s.hosts = self.queues.hosts() as u64;
+        s.known = self.counters.known;
+        s.total_done = self.counters.done;
+        s.total_fetched = self.counters.pages_fetched;
         s
     }
 }

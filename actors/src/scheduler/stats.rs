@@ -20,6 +20,10 @@ pub struct Stats {
     pub hosts: u64,
     /// URLs the frontier knows (all runs).
     pub known: u64,
+    /// URLs done in all runs (the frontier's counter, as of the last commit).
+    pub total_done: u64,
+    /// Pages fetched in all runs (the frontier's counter, as of the last commit).
+    pub total_fetched: u64,
     /// Pending URLs picked up from an earlier run.
     pub resumed: u64,
     pub retries: u64,

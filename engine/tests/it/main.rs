@@ -22,6 +22,8 @@
 //!   link cap, page requisites with `crawl.embeds`.
 //! - `warc` (230-239): the archive read back with warcio (digests, payloads per encoding, truncation, revisits,
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
+//! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
+//!   what a run opens, a run that fetched nothing, a finished crawl run again.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 
@@ -36,6 +38,7 @@ mod distributed;
 mod extract;
 mod faults;
 mod observe;
+mod operator;
 mod proxy;
 mod proxy_interop;
 mod reload;

@@ -97,6 +97,12 @@ impl EmbeddedFrontier {
     /// Opens (or creates) the frontier under `dir`, taking the directory's lock first.
     pub fn open(dir: &Path) -> Result<EmbeddedFrontier, FrontierError> {
         let lock = DirLock::acquire(dir)?;
+        Self::open_locked(dir, lock)
+    }
+
+    /// Opens (or creates) the frontier under `dir` with the directory's lock already taken (by the caller, before
+    /// anything else that could fail because another process runs on the same directory).
+    pub fn open_locked(dir: &Path, lock: DirLock) -> Result<EmbeddedFrontier, FrontierError> {
         let path = dir.join("frontier.redb");
         if !path.exists() {
             create_atomically(&path)?;
