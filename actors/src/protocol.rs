@@ -72,6 +72,8 @@ pub struct PageOutcome {
     pub content_length: u64,
     pub http_version: String,
     pub elapsed_ms: u64,
+    /// Request start to body end, unrounded (`elapsed_ms` is whole milliseconds): the latency histogram's value.
+    pub elapsed: Duration,
     /// Link attributes found (before dedup and filtering).
     pub links_found: u32,
     /// Links to follow (nofollow removed), deduplicated within the page.

@@ -128,6 +128,7 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
         content_type: content_type.clone(),
         http_version: version_str(resp.version).to_owned(),
         elapsed_ms: resp.timings.total.as_millis() as u64,
+        elapsed: resp.timings.total,
         proxy: resp.proxy.clone(),
         ..PageOutcome::default()
     };

@@ -143,9 +143,9 @@ impl ProxyChains {
                 (name.clone(), chain)
             })
             .collect();
-        // Every chain's gauge exists from the start.
+        // Every chain's series (connects, faults by kind, breaker) exist from the start.
         for name in chains.keys() {
-            metrics().proxy_breaker(name, false);
+            metrics().proxy_chain(name);
         }
         ProxyChains {
             chains,
@@ -258,7 +258,7 @@ impl ProxyChains {
                     } else {
                         added.push(name.as_str());
                     }
-                    metrics().proxy_breaker(name, false);
+                    metrics().proxy_chain(name);
                     Chain::new(hops, c.resolve, &config, generation)
                 }
             };

@@ -105,6 +105,14 @@ fn verdict(outcome: &Outcome) -> (bool, &[Rule]) {
     }
 }
 
+/// The rules of a polluted answer that is to be counted: one that came over the network now, not one the cache
+/// serves again (its verdict was counted when it was asked).
+pub(super) fn new_verdict(outcome: &Outcome, cached: bool) -> Option<&[Rule]> {
+    let (polluted, rules) = verdict(outcome);
+    let network = !cached && !matches!(outcome, Outcome::Resolved(r) if r.source == Source::Cache);
+    (polluted && network).then_some(rules)
+}
+
 fn join<T: ToString>(items: &[T]) -> String {
     items
         .iter()
@@ -155,21 +163,23 @@ impl Resolver {
         self
     }
 
-    /// Counts one answer in the summary counters and the metrics alike.
+    /// Counts one answer in the summary counters and the metrics alike. A pollution verdict is counted when its
+    /// answer came over the network, once: a verdict served again from the cache is not, so polluted answers
+    /// never outnumber network lookups.
     fn record(&mut self, outcome: &Outcome, cached: bool) {
         let (source, what) = labels(outcome, cached);
         self.stats.lookup(source, what);
         metrics().dns_lookup(source, what);
-        let (polluted, rules) = verdict(outcome);
-        if polluted {
+        if let Some(rules) = new_verdict(outcome, cached) {
+            self.stats.polluted += 1;
             for rule in rules {
                 *self
                     .stats
                     .verdicts
                     .entry(rule.as_str().to_owned())
                     .or_insert(0) += 1;
-                metrics().dns_polluted(rule.as_str());
             }
+            metrics().dns_polluted(rules.iter().map(|r| r.as_str()));
         }
     }
 

@@ -154,17 +154,83 @@ async fn a_bogus_ip_added_by_reconfigure_applies_to_the_next_lookup() {
     assert_eq!(stats.verdicts.get("bogus_ip"), Some(&1));
     // The metric counts at the same place (other tests add to the process-wide registry too).
     let text = metrics().prometheus_text();
-    assert!(
+    let value = |prefix: &str| {
         text.lines()
-            .any(|l| l.starts_with("crawl_dns_polluted_total{rule=\"bogus_ip\"}")),
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(
+        value("crawl_dns_pollution_rules_total{rule=\"bogus_ip\"} ") >= 1.0,
         "{text}"
     );
+    assert!(value("crawl_dns_polluted_total ") >= 1.0, "{text}");
     assert!(
         text.lines()
             .any(|l| l.starts_with("crawl_dns_lookups_total")
                 && l.contains("source=\"cache\"")
                 && l.contains("outcome=\"resolved\"")),
         "{text}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_polluted_answer_served_again_from_the_cache_is_counted_once() {
+    let (dns, queries) = responder(Duration::ZERO).await;
+    let addr = resolver(parts(
+        dns,
+        "bogus_ips = [\"93.184.216.0/24\"]\nnegative_ttl_s = 300",
+    ))
+    .start();
+    for _ in 0..4 {
+        let o = addr
+            .send(resolve("forged.example.com"))
+            .await
+            .expect("answer");
+        assert!(o.polluted(), "{o:?}");
+    }
+    assert_eq!(queries.load(Ordering::SeqCst), 1, "asked once, then cached");
+    let stats = addr.send(GetResolverStats).await.expect("stats");
+    assert_eq!(stats.lookups.get("lookup/failed"), Some(&1));
+    assert_eq!(stats.lookups.get("cache/failed"), Some(&3));
+    assert_eq!(stats.polluted, 1, "one network answer, one verdict");
+    assert_eq!(stats.verdicts.get("bogus_ip"), Some(&1));
+    let network: u64 = stats
+        .lookups
+        .iter()
+        .filter(|(k, _)| !k.starts_with("hosts/") && !k.starts_with("cache/"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(stats.polluted <= network, "{stats:?}");
+}
+
+#[test]
+fn only_network_answers_carry_a_verdict_to_count() {
+    let forged = |source| {
+        Outcome::Resolved(Resolution {
+            addrs: vec![ip("10.0.0.1")],
+            source,
+            polluted: true,
+            rules: vec![Rule::BogusIp, Rule::CrossCheck],
+            ttl: Duration::from_secs(1),
+        })
+    };
+    assert_eq!(
+        new_verdict(&forged(Source::Doh), false),
+        Some(&[Rule::BogusIp, Rule::CrossCheck][..])
+    );
+    assert_eq!(new_verdict(&forged(Source::Cache), false), None);
+    let hijack = Outcome::NxDomain {
+        rules: vec![Rule::NxdomainHijack],
+    };
+    assert_eq!(
+        new_verdict(&hijack, false),
+        Some(&[Rule::NxdomainHijack][..])
+    );
+    assert_eq!(new_verdict(&hijack, true), None);
+    assert_eq!(
+        new_verdict(&Outcome::NxDomain { rules: Vec::new() }, false),
+        None
     );
 }
 

@@ -9,8 +9,11 @@ pub struct ResolverStats {
     /// "lookup" for a fresh negative answer; outcome resolved/nxdomain/failed (e.g. "plain/resolved",
     /// "cache/resolved", "lookup/nxdomain", "cache/failed").
     pub lookups: BTreeMap<String, u64>,
-    /// Rule name -> answers judged polluted with that rule among the evidence.
+    /// Rule name -> network answers judged polluted with that rule among the evidence (an answer served again
+    /// from the cache is not counted again).
     pub verdicts: BTreeMap<String, u64>,
+    /// Network answers judged polluted, each once whatever the number of rules that fired.
+    pub polluted: u64,
     /// Queries sent over plain DNS and DoH.
     pub plain_queries: u64,
     pub doh_queries: u64,

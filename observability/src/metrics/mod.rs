@@ -11,27 +11,28 @@ use prometheus_client::registry::{Registry, Unit};
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 
+pub mod known;
+mod text;
+
+pub use text::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, openmetrics_to_text};
+
 /// Label pairs of one series.
 pub type Labels = Vec<(&'static str, String)>;
 
 type CounterFamily = Family<Labels, Counter>;
 type GaugeFamily = Family<Labels, Gauge>;
 
-/// Fetch latency buckets in seconds.
-pub const LATENCY_BUCKETS: [f64; 14] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+/// Fetch latency buckets in seconds: 1-2.5-5 steps from 100 µs (a loopback answer) to 60 s (a slow site at the
+/// request deadline), so both ends have buckets of their own.
+pub const LATENCY_BUCKETS: [f64; 18] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 25.0, 60.0,
 ];
 
 /// Store request latency buckets in seconds (a local commit with its fsync, or a Redis round trip).
 pub const STORE_BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
-
-/// What a page references, for `crawl_links_dropped`.
-const LINK_KINDS: [&str; 2] = ["link", "embed"];
-
-/// The store operations timed.
-const STORE_OPS: [&str; 3] = ["commit", "next_urls", "poll"];
 
 /// Every metric of the engine.
 pub struct Metrics {
@@ -50,7 +51,8 @@ pub struct Metrics {
     parse_failures: CounterFamily,
     links_dropped: CounterFamily,
     dns_lookups: CounterFamily,
-    dns_polluted: CounterFamily,
+    dns_polluted: Counter,
+    dns_pollution_rules: CounterFamily,
     proxy_connects: CounterFamily,
     proxy_faults: CounterFamily,
     proxy_breaker_open: GaugeFamily,
@@ -64,6 +66,7 @@ pub struct Metrics {
     fenced_records: Counter,
     lease_events: CounterFamily,
     spooled: Gauge,
+    spans_dropped: Counter,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -98,7 +101,7 @@ impl Metrics {
             });
         r.register_with_unit(
             "crawl_fetch_duration",
-            "Page fetch latency from request start to body end, by outcome",
+            "Page fetch latency from request start to body end (failed fetches: to the error), by outcome",
             Unit::Seconds,
             fetch_duration.clone(),
         );
@@ -169,11 +172,17 @@ impl Metrics {
             "Name lookups by answer source and outcome",
             dns_lookups.clone(),
         );
-        let dns_polluted = CounterFamily::default();
+        let dns_polluted = Counter::default();
         r.register(
             "crawl_dns_polluted",
-            "Answers judged polluted, by the rule that fired",
+            "Network DNS answers judged polluted, each once (answers served from the cache are not counted again)",
             dns_polluted.clone(),
+        );
+        let dns_pollution_rules = CounterFamily::default();
+        r.register(
+            "crawl_dns_pollution_rules",
+            "Rules that fired on polluted network DNS answers (one answer may fire several)",
+            dns_pollution_rules.clone(),
         );
         let proxy_connects = CounterFamily::default();
         r.register(
@@ -262,6 +271,13 @@ impl Metrics {
             "Commits waiting in data_dir/spool for an unreachable Redis",
             spooled.clone(),
         );
+        let spans_dropped = Counter::default();
+        r.register(
+            "crawl_trace_spans_dropped",
+            "Spans that never reached the OTLP collector: failed or timed-out exports, a full export queue, spans \
+             still queued when the exporter shut down",
+            spans_dropped.clone(),
+        );
         let build_info = GaugeFamily::default();
         build_info
             .get_or_create(&l1("version", env!("CARGO_PKG_VERSION")))
@@ -284,6 +300,7 @@ impl Metrics {
             links_dropped,
             dns_lookups,
             dns_polluted,
+            dns_pollution_rules,
             proxy_connects,
             proxy_faults,
             proxy_breaker_open,
@@ -297,29 +314,76 @@ impl Metrics {
             fenced_records,
             lease_events,
             spooled,
+            spans_dropped,
         };
         m.last_reload.set(unix_now());
-        // Series every dashboard expects, present from the first scrape.
-        for outcome in ["success", "invalid", "rejected"] {
-            let _ = m.config_reloads.get_or_create(&l1("outcome", outcome));
-        }
-        for state in ["queued", "in_flight", "known"] {
-            let _ = m.frontier_urls.get_or_create(&l1("state", state));
-        }
-        for op in STORE_OPS {
-            let _ = m.store_errors.get_or_create(&l1("op", op));
-            let _ = m.store_duration.get_or_create(&l1("op", op));
-        }
-        for change in ["gained", "lost"] {
-            let _ = m.shard_changes.get_or_create(&l1("change", change));
-        }
-        for result in ["renewed", "lost"] {
-            let _ = m.lease_events.get_or_create(&l1("result", result));
-        }
-        for kind in LINK_KINDS {
-            let _ = m.links_dropped.get_or_create(&l1("kind", kind));
-        }
+        m.precreate();
         m
+    }
+
+    /// Creates at zero every series whose labels are known before any event (see [`known`]).
+    fn precreate(&self) {
+        let pairs =
+            |f: &CounterFamily, keys: (&'static str, &'static str), values: &[(&str, &str)]| {
+                for (a, b) in values {
+                    let _ = f
+                        .get_or_create(&vec![(keys.0, (*a).to_owned()), (keys.1, (*b).to_owned())]);
+                }
+            };
+        let singles = |f: &CounterFamily, key: &'static str, values: &[&str]| {
+            for v in values {
+                let _ = f.get_or_create(&l1(key, v));
+            }
+        };
+        pairs(&self.records, ("outcome", "reason"), &known::RECORDS);
+        singles(&self.responses, "status_class", &known::STATUS_CLASSES);
+        singles(&self.fetch_errors, "reason", &known::FETCH_ERROR_REASONS);
+        singles(&self.robots_fetches, "result", &known::ROBOTS_RESULTS);
+        singles(&self.parse_failures, "kind", &known::PARSE_FAILURE_KINDS);
+        singles(&self.links_dropped, "kind", &known::LINK_KINDS);
+        pairs(
+            &self.dns_lookups,
+            ("source", "outcome"),
+            &known::DNS_LOOKUPS,
+        );
+        singles(
+            &self.dns_pollution_rules,
+            "rule",
+            &known::DNS_POLLUTION_RULES,
+        );
+        singles(&self.actor_restarts, "actor", &known::ACTORS);
+        singles(
+            &self.config_reloads,
+            "outcome",
+            &known::CONFIG_RELOAD_OUTCOMES,
+        );
+        singles(&self.store_errors, "op", &known::STORE_OPS);
+        singles(&self.shard_changes, "change", &known::SHARD_CHANGES);
+        singles(&self.lease_events, "result", &known::LEASE_RESULTS);
+        for state in known::FRONTIER_STATES {
+            let _ = self.frontier_urls.get_or_create(&l1("state", state));
+        }
+        for op in known::STORE_OPS {
+            let _ = self.store_duration.get_or_create(&l1("op", op));
+        }
+    }
+
+    /// The series of a configured proxy chain, at zero until it is used: its connects by result, its faults by
+    /// kind, and its breaker gauge (closed).
+    pub fn proxy_chain(&self, chain: &str) {
+        for result in known::PROXY_CONNECT_RESULTS {
+            let _ = self.proxy_connects.get_or_create(&vec![
+                ("chain", chain.to_owned()),
+                ("result", result.to_owned()),
+            ]);
+        }
+        for kind in known::PROXY_FAULT_KINDS {
+            let _ = self.proxy_faults.get_or_create(&vec![
+                ("chain", chain.to_owned()),
+                ("kind", kind.to_owned()),
+            ]);
+        }
+        self.proxy_breaker(chain, false);
     }
 
     /// One frontier store request (`op`: commit, next_urls, poll) that took `seconds`.
@@ -459,8 +523,20 @@ impl Metrics {
             .inc();
     }
 
-    pub fn dns_polluted(&self, rule: &str) {
-        self.dns_polluted.get_or_create(&l1("rule", rule)).inc();
+    /// A network answer judged polluted (counted once) and the rules that fired on it. Answers served from the
+    /// resolver's cache are not counted again, so this never passes the network lookups.
+    pub fn dns_polluted<'a>(&self, rules: impl IntoIterator<Item = &'a str>) {
+        self.dns_polluted.inc();
+        for rule in rules {
+            self.dns_pollution_rules
+                .get_or_create(&l1("rule", rule))
+                .inc();
+        }
+    }
+
+    /// Spans lost on the way to the collector.
+    pub fn trace_spans_dropped(&self, spans: u64) {
+        self.spans_dropped.inc_by(spans);
     }
 
     pub fn proxy_connect(&self, chain: &str, ok: bool) {
@@ -522,135 +598,5 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Content type of [`Metrics::openmetrics`].
-pub const OPENMETRICS_CONTENT_TYPE: &str =
-    "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/// Content type of [`Metrics::prometheus_text`].
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// Rewrites OpenMetrics text as Prometheus text 0.0.4: counter families take their `_total` sample name, `# UNIT`
-/// and `# EOF` go, exemplars are cut off, and `unknown` becomes `untyped`.
-pub fn openmetrics_to_text(om: &str) -> String {
-    let counters: std::collections::HashSet<&str> = om
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|rest| rest.split_once(' '))
-        .filter(|(_, t)| *t == "counter")
-        .map(|(name, _)| name)
-        .collect();
-    let mut out = String::with_capacity(om.len());
-    for line in om.lines() {
-        if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, ty) = rest.split_once(' ').unwrap_or((rest, "untyped"));
-            let ty = if ty == "unknown" { "untyped" } else { ty };
-            if counters.contains(name) && !name.ends_with("_total") {
-                out.push_str(&format!("# TYPE {name}_total {ty}\n"));
-            } else {
-                out.push_str(&format!("# TYPE {name} {ty}\n"));
-            }
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("# HELP ") {
-            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
-            if counters.contains(name) && !name.ends_with("_total") {
-                out.push_str(&format!("# HELP {name}_total {help}\n"));
-            } else {
-                out.push_str(&format!("# HELP {name} {help}\n"));
-            }
-            continue;
-        }
-        if line.starts_with('#') {
-            continue;
-        }
-        out.push_str(strip_exemplar(line));
-        out.push('\n');
-    }
-    out
-}
-
-/// A sample line without its ` # {..} value` exemplar (a `#` inside a quoted label value is not one).
-fn strip_exemplar(line: &str) -> &str {
-    let mut in_quotes = false;
-    let mut escaped = false;
-    for (i, c) in line.char_indices() {
-        match c {
-            '\\' if in_quotes && !escaped => {
-                escaped = true;
-                continue;
-            }
-            '"' if !escaped => in_quotes = !in_quotes,
-            '#' if !in_quotes => return line[..i].trim_end(),
-            _ => {}
-        }
-        escaped = false;
-    }
-    line
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn conversion_renames_counters_and_cuts_exemplars() {
-        let om = "# HELP crawl_x Things.\n# TYPE crawl_x counter\ncrawl_x_total{a=\"q # r\"} 3\n\
-                  # HELP crawl_d_seconds Lat.\n# TYPE crawl_d_seconds histogram\n# UNIT crawl_d_seconds seconds\n\
-                  crawl_d_seconds_bucket{le=\"0.5\"} 1 # {trace_id=\"abc\"} 0.3\n# EOF\n";
-        let t = openmetrics_to_text(om);
-        assert_eq!(
-            t,
-            "# HELP crawl_x_total Things.\n# TYPE crawl_x_total counter\ncrawl_x_total{a=\"q # r\"} 3\n\
-             # HELP crawl_d_seconds Lat.\n# TYPE crawl_d_seconds histogram\ncrawl_d_seconds_bucket{le=\"0.5\"} 1\n"
-        );
-    }
-
-    #[test]
-    fn the_registry_encodes_every_family_and_exemplars() {
-        let m = metrics();
-        m.record("fetched", "");
-        m.response(200, 10);
-        m.fetch_duration(
-            "fetched",
-            0.02,
-            Some("0af7651916cd43dd8448eb211c80319c".into()),
-        );
-        let om = m.openmetrics();
-        assert!(
-            om.contains("crawl_records_total{outcome=\"fetched\",reason=\"\"}"),
-            "{om}"
-        );
-        assert!(
-            om.contains("# {trace_id=\"0af7651916cd43dd8448eb211c80319c\"} 0.02"),
-            "{om}"
-        );
-        assert!(om.ends_with("# EOF\n"));
-        let text = m.prometheus_text();
-        assert!(text.contains("# TYPE crawl_records_total counter"));
-        assert!(
-            text.contains("crawl_fetch_duration_seconds_bucket{le=\"0.025\",outcome=\"fetched\"}")
-                || text.contains(
-                    "crawl_fetch_duration_seconds_bucket{outcome=\"fetched\",le=\"0.025\"}"
-                ),
-            "{text}"
-        );
-        assert!(!text.contains("trace_id"));
-        assert!(text.contains("crawl_build_info{version="));
-        assert!(
-            text.contains("crawl_links_dropped_total{kind=\"embed\"}"),
-            "{text}"
-        );
-        m.links_dropped("link", 3);
-        let text = m.prometheus_text();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("crawl_links_dropped_total{kind=\"link\"}"))
-            .unwrap();
-        assert!(
-            line.rsplit(' ').next().unwrap().parse::<u64>().unwrap() >= 3,
-            "{line}"
-        );
-    }
-}
+mod tests;

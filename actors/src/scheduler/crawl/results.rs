@@ -107,9 +107,9 @@ impl Crawl {
                         Some(detail),
                     );
                     record.attempts = e.tries();
-                    record.elapsed_ms =
-                        Some(now.saturating_duration_since(job.started_at).as_millis() as u64);
-                    self.record_job(&job.entry, record, done);
+                    let latency = now.saturating_duration_since(job.started_at);
+                    record.elapsed_ms = Some(latency.as_millis() as u64);
+                    self.record_fetch(&job.entry, record, done, latency);
                 }
             }
             (_, other) => {
@@ -127,6 +127,19 @@ impl Crawl {
                 self.record_job(&job.entry, record, done);
             }
         }
+    }
+
+    /// Records a fetch that took `latency` (an answer, or an error after the request started) and observes it in
+    /// the latency histogram.
+    fn record_fetch(
+        &mut self,
+        entry: &Entry,
+        record: Record,
+        done: &mut JobCtx,
+        latency: Duration,
+    ) {
+        Self::observe_latency(&record, latency, done.trace.as_ref());
+        self.record_job(entry, record, done);
     }
 
     pub(super) fn retry(&mut self, host: HostId, mut entry: Entry, now: Instant) {
@@ -190,6 +203,7 @@ impl Crawl {
 
     pub(super) fn on_page(&mut self, job: Job, out: PageOutcome, done: &mut JobCtx, now: Instant) {
         let entry = job.entry;
+        let latency = out.elapsed;
         let throttled = out.status == 429 || out.status == 503;
         if throttled && entry.retries < self.settings.max_retries {
             self.queues.release(
@@ -246,7 +260,7 @@ impl Crawl {
             record.reason = Some(reason);
             record.error = Some(detail);
             record.links = None;
-            self.record_job(&entry, record, done);
+            self.record_fetch(&entry, record, done, latency);
             return;
         }
         if (300..400).contains(&out.status) {
@@ -259,7 +273,7 @@ impl Crawl {
                         record.outcome = Outcome::Failed;
                         record.reason = Some(Reason::RedirectLoop);
                         record.error = Some(format!("redirect loop back to {}", target.url));
-                        self.record_job(&entry, record, done);
+                        self.record_fetch(&entry, record, done, latency);
                         return;
                     }
                     if chain.len() as u32 > self.settings.max_redirects {
@@ -269,21 +283,21 @@ impl Crawl {
                             "more than {} redirects",
                             self.settings.max_redirects
                         ));
-                        self.record_job(&entry, record, done);
+                        self.record_fetch(&entry, record, done, latency);
                         return;
                     }
-                    self.record_job(&entry, record, done);
+                    self.record_fetch(&entry, record, done, latency);
                     self.admit_target(target, &entry, chain);
                 }
                 Some(Err(detail)) => {
                     record.error = Some(detail);
-                    self.record_job(&entry, record, done);
+                    self.record_fetch(&entry, record, done, latency);
                 }
-                None => self.record_job(&entry, record, done),
+                None => self.record_fetch(&entry, record, done, latency),
             }
             return;
         }
-        self.record_job(&entry, record, done);
+        self.record_fetch(&entry, record, done, latency);
         if (200..300).contains(&out.status) {
             // Requisites first: a URL both linked and embedded is fetched once, as the page's requisite.
             for embed in out.embeds {

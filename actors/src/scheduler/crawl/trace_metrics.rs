@@ -107,6 +107,15 @@ impl Crawl {
         )
     }
 
+    /// The latency histogram's sample of a fetch that made `record`: the measured duration in seconds (not the
+    /// record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is exported.
+    pub(super) fn observe_latency(record: &Record, latency: Duration, trace: Option<&TraceCtx>) {
+        let exemplar = trace
+            .filter(|t| t.is_sampled())
+            .and_then(TraceCtx::trace_id);
+        metrics().fetch_duration(record.outcome.as_str(), latency.as_secs_f64(), exemplar);
+    }
+
     /// Metrics and root-span attributes of a record.
     pub(super) fn observe(&self, record: &Record, trace: &TraceCtx) {
         let m = metrics();
@@ -116,10 +125,6 @@ impl Crawl {
             && let Some(status) = record.status
         {
             m.response(status, record.content_length.unwrap_or(0));
-        }
-        if let Some(ms) = record.elapsed_ms {
-            let exemplar = trace.is_sampled().then(|| trace.trace_id()).flatten();
-            m.fetch_duration(record.outcome.as_str(), ms as f64 / 1000.0, exemplar);
         }
         if matches!(record.reason, Some(Reason::TooLarge | Reason::Decode)) {
             m.parse_failure(reason);
