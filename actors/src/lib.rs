@@ -10,7 +10,8 @@
 //! - [`sink`]: the JSONL output, exactly once.
 //! - [`proxy`]: SOCKS5 proxy chains: rules, selection, breakers, the chain handshake.
 //! - [`faults`]: the fault-injection test hook; [`fatal`]: panics that end the process.
-//! - [`job`]: the job and result types that travel between them; [`tree`] wires them together.
+//! - [`job`]: the job and result types that travel between them; [`tree`] wires them together; [`reconfigure`]
+//!   applies config reloads to the running tree, part by part.
 
 pub mod backoff;
 pub mod fatal;
@@ -21,6 +22,7 @@ pub mod live;
 pub mod parser;
 pub mod protocol;
 pub mod proxy;
+pub mod reconfigure;
 pub mod resolver;
 pub mod scheduler;
 pub mod sink;

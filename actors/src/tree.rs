@@ -14,6 +14,7 @@ use crate::fetcher::http::{HttpClient, HttpSettings, NameLookup};
 use crate::parser::Parser;
 use crate::parser::logic::ParseSettings;
 use crate::parser::pool::{ParserFactory, ParserPool};
+pub use crate::reconfigure::{Prepared, Reconfigurer};
 use crate::resolver::logic::Outcome;
 use crate::resolver::messages::Resolve;
 use crate::scheduler::Scheduler;
@@ -267,6 +268,7 @@ pub fn start_locked(
     // The resolver: one supervised actor on its own thread; fetchers and their connectors ask it.
     let resolver_arbiter = Arbiter::new();
     let resolver_parts = crate::resolver::setup::build(config)?;
+    let resolver_bogus = resolver_parts.ctx.bogus.clone();
     let resolver_faults = faults.clone();
     let resolver = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
         crate::resolver::Resolver::new(
@@ -402,13 +404,14 @@ pub fn start_locked(
     let mut arbiters = arbiters;
     arbiters.push(sink_arbiter);
     arbiters.push(resolver_arbiter);
-    let reconfigurer = Reconfigurer {
-        scheduler: me.clone(),
-        resolver: resolver.clone(),
-        proxy: proxy_addr.clone(),
-        parse: live_parse,
-        clients: live_clients,
-    };
+    let reconfigurer = Reconfigurer::new(
+        me.clone(),
+        resolver.clone(),
+        proxy_addr.clone(),
+        live_parse,
+        live_clients,
+        resolver_bogus,
+    );
     Ok(Tree {
         supervisor: sup,
         scheduler: me,
@@ -461,7 +464,7 @@ pub fn embeds_policy(config: &Config) -> Option<Arc<ScopePolicy>> {
     })
 }
 
-fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
+pub(crate) fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
     ParseSettings {
         scope,
         user_agent: config.crawl.user_agent.clone(),
@@ -475,64 +478,5 @@ fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
             .map(|_| crate::parser::archive::ARCHIVE_LEVEL),
         max_links_per_page: config.parser.max_links_per_page,
         embeds: embeds_policy(config),
-    }
-}
-
-/// Everything a config reload changes, built and checked before any of it is applied (a reload that fails here
-/// changes nothing).
-pub struct Prepared {
-    politeness: PolitenessPolicy,
-    scope: Arc<ScopePolicy>,
-    parse: ParseSettings,
-    user_agent: String,
-    resolver: crate::resolver::setup::Parts,
-    proxy: crawl_core::config::ProxyConfig,
-}
-
-/// Applies config reloads to the running tree: the scheduler (politeness, scope), the parsers (scope, robots
-/// product token), the HTTP clients (User-Agent), the resolver and the proxy-chain actor.
-#[derive(Clone)]
-pub struct Reconfigurer {
-    scheduler: Addr<Scheduler>,
-    resolver: Addr<crate::resolver::Resolver>,
-    proxy: Option<Addr<crate::proxy::actor::ProxyChains>>,
-    parse: crate::live::Live<ParseSettings>,
-    clients: Vec<HttpClient>,
-}
-
-impl Reconfigurer {
-    /// Builds what `config` needs; any error rejects the reload.
-    pub fn prepare(config: &Config) -> Result<Prepared, TreeError> {
-        http::HeaderValue::from_str(&config.crawl.user_agent)
-            .map_err(|e| TreeError::Http(format!("user agent: {e}")))?;
-        let resolver = crate::resolver::setup::build(config)?;
-        let scope = scope_policy(config);
-        Ok(Prepared {
-            politeness: politeness_policy(config),
-            parse: parse_settings(config, scope.clone()),
-            scope,
-            user_agent: config.crawl.user_agent.clone(),
-            resolver,
-            proxy: config.proxy.clone(),
-        })
-    }
-
-    /// Applies a prepared reload. Every step is infallible, so it is applied whole.
-    pub fn apply(&self, p: Prepared) {
-        self.parse.store(p.parse);
-        for c in &self.clients {
-            // Checked in `prepare`.
-            let _ = c.set_user_agent(&p.user_agent);
-        }
-        self.scheduler
-            .do_send(crate::scheduler::messages::Reconfigure {
-                politeness: p.politeness,
-                scope: p.scope,
-            });
-        self.resolver
-            .do_send(crate::resolver::messages::Reconfigure { parts: p.resolver });
-        if let Some(proxy) = &self.proxy {
-            proxy.do_send(crate::proxy::messages::Reconfigure { config: p.proxy });
-        }
     }
 }

@@ -2,12 +2,15 @@
 //!
 //! An invalid file keeps the running config (every error is logged); a change to a restart-only key rejects the
 //! whole reload, naming the keys (nginx semantics: never half-applied); otherwise every live change is applied at
-//! once. Signals that arrive while a reload runs coalesce into one more reload.
+//! once. Only the parts whose keys changed are reapplied ([`crawl_core::config::reload::Part`]): a reload that
+//! changes the log level alone leaves the DNS cache, the hijack probe's findings and the proxy breakers as they
+//! are. The outcome is logged at warn or above, so that it shows whatever the new log level, naming the keys that
+//! changed (or `no change`). Signals that arrive while a reload runs coalesce into one more reload.
 
 use crate::run::load_config;
 use crawl_actors::tree::Reconfigurer;
 use crawl_core::config::Config;
-use crawl_core::config::reload::plan;
+use crawl_core::config::reload::{Part, changed_keys, plan};
 use crawl_observability::LogControl;
 use crawl_observability::metrics::metrics;
 use std::path::PathBuf;
@@ -72,9 +75,10 @@ impl Reloader {
         match &outcome {
             ReloadOutcome::Applied(keys) => {
                 self.generation += 1;
-                tracing::info!(
+                // At warn: a reload that lowers the log level to warn must still say that it worked.
+                tracing::warn!(
                     generation = self.generation,
-                    changed = %keys.join(","),
+                    changed = %changed_keys(keys),
                     user_agent = %self.current.crawl.user_agent,
                     min_delay_ms = self.current.politeness.min_delay.as_millis() as u64,
                     "config reloaded"
@@ -105,29 +109,37 @@ impl Reloader {
             Ok(c) => c,
             Err(e) => return ReloadOutcome::Invalid(e.to_string()),
         };
-        let plan = plan(&self.current, &new);
+        let mut plan = plan(&self.current, &new);
         if plan.rejected() {
             return ReloadOutcome::Rejected(plan.message());
         }
+        let mut parts = plan.parts();
         if self.source.log.is_some()
             && let Err(e) = crawl_observability::parse_filter(&new.observability.log_level)
         {
             return ReloadOutcome::Invalid(format!("observability.log_level: {e}"));
         }
         // Everything that can fail happens before anything is applied (the bogus IP file is read again here even
-        // when its path did not change).
-        let prepared = match Reconfigurer::prepare(&new) {
+        // when its path did not change: new contents reconfigure the resolver).
+        let prepared = match self.tree.prepare(&new, &parts) {
             Ok(p) => p,
             Err(e) => return ReloadOutcome::Invalid(e.to_string()),
         };
+        if prepared.bogus_file_changed() {
+            plan.note_live("resolver.bogus_ips_file");
+            parts.insert(Part::Resolver);
+        }
         self.tree.apply(prepared);
-        if let Some(log) = &self.source.log
+        if parts.contains(&Part::LogLevel)
+            && let Some(log) = &self.source.log
             && let Err(e) = log.set(&new.observability.log_level)
         {
             // Checked above; a failure here only means the subscriber is gone.
             tracing::warn!(error = %e, "log level not changed");
         }
-        crawl_observability::trace::set_sample_ratio(new.observability.sample_ratio);
+        if parts.contains(&Part::SampleRatio) {
+            crawl_observability::trace::set_sample_ratio(new.observability.sample_ratio);
+        }
         self.current = new;
         ReloadOutcome::Applied(plan.live)
     }

@@ -6,7 +6,7 @@ use super::ipset::IpSet;
 use super::logic::DetectCtx;
 use super::lookup::Settings;
 use super::plain;
-use crawl_core::config::Config;
+use crawl_core::config::{Config, ResolverConfig};
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
@@ -37,9 +37,9 @@ pub struct Parts {
     pub doh: Option<DohClient>,
 }
 
-/// Reads the bogus-IP file and DoH CA files; errors name the file.
-pub fn build(config: &Config) -> Result<Parts, ResolverError> {
-    let r = &config.resolver;
+/// The bogus IPs of `[resolver]`: the `bogus_ips` list and the contents of `bogus_ips_file` (read now; errors name
+/// the file).
+pub fn bogus_set(r: &ResolverConfig) -> Result<IpSet, ResolverError> {
     let mut bogus =
         IpSet::from_entries(r.bogus_ips.iter()).map_err(|e| ResolverError::Bogus(e.to_string()))?;
     if let Some(path) = &r.bogus_ips_file {
@@ -47,6 +47,13 @@ pub fn build(config: &Config) -> Result<Parts, ResolverError> {
             .map_err(|e| ResolverError::Bogus(format!("{}: {e}", path.display())))?;
         bogus.extend_from(&more);
     }
+    Ok(bogus)
+}
+
+/// Reads the bogus-IP file and DoH CA files; errors name the file.
+pub fn build(config: &Config) -> Result<Parts, ResolverError> {
+    let r = &config.resolver;
+    let bogus = bogus_set(r)?;
     // The system's resolver configuration: /etc/resolv.conf servers and /etc/hosts names (config hosts win).
     let system = r.nameservers.is_empty();
     let nameservers = if system {

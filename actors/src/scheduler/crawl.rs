@@ -467,13 +467,18 @@ impl Crawl {
 
     /// A config reload: the politeness policy applies from the next lease, the scope to links found from now on
     /// and to URLs still queued (judged again when they come up, and recorded excluded if they left the scope).
+    /// `None`: that part did not change (an unchanged scope does not judge the queued URLs again).
     pub fn reconfigure(
         &mut self,
-        politeness: crawl_core::politeness::PolitenessPolicy,
-        scope: Arc<ScopePolicy>,
+        politeness: Option<crawl_core::politeness::PolitenessPolicy>,
+        scope: Option<Arc<ScopePolicy>>,
     ) {
-        self.queues.set_policy(politeness);
-        if !Arc::ptr_eq(&self.scope, &scope) {
+        if let Some(politeness) = politeness {
+            self.queues.set_policy(politeness);
+        }
+        if let Some(scope) = scope
+            && !Arc::ptr_eq(&self.scope, &scope)
+        {
             self.scope = scope;
             self.rescope = true;
         }

@@ -16,10 +16,11 @@ pub struct Drain {
 pub struct GetStats;
 
 /// A config reload changed the politeness policy or the scope (notification, from the reload task). Applies from
-/// the next lease; leases in flight are untouched.
+/// the next lease; leases in flight are untouched. `None`: that part did not change.
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub struct Reconfigure {
-    pub politeness: crawl_core::politeness::PolitenessPolicy,
-    pub scope: std::sync::Arc<crawl_core::scope::ScopePolicy>,
+    pub politeness: Option<crawl_core::politeness::PolitenessPolicy>,
+    /// A new scope: queued URLs are checked against it again as they come up.
+    pub scope: Option<std::sync::Arc<crawl_core::scope::ScopePolicy>>,
 }

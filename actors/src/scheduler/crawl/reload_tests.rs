@@ -38,7 +38,7 @@ fn a_lower_delay_applies_from_the_next_lease() {
     h.done(&j, ok(Vec::new()), 0);
     // under the old policy the next request waits 10 s
     assert!(h.lease(1_000).0.is_empty());
-    h.crawl.reconfigure(policy(1), same_scope());
+    h.crawl.reconfigure(Some(policy(1)), Some(same_scope()));
     // released before the reload: its next start was computed with the old delay
     let j = h.one(10_000);
     h.done(&j, ok(Vec::new()), 10_000);
@@ -58,7 +58,8 @@ fn a_new_exclude_pattern_records_queued_urls_excluded_and_keeps_leases() {
     h.seed("http://a.test/keep/2");
     let first = h.lease(0).0;
     assert_eq!(first.len(), 2);
-    h.crawl.reconfigure(policy(2), scope_excluding("/drop/"));
+    h.crawl
+        .reconfigure(Some(policy(2)), Some(scope_excluding("/drop/")));
     // the leases in flight finish normally, whatever they are
     for j in &first {
         h.done(j, ok(Vec::new()), 1);
@@ -99,7 +100,8 @@ fn excluded_after_reload_even_when_queued_behind_a_lease() {
     h.seed("http://a.test/drop/1");
     let j = h.one(0);
     assert_eq!(j.entry.url, "http://a.test/keep/1");
-    h.crawl.reconfigure(policy(1), scope_excluding("/drop/"));
+    h.crawl
+        .reconfigure(Some(policy(1)), Some(scope_excluding("/drop/")));
     h.done(
         &j,
         ok(vec![link("http://a.test/drop/2", ScopeVerdict::InScope)]),
@@ -118,4 +120,36 @@ fn excluded_after_reload_even_when_queued_behind_a_lease() {
         Some(Reason::Filter)
     );
     assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}
+
+#[test]
+fn a_part_left_out_of_a_reload_is_kept() {
+    let slow = PolitenessPolicy {
+        min_delay: Duration::from_secs(10),
+        ..policy(1)
+    };
+    // The politeness policy alone: the scope stays, and queued URLs are not judged again.
+    let mut h = H::new(settings(), slow.clone());
+    let scope = h.crawl.scope.clone();
+    h.crawl.reconfigure(Some(policy(2)), None);
+    assert_eq!(h.crawl.queues.policy(), &policy(2));
+    assert!(Arc::ptr_eq(&h.crawl.scope, &scope));
+    assert!(!h.crawl.rescope);
+
+    // The scope alone: the politeness policy stays (the next request still waits 10 s).
+    let mut h = H::new(settings(), slow.clone());
+    for n in 1..=2 {
+        h.seed(&format!("http://a.test/{n}"));
+    }
+    let j = h.one(0);
+    h.done(&j, ok(Vec::new()), 0);
+    h.crawl.reconfigure(None, Some(scope_excluding("/never/")));
+    assert!(h.crawl.rescope);
+    assert_eq!(h.crawl.queues.policy(), &slow);
+    assert!(h.lease(5_000).0.is_empty(), "the delay was dropped");
+    let j = h.one(10_000);
+    h.done(&j, ok(Vec::new()), 10_000);
+    h.flush();
+    assert_eq!(h.file.len(), 2);
+    h.assert_unique();
 }

@@ -160,13 +160,9 @@ impl ReloadPlan {
             .sort_by_key(|k| keys.iter().position(|x| x == k).unwrap_or(usize::MAX));
     }
 
-    /// The changed live keys for the log, comma-separated, or `no change`.
+    /// The changed live keys for the log, comma-separated, or `no change` ([`changed_keys`]).
     pub fn changed(&self) -> String {
-        if self.live.is_empty() {
-            "no change".to_owned()
-        } else {
-            self.live.join(",")
-        }
+        changed_keys(&self.live)
     }
 
     /// A one-line summary for the log, e.g. `reload rejected: frontier.data_dir,
@@ -183,6 +179,15 @@ impl ReloadPlan {
         } else {
             format!("reload applies {}", self.live.join(", "))
         }
+    }
+}
+
+/// Changed keys as one log field: comma-separated, or `no change` when there are none.
+pub fn changed_keys(keys: &[&str]) -> String {
+    if keys.is_empty() {
+        "no change".to_owned()
+    } else {
+        keys.join(",")
     }
 }
 
