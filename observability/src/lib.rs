@@ -8,8 +8,11 @@
 //! - [`metrics`]: the process-wide Prometheus registry and its typed update helpers.
 //! - [`server`]: the `/metrics` HTTP endpoint.
 //! - [`redact`]: URLs as they may appear in spans and logs.
+//! - [`filter`]: the log filter in force, with the OTLP exporter's transport (h2, tonic, hyper, tower) and the
+//!   OpenTelemetry SDK held at warn (h2 off) unless the user's filter names them.
 
 pub mod console;
+pub mod filter;
 pub mod metrics;
 pub mod redact;
 pub mod server;
@@ -82,11 +85,14 @@ impl std::fmt::Debug for LogControl {
     }
 }
 
-/// Parses an EnvFilter directive.
+/// Parses an EnvFilter directive into the filter in force: the directive plus the exporter transport's
+/// ([`filter::with_transport_directives`]).
 pub fn parse_filter(directive: &str) -> Result<EnvFilter, TelemetryError> {
-    EnvFilter::try_new(directive).map_err(|e| TelemetryError::Filter {
-        filter: directive.to_owned(),
-        detail: e.to_string(),
+    EnvFilter::try_new(filter::with_transport_directives(directive)).map_err(|e| {
+        TelemetryError::Filter {
+            filter: directive.to_owned(),
+            detail: e.to_string(),
+        }
     })
 }
 
