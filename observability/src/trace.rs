@@ -15,6 +15,8 @@ use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+mod loss;
+
 /// The instrumentation scope of every span.
 pub const SCOPE: &str = "crawl-engine";
 
@@ -98,6 +100,37 @@ impl ShouldSample for LiveRatioSampler {
     }
 }
 
+/// Spans waiting for the collector at most; past that a span is dropped (and counted).
+const QUEUE_SPANS: usize = 65_536;
+/// Spans per export request.
+const BATCH_SPANS: usize = 2_048;
+/// Time between exports.
+const EXPORT_EVERY: Duration = Duration::from_millis(500);
+
+/// The batch processor around `exporter`, counting the spans it loses (see [`loss`]).
+pub(crate) fn batch_processor<E: opentelemetry_sdk::trace::SpanExporter + 'static>(
+    exporter: E,
+    queue: usize,
+    every: Duration,
+) -> (
+    loss::GuardedProcessor<opentelemetry_sdk::trace::BatchSpanProcessor>,
+    std::sync::Arc<loss::Loss>,
+) {
+    let loss = loss::Loss::new();
+    let config = opentelemetry_sdk::trace::BatchConfigBuilder::default()
+        .with_max_queue_size(queue)
+        .with_max_export_batch_size(BATCH_SPANS.min(queue))
+        .with_scheduled_delay(every)
+        .build();
+    let processor = opentelemetry_sdk::trace::BatchSpanProcessor::builder(
+        loss::CountingExporter::new(exporter, loss.clone()),
+    )
+    .with_batch_config(config)
+    .build();
+    let guarded = loss::GuardedProcessor::new(processor, loss.clone(), queue as u64);
+    (guarded, loss)
+}
+
 /// Builds the provider: with an exporter when one is given, otherwise ids only (every record still gets a trace id).
 pub(crate) fn provider(
     exporter: Option<opentelemetry_otlp::SpanExporter>,
@@ -108,14 +141,7 @@ pub(crate) fn provider(
         .with_sampler(LiveRatioSampler)
         .with_resource(resource);
     if let Some(exporter) = exporter {
-        let config = opentelemetry_sdk::trace::BatchConfigBuilder::default()
-            .with_max_queue_size(65_536)
-            .with_max_export_batch_size(2_048)
-            .with_scheduled_delay(Duration::from_millis(500))
-            .build();
-        let processor = opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter)
-            .with_batch_config(config)
-            .build();
+        let (processor, _) = batch_processor(exporter, QUEUE_SPANS, EXPORT_EVERY);
         b = b.with_span_processor(processor);
     }
     b.build()

@@ -12,7 +12,8 @@
 //! - `resolver` (150-169): injection race, bogus IPs with DoH cross-check, NXDOMAIN hijack, DoH modes, DNS outage,
 //!   TTL expiry, names without an answer (FakeDns / FakeDoh).
 //! - `observe` (190-199): one OTLP trace per record with its child spans, redaction, sampling, /metrics vs JSONL,
-//!   promtool, exemplars.
+//!   promtool, exemplars; `observe_contract` (196-199): every known counter at 0 in the first scrape, span loss
+//!   counted and warned once, exported spans against docs/OBSERVABILITY.md.
 //! - `reload` (200-209): SIGHUP applies politeness and the user agent live, rejects invalid files and restart-only
 //!   keys, coalesces bursts.
 //! - `distributed` (210-229): three processes on one crawl through a Redis the test starts: exactly once after the
@@ -38,6 +39,7 @@ mod distributed;
 mod extract;
 mod faults;
 mod observe;
+mod observe_contract;
 mod operator;
 mod proxy;
 mod proxy_interop;
