@@ -91,6 +91,10 @@ struct Args {
     /// pages reference requisites under /static/ (images, stylesheets, an icon, a font)
     #[arg(long)]
     embeds: bool,
+    /// realistic corpus: documentation-like pages of 5-60 KB (navigation, sidebar, tables, code, inline scripts and
+    /// styles) over the same link graph; --page-bytes is ignored
+    #[arg(long)]
+    realistic: bool,
     /// every answer waits this many milliseconds (a slow host)
     #[arg(long, default_value_t = 0)]
     delay_ms: u64,
@@ -145,6 +149,7 @@ fn spec(args: &Args) -> SiteSpec {
         noscript_links: args.noscript_links,
         embeds: args.embeds,
         delay_ms: args.delay_ms,
+        realistic: args.realistic,
     }
 }
 

@@ -92,7 +92,7 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// Deterministic pseudo-random number for (seed, host, page, slot, salt).
-fn rnd(spec: &SiteSpec, host: usize, n: usize, slot: usize, salt: u64) -> u64 {
+pub(crate) fn rnd(spec: &SiteSpec, host: usize, n: usize, slot: usize, salt: u64) -> u64 {
     let mut h = mix(spec.seed ^ salt.wrapping_mul(0xA24B_AED4_963E_E407));
     h = mix(h ^ host as u64);
     h = mix(h ^ n as u64);
@@ -185,6 +185,33 @@ pub(crate) fn page_links(spec: &SiteSpec, host: usize, n: usize, out: &mut Vec<L
             fragment: true,
             ..first
         });
+    }
+}
+
+/// Pages of a host that share one navigation section in realistic mode.
+const NAV_SECTION: usize = 40;
+
+/// Fills `out` with the header navigation of page `n` in realistic mode ([`SiteSpec::realistic`]; empty
+/// otherwise): 30 to 80 links (fewer on a host with fewer pages), all to pages of the same host: page 0 ("home"),
+/// then the pages of the section of 40 that `n` belongs to and those after it. They are part of the graph, so
+/// [`expected`] follows them; they reach no URL the chain does not, so without a depth limit the expected crawl is
+/// the plain mode's.
+pub(crate) fn nav_links(spec: &SiteSpec, host: usize, n: usize, out: &mut Vec<Link>) {
+    out.clear();
+    if !spec.realistic {
+        return;
+    }
+    let pages = spec.pages_per_host.max(1);
+    let want = 30 + (rnd(spec, host, n, 0, 11) % 51) as usize;
+    out.push(link(Target::page(host, 0), Form::RootRelative));
+    let start = n - n % NAV_SECTION;
+    for i in 0..(want - 1).min(pages) {
+        let form = match rnd(spec, host, n, i, 12) % 8 {
+            0 => Form::Absolute,
+            1..=3 => Form::RootRelative,
+            _ => Form::DocRelative,
+        };
+        out.push(link(Target::page(host, (start + i) % pages), form));
     }
 }
 
@@ -309,6 +336,7 @@ pub(crate) fn expected(
         queue.push_back((Target::page(h, 0), 0));
     }
     let mut links = Vec::new();
+    let mut nav = Vec::new();
     let mut nofollow_seen: BTreeSet<Target> = BTreeSet::new();
     // 0-1 BFS: the first time a target is popped, its distance is final.
     while let Some((t, d)) = queue.pop_front() {
@@ -319,7 +347,8 @@ pub(crate) fn expected(
         match t.kind {
             Kind::Page if served_ok(spec, &t) => {
                 page_links(spec, t.host, t.n, &mut links);
-                for l in &links {
+                nav_links(spec, t.host, t.n, &mut nav);
+                for l in links.iter().chain(&nav) {
                     if l.nofollow {
                         nofollow_seen.insert(l.target);
                     } else if d < max && !dist.contains_key(&l.target) {

@@ -21,11 +21,18 @@
 //! an icon, an image with a `srcset`, a style attribute), served with their content types and listed in
 //! [`Expected::embeds`].
 //!
+//! Realistic mode ([`SiteSpec::realistic`]) lays pages out like a documentation site: 5 to 60 KB each (drawn from
+//! the seed and the page), an inline `<style>` and `<script>`, a header navigation of 30 to 80 links to pages of
+//! the same host, a sidebar, sections with headings, paragraphs with inline links and `<code>`, tables,
+//! highlighted code blocks and images. The header links join the graph (so depth-limited expectations follow them)
+//! but reach no page the chain does not: without a depth limit the expected crawl is the plain mode's.
+//!
 //! Tests can override any path of any host with a [`Route`] (status, headers, delays, stalls, trickling,
 //! closing the connection, sequences, gzip bombs).
 
 mod graph;
 mod log;
+mod realistic;
 mod render;
 mod routes;
 mod server;
@@ -38,6 +45,8 @@ mod tests_bfs;
 mod tests_modes;
 #[cfg(test)]
 mod tests_observe;
+#[cfg(test)]
+mod tests_realistic;
 #[cfg(test)]
 mod tests_wide;
 
@@ -118,6 +127,8 @@ pub struct SiteSpec {
     pub embeds: bool,
     /// Every answer waits this long before it is sent (a slow host); 0 = at once.
     pub delay_ms: u64,
+    /// Realistic corpus: pages laid out like documentation (see the module docs); `page_bytes` is ignored.
+    pub realistic: bool,
 }
 
 impl Default for SiteSpec {
@@ -144,6 +155,7 @@ impl Default for SiteSpec {
             noscript_links: false,
             embeds: false,
             delay_ms: 0,
+            realistic: false,
         }
     }
 }

@@ -50,7 +50,7 @@ impl Renderer {
         }
     }
 
-    fn base(&self, host: usize) -> &str {
+    pub(crate) fn base(&self, host: usize) -> &str {
         self.bases.get(host).map(String::as_str).unwrap_or("")
     }
 
@@ -78,6 +78,9 @@ impl Renderer {
 
     /// The HTML of page `n` on `host`, with all its links.
     pub fn page(&self, host: usize, n: usize) -> Bytes {
+        if self.spec.realistic {
+            return super::realistic::page(self, host, n);
+        }
         let mut links: Vec<Link> = Vec::with_capacity(self.spec.links_per_page + 8);
         page_links(&self.spec, host, n, &mut links);
         let wide = if n == 0 {
@@ -140,6 +143,9 @@ impl Renderer {
 
     /// A page without links (private, nofollow and orphan pages).
     pub fn leaf(&self, t: &Target) -> Bytes {
+        if self.spec.realistic {
+            return super::realistic::leaf(self, t);
+        }
         let mut out = String::with_capacity(self.spec.page_bytes + 256);
         let title = format!("Host {} {:?} {}", t.host, t.kind, t.n);
         self.head(&mut out, &title);
@@ -185,7 +191,7 @@ impl Renderer {
 }
 
 /// The requisites of page `n` in embeds mode (see `graph::HOST_EMBEDS` and `graph::page_embeds`).
-fn write_page_embeds(out: &mut String, n: usize) {
+pub(crate) fn write_page_embeds(out: &mut String, n: usize) {
     let [img, img2x, bg] = page_embeds(n);
     let _ = write!(
         out,
@@ -230,10 +236,10 @@ pub(crate) fn static_file(spec: &SiteSpec, path: &str) -> Option<(&'static str, 
 }
 
 /// Room for one wide link: `<li><a href="/w/{id}">w</a></li>` with an id of up to 20 digits.
-const WIDE_LINK_BYTES: usize = 48;
+pub(crate) const WIDE_LINK_BYTES: usize = 48;
 
 /// Writes the wide links `ids` as a list of root-relative hrefs (nothing for an empty range).
-fn write_wide_links(out: &mut String, ids: std::ops::Range<usize>) {
+pub(crate) fn write_wide_links(out: &mut String, ids: std::ops::Range<usize>) {
     if ids.is_empty() {
         return;
     }

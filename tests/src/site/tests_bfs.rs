@@ -53,6 +53,10 @@ fn normalize(path: &str) -> String {
 /// Resolves `href` against `base` (http URLs only) and drops the fragment.
 pub(super) fn resolve(base: &str, href: &str) -> String {
     let href = href.split('#').next().unwrap_or("");
+    if href.is_empty() {
+        // a fragment-only reference names the document itself
+        return base.split('#').next().unwrap_or(base).to_owned();
+    }
     if href.starts_with("http://") {
         let o = origin(href);
         let p = &href[o.len()..];
@@ -78,10 +82,11 @@ fn resolver_cases() {
     assert_eq!(resolve("http://h:1/", "./"), "http://h:1/");
     assert_eq!(resolve("http://h:1/", "page/5#top"), "http://h:1/page/5");
     assert_eq!(resolve("http://h:1/", "http://g:2"), "http://g:2/");
+    assert_eq!(resolve("http://h:1/page/3", "#sec-2"), "http://h:1/page/3");
 }
 
 /// A minimal polite crawler: robots.txt per host, sitemaps at depth 1, 301s at the same depth, nofollow skipped.
-async fn bfs_crawl(site: &Site, opts: ExpectOptions) -> Expected {
+pub(super) async fn bfs_crawl(site: &Site, opts: ExpectOptions) -> Expected {
     let c = client();
     let max = opts.max_depth.unwrap_or(u32::MAX);
     let mut out = Expected::default();
