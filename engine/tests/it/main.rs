@@ -16,7 +16,7 @@
 //!   counted and warned once, exported spans against docs/OBSERVABILITY.md.
 //! - `reload` (200-209): SIGHUP applies politeness and the user agent live, rejects invalid files and restart-only
 //!   keys, coalesces bursts; `reload_parts` (205-209): only what changed is reapplied (the DNS cache survives a log
-//!   level change, not a resolver change), the success line at warn.
+//!   level change, not a resolver change), the success line at warn, no exporter transport lines at debug/trace.
 //! - `distributed` (210-229): three processes on one crawl through a Redis the test starts: exactly once after the
 //!   merge, kill -9, SIGSTOP past the lease (fencing), Redis restarted from its AOF or empty, politeness across
 //!   processes.
