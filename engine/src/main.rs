@@ -144,6 +144,10 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             "exporting traces over otlp"
         );
     }
+    // Every configured chain's series exist at 0 from the first scrape on (the proxy actor starts later).
+    for name in config.proxy.chains.keys() {
+        crawl_observability::metrics::metrics().proxy_chain(name);
+    }
     let _metrics = match obs.metrics_listen {
         Some(addr) => {
             if !addr.ip().is_loopback() {

@@ -67,7 +67,7 @@ pub async fn run(scheduler: Addr<Scheduler>, mode: Mode) {
             // Log lines are written with the bar cleared, then the bar is drawn again below them.
             let hook = b.clone();
             crawl_observability::console::set_pause(Some(std::sync::Arc::new(
-                move |write: &mut dyn FnMut()| hook.suspend(|| write()),
+                move |write: &mut dyn FnMut()| hook.suspend(write),
             )));
             Some(b)
         }
