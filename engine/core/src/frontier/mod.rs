@@ -22,6 +22,7 @@ pub mod bloom;
 pub mod codec;
 pub mod embedded;
 mod entry;
+pub mod fphash;
 mod lock;
 mod recent;
 pub mod redis;

@@ -2,20 +2,20 @@
 //! a hit here confirms a duplicate without a lookup in the store. Exact because it compares the URL, not only its
 //! fingerprint; bounded by two generations of `cap` entries (the older one is dropped when the newer fills).
 
-use std::collections::HashMap;
+use super::fphash::FpMap;
 
 #[derive(Debug)]
 pub struct RecentUrls {
-    cur: HashMap<u64, Box<str>>,
-    old: HashMap<u64, Box<str>>,
+    cur: FpMap<u64, Box<str>>,
+    old: FpMap<u64, Box<str>>,
     cap: usize,
 }
 
 impl RecentUrls {
     pub fn new(cap: usize) -> RecentUrls {
         RecentUrls {
-            cur: HashMap::with_capacity(cap.min(1 << 16)),
-            old: HashMap::new(),
+            cur: FpMap::with_capacity_and_hasher(cap.min(1 << 16), Default::default()),
+            old: FpMap::default(),
             cap: cap.max(1),
         }
     }

@@ -6,7 +6,7 @@
 //! cursor may move back (when the window overflows) without a URL ever being leased twice.
 
 use super::{Entry, QueueKey, UrlRef};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 /// How far the window has read its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct Window {
     entries: BTreeMap<QueueKey, Entry>,
     cursor: Cursor,
     loading: bool,
-    out: HashSet<UrlRef>,
+    out: super::fphash::FpSet<UrlRef>,
 }
 
 impl Window {
@@ -41,7 +41,7 @@ impl Window {
             entries: BTreeMap::new(),
             cursor: Cursor::Start,
             loading: false,
-            out: HashSet::new(),
+            out: Default::default(),
         }
     }
 
@@ -172,6 +172,10 @@ impl Window {
     /// A URL taken from this window is done and committed.
     pub fn settle(&mut self, id: UrlRef) {
         self.out.remove(&id);
+        // A large burst of leases leaves a large table behind: let it go once they are all settled.
+        if self.out.is_empty() && self.out.capacity() > 1024 {
+            self.out = Default::default();
+        }
     }
 
     /// Reads the queue again from its start (entries held stay; those out are skipped).
