@@ -242,7 +242,7 @@ fn decode_zstd(data: &[u8], max: u64) -> Result<Vec<u8>, DecodeError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use flate2::Compression;
     use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
@@ -250,29 +250,29 @@ mod tests {
 
     const TEXT: &[u8] = b"<html><body>hello, decoded world! hello, decoded world!</body></html>";
 
-    fn gzip(data: &[u8]) -> Vec<u8> {
+    pub(super) fn gzip(data: &[u8]) -> Vec<u8> {
         let mut e = GzEncoder::new(Vec::new(), Compression::default());
         e.write_all(data).unwrap();
         e.finish().unwrap()
     }
 
-    fn zlib(data: &[u8]) -> Vec<u8> {
+    pub(super) fn zlib(data: &[u8]) -> Vec<u8> {
         let mut e = ZlibEncoder::new(Vec::new(), Compression::default());
         e.write_all(data).unwrap();
         e.finish().unwrap()
     }
 
-    fn raw_deflate(data: &[u8]) -> Vec<u8> {
+    pub(super) fn raw_deflate(data: &[u8]) -> Vec<u8> {
         let mut e = DeflateEncoder::new(Vec::new(), Compression::default());
         e.write_all(data).unwrap();
         e.finish().unwrap()
     }
 
-    fn zstd(data: &[u8]) -> Vec<u8> {
+    pub(super) fn zstd(data: &[u8]) -> Vec<u8> {
         ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
     }
 
-    fn decode(enc: Option<&str>, data: Vec<u8>, max: u64) -> Result<Bytes, DecodeError> {
+    pub(super) fn decode(enc: Option<&str>, data: Vec<u8>, max: u64) -> Result<Bytes, DecodeError> {
         decode_body(enc, Bytes::from(data), max)
     }
 
@@ -504,3 +504,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "decode_bomb_tests.rs"]
+mod bomb_tests;
