@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-micro bench-scale bench-drain bench-cluster promtool-test fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-cluster promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -32,11 +32,16 @@ test: promtool-test
 test-it:
 	$(CARGO) test -p crawl-engine --test it
 
-# The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64) and the criterion benches.
-bench: bench-crawl bench-micro
+# The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64), the same crawl against
+# wget2 on the plain and the realistic site, and the criterion benches.
+bench: bench-crawl bench-peer bench-micro
 
 bench-crawl: release
 	bash tests/scripts/bench.sh
+
+# crawl-engine and wget2 alternating on the same generated sites (installs wget2 with apt-get when missing).
+bench-peer: release
+	bash tests/scripts/bench_peer.sh
 
 # Large frontiers (20k, 1M, 10M known URLs on the wide-mode test site): peak RSS, disk per known URL, time to the
 # first request after kill -9, pages/s at that size. SIZES="20000 1000000" skips 10M.
@@ -75,4 +80,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-scale .bench-drain .bench-cluster .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-cluster .tools
