@@ -1,7 +1,8 @@
 //! The connector under the HTTP client: a direct TCP connection (HttpConnector with the guarded resolver), or a
 //! tunnel opened by the proxy-chain actor. TLS (hyper-rustls) wraps either, so HTTPS and HTTP/2 run inside the tunnel
 //! and hyper pools tunnelled connections like direct ones. The chain used is attached to the connection
-//! (`ProxyUsed`), so every response says how it travelled.
+//! (`ProxyUsed`), so every response says how it travelled. [`Timed`] bounds the TLS handshake: once the transport
+//! is up, the handshake has `connect_timeout` of its own and otherwise ends as `tls: handshake timed out`.
 
 use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
@@ -16,8 +17,9 @@ use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 /// What the connectors learn about a connection opened for the fetch in whose task-local scope they run: the
 /// fetch's trace (their spans go there) and when the transport and the whole connection were ready.
@@ -67,6 +69,16 @@ impl ConnProbe {
 
 tokio::task_local! {
     static PROBE: Arc<ConnProbe>;
+    /// Set (synchronously) around the TLS connector's call of [`ProxyConnector::call`]: notified when the transport
+    /// is up, which starts the handshake deadline.
+    static TRANSPORT_READY: Arc<Notify>;
+}
+
+/// Tells [`Timed`] the transport of its connection is up (no-op outside an HTTPS connect).
+fn transport_ready(ready: Option<&Arc<Notify>>) {
+    if let Some(r) = ready {
+        r.notify_one();
+    }
 }
 
 /// Runs `fut` (a request) with `probe` visible to the connectors it calls.
@@ -126,15 +138,16 @@ fn host_port(uri: &http::Uri) -> (String, u16) {
     (host, port)
 }
 
-/// Wraps the TLS connector: times the whole connection, so the TLS handshake is what follows the transport.
+/// Wraps the TLS connector: times the whole connection, so the TLS handshake is what follows the transport, and
+/// bounds that handshake by the duration given (`connect_timeout`), counted from the moment the transport is up.
 #[derive(Clone)]
-pub struct Timed<C>(pub C);
+pub struct Timed<C>(pub C, pub Duration);
 
 impl<C> tower_service::Service<http::Uri> for Timed<C>
 where
     C: tower_service::Service<http::Uri>,
     C::Response: Connection + Send + 'static,
-    C::Error: std::fmt::Display + Send + 'static,
+    C::Error: std::fmt::Display + From<super::error::TlsCause> + Send + 'static,
     C::Future: Send + 'static,
 {
     type Response = C::Response;
@@ -149,9 +162,32 @@ where
         let probe = probe();
         let https = uri.scheme_str() == Some("https");
         let start = Instant::now();
-        let fut = self.0.call(uri);
+        let handshake_timeout = self.1;
+        let (fut, ready) = if https {
+            let ready = Arc::new(Notify::new());
+            let fut = TRANSPORT_READY.sync_scope(Arc::clone(&ready), || self.0.call(uri));
+            (fut, Some(ready))
+        } else {
+            (self.0.call(uri), None)
+        };
         Box::pin(async move {
-            let res = fut.await;
+            let res = match ready {
+                None => fut.await,
+                Some(ready) => {
+                    let deadline = async {
+                        ready.notified().await;
+                        tokio::time::sleep(handshake_timeout).await;
+                    };
+                    tokio::select! {
+                        biased;
+                        res = fut => res,
+                        () = deadline => {
+                            tracing::debug!(timeout_ms = handshake_timeout.as_millis() as u64, "tls handshake timed out");
+                            Err(super::error::TlsCause::HandshakeTimedOut.into())
+                        }
+                    }
+                }
+            };
             if let Some(p) = probe {
                 let end = Instant::now();
                 let transport = p.times().transport_done;
@@ -292,6 +328,7 @@ where
     fn call(&mut self, uri: http::Uri) -> Self::Future {
         let mut direct = self.direct.clone();
         let probe = probe();
+        let ready = TRANSPORT_READY.try_with(Arc::clone).ok();
         let (host, port) = host_port(&uri);
         let Some(proxy) = self.proxy.clone() else {
             let start = Instant::now();
@@ -300,6 +337,7 @@ where
                 match fut.await {
                     Ok(io) => {
                         record_tcp(probe.as_ref(), &host, port, start, Ok(&io));
+                        transport_ready(ready.as_ref());
                         Ok(Conn::Direct(io, false))
                     }
                     Err(e) => {
@@ -326,6 +364,7 @@ where
                             let now = Instant::now();
                             p.update(|t| t.transport_done = Some(now));
                         }
+                        transport_ready(ready.as_ref());
                         return Ok(Conn::Chain(TokioIo::new(stream), chain));
                     }
                     Ok(Ok(Opened::Direct { .. })) => {
@@ -333,6 +372,7 @@ where
                         return match direct.call(uri).await {
                             Ok(io) => {
                                 record_tcp(probe.as_ref(), &host, port, start, Ok(&io));
+                                transport_ready(ready.as_ref());
                                 Ok(Conn::Direct(io, true))
                             }
                             Err(e) => {

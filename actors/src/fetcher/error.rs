@@ -3,7 +3,9 @@
 //! [`FetchError`] is what [`crate::fetcher::http::HttpClient::get`] returns. Each variant has a
 //! stable metrics label ([`FetchError::reason`]) and a retry verdict ([`FetchError::is_retryable`]).
 //! [`classify`] turns the nested error chains of hyper / hyper-util / hyper-rustls into a
-//! `FetchError` by walking `source()` (and the payload of `io::Error`s, which `source()` skips).
+//! `FetchError` by walking `source()` (and the payload of `io::Error`s, which `source()` skips). A TLS failure's
+//! detail names its cause in a short stable string (`tls: certificate expired`, `tls: unknown issuer`, ...), see
+//! [`tls_detail`].
 
 use std::error::Error as StdError;
 use std::io;
@@ -52,8 +54,8 @@ pub enum FetchError {
     /// The TCP connection could not be established.
     #[error("connect error: {0}")]
     Connect(String),
-    /// The TLS handshake failed (certificate, protocol, alert).
-    #[error("tls error: {0}")]
+    /// The TLS handshake failed (certificate, protocol, alert, deadline); the text is the detail, `tls: <cause>`.
+    #[error("{0}")]
     Tls(String),
     /// A deadline expired.
     #[error("timeout ({0})")]
@@ -124,6 +126,73 @@ pub enum ResolveError {
     Lookup { host: String, detail: String },
 }
 
+/// TLS failures the fetcher itself detects; travel through hyper-util's error chain (the certificate one inside
+/// `rustls::CertificateError::Other`) to `classify`.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsCause {
+    /// The server accepted the connection but did not finish the handshake within `connect_timeout`.
+    #[error("tls: handshake timed out")]
+    HandshakeTimedOut,
+    /// The untrusted certificate is its own issuer (a self-signed leaf, not a chain to an unknown CA).
+    #[error("tls: self-signed certificate")]
+    SelfSigned,
+}
+
+/// The stable short detail of a rustls error: `tls: <cause>`.
+pub fn tls_detail(err: &rustls::Error) -> String {
+    use rustls::{AlertDescription, CertificateError, Error, PeerIncompatible};
+    match err {
+        Error::InvalidCertificate(cert) => match cert {
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                "tls: certificate expired".into()
+            }
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                "tls: certificate not yet valid".into()
+            }
+            CertificateError::NotValidForNameContext { expected, .. } => {
+                format!("tls: certificate not valid for host {}", expected.to_str())
+            }
+            CertificateError::NotValidForName => "tls: certificate not valid for host".into(),
+            CertificateError::UnknownIssuer => "tls: unknown issuer".into(),
+            CertificateError::BadSignature => "tls: bad certificate signature".into(),
+            CertificateError::Revoked => "tls: certificate revoked".into(),
+            CertificateError::BadEncoding => "tls: malformed certificate".into(),
+            CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+                "tls: certificate not valid for server authentication".into()
+            }
+            CertificateError::Other(other) => match other.0.downcast_ref::<TlsCause>() {
+                Some(cause) => cause.to_string(),
+                None => format!("tls: invalid certificate: {other}"),
+            },
+            other => format!("tls: invalid certificate: {other}"),
+        },
+        Error::AlertReceived(AlertDescription::ProtocolVersion)
+        | Error::PeerIncompatible(
+            PeerIncompatible::ServerDoesNotSupportTls12Or13
+            | PeerIncompatible::ServerTlsVersionIsDisabledByOurConfig
+            | PeerIncompatible::SupportedVersionsExtensionRequired
+            | PeerIncompatible::Tls12NotOffered
+            | PeerIncompatible::Tls12NotOfferedOrEnabled,
+        ) => "tls: protocol version not supported".into(),
+        Error::AlertReceived(AlertDescription::HandshakeFailure) => {
+            "tls: handshake failure alert".into()
+        }
+        Error::AlertReceived(alert) => {
+            format!(
+                "tls: alert received: {}",
+                format!("{alert:?}").to_lowercase()
+            )
+        }
+        Error::PeerIncompatible(PeerIncompatible::NoCipherSuitesInCommon) => {
+            "tls: no cipher suite in common".into()
+        }
+        Error::PeerIncompatible(other) => format!("tls: peer incompatible: {other:?}"),
+        Error::InvalidMessage(_) => "tls: invalid message from server".into(),
+        Error::NoCertificatesPresented => "tls: no certificate presented".into(),
+        other => format!("tls: {other}"),
+    }
+}
+
 /// Longest error chain that is inspected.
 const MAX_CHAIN: usize = 32;
 
@@ -187,8 +256,12 @@ pub fn classify(err: &(dyn StdError + 'static), during_connect: bool) -> FetchEr
                 ResolveError::Lookup { .. } => FetchError::Dns(detail),
             };
         }
-        if e.downcast_ref::<rustls::Error>().is_some() {
-            return FetchError::Tls(detail);
+        if let Some(cause) = e.downcast_ref::<TlsCause>() {
+            return FetchError::Tls(cause.to_string());
+        }
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            tracing::debug!(chain = %detail, "tls failure");
+            return FetchError::Tls(tls_detail(tls));
         }
         if let Some(io_err) = e.downcast_ref::<io::Error>()
             && first_io.is_none()
@@ -283,7 +356,14 @@ mod tests {
             io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
         ));
-        assert!(matches!(classify(&tls, true), FetchError::Tls(_)));
+        match classify(&tls, true) {
+            FetchError::Tls(d) => assert_eq!(d, "tls: unknown issuer"),
+            other => panic!("unexpected {other:?}"),
+        }
+        let timed_out = io::Error::other(TlsCause::HandshakeTimedOut);
+        let err = classify(&timed_out, true);
+        assert_eq!(err.reason(), "tls");
+        assert_eq!(err.to_string(), "tls: handshake timed out");
 
         let dns = io::Error::other(ResolveError::Lookup {
             host: "nx.invalid".into(),

@@ -42,7 +42,8 @@ const MAX_INITIAL_BUFFER: u64 = 4 * 1024 * 1024;
 pub struct HttpSettings {
     /// `User-Agent` header value.
     pub user_agent: String,
-    /// TCP connect deadline (per address attempt, enforced by the connector).
+    /// TCP connect deadline (enforced by the connector), and separately the TLS handshake's deadline, counted from
+    /// the moment the transport is up (a stalled handshake ends as `tls: handshake timed out`).
     pub connect_timeout: Duration,
     /// Deadline from request start to response headers (includes connect and TLS).
     pub header_timeout: Duration,
@@ -248,12 +249,129 @@ fn tls_config(settings: &HttpSettings) -> Result<rustls::ClientConfig, FetchErro
             .map_err(|e| FetchError::Config(format!("bad extra root certificate: {e}")))?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        Arc::clone(&provider),
+    )
+    .build()
+    .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?;
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(NamingVerifier(webpki)))
         .with_no_client_auth();
     Ok(config)
+}
+
+/// The webpki verifier, unchanged in what it accepts; an untrusted certificate that is its own issuer is reported as
+/// self-signed ([`crate::fetcher::error::TlsCause::SelfSigned`]) instead of "unknown issuer".
+#[derive(Debug)]
+struct NamingVerifier(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for NamingVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        self.0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            .map_err(|e| match e {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)
+                    if intermediates.is_empty() && self_issued(end_entity) =>
+                {
+                    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
+                        rustls::OtherError(Arc::new(crate::fetcher::error::TlsCause::SelfSigned)),
+                    ))
+                }
+                other => other,
+            })
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// One DER element read from the front of a buffer.
+struct Der<'a> {
+    tag: u8,
+    /// The element with its tag and length.
+    whole: &'a [u8],
+    contents: &'a [u8],
+    /// What follows the element.
+    rest: &'a [u8],
+}
+
+fn der_element(input: &[u8]) -> Option<Der<'_>> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        (len, &rest[n..])
+    };
+    if rest.len() < len {
+        return None;
+    }
+    let header = input.len() - rest.len();
+    Some(Der {
+        tag,
+        whole: &input[..header + len],
+        contents: &rest[..len],
+        rest: &rest[len..],
+    })
+}
+
+/// Whether the certificate's issuer name equals its subject name (false when it cannot be read).
+fn self_issued(cert: &CertificateDer<'_>) -> bool {
+    const SEQUENCE: u8 = 0x30;
+    const VERSION: u8 = 0xa0;
+    let names = || -> Option<(&[u8], &[u8])> {
+        let cert = der_element(cert.as_ref()).filter(|e| e.tag == SEQUENCE)?;
+        let tbs = der_element(cert.contents).filter(|e| e.tag == SEQUENCE)?;
+        let first = der_element(tbs.contents)?;
+        let serial_rest = if first.tag == VERSION {
+            der_element(first.rest)?.rest
+        } else {
+            first.rest
+        };
+        let algorithm = der_element(serial_rest)?;
+        let issuer = der_element(algorithm.rest)?;
+        let validity = der_element(issuer.rest)?;
+        let subject = der_element(validity.rest)?;
+        Some((issuer.whole, subject.whole))
+    };
+    names().is_some_and(|(issuer, subject)| issuer == subject)
 }
 
 impl HttpClient {
@@ -295,7 +413,7 @@ impl HttpClient {
             .pool_max_idle_per_host(settings.pool_max_idle_per_host)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
-            .build(super::connector::Timed(https));
+            .build(super::connector::Timed(https, settings.connect_timeout));
 
         Ok(HttpClient {
             client,
@@ -525,3 +643,7 @@ impl HttpClient {
 #[cfg(test)]
 #[path = "http_tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tls_tests;
