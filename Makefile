@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-cluster promtool-test fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-polite bench-cluster promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -34,7 +34,7 @@ test-it:
 
 # The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64), the same crawl against
 # wget2 on the plain and the realistic site, and the criterion benches.
-bench: bench-crawl bench-peer bench-micro
+bench: bench-crawl bench-peer bench-polite bench-micro
 
 bench-crawl: release
 	bash tests/scripts/bench.sh
@@ -47,6 +47,10 @@ bench-peer: release
 # first request after kill -9, pages/s at that size. SIZES="20000 1000000" skips 10M.
 bench-scale: release
 	bash tests/scripts/bench_scale.sh
+
+# A polite crawl (200 hosts x 25 pages, 200 ms per host) against its politeness bound, and gaps below the delay.
+bench-polite: release
+	bash tests/scripts/bench_polite.sh
 
 # Resident memory before and after a queue of 200,000 URLs drains while the crawl goes on.
 bench-drain: release
@@ -80,4 +84,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-cluster .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .tools

@@ -6,6 +6,7 @@
 //! replaces that with `first <unix seconds with nanoseconds>` (`make bench-scale` times restarts with it).
 //! Loopback only; needs no internet.
 
+use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -95,6 +96,10 @@ struct Args {
     /// styles) over the same link graph; --page-bytes is ignored
     #[arg(long)]
     realistic: bool,
+    /// at exit write every request here, one line each: host, start and end in ms since the first request, status,
+    /// path (implies --log-requests)
+    #[arg(long)]
+    request_log_file: Option<PathBuf>,
     /// every answer waits this many milliseconds (a slow host)
     #[arg(long, default_value_t = 0)]
     delay_ms: u64,
@@ -142,7 +147,7 @@ fn spec(args: &Args) -> SiteSpec {
         first_octet: args.first_octet,
         port: args.port,
         page_bytes: args.page_bytes,
-        log_requests: args.log_requests,
+        log_requests: args.log_requests || args.request_log_file.is_some(),
         wide_links: args.wide_links,
         wide_ok_ratio: args.wide_ok_ratio,
         wide_siblings: args.wide_siblings,
@@ -227,6 +232,9 @@ async fn run(args: Args) -> Result<(), String> {
         () = first_request => {}
     }
     site.shutdown().await;
+    if let Some(path) = &args.request_log_file {
+        write_request_log(&site, path)?;
+    }
     println!(
         "testsite served requests={} bytes={}",
         site.total_requests(),
@@ -234,6 +242,31 @@ async fn run(args: Args) -> Result<(), String> {
     );
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+/// Writes the request log: `host start_ms end_ms status path` per line, times since the first request, in order.
+fn write_request_log(site: &Site, path: &PathBuf) -> Result<(), String> {
+    let mut log = site.requests();
+    log.sort_by_key(|r| r.start);
+    let Some(t0) = log.first().map(|r| r.start) else {
+        return std::fs::write(path, "")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()));
+    };
+    let ms = |t: std::time::Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
+    let mut text = String::with_capacity(log.len() * 48);
+    for r in &log {
+        let end = r.end.map_or(-1.0, ms);
+        let _ = writeln!(
+            text,
+            "{} {:.3} {:.3} {} {}",
+            r.host,
+            ms(r.start),
+            end,
+            r.status,
+            r.path
+        );
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Seconds since the Unix epoch with nanoseconds, as `date +%s.%N` prints them.
