@@ -32,6 +32,7 @@ use crawl_core::frontier::{DirLock, FrontierError, FrontierStore, Resume, proces
 use crawl_core::output::JsonlWriter;
 use crawl_core::politeness::{HostQueues, PolitenessPolicy};
 use crawl_core::scope::ScopePolicy;
+use crawl_core::traps::{TrapRules, current_year};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -427,15 +428,18 @@ pub fn start_locked(
     })
 }
 
-/// The scope of a config.
+/// The scope of a config, with its trap rules (calendar windows around the current year).
 pub fn scope_policy(config: &Config) -> Arc<ScopePolicy> {
-    Arc::new(ScopePolicy::new(
-        config.crawl.scope,
-        &config.crawl.seeds,
-        config.crawl.include.clone(),
-        config.crawl.exclude.clone(),
-        config.crawl.max_depth,
-    ))
+    Arc::new(
+        ScopePolicy::new(
+            config.crawl.scope,
+            &config.crawl.seeds,
+            config.crawl.include.clone(),
+            config.crawl.exclude.clone(),
+            config.crawl.max_depth,
+        )
+        .with_traps(TrapRules::new(&config.traps, current_year())),
+    )
 }
 
 /// The politeness policy of a config.

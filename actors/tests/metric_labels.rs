@@ -33,13 +33,19 @@ fn every_reason() -> Vec<Reason> {
         Decode,
         InvalidUrl,
         Poison,
+        HostBudget,
+        RepeatedPath,
+        LongUrl,
+        Calendar,
+        PatternBudget,
     ];
     for r in &all {
         // Exhaustive: a new reason must be added above.
         match r {
             Robots | RobotsUnavailable | Scope | Filter | Depth | PrivateNetwork | TooLarge
             | Timeout | Dns | DnsPolluted | Proxy | Tls | Connect | Protocol | RedirectLoop
-            | TooManyRedirects | Decode | InvalidUrl | Poison => {}
+            | TooManyRedirects | Decode | InvalidUrl | Poison | HostBudget | RepeatedPath
+            | LongUrl | Calendar | PatternBudget => {}
         }
     }
     all

@@ -21,6 +21,7 @@ use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
 use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
 use crawl_core::scope::{ScopePolicy, ScopeVerdict};
+use crawl_core::traps::Budgets;
 use crawl_observability::KeyValue;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
@@ -90,6 +91,8 @@ struct InFlight {
 pub struct Crawl {
     settings: CrawlSettings,
     scope: Arc<ScopePolicy>,
+    /// URLs admitted per host and per URL pattern (`traps.max_urls_per_host`, `traps.max_urls_per_pattern`).
+    budgets: Budgets,
     queues: HostQueues,
     /// The records queue: links recorded without a fetch, read from the store a window at a time.
     excluded: Window,
@@ -146,11 +149,13 @@ impl Crawl {
     ) -> Crawl {
         let mut excluded = Window::complete();
         let mut queues = queues;
+        let mut budgets = Budgets::new(scope.traps().config());
         for h in &resume.hosts {
             if h.fp == RECORDS_HOST {
                 excluded = Window::unloaded();
             } else {
                 queues.resume_host(&h.name, now);
+                budgets.resume(&h.name, h.pending);
             }
         }
         let mut stats = Stats {
@@ -165,6 +170,7 @@ impl Crawl {
             records: RecordLog::new(resume.next_record, jsonl.lines, moved.then_some(jsonl)),
             settings,
             scope,
+            budgets,
             queues,
             excluded,
             robots: RobotsTable::default(),
@@ -205,7 +211,14 @@ impl Crawl {
     }
 
     /// Stages a discovered URL; the store keeps it when it is new (in scope: queued; otherwise: recorded).
-    fn admit(&mut self, link: FoundLink, depth: u32, parent: Option<&Entry>, chain: Vec<String>) {
+    fn admit(
+        &mut self,
+        mut link: FoundLink,
+        depth: u32,
+        parent: Option<&Entry>,
+        chain: Vec<String>,
+    ) {
+        self.screen_traps(&mut link, depth);
         let kind = JobKind::from_verdict(link.verdict);
         self.stage_discovered(link, depth, parent, chain, kind);
     }
@@ -492,11 +505,8 @@ impl Crawl {
         let Ok(url) = url::Url::parse(&entry.url) else {
             return true;
         };
-        let reason = match self.scope.check(&url, entry.depth) {
-            ScopeVerdict::InScope => return true,
-            ScopeVerdict::OutOfScope => Reason::Scope,
-            ScopeVerdict::Filtered => Reason::Filter,
-            ScopeVerdict::TooDeep => Reason::Depth,
+        let Some(reason) = self.scope.check(&url, entry.depth).reason() else {
+            return true;
         };
         self.queues.release(host, now, Feedback::NotStarted);
         let record = Record::terminal(
@@ -616,6 +626,7 @@ mod robots_jobs;
 mod shards;
 mod store_io;
 mod trace_metrics;
+mod traps;
 
 #[cfg(test)]
 mod tests;

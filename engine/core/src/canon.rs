@@ -82,6 +82,64 @@ pub fn path_and_query(url: &Url) -> &str {
     &url[Position::BeforePath..Position::AfterQuery]
 }
 
+/// Removes the query parameters and `;` path parameters (`/a;jsessionid=1F/b`) whose names match `names`
+/// (`traps.strip_params`: lowercase names, a trailing `*` matches any suffix; names compare case-insensitively),
+/// so that URLs differing only in a session id or a tracking tag collapse into one. An emptied query is dropped.
+/// Returns whether the URL changed.
+pub fn strip_params(url: &mut Url, names: &[String]) -> bool {
+    if names.is_empty() {
+        return false;
+    }
+    let mut changed = false;
+    if url.path().contains(';') {
+        let path: Vec<String> = url
+            .path()
+            .split('/')
+            .map(|segment| {
+                let mut parts = segment.split(';');
+                let mut kept = parts.next().unwrap_or("").to_owned();
+                for param in parts {
+                    if param_matches(param, names) {
+                        changed = true;
+                    } else {
+                        kept.push(';');
+                        kept.push_str(param);
+                    }
+                }
+                kept
+            })
+            .collect();
+        if changed {
+            url.set_path(&path.join("/"));
+        }
+    }
+    if let Some(query) = url.query()
+        && query.split('&').any(|p| param_matches(p, names))
+    {
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|p| !param_matches(p, names))
+            .collect();
+        let kept = kept.join("&");
+        url.set_query((!kept.is_empty()).then_some(kept.as_str()));
+        changed = true;
+    }
+    changed
+}
+
+/// Whether the name of `param` (`name=value` or `name`) matches one of `names`.
+fn param_matches(param: &str, names: &[String]) -> bool {
+    let name = param.split('=').next().unwrap_or("");
+    !name.is_empty()
+        && names.iter().any(|n| match n.strip_suffix('*') {
+            Some(prefix) => {
+                name.len() >= prefix.len()
+                    && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+            }
+            None => name.eq_ignore_ascii_case(n),
+        })
+}
+
 /// Removes leading/trailing ASCII whitespace and C0 controls, and all tabs and newlines.
 fn trim_input(input: &str) -> Result<Cow<'_, str>, CanonError> {
     if input.len() > MAX_INPUT_LEN {
@@ -385,6 +443,45 @@ mod tests {
 
         let raw = Url::parse("http://u:p@c.com:81/a?b#c").unwrap();
         assert_eq!(robots_url(&raw).as_str(), "http://c.com:81/robots.txt");
+    }
+
+    #[test]
+    fn strips_session_and_tracking_params() {
+        let names: Vec<String> = ["jsessionid", "phpsessid", "sid", "utm_*"]
+            .map(str::to_owned)
+            .to_vec();
+        let strip = |s: &str| {
+            let mut u = canonicalize(s).unwrap();
+            let changed = strip_params(&mut u, &names);
+            (u.to_string(), changed)
+        };
+        assert_eq!(
+            strip("http://a.com/p?id=3&PHPSESSID=ab12&utm_source=x&UTM_Medium=y"),
+            ("http://a.com/p?id=3".to_owned(), true)
+        );
+        assert_eq!(
+            strip("http://a.com/p?sid=1&JSESSIONID=2"),
+            ("http://a.com/p".to_owned(), true)
+        );
+        assert_eq!(
+            strip("http://a.com/shop;jsessionid=0AF3/cart;JSessionId=9;v=2?q=1"),
+            ("http://a.com/shop/cart;v=2?q=1".to_owned(), true)
+        );
+        // Only whole names match, or prefixes of a `*` pattern.
+        assert_eq!(
+            strip("http://a.com/p?sidebar=1&utm=2&x_sid=3"),
+            ("http://a.com/p?sidebar=1&utm=2&x_sid=3".to_owned(), false)
+        );
+        assert_eq!(
+            strip("http://a.com/;sid"),
+            ("http://a.com/".to_owned(), true)
+        );
+        let mut u = canonicalize("http://a.com/p?sid=1").unwrap();
+        assert!(!strip_params(&mut u, &[]));
+        assert_eq!(u.as_str(), "http://a.com/p?sid=1");
+        // The stripped form is canonical: stripping again changes nothing.
+        let (once, _) = strip("http://a.com/a;sid=1/b?utm_x=1&k=v&sid=2");
+        assert_eq!(strip(&once), (once.clone(), false));
     }
 
     #[test]

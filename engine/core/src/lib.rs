@@ -4,6 +4,7 @@
 //! - [`config`]: the TOML configuration, raw → validated, every problem reported at once with file:line:column.
 //! - [`canon`]: URL canonicalisation (WHATWG parsing, IDN, default ports, dot segments, percent-encoding).
 //! - [`scope`]: crawl scope (host, registrable domain, any), include/exclude filters, depth.
+//! - [`traps`]: crawler traps (long URLs, repeated segments, calendars, session parameters, per-host budgets).
 //! - [`robots`]: RFC 9309 robots.txt parsing and matching.
 //! - [`frontier`]: the durable set of known URLs and the record outbox, behind the [`frontier::FrontierStore`] trait.
 //! - [`politeness`]: per-host queues, depth ordering, per-host concurrency, delays, crawl-delay and backoff.
@@ -24,4 +25,5 @@ pub mod record;
 pub mod retry_after;
 pub mod robots;
 pub mod scope;
+pub mod traps;
 pub mod warc;

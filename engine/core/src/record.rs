@@ -71,6 +71,17 @@ pub enum Reason {
     InvalidUrl,
     /// Handlers panicked on this URL max_attempts times.
     Poison,
+    /// Its host already had `traps.max_urls_per_host` URLs admitted.
+    HostBudget,
+    /// A path segment repeats more than `traps.max_repeated_segments` times (`/a/b/a/b/a/b`).
+    RepeatedPath,
+    /// The path or query is longer than `traps.max_path_bytes` / `max_query_bytes`, or has more than
+    /// `traps.max_query_params` parameters.
+    LongUrl,
+    /// A calendar-like URL (`/2031/12/`, `?date=2099-01-01`, `year=`) outside the configured window of years.
+    Calendar,
+    /// Its host already had `traps.max_urls_per_pattern` URLs of the same pattern (digits and query values aside).
+    PatternBudget,
 }
 
 impl Reason {
@@ -96,6 +107,11 @@ impl Reason {
             Reason::Decode => "decode",
             Reason::InvalidUrl => "invalid_url",
             Reason::Poison => "poison",
+            Reason::HostBudget => "host_budget",
+            Reason::RepeatedPath => "repeated_path",
+            Reason::LongUrl => "long_url",
+            Reason::Calendar => "calendar",
+            Reason::PatternBudget => "pattern_budget",
         }
     }
 
@@ -106,7 +122,12 @@ impl Reason {
             | Reason::Scope
             | Reason::Filter
             | Reason::Depth
-            | Reason::PrivateNetwork => Outcome::Excluded,
+            | Reason::PrivateNetwork
+            | Reason::HostBudget
+            | Reason::RepeatedPath
+            | Reason::LongUrl
+            | Reason::Calendar
+            | Reason::PatternBudget => Outcome::Excluded,
             _ => Outcome::Failed,
         }
     }
@@ -267,6 +288,17 @@ mod tests {
         assert_eq!(Reason::Robots.outcome(), Outcome::Excluded);
         assert_eq!(Reason::PrivateNetwork.outcome(), Outcome::Excluded);
         assert_eq!(Reason::Poison.outcome(), Outcome::Failed);
+        for trap in [
+            Reason::HostBudget,
+            Reason::RepeatedPath,
+            Reason::LongUrl,
+            Reason::Calendar,
+            Reason::PatternBudget,
+        ] {
+            assert_eq!(trap.outcome(), Outcome::Excluded);
+            let json = serde_json::to_string(&trap).unwrap();
+            assert_eq!(json, format!("\"{}\"", trap.as_str()));
+        }
         assert_eq!(Reason::RedirectLoop.as_str(), "redirect_loop");
         let json = serde_json::to_string(&Reason::PrivateNetwork).unwrap();
         assert_eq!(json, "\"private_network\"");

@@ -2,13 +2,17 @@
 //!
 //! A [`ScopePolicy`] combines a scope mode (same host, same registrable domain, or anything),
 //! include/exclude regular expressions matched against the full URL string, and a maximum link
-//! depth. Registrable domains (eTLD+1) come from the public suffix list via `psl`.
+//! depth, and the per-URL [trap rules](crate::traps::TrapRules). Registrable domains (eTLD+1) come from the public
+//! suffix list via `psl`.
 
 use std::collections::HashSet;
 use std::net::IpAddr;
 
 use regex::Regex;
 use url::Url;
+
+use crate::record::Reason;
+use crate::traps::TrapRules;
 
 /// Which hosts count as in scope, relative to the seeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -33,6 +37,21 @@ pub enum ScopeVerdict {
     Filtered,
     /// Deeper than the maximum depth.
     TooDeep,
+    /// Cut by a trap rule, with its reason (`long_url`, `repeated_path`, `calendar`).
+    Trap(Reason),
+}
+
+impl ScopeVerdict {
+    /// The exclusion reason of a verdict other than [`ScopeVerdict::InScope`].
+    pub fn reason(self) -> Option<Reason> {
+        match self {
+            ScopeVerdict::InScope => None,
+            ScopeVerdict::OutOfScope => Some(Reason::Scope),
+            ScopeVerdict::Filtered => Some(Reason::Filter),
+            ScopeVerdict::TooDeep => Some(Reason::Depth),
+            ScopeVerdict::Trap(r) => Some(r),
+        }
+    }
 }
 
 /// Scope rules for one crawl.
@@ -44,6 +63,7 @@ pub struct ScopePolicy {
     include: Vec<Regex>,
     exclude: Vec<Regex>,
     max_depth: u32,
+    traps: TrapRules,
 }
 
 impl ScopePolicy {
@@ -62,11 +82,23 @@ impl ScopePolicy {
             include,
             exclude,
             max_depth,
+            traps: TrapRules::off(),
         };
         for seed in seeds {
             policy.add_seed(seed);
         }
         policy
+    }
+
+    /// The same policy, with `traps` cutting links (seeds are never cut).
+    pub fn with_traps(mut self, traps: TrapRules) -> Self {
+        self.traps = traps;
+        self
+    }
+
+    /// The trap rules (also the session parameters to strip).
+    pub fn traps(&self) -> &TrapRules {
+        &self.traps
     }
 
     /// Adds a seed's host and registrable domain to the scope.
@@ -83,7 +115,8 @@ impl ScopePolicy {
 
     /// Checks `url` found at link depth `depth` (seeds are depth 0).
     ///
-    /// Order: depth, then host/domain scope, then exclude/include patterns.
+    /// Order: depth, then host/domain scope, then exclude/include patterns, then the trap rules (links only: a
+    /// seed at depth 0 is never cut by them).
     pub fn check(&self, url: &Url, depth: u32) -> ScopeVerdict {
         if depth > self.max_depth {
             return ScopeVerdict::TooDeep;
@@ -97,6 +130,11 @@ impl ScopePolicy {
         }
         if !self.include.is_empty() && !self.include.iter().any(|re| re.is_match(s)) {
             return ScopeVerdict::Filtered;
+        }
+        if depth > 0
+            && let Some(reason) = self.traps.check(url)
+        {
+            return ScopeVerdict::Trap(reason);
         }
         ScopeVerdict::InScope
     }
@@ -326,6 +364,44 @@ mod tests {
             p.check(&u("http://x.a.com/private/"), 0),
             ScopeVerdict::Filtered
         );
+    }
+
+    #[test]
+    fn traps_after_filters_and_never_for_seeds() {
+        let seeds = [u("http://a.com/")];
+        let p = ScopePolicy::new(
+            ScopeMode::Host,
+            &seeds,
+            vec![],
+            vec![Regex::new("/private/").unwrap()],
+            10,
+        )
+        .with_traps(TrapRules::new(&crate::config::TrapsConfig::default(), 2026));
+        let loop_url = u("http://a.com/x/x/x/x");
+        assert_eq!(
+            p.check(&loop_url, 1),
+            ScopeVerdict::Trap(Reason::RepeatedPath)
+        );
+        assert_eq!(p.check(&loop_url, 0), ScopeVerdict::InScope);
+        assert_eq!(
+            p.check(&u("http://b.com/x/x/x/x"), 1),
+            ScopeVerdict::OutOfScope
+        );
+        assert_eq!(
+            p.check(&u("http://a.com/private/x/x/x/x"), 1),
+            ScopeVerdict::Filtered
+        );
+        assert_eq!(p.check(&loop_url, 11), ScopeVerdict::TooDeep);
+        assert_eq!(
+            p.check(&u("http://a.com/cal/2099/1/"), 2),
+            ScopeVerdict::Trap(Reason::Calendar)
+        );
+        assert_eq!(p.check(&loop_url, 1).reason(), Some(Reason::RepeatedPath));
+        assert_eq!(ScopeVerdict::TooDeep.reason(), Some(Reason::Depth));
+        assert_eq!(ScopeVerdict::InScope.reason(), None);
+        // Without trap rules nothing is cut.
+        let plain = policy(ScopeMode::Host, &["http://a.com/"]);
+        assert_eq!(plain.check(&loop_url, 1), ScopeVerdict::InScope);
     }
 
     #[test]

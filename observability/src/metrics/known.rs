@@ -5,7 +5,7 @@
 //! them against those enums.
 
 /// `(outcome, reason)` of `crawl_records_total`: a fetched page has no reason, every reason has one outcome.
-pub const RECORDS: [(&str, &str); 20] = [
+pub const RECORDS: [(&str, &str); 25] = [
     ("fetched", ""),
     ("excluded", "robots"),
     ("failed", "robots_unavailable"),
@@ -26,6 +26,11 @@ pub const RECORDS: [(&str, &str); 20] = [
     ("failed", "decode"),
     ("failed", "invalid_url"),
     ("failed", "poison"),
+    ("excluded", "host_budget"),
+    ("excluded", "repeated_path"),
+    ("excluded", "long_url"),
+    ("excluded", "calendar"),
+    ("excluded", "pattern_budget"),
 ];
 
 /// `status_class` of `crawl_responses_total`.

@@ -22,6 +22,8 @@ mod links;
 mod reload;
 #[path = "shards_tests.rs"]
 mod shards;
+#[path = "traps_tests.rs"]
+mod traps;
 
 pub(super) fn settings() -> CrawlSettings {
     CrawlSettings {

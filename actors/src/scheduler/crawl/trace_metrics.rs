@@ -12,7 +12,7 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> Vec<KeyValue> {
         JobKind::Embed => "embed",
         JobKind::Robots => "robots",
         JobKind::Sitemap => "sitemap",
-        JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep => "excluded",
+        JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep | JobKind::Trap(_) => "excluded",
     };
     vec![
         KeyValue::new("url.full", redact_url(url)),

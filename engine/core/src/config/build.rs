@@ -8,7 +8,7 @@ use super::validate;
 use super::{
     ChainConfig, Config, CrawlConfig, DohEndpoint, FetchConfig, FrontierConfig,
     ObservabilityConfig, OutputConfig, ParserConfig, PolitenessConfig, ProxyConfig, ProxyRule,
-    ResolverConfig, SecurityConfig, ShutdownConfig, SupervisorConfig,
+    ResolverConfig, SecurityConfig, ShutdownConfig, SupervisorConfig, TrapsConfig,
 };
 
 /// Builds the config from the document, recording every problem in the walker's sink.
@@ -16,6 +16,7 @@ use super::{
 pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
     Config {
         crawl: crawl(&mut w.section("crawl")),
+        traps: traps(&mut w.section("traps")),
         politeness: politeness(&mut w.section("politeness")),
         fetch: fetch(&mut w.section("fetch")),
         frontier: frontier(&mut w.section("frontier")),
@@ -28,6 +29,38 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
         observability: observability(&mut w.section("observability")),
         proxy: proxy(&mut w.section("proxy")),
     }
+}
+
+/// Most years a calendar window may reach from the current year.
+const MAX_CALENDAR_YEARS: u32 = 1_000;
+
+fn traps(s: &mut Section<'_, '_, '_, '_>) -> TrapsConfig {
+    let d = TrapsConfig::default();
+    let mut c = TrapsConfig {
+        max_urls_per_host: s.u64("max_urls_per_host", d.max_urls_per_host, 0),
+        max_urls_per_pattern: s.u64("max_urls_per_pattern", d.max_urls_per_pattern, 0),
+        max_repeated_segments: s.u32("max_repeated_segments", d.max_repeated_segments, 0),
+        max_path_bytes: s.usize("max_path_bytes", d.max_path_bytes, 0),
+        max_query_bytes: s.usize("max_query_bytes", d.max_query_bytes, 0),
+        max_query_params: s.usize("max_query_params", d.max_query_params, 0),
+        calendar: s.bool("calendar", d.calendar),
+        calendar_past_years: s.u32("calendar_past_years", d.calendar_past_years, 0),
+        calendar_future_years: s.u32("calendar_future_years", d.calendar_future_years, 0),
+        strip_params: Vec::new(),
+    };
+    // Absent: the default list; `[]`: none.
+    let strip_given = s.has("strip_params");
+    let strip = s.list("strip_params", validate::strip_param);
+    c.strip_params = if strip_given { strip } else { d.strip_params };
+    for (key, years) in [
+        ("calendar_past_years", c.calendar_past_years),
+        ("calendar_future_years", c.calendar_future_years),
+    ] {
+        if years > MAX_CALENDAR_YEARS {
+            s.invalid(key, &format!("at most {MAX_CALENDAR_YEARS} years"));
+        }
+    }
+    c
 }
 
 fn crawl(s: &mut Section<'_, '_, '_, '_>) -> CrawlConfig {

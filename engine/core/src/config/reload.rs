@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::{
     Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
     ParserConfig, PolitenessConfig, ProxyConfig, ResolverConfig, SecurityConfig, ShutdownConfig,
-    SupervisorConfig,
+    SupervisorConfig, TrapsConfig,
 };
 
 /// Whether a running crawl can take a new value of a key.
@@ -104,6 +104,7 @@ const RULES: &[(&str, KeyClass)] = &[
     ("observability.sample_ratio", KeyClass::Live),
     ("observability.", KeyClass::RestartOnly),
     ("proxy.", KeyClass::Live),
+    ("traps.", KeyClass::RestartOnly),
 ];
 
 /// The class of a dotted key such as `politeness.min_delay_ms`, or `None` outside the known
@@ -233,6 +234,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         shutdown,
         observability,
         proxy,
+        traps,
     } = old;
     compare!(diff, "crawl", CrawlConfig, crawl, &new.crawl, {
         seeds => "seeds",
@@ -252,6 +254,18 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         sitemap_max_urls => "sitemap_max_urls",
         embeds => "embeds",
         embeds_scope => "embeds_scope",
+    });
+    compare!(diff, "traps", TrapsConfig, traps, &new.traps, {
+        max_urls_per_host => "max_urls_per_host",
+        max_urls_per_pattern => "max_urls_per_pattern",
+        max_repeated_segments => "max_repeated_segments",
+        max_path_bytes => "max_path_bytes",
+        max_query_bytes => "max_query_bytes",
+        max_query_params => "max_query_params",
+        calendar => "calendar",
+        calendar_past_years => "calendar_past_years",
+        calendar_future_years => "calendar_future_years",
+        strip_params => "strip_params",
     });
     compare!(diff, "politeness", PolitenessConfig, politeness, &new.politeness, {
         per_host_concurrency => "per_host_concurrency",

@@ -125,6 +125,18 @@ sitemap_max_urls = 10
 embeds = true
 embeds_scope = "domain"
 
+[traps]
+max_urls_per_host = 500
+max_urls_per_pattern = 50
+max_repeated_segments = 2
+max_path_bytes = 300
+max_query_bytes = 200
+max_query_params = 8
+calendar = false
+calendar_past_years = 10
+calendar_future_years = 1
+strip_params = ["SessionID", "ref_*"]
+
 [politeness]
 per_host_concurrency = 2
 min_delay_ms = 5
@@ -258,6 +270,21 @@ fn every_key_is_parsed() {
     assert_eq!(excl, [r"\.pdf$", "/private/"]);
     assert_eq!(k.user_agent, "testbot/1.0");
     assert!(!k.respect_robots && !k.follow_sitemaps);
+    assert_eq!(
+        c.traps,
+        TrapsConfig {
+            max_urls_per_host: 500,
+            max_urls_per_pattern: 50,
+            max_repeated_segments: 2,
+            max_path_bytes: 300,
+            max_query_bytes: 200,
+            max_query_params: 8,
+            calendar: false,
+            calendar_past_years: 10,
+            calendar_future_years: 1,
+            strip_params: vec!["sessionid".to_owned(), "ref_*".to_owned()],
+        }
+    );
     assert_eq!(k.robots_cache, Duration::from_secs(600));
     assert_eq!((k.robots_retry, k.robots_max_attempts), (ms(250), 2));
     assert_eq!(k.sitemap_max_bytes, 1024);
@@ -462,7 +489,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 89);
+    assert_eq!(keys.len(), 99);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

@@ -41,6 +41,24 @@ fn regex_reason(e: &regex::Error) -> String {
         .map_or_else(|| super::errors::one_line(&text), str::to_owned)
 }
 
+/// A `traps.strip_params` entry: a parameter name (no `=`, `&`, `;`, `#`, whitespace or control characters),
+/// optionally ending in `*`; kept lowercase (names match case-insensitively).
+pub(super) fn strip_param(s: &str) -> Result<String, String> {
+    let name = s.strip_suffix('*').unwrap_or(s);
+    if name.is_empty() {
+        return Err(format!("`{s}` names no parameter (a `*` needs a prefix)"));
+    }
+    if let Some(c) = name.chars().find(|c| {
+        matches!(c, '=' | '&' | ';' | '#' | '*' | '?' | '/') || c.is_whitespace() || c.is_control()
+    }) {
+        return Err(format!(
+            "`{s}` is not a parameter name (`{}` not allowed; `*` only at the end)",
+            c.escape_default()
+        ));
+    }
+    Ok(s.to_ascii_lowercase())
+}
+
 /// A User-Agent header value: non-empty printable ASCII.
 pub(super) fn user_agent(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {

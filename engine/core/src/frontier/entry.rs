@@ -23,6 +23,42 @@ pub enum JobKind {
     /// A page requisite (`crawl.embeds`): fetched and recorded like a page, queued at its page's depth, never
     /// parsed for links (a stylesheet only for further requisites).
     Embed,
+    /// Recorded without a fetch: cut by a trap rule or budget (`[traps]`), with that reason.
+    Trap(TrapKind),
+}
+
+/// Which trap cut a URL (its record's reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TrapKind {
+    HostBudget,
+    RepeatedPath,
+    LongUrl,
+    Calendar,
+    PatternBudget,
+}
+
+impl TrapKind {
+    /// The trap of a reason, `None` for reasons that are not traps.
+    pub fn from_reason(r: Reason) -> Option<TrapKind> {
+        Some(match r {
+            Reason::HostBudget => TrapKind::HostBudget,
+            Reason::RepeatedPath => TrapKind::RepeatedPath,
+            Reason::LongUrl => TrapKind::LongUrl,
+            Reason::Calendar => TrapKind::Calendar,
+            Reason::PatternBudget => TrapKind::PatternBudget,
+            _ => return None,
+        })
+    }
+
+    pub fn reason(self) -> Reason {
+        match self {
+            TrapKind::HostBudget => Reason::HostBudget,
+            TrapKind::RepeatedPath => Reason::RepeatedPath,
+            TrapKind::LongUrl => Reason::LongUrl,
+            TrapKind::Calendar => Reason::Calendar,
+            TrapKind::PatternBudget => Reason::PatternBudget,
+        }
+    }
 }
 
 impl JobKind {
@@ -33,6 +69,17 @@ impl JobKind {
             ScopeVerdict::OutOfScope => JobKind::OutOfScope,
             ScopeVerdict::Filtered => JobKind::Filtered,
             ScopeVerdict::TooDeep => JobKind::TooDeep,
+            ScopeVerdict::Trap(r) => JobKind::excluded_for(r),
+        }
+    }
+
+    /// The kind recorded without a fetch for `reason`: a trap's, or the scope's exclusions.
+    pub fn excluded_for(reason: Reason) -> JobKind {
+        match (TrapKind::from_reason(reason), reason) {
+            (Some(t), _) => JobKind::Trap(t),
+            (None, Reason::Filter) => JobKind::Filtered,
+            (None, Reason::Depth) => JobKind::TooDeep,
+            (None, _) => JobKind::OutOfScope,
         }
     }
 
@@ -48,6 +95,7 @@ impl JobKind {
             JobKind::OutOfScope => Some(Reason::Scope),
             JobKind::Filtered => Some(Reason::Filter),
             JobKind::TooDeep => Some(Reason::Depth),
+            JobKind::Trap(t) => Some(t.reason()),
             _ => None,
         }
     }
@@ -61,6 +109,11 @@ impl JobKind {
             JobKind::Filtered => 4,
             JobKind::TooDeep => 5,
             JobKind::Embed => 6,
+            JobKind::Trap(TrapKind::HostBudget) => 7,
+            JobKind::Trap(TrapKind::RepeatedPath) => 8,
+            JobKind::Trap(TrapKind::LongUrl) => 9,
+            JobKind::Trap(TrapKind::Calendar) => 10,
+            JobKind::Trap(TrapKind::PatternBudget) => 11,
         }
     }
 
@@ -73,6 +126,11 @@ impl JobKind {
             4 => JobKind::Filtered,
             5 => JobKind::TooDeep,
             6 => JobKind::Embed,
+            7 => JobKind::Trap(TrapKind::HostBudget),
+            8 => JobKind::Trap(TrapKind::RepeatedPath),
+            9 => JobKind::Trap(TrapKind::LongUrl),
+            10 => JobKind::Trap(TrapKind::Calendar),
+            11 => JobKind::Trap(TrapKind::PatternBudget),
             _ => return None,
         })
     }

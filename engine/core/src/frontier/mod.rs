@@ -31,7 +31,7 @@ pub mod window;
 #[cfg(test)]
 mod contract;
 
-pub use entry::{Entry, JobKind, QueueKey, UrlRef};
+pub use entry::{Entry, JobKind, QueueKey, TrapKind, UrlRef};
 pub use lock::{DirLock, LockError, process_id};
 
 use crate::output::JsonlCheckpoint;
