@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-polite bench-cluster promtool-test fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fmt lint doc ci clean
 
 all: build
 
@@ -56,6 +56,11 @@ bench-polite: release
 bench-drain: release
 	bash tests/scripts/bench_drain.sh
 
+# The crawl of bench-crawl without a trace exporter and with one (sample_ratio 1) sending to a loopback OTLP sink.
+bench-otlp: release
+	$(CARGO) build --release -p crawl-tests --bin otlpsink
+	bash tests/scripts/bench_otlp.sh
+
 # The same crawl on the embedded frontier and through a local Redis with 1, 2 and 3 processes (needs redis-server).
 bench-cluster: release
 	bash tests/scripts/bench_cluster.sh
@@ -84,4 +89,4 @@ ci: lint test
 
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .tools

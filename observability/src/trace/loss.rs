@@ -210,6 +210,12 @@ impl<P: SpanProcessor> SpanProcessor for GuardedProcessor<P> {
             "exporter shut down",
             "spans still waiting for the collector at exit",
         );
+        // The whole account once, past the once-a-minute gate: what the crawl handed over and what never arrived.
+        tracing::info!(
+            spans = self.loss.accepted.load(Ordering::Acquire),
+            dropped = self.loss.dropped.load(Ordering::Relaxed),
+            "trace exporter shut down"
+        );
         match result {
             Err(OTelSdkError::Timeout(_)) => Ok(()),
             other => other,
