@@ -26,6 +26,8 @@
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
 //! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
 //!   what a run opens, a run that fetched nothing, a finished crawl run again.
+//! - `traps` (140-149): a site full of crawler traps (calendar, `/a/a/a/...`, session ids, a number template,
+//!   an overlong URL, a host over its budget) crawled to its end, each cut URL recorded with its rule's reason.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 
@@ -48,4 +50,5 @@ mod reload;
 mod reload_parts;
 mod resolver;
 mod robots_politeness;
+mod traps;
 mod warc;
