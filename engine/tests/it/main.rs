@@ -26,6 +26,8 @@
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
 //! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
 //!   what a run opens, a run that fetched nothing, a finished crawl run again.
+//! - `tls` (135-139): an https seed with an expired certificate and a stalled TLS handshake, recorded reason tls
+//!   with the detail naming the cause.
 //! - `traps` (140-149): a site full of crawler traps (calendar, `/a/a/a/...`, session ids, a number template,
 //!   an overlong URL, a host over its budget) crawled to its end, each cut URL recorded with its rule's reason.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
@@ -50,5 +52,6 @@ mod reload;
 mod reload_parts;
 mod resolver;
 mod robots_politeness;
+mod tls;
 mod traps;
 mod warc;
