@@ -176,7 +176,7 @@ pub struct TrapsConfig {
     /// Years before and after the current year a calendar-like URL may name.
     pub calendar_past_years: u32,
     pub calendar_future_years: u32,
-    /// Query and `;` path parameters removed from every discovered URL: lowercase names, a trailing `*`
+    /// Query and `;` path parameters removed from seeds, links and redirect targets: lowercase names, a trailing `*`
     /// matches any suffix.
     pub strip_params: Vec<String>,
 }
