@@ -105,3 +105,43 @@ fn trap_verdicts_are_recorded_with_their_reason() {
     let next = h.one(0);
     assert_eq!(next.entry.url, "http://a.test/ok?b=2");
 }
+
+#[test]
+fn after_a_restart_a_hosts_pending_urls_count_against_its_budget() {
+    let traps = TrapsConfig {
+        max_urls_per_host: 3,
+        ..TrapsConfig::default()
+    };
+    let mut h = H::new(settings(), policy(1));
+    with_traps(&mut h, traps.clone());
+    h.seed("http://a.test/");
+    let root = h.one(0);
+    let links = inscope(&["http://a.test/x", "http://a.test/y", "http://a.test/z"]);
+    h.done(&root, ok(links), 0);
+    h.flush();
+    let (dir, file) = h.close();
+    let (_store, rec) = open(dir.path());
+    assert_eq!(rec.counters.pending, 3);
+    let jsonl = JsonlCheckpoint {
+        lines: file.len() as u64,
+        bytes: rec.checkpoint.map_or(0, |c| c.bytes),
+    };
+    let seed = url::Url::parse("http://a.test/").unwrap();
+    let scope = ScopePolicy::new(ScopeMode::Host, &[seed], Vec::new(), Vec::new(), 10)
+        .with_traps(TrapRules::new(&traps, 2026));
+    let mut crawl = Crawl::new(
+        settings(),
+        Arc::new(scope),
+        HostQueues::new(policy(1)),
+        rec,
+        jsonl,
+        Instant::now(),
+    );
+    let new = url::Url::parse("http://a.test/new").unwrap();
+    assert_eq!(
+        crawl.budgets.admit("a.test", &new),
+        Some(Reason::HostBudget)
+    );
+    let other = url::Url::parse("http://b.test/new").unwrap();
+    assert_eq!(crawl.budgets.admit("b.test", &other), None);
+}
