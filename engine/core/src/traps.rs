@@ -62,11 +62,11 @@ impl TrapRules {
         {
             return Some(Reason::LongUrl);
         }
-        if c.max_repeated_segments > 0 && max_segment_repeats(url.path()) > c.max_repeated_segments
+        if c.max_repeated_segments > 0 && segment_repeats_over(url.path(), c.max_repeated_segments)
         {
             return Some(Reason::RepeatedPath);
         }
-        if c.calendar {
+        if c.calendar && has_year_digits(url) {
             let low = i64::from(self.year) - i64::from(c.calendar_past_years);
             let high = i64::from(self.year) + i64::from(c.calendar_future_years);
             if calendar_years(url)
@@ -96,16 +96,16 @@ pub fn current_year() -> i32 {
     now.get(..4).and_then(|y| y.parse().ok()).unwrap_or(1970)
 }
 
-/// How often the most frequent non-empty path segment occurs.
-fn max_segment_repeats(path: &str) -> u32 {
-    let mut counts: HashMap<&str, u32> = HashMap::new();
-    let mut max = 0;
-    for segment in path.split('/').filter(|s| !s.is_empty()) {
-        let n = counts.entry(segment).or_insert(0);
-        *n += 1;
-        max = max.max(*n);
+/// Whether some non-empty path segment occurs more than `max` times. Without allocating: paths are short, and
+/// one with at most `max` segments is skipped at once.
+fn segment_repeats_over(path: &str, max: u32) -> bool {
+    let segments = || path.split('/').filter(|s| !s.is_empty());
+    if segments().count() <= max as usize {
+        return false;
     }
-    max
+    segments()
+        .enumerate()
+        .any(|(i, s)| segments().skip(i).filter(|t| *t == s).count() > max as usize)
 }
 
 /// Years a URL names the way calendars do: a year segment followed by a month segment (`/2031/12/`), a date
@@ -138,6 +138,17 @@ fn calendar_years(url: &Url) -> Vec<i32> {
             })
         });
     in_path.chain(dates).chain(in_query).collect()
+}
+
+/// Whether the path or query holds a run of at least four digits (no calendar year without one).
+fn has_year_digits(url: &Url) -> bool {
+    let mut run = 0;
+    url[url::Position::BeforePath..url::Position::AfterQuery]
+        .bytes()
+        .any(|b| {
+            run = if b.is_ascii_digit() { run + 1 } else { 0 };
+            run >= 4
+        })
 }
 
 /// A four-digit year.
