@@ -123,6 +123,9 @@ fn join<T: ToString>(items: &[T]) -> String {
 
 /// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found).
 fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
+    if !span.is_recording() {
+        return;
+    }
     let (source, what) = labels(outcome, cached);
     let (polluted, rules) = verdict(outcome);
     span.set(KeyValue::new("dns.source", source));
@@ -234,9 +237,9 @@ impl Handler<Resolve> for Resolver {
             }
         }
         let name = normalize(&msg.name);
-        let span = msg
-            .trace
-            .start("dns.resolve", vec![KeyValue::new("dns.name", name.clone())]);
+        let span = msg.trace.start_with("dns.resolve", || {
+            vec![KeyValue::new("dns.name", name.clone())]
+        });
         let builtin = is_localhost(&name).then(|| {
             vec![
                 IpAddr::from([127, 0, 0, 1]),
