@@ -6,9 +6,11 @@
 //! directives and the `<title>`.
 //!
 //! The document is read by a tokenizer of its own (`extract_scan.rs`, with the element model of
-//! `extract_tree.rs`) that finds tags the way lol_html's streaming rewriter does, which this module used before and
-//! still uses for documents whose `<meta>` declares a charset other than UTF-8 (lol_html decodes those). Both feed
-//! the same collector (`extract_collect.rs`), and the tests check that they agree.
+//! `extract_tree.rs`) that finds tags the way lol_html's streaming rewriter does. lol_html, which this module used
+//! before, still reads the rare documents where its result depends on its decoding or its internal modes: a `<meta>`
+//! that may declare a charset other than UTF-8 (lol_html decodes the rest of the document with it), or a raw text
+//! element's start tag ending `name=>`. Both feed the same collector (`extract_collect.rs`), and the tests check
+//! that they agree.
 //!
 //! `<noscript>` is read as raw text (as a browser with scripting enabled does); its text is collected and read
 //! again as markup afterwards, as a browser with scripting disabled sees it (mdBook's sidebar lives there).
@@ -19,9 +21,10 @@
 //! or stylesheet `<link>` is not followed as a page whatever the options.
 //!
 //! Because `<base>` applies to the whole document even when it comes after some links, raw hrefs are kept until the
-//! end and resolved (with the result of `crawl_core::canon::canonicalize_relative`, see `extract_resolve.rs`) once
-//! the document has been read. Memory is bounded by the caps on links and requisites
-//! ([`ExtractOptions::max_links`]); what the caps cut is counted.
+//! end and resolved (via `crawl_core::canon::canonicalize_relative`) once the document has been read. Memory is
+//! bounded by the caps on links and requisites ([`ExtractOptions::max_links`]); what the caps cut is counted.
+//! Unique references are found by a keyed 64-bit hash (confirmed by comparing the strings), raw ones before
+//! resolution (each is resolved once) and resolved ones after.
 
 use std::borrow::Cow;
 
@@ -34,8 +37,6 @@ use url::Url;
 mod collect;
 #[path = "extract_lol.rs"]
 mod lol;
-#[path = "extract_resolve.rs"]
-mod resolve;
 #[path = "extract_scan.rs"]
 mod scan;
 #[path = "extract_tree.rs"]
@@ -217,13 +218,15 @@ fn resolve_base(page_url: &Url, href: &str) -> Option<Url> {
 
 /// Decodes entities and drops the fragment (irrelevant after canonicalisation, helps dedup).
 fn clean_href(value: &str) -> Cow<'_, str> {
-    match decode_entities(value) {
-        Cow::Borrowed(s) => Cow::Borrowed(s.split('#').next().unwrap_or_default()),
-        Cow::Owned(mut s) => {
-            if let Some(i) = s.find('#') {
-                s.truncate(i);
+    match memchr::memchr2(b'&', b'#', value.as_bytes()) {
+        None => Cow::Borrowed(value),
+        Some(i) if value.as_bytes()[i] == b'#' => Cow::Borrowed(&value[..i]),
+        Some(_) => {
+            let mut decoded = decode_entities(value).into_owned();
+            if let Some(i) = decoded.find('#') {
+                decoded.truncate(i);
             }
-            Cow::Owned(s)
+            Cow::Owned(decoded)
         }
     }
 }
@@ -245,7 +248,3 @@ mod rules_tests;
 #[cfg(test)]
 #[path = "extract_scan_tests.rs"]
 mod scan_tests;
-
-#[cfg(test)]
-#[path = "extract_resolve_tests.rs"]
-mod resolve_tests;

@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use super::resolve::Resolver;
 use super::{ExtractOptions, ExtractedPage, Link, LinkKind};
 use super::{MAX_RAW_HREF, MAX_RAW_TITLE, clean_href, collapse_title, rel_has, resolve_base};
 use crate::parser::css::css_urls;
@@ -115,6 +114,9 @@ impl Hasher for KeyHasher {
 
 const NONE: u32 = u32::MAX;
 
+/// Unique references a page is expected to have at most, without growing its tables.
+const RAW_CAPACITY: usize = 128;
+
 /// Finds strings stored elsewhere (entry `i` is whatever the caller's lookup returns for `i`) by a keyed 64-bit
 /// hash; entries with equal hashes are chained and compared in full, so lookups are exact.
 pub(super) struct StrIndex {
@@ -124,11 +126,11 @@ pub(super) struct StrIndex {
 }
 
 impl StrIndex {
-    pub(super) fn new() -> StrIndex {
+    pub(super) fn with_capacity(n: usize) -> StrIndex {
         StrIndex {
             hasher: RandomState::new(),
-            first: HashMap::default(),
-            next: Vec::new(),
+            first: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            next: Vec::with_capacity(n),
         }
     }
 
@@ -181,11 +183,11 @@ struct RawSet {
 }
 
 impl RawSet {
-    fn new(cap: usize) -> RawSet {
+    fn new(cap: usize, expected: usize) -> RawSet {
         RawSet {
-            text: String::new(),
-            entries: Vec::new(),
-            index: StrIndex::new(),
+            text: String::with_capacity(expected * 32),
+            entries: Vec::with_capacity(expected),
+            index: StrIndex::with_capacity(expected.min(cap)),
             cap,
             dropped: 0,
         }
@@ -255,8 +257,8 @@ pub(super) struct Collector {
 impl Collector {
     pub(super) fn new(opts: &ExtractOptions<'_>) -> Collector {
         Collector {
-            links: RawSet::new(opts.max_links),
-            embeds: RawSet::new(opts.max_links),
+            links: RawSet::new(opts.max_links, RAW_CAPACITY),
+            embeds: RawSet::new(opts.max_links, if opts.embeds { RAW_CAPACITY } else { 0 }),
             links_found: 0,
             invalid: 0,
             base_href: None,
@@ -514,11 +516,10 @@ impl Collector {
             title: collapse_title(&self.title.raw),
             ..ExtractedPage::default()
         };
-        let mut resolver = Resolver::new(effective);
-        let mut seen = StrIndex::new();
+        let mut seen = StrIndex::with_capacity(self.links.entries.len());
         page.links.reserve(self.links.entries.len());
         for (href, raw) in self.links.iter() {
-            match resolver.resolve(href) {
+            match canonicalize_relative(effective, href) {
                 Ok(url) => {
                     let h = seen.hash(url.as_str());
                     let links = &page.links;
@@ -537,9 +538,9 @@ impl Collector {
                 Err(_) => page.invalid += raw.occurrences,
             }
         }
-        let mut seen = StrIndex::new();
+        let mut seen = StrIndex::with_capacity(self.embeds.entries.len());
         for (href, _) in self.embeds.iter() {
-            if let Ok(url) = resolver.resolve(href) {
+            if let Ok(url) = canonicalize_relative(effective, href) {
                 let h = seen.hash(url.as_str());
                 let embeds = &page.embeds;
                 if seen.find(h, url.as_str(), |i| embeds[i].as_str()).is_none() {

@@ -124,6 +124,34 @@ const fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t' | b'\x0c')
 }
 
+/// Byte classes: whitespace, `/`, `>`, `=`.
+const WS: u8 = 1;
+const SLASH: u8 = 2;
+const GT: u8 = 4;
+const EQ: u8 = 8;
+
+const CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b' ' as usize] = WS;
+    t[b'\n' as usize] = WS;
+    t[b'\r' as usize] = WS;
+    t[b'\t' as usize] = WS;
+    t[0x0c] = WS;
+    t[b'/' as usize] = SLASH;
+    t[b'>' as usize] = GT;
+    t[b'=' as usize] = EQ;
+    t
+};
+
+/// The first position from `at` of a byte in one of the `classes` (or the input's end).
+#[inline]
+fn find_class(input: &[u8], at: usize, classes: u8) -> usize {
+    input[at..]
+        .iter()
+        .position(|&b| CLASSES[usize::from(b)] & classes != 0)
+        .map_or(input.len(), |p| at + p)
+}
+
 fn starts_with_ci(input: &[u8], at: usize, upper: &[u8]) -> bool {
     input
         .get(at..at + upper.len())
@@ -225,16 +253,11 @@ impl Scanner<'_> {
     /// The name of a tag starting at `at` (its first character is a letter): its hash and end.
     #[inline]
     fn tag_name(&self, at: usize) -> (NameHash, usize) {
-        let mut hash = NameHash(0);
-        let mut i = at;
-        while let Some(&c) = self.input.get(i) {
-            if is_ws(c) || c == b'/' || c == b'>' {
-                break;
-            }
-            hash = hash.update(c);
-            i += 1;
-        }
-        (hash, i)
+        let end = find_class(self.input, at, WS | SLASH | GT);
+        let hash = self.input[at..end]
+            .iter()
+            .fold(NameHash(0), |h, &c| h.update(c));
+        (hash, end)
     }
 
     fn start_tag<S: Sink>(&mut self, sink: &mut S, lt: usize) -> Result<Option<TextMode>, Abort> {
@@ -358,12 +381,7 @@ impl Scanner<'_> {
             let mut name_start = i;
             i += 1;
             'name: loop {
-                while let Some(&c) = input.get(i) {
-                    if is_ws(c) || matches!(c, b'=' | b'/' | b'>') {
-                        break;
-                    }
-                    i += 1;
-                }
+                i = find_class(input, i, WS | EQ | SLASH | GT);
                 let name = name_start..i;
                 let Some(&c) = input.get(i) else {
                     return TagEnd::Eof;
@@ -424,12 +442,7 @@ impl Scanner<'_> {
                     }
                     _ => {
                         let start = i;
-                        while let Some(&c) = input.get(i) {
-                            if is_ws(c) || c == b'>' {
-                                break;
-                            }
-                            i += 1;
-                        }
+                        i = find_class(input, i, WS | GT);
                         let Some(&c) = input.get(i) else {
                             return TagEnd::Eof;
                         };

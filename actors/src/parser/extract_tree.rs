@@ -69,6 +69,9 @@ impl Open {
     }
 
     fn apply(&mut self, flags: u8, add: bool) {
+        if flags == 0 {
+            return;
+        }
         for (bit, count) in [
             (F_TITLE, &mut self.title),
             (F_NOSCRIPT, &mut self.noscript),
@@ -256,12 +259,7 @@ impl<'c> Tree<'c> {
     }
 
     fn name_key(&self, input: &[u8], hash: NameHash, name: &Range<usize>) -> u64 {
-        if hash.is_empty() {
-            self.hasher
-                .hash_one(input[name.clone()].to_ascii_lowercase())
-        } else {
-            hash.0
-        }
+        name_key(&self.hasher, input, hash, name)
     }
 
     fn push(&mut self, input: &[u8], item: Item) {
@@ -302,14 +300,11 @@ impl<'c> Tree<'c> {
         let Some(at) = self.stack.iter().rposition(same) else {
             return;
         };
-        let popped: Vec<Item> = self.stack.drain(at..).collect();
-        for it in popped {
+        for it in &self.stack[at..] {
             self.open.apply(it.flags, false);
-            if self.name_counts.is_some() {
-                let key = self.name_key(input, it.hash, &it.name);
-                if let Some(counts) = self.name_counts.as_mut()
-                    && let Some(n) = counts.get_mut(&key)
-                {
+            if let Some(counts) = self.name_counts.as_mut() {
+                let key = name_key(&self.hasher, input, it.hash, &it.name);
+                if let Some(n) = counts.get_mut(&key) {
                     *n -= 1;
                     if *n == 0 {
                         counts.remove(&key);
@@ -317,6 +312,7 @@ impl<'c> Tree<'c> {
                 }
             }
         }
+        self.stack.truncate(at);
     }
 
     /// The `<meta>` charset check: stop (and leave the document to lol_html) when it may declare anything but
@@ -432,10 +428,17 @@ impl Sink for Tree<'_> {
         self.ns() != Ns::Html
     }
 
+    #[inline]
     fn text(&mut self, text: &[u8]) {
-        if !self.open.text_handlers() {
-            return;
+        if self.open.text_handlers() {
+            self.handle_text(text);
         }
+    }
+}
+
+impl Tree<'_> {
+    /// Text inside a title, noscript or style element.
+    fn handle_text(&mut self, text: &[u8]) {
         let text = String::from_utf8_lossy(text);
         if self.open.title > 0 {
             self.collector.title_text(&text, true);
@@ -446,6 +449,16 @@ impl Sink for Tree<'_> {
         if self.open.style > 0 {
             self.collector.style_text(&text, true);
         }
+    }
+}
+
+/// The key of a tag name in the per-name counts: its hash, or a keyed hash of its lowercase bytes (a collision
+/// only costs a search of the stack).
+fn name_key(hasher: &RandomState, input: &[u8], hash: NameHash, name: &Range<usize>) -> u64 {
+    if hash.is_empty() {
+        hasher.hash_one(input[name.clone()].to_ascii_lowercase())
+    } else {
+        hash.0
     }
 }
 
@@ -471,7 +484,13 @@ impl Attrs for View<'_> {
     fn get(&self, name: &str) -> Option<Cow<'_, str>> {
         let attr = self.find(name)?;
         Some(match &attr.value {
-            Some(v) => String::from_utf8_lossy(&self.input[v.clone()]),
+            Some(v) => {
+                let bytes = &self.input[v.clone()];
+                match std::str::from_utf8(bytes) {
+                    Ok(s) => Cow::Borrowed(s),
+                    Err(_) => String::from_utf8_lossy(bytes),
+                }
+            }
             None => Cow::Borrowed(""),
         })
     }
