@@ -1,7 +1,7 @@
 //! The label values the metrics registry creates at zero (`crawl_observability::metrics::known`) are the names the
-//! engine uses: every record reason with its outcome, the resolver's answer labels and rules, the proxy's fault
-//! kinds. A new variant of one of these enums fails to compile here until it is listed, and then fails the test
-//! until the registry knows it.
+//! engine uses: every record reason with its outcome (`Reason::ALL`, kept complete by a test in crawl-core), the
+//! resolver's answer labels and rules, the proxy's fault kinds. A new variant of one of these enums fails to compile
+//! until it is listed, and then fails the test until the registry knows it.
 
 use crawl_actors::proxy::socks::{FaultKind, Phase};
 use crawl_actors::resolver::actor::labels;
@@ -11,49 +11,9 @@ use crawl_observability::metrics::known;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-fn every_reason() -> Vec<Reason> {
-    use Reason::*;
-    let all = vec![
-        Robots,
-        RobotsUnavailable,
-        Scope,
-        Filter,
-        Depth,
-        PrivateNetwork,
-        TooLarge,
-        Timeout,
-        Dns,
-        DnsPolluted,
-        Proxy,
-        Tls,
-        Connect,
-        Protocol,
-        RedirectLoop,
-        TooManyRedirects,
-        Decode,
-        InvalidUrl,
-        Poison,
-        HostBudget,
-        RepeatedPath,
-        LongUrl,
-        Calendar,
-        PatternBudget,
-    ];
-    for r in &all {
-        // Exhaustive: a new reason must be added above.
-        match r {
-            Robots | RobotsUnavailable | Scope | Filter | Depth | PrivateNetwork | TooLarge
-            | Timeout | Dns | DnsPolluted | Proxy | Tls | Connect | Protocol | RedirectLoop
-            | TooManyRedirects | Decode | InvalidUrl | Poison | HostBudget | RepeatedPath
-            | LongUrl | Calendar | PatternBudget => {}
-        }
-    }
-    all
-}
-
 #[test]
 fn every_record_reason_has_its_series() {
-    let want: BTreeSet<(String, String)> = every_reason()
+    let want: BTreeSet<(String, String)> = Reason::ALL
         .into_iter()
         .map(|r| (r.outcome().as_str().to_owned(), r.as_str().to_owned()))
         .chain([("fetched".to_owned(), String::new())])
@@ -63,7 +23,7 @@ fn every_record_reason_has_its_series() {
         .map(|(o, r)| ((*o).to_owned(), (*r).to_owned()))
         .collect();
     assert_eq!(have, want);
-    let reasons: BTreeSet<&str> = every_reason().into_iter().map(Reason::as_str).collect();
+    let reasons: BTreeSet<&str> = Reason::ALL.into_iter().map(Reason::as_str).collect();
     for r in known::FETCH_ERROR_REASONS {
         assert!(reasons.contains(r), "{r} is no record reason");
     }

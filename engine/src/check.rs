@@ -4,7 +4,6 @@
 use crawl_core::config::Config;
 use crawl_core::frontier::DirLock;
 use crawl_core::netaddr::classify_ip;
-use std::io::ErrorKind;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -154,12 +153,6 @@ fn writable_dir(dir: &Path) -> Result<(), String> {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
-        }
-        Err(e)
-            if e.kind() == ErrorKind::PermissionDenied
-                || e.kind() == ErrorKind::ReadOnlyFilesystem =>
-        {
-            Err(format!("{} is not writable: {e}", dir.display()))
         }
         Err(e) => Err(format!("cannot write in {}: {e}", dir.display())),
     }

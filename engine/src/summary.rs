@@ -228,9 +228,7 @@ impl Summary {
 }
 
 fn reason_outcome(name: &str) -> Option<crawl_core::record::Outcome> {
-    let r: crawl_core::record::Reason =
-        serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()?;
-    Some(r.outcome())
+    crawl_core::record::Reason::from_name(name).map(crawl_core::record::Reason::outcome)
 }
 
 /// One count of the summary, with its breakdown in parentheses when there is one (`failed 0`, not `failed 0 ()`).

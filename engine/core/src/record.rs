@@ -85,6 +85,39 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, in declaration order (the metrics registry's label lists are checked against it).
+    pub const ALL: [Reason; 24] = [
+        Reason::Robots,
+        Reason::RobotsUnavailable,
+        Reason::Scope,
+        Reason::Filter,
+        Reason::Depth,
+        Reason::PrivateNetwork,
+        Reason::TooLarge,
+        Reason::Timeout,
+        Reason::Dns,
+        Reason::DnsPolluted,
+        Reason::Proxy,
+        Reason::Tls,
+        Reason::Connect,
+        Reason::Protocol,
+        Reason::RedirectLoop,
+        Reason::TooManyRedirects,
+        Reason::Decode,
+        Reason::InvalidUrl,
+        Reason::Poison,
+        Reason::HostBudget,
+        Reason::RepeatedPath,
+        Reason::LongUrl,
+        Reason::Calendar,
+        Reason::PatternBudget,
+    ];
+
+    /// The reason named `name` (as in the JSONL), if any.
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
     /// Lowercase name, as in the JSONL.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -282,6 +315,46 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_lists_every_reason_once_and_names_round_trip() {
+        for r in Reason::ALL {
+            // Exhaustive: a new reason fails to compile here until it is added to this match and to `ALL`.
+            match r {
+                Reason::Robots
+                | Reason::RobotsUnavailable
+                | Reason::Scope
+                | Reason::Filter
+                | Reason::Depth
+                | Reason::PrivateNetwork
+                | Reason::TooLarge
+                | Reason::Timeout
+                | Reason::Dns
+                | Reason::DnsPolluted
+                | Reason::Proxy
+                | Reason::Tls
+                | Reason::Connect
+                | Reason::Protocol
+                | Reason::RedirectLoop
+                | Reason::TooManyRedirects
+                | Reason::Decode
+                | Reason::InvalidUrl
+                | Reason::Poison
+                | Reason::HostBudget
+                | Reason::RepeatedPath
+                | Reason::LongUrl
+                | Reason::Calendar
+                | Reason::PatternBudget => {}
+            }
+            assert_eq!(Reason::from_name(r.as_str()), Some(r));
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.as_str()));
+        }
+        let names: std::collections::BTreeSet<&str> =
+            Reason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names.len(), Reason::ALL.len());
+        assert_eq!(Reason::from_name("nope"), None);
+    }
 
     #[test]
     fn reasons_map_to_outcomes_and_names() {
