@@ -5,7 +5,7 @@ use crawl_core::config::Config;
 use crawl_core::frontier::DirLock;
 use crawl_core::netaddr::classify_ip;
 use std::net::{IpAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// How long the seeds' names may take to resolve, all together.
@@ -117,29 +117,32 @@ fn resolve(host: &str, port: u16, deadline: std::time::Instant) -> Vec<IpAddr> {
 
 /// `path` does not exist: its nearest existing ancestor must be a directory we can write in.
 fn creatable(path: &Path) -> Result<(), String> {
-    let mut dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    loop {
-        let probe = if dir.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            dir.clone()
-        };
-        if probe.exists() {
-            if !probe.is_dir() {
-                return Err(format!(
-                    "cannot create {}: {} is not a directory",
-                    path.display(),
-                    probe.display()
-                ));
+    // A relative path's last ancestor is "", the current directory.
+    let existing = path
+        .ancestors()
+        .skip(1)
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
             }
-            return writable_dir(&probe)
-                .map_err(|e| format!("cannot create {}: {e}", path.display()));
-        }
-        match dir.parent() {
-            Some(p) => dir = p.to_path_buf(),
-            None => dir = PathBuf::new(),
-        }
+        })
+        .find(|p| p.exists());
+    let Some(dir) = existing else {
+        return Err(format!(
+            "cannot create {}: no folder of it exists",
+            path.display()
+        ));
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "cannot create {}: {} is not a directory",
+            path.display(),
+            dir.display()
+        ));
     }
+    writable_dir(dir).map_err(|e| format!("cannot create {}: {e}", path.display()))
 }
 
 /// Creates and removes a probe file in `dir`.
@@ -195,6 +198,18 @@ mod tests {
             f.errors[1].starts_with("output.warc_dir:") && f.errors[1].contains("not a directory")
         );
         assert!(f.errors[2].starts_with("observability.metrics_listen:"));
+    }
+
+    #[test]
+    fn a_relative_path_is_judged_by_the_current_directory_and_a_file_blocks_its_children() {
+        assert_eq!(
+            creatable(Path::new("no-such-folder/sub/crawl.jsonl")),
+            Ok(())
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), b"x").unwrap();
+        let err = creatable(&dir.path().join("f/a/b")).unwrap_err();
+        assert!(err.ends_with("f is not a directory"), "{err}");
     }
 
     #[test]
