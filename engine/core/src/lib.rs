@@ -19,6 +19,7 @@ pub mod canon;
 pub mod config;
 pub mod frontier;
 pub mod netaddr;
+pub mod netguard;
 pub mod output;
 pub mod politeness;
 pub mod record;

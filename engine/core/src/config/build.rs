@@ -217,6 +217,7 @@ fn security(s: &mut Section<'_, '_, '_, '_>) -> SecurityConfig {
     let d = SecurityConfig::default();
     SecurityConfig {
         allow_private_networks: s.bool("allow_private_networks", d.allow_private_networks),
+        allow_cidrs: s.list("allow_cidrs", |v| v.parse::<crate::netguard::Cidr>()),
     }
 }
 

@@ -334,6 +334,16 @@ impl Default for OutputConfig {
 pub struct SecurityConfig {
     /// Allow loopback/private/link-local addresses (off by default: SSRF protection).
     pub allow_private_networks: bool,
+    /// Non-public address blocks the crawl may reach even with `allow_private_networks = false` (an intranet
+    /// crawl names what it may reach). Restart-only, like the rest of `[security]`.
+    pub allow_cidrs: Vec<crate::netguard::Cidr>,
+}
+
+impl SecurityConfig {
+    /// The guard the fetcher dials through.
+    pub fn guard(&self) -> crate::netguard::NetGuard {
+        crate::netguard::NetGuard::new(self.allow_private_networks, self.allow_cidrs.clone())
+    }
 }
 
 /// How names are resolved (`resolver.mode`).

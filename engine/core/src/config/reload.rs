@@ -307,6 +307,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
     });
     compare!(diff, "security", SecurityConfig, security, &new.security, {
         allow_private_networks => "allow_private_networks",
+        allow_cidrs => "allow_cidrs",
     });
     compare!(diff, "resolver", ResolverConfig, resolver, &new.resolver, {
         nameservers => "nameservers",

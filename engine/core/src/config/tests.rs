@@ -185,6 +185,7 @@ warc_dedup = false
 
 [security]
 allow_private_networks = true
+allow_cidrs = ["10.1.0.0/16", "fd00:1::/32"]
 
 [resolver]
 nameservers = ["192.0.2.53:53", "[2001:db8::53]:5353", "198.51.100.53"]
@@ -362,6 +363,8 @@ fn every_key_is_parsed() {
         (100 << 20, "news-crawl", false)
     );
     assert!(c.security.allow_private_networks);
+    let blocks: Vec<String> = c.security.allow_cidrs.iter().map(ToString::to_string).collect();
+    assert_eq!(blocks, ["10.1.0.0/16", "fd00:1::/32"]);
     let r = &c.resolver;
     let ns: Vec<String> = r.nameservers.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -489,7 +492,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 99);
+    assert_eq!(keys.len(), 100);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
