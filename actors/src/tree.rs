@@ -116,6 +116,7 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         keep_request_headers: config.output.warc_dir.is_some(),
         lookup: None,
         proxy: None,
+        credentials: config.fetch.credentials.clone(),
     }
 }
 

@@ -7,7 +7,7 @@ use crawl_actors::faults::Faults;
 use crawl_actors::fetcher::http::HttpSettings;
 use crawl_actors::tree;
 use crawl_core::canon;
-use crawl_core::config::Config;
+use crawl_core::config::{Config, hide_userinfo};
 use std::path::Path;
 use std::time::Instant;
 
@@ -47,10 +47,17 @@ pub fn load_config_with(
         None => Config::default(),
     };
     let mut problems = Vec::new();
+    // A seed's user name and password become `Authorization: Basic` for the seed's origin (and only it); the
+    // canonical seed, like every URL the crawl stores or records, has none.
     for s in seeds {
+        if let Ok(raw) = url::Url::parse(s.trim())
+            && let Err(e) = config.fetch.credentials.add_seed(&raw)
+        {
+            problems.push(e);
+        }
         match canon::canonicalize(s) {
             Ok(u) => config.add_seed(u),
-            Err(e) => problems.push(format!("--seed {s}: {e}")),
+            Err(e) => problems.push(format!("--seed {}: {e}", hide_userinfo(s))),
         }
     }
     if config.crawl.seeds.is_empty() && require_seeds {
@@ -62,10 +69,13 @@ pub fn load_config_with(
     // Seeds from the file are canonicalised like every other URL.
     let mut canonical = Vec::with_capacity(config.crawl.seeds.len());
     for s in &config.crawl.seeds {
+        if let Err(e) = config.fetch.credentials.add_seed(s) {
+            problems.push(e);
+        }
         match canon::canonicalize(s.as_str()) {
             Ok(u) if !canonical.contains(&u) => canonical.push(u),
             Ok(_) => {}
-            Err(e) => problems.push(format!("seed {s}: {e}")),
+            Err(e) => problems.push(format!("seed {}: {e}", hide_userinfo(s.as_str()))),
         }
     }
     if !problems.is_empty() {

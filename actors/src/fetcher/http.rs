@@ -69,6 +69,9 @@ pub struct HttpSettings {
     pub lookup: Option<NameLookup>,
     /// The proxy-chain actor, when chains are configured; None = always direct.
     pub proxy: Option<ProxyHandle>,
+    /// `Authorization` / `Cookie` per origin: a request carries those of its own URL's origin only (a redirect
+    /// target is a request of its own), marked sensitive.
+    pub credentials: crawl_core::config::Credentials,
 }
 
 /// The proxy-chain actor's address, as the connector uses it.
@@ -113,6 +116,7 @@ impl Default for HttpSettings {
             keep_request_headers: false,
             lookup: None,
             proxy: None,
+            credentials: crawl_core::config::Credentials::default(),
         }
     }
 }
@@ -442,10 +446,11 @@ impl HttpClient {
         referer: Option<&str>,
     ) -> Result<RawResponse, FetchError> {
         let uri = self.prepare_uri(url)?;
+        let credential = self.settings.credentials.for_url(url);
         let start = Instant::now();
         match tokio::time::timeout(
             self.settings.total_timeout,
-            self.exchange(uri, referer, start),
+            self.exchange(uri, referer, credential, start),
         )
         .await
         {
@@ -494,6 +499,7 @@ impl HttpClient {
         &self,
         uri: http::Uri,
         referer: Option<&str>,
+        credential: Option<&crawl_core::config::Credential>,
     ) -> Result<http::Request<Empty<Bytes>>, FetchError> {
         let mut req = http::Request::builder()
             .method(http::Method::GET)
@@ -515,6 +521,18 @@ impl HttpClient {
                 Err(_) => tracing::debug!(referer = %referer, "dropping invalid referer"),
             }
         }
+        if let Some(c) = credential {
+            for (name, value) in [
+                (header::AUTHORIZATION, &c.authorization),
+                (header::COOKIE, &c.cookie),
+            ] {
+                // Validated at load (visible ASCII): never fails.
+                if let Some(Ok(mut v)) = value.as_ref().map(|v| HeaderValue::from_str(v.expose())) {
+                    v.set_sensitive(true);
+                    headers.insert(name, v);
+                }
+            }
+        }
         Ok(req)
     }
 
@@ -522,9 +540,10 @@ impl HttpClient {
         &self,
         uri: http::Uri,
         referer: Option<&str>,
+        credential: Option<&crawl_core::config::Credential>,
         start: Instant,
     ) -> Result<RawResponse, FetchError> {
-        let req = self.build_request(uri, referer)?;
+        let req = self.build_request(uri, referer, credential)?;
         let request_headers = if self.settings.keep_request_headers {
             req.headers().clone()
         } else {

@@ -7,4 +7,6 @@ pub mod http;
 
 pub use actor::Fetcher;
 #[cfg(test)]
+mod credentials_tests;
+#[cfg(test)]
 mod proxy_tls_tests;

@@ -2,6 +2,7 @@
 //! [`Walker`] over the spanned document into a typed [`Config`]. Field order here is the key
 //! order of `Config::keys()`.
 
+use super::credentials::{self, Credential};
 use super::reader::{Section, Walker};
 use super::redis::{self, FrontierBackend, RedisConfig, RedisUrl};
 use super::validate;
@@ -121,7 +122,18 @@ fn fetch(s: &mut Section<'_, '_, '_, '_>) -> FetchConfig {
         retry_base: s.millis("retry_base_ms", d.retry_base, 0),
         pool_idle_timeout: s.millis("pool_idle_timeout_ms", d.pool_idle_timeout, 0),
         pool_max_idle_per_host: s.usize("pool_max_idle_per_host", d.pool_max_idle_per_host, 0),
+        credentials: d.credentials,
     };
+    let mut seen: Vec<(url::Origin, usize)> = Vec::new();
+    let mut index = 0;
+    c.credentials = s
+        .tables("credentials", |t| {
+            let i = index;
+            index += 1;
+            credential(t, i, &mut seen)
+        })
+        .into_iter()
+        .collect();
     // Phase timeouts left unset follow a shorter request timeout: setting `request_timeout_ms` alone is enough.
     for (key, t) in [
         ("connect_timeout_ms", &mut c.connect_timeout),
@@ -146,6 +158,38 @@ fn fetch(s: &mut Section<'_, '_, '_, '_>) -> FetchConfig {
         request,
     );
     c
+}
+
+/// One `[[fetch.credentials]]` table (the `i`th): `origin` and at least one of `authorization` and `cookie`; an
+/// origin given twice is an error at the second. Messages never show a value.
+fn credential(
+    s: &mut Section<'_, '_, '_, '_>,
+    i: usize,
+    seen: &mut Vec<(url::Origin, usize)>,
+) -> Option<Credential> {
+    let present = s.has("origin");
+    let origin = s.string("origin", None, |v| credentials::origin(v).map(Some));
+    let authorization = s.string("authorization", None, |v| {
+        credentials::header_secret(v).map(Some)
+    });
+    let cookie = s.string("cookie", None, |v| credentials::header_secret(v).map(Some));
+    if !present {
+        s.missing("origin");
+    }
+    if !s.has("authorization") && !s.has("cookie") {
+        s.invalid("authorization", "needed unless `cookie` is given");
+    }
+    let c = Credential::new(&origin?, authorization, cookie)?;
+    if let Some((_, first)) = seen.iter().find(|(o, _)| o == c.origin()) {
+        let msg = format!(
+            "origin `{}` is already given in `fetch.credentials[{first}]`",
+            c.origin_text()
+        );
+        s.invalid("origin", &msg);
+        return None;
+    }
+    seen.push((c.origin().clone(), i));
+    Some(c)
 }
 
 fn frontier(s: &mut Section<'_, '_, '_, '_>) -> FrontierConfig {

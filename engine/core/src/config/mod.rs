@@ -9,6 +9,7 @@
 //! apply (SIGHUP) and which need a restart.
 
 mod build;
+mod credentials;
 mod errors;
 mod proxy;
 mod reader;
@@ -16,6 +17,8 @@ mod redis;
 pub mod reload;
 mod validate;
 
+#[cfg(test)]
+mod credentials_tests;
 #[cfg(test)]
 mod error_tests;
 #[cfg(test)]
@@ -40,6 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
 
+pub use credentials::{Credential, Credentials, hide_userinfo};
 pub use errors::{ConfigError, ConfigErrors, ErrorKind};
 pub use proxy::{
     ChainConfig, DIRECT, ProxyConfig, ProxyHop, ProxyRule, ResolveAt, Secret, SelectPolicy,
@@ -252,6 +256,8 @@ pub struct FetchConfig {
     pub retry_base: Duration,
     pub pool_idle_timeout: Duration,
     pub pool_max_idle_per_host: usize,
+    /// `[[fetch.credentials]]` and the user names and passwords of the seeds: headers sent to one origin only.
+    pub credentials: Credentials,
 }
 
 impl Default for FetchConfig {
@@ -270,6 +276,7 @@ impl Default for FetchConfig {
             retry_base: Duration::from_millis(1_000),
             pool_idle_timeout: Duration::from_millis(30_000),
             pool_max_idle_per_host: 8,
+            credentials: Credentials::default(),
         }
     }
 }

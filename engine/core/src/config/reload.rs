@@ -289,6 +289,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         retry_base => "retry_base_ms",
         pool_idle_timeout => "pool_idle_timeout_ms",
         pool_max_idle_per_host => "pool_max_idle_per_host",
+        credentials => "credentials",
     });
     compare!(diff, "frontier", FrontierConfig, frontier, &new.frontier, {
         data_dir => "data_dir",

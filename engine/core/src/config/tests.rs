@@ -159,6 +159,7 @@ max_retries = 1
 retry_base_ms = 9
 pool_idle_timeout_ms = 0
 pool_max_idle_per_host = 0
+credentials = [{ origin = "https://intranet.example:8443", authorization = "Bearer t0ken", cookie = "sid=1" }]
 
 [frontier]
 data_dir = "/var/lib/crawl"
@@ -321,6 +322,14 @@ fn every_key_is_parsed() {
             retry_base: ms(9),
             pool_idle_timeout: ms(0),
             pool_max_idle_per_host: 0,
+            credentials: [Credential::new(
+                &url::Url::parse("https://intranet.example:8443").unwrap(),
+                Some(Secret::new("Bearer t0ken")),
+                Some(Secret::new("sid=1")),
+            )
+            .unwrap()]
+            .into_iter()
+            .collect(),
         }
     );
     assert_eq!(
@@ -363,7 +372,12 @@ fn every_key_is_parsed() {
         (100 << 20, "news-crawl", false)
     );
     assert!(c.security.allow_private_networks);
-    let blocks: Vec<String> = c.security.allow_cidrs.iter().map(ToString::to_string).collect();
+    let blocks: Vec<String> = c
+        .security
+        .allow_cidrs
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(blocks, ["10.1.0.0/16", "fd00:1::/32"]);
     let r = &c.resolver;
     let ns: Vec<String> = r.nameservers.iter().map(ToString::to_string).collect();
@@ -492,7 +506,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 100);
+    assert_eq!(keys.len(), 101);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

@@ -15,15 +15,17 @@ use crate::scope::ScopeMode;
 
 /// A seed: an absolute `http`/`https` URL with a host.
 pub(super) fn seed_url(s: &str) -> Result<url::Url, String> {
-    let url = url::Url::parse(s).map_err(|e| format!("invalid URL `{s}`: {e}"))?;
+    // A seed may carry a user name and password: never shown.
+    let shown = super::credentials::hide_userinfo(s);
+    let url = url::Url::parse(s).map_err(|e| format!("invalid URL `{shown}`: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
-            "URL `{s}` must use http or https, found `{}`",
+            "URL `{shown}` must use http or https, found `{}`",
             url.scheme()
         ));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("URL `{s}` has no host"));
+        return Err(format!("URL `{shown}` has no host"));
     }
     Ok(url)
 }

@@ -4,7 +4,8 @@
 //! `Transfer-Encoding` (the header is dropped when nothing remains), because the body is stored de-chunked; and an
 //! HTTP/2 or HTTP/3 response gets an `HTTP/1.1` status line with the canonical reason phrase of its code. A
 //! [`RequestHead`] is rebuilt from method, URL, version and the headers sent, without the URL's userinfo and without
-//! credentials (`Authorization`, `Proxy-Authorization`).
+//! credentials (`Authorization`, `Proxy-Authorization`, `Cookie`: the crawler's only cookies are configured
+//! secrets).
 
 use super::WarcError;
 use super::record::strip_userinfo;
@@ -153,8 +154,8 @@ pub struct RequestHead {
 impl RequestHead {
     /// Builds the request of `method url` with the headers sent. The request target is the URL's path and query;
     /// a `Host` header (host and non-default port, never userinfo) is put first when the headers lack one (HTTP/2
-    /// carries it as `:authority`); `Authorization` and `Proxy-Authorization` are left out, and a `Referer` loses
-    /// its userinfo.
+    /// carries it as `:authority`); `Authorization`, `Proxy-Authorization` and `Cookie` are left out, and a
+    /// `Referer` loses its userinfo.
     pub fn new(
         method: &str,
         url: &str,
@@ -187,6 +188,7 @@ impl RequestHead {
         for (name, value) in headers.iter() {
             if name.eq_ignore_ascii_case(b"authorization")
                 || name.eq_ignore_ascii_case(b"proxy-authorization")
+                || name.eq_ignore_ascii_case(b"cookie")
             {
                 continue;
             }
@@ -403,6 +405,8 @@ mod tests {
         let headers: HttpHeaders = [
             ("user-agent", "crawl-engine/0.1"),
             ("authorization", "Basic dXNlcjpzZWNyZXQ="),
+            ("Cookie", "session=secret"),
+            ("Proxy-Authorization", "Basic c2VjcmV0"),
             ("referer", "https://user:secret@example.org/from"),
         ]
         .into_iter()
