@@ -3,15 +3,17 @@
 
 use std::fmt;
 
-/// An incremental SHA-1 over one or more slices.
+use sha1::Digest as _;
+
+/// An incremental SHA-1 over one or more slices (the SHA extensions of the CPU when it has them).
 pub struct Sha1 {
-    ctx: ring::digest::Context,
+    ctx: sha1::Sha1,
 }
 
 impl Sha1 {
     pub fn new() -> Sha1 {
         Sha1 {
-            ctx: ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY),
+            ctx: sha1::Sha1::new(),
         }
     }
 
@@ -20,10 +22,7 @@ impl Sha1 {
     }
 
     pub fn finish(self) -> Digest {
-        let out = self.ctx.finish();
-        let mut bytes = [0u8; 20];
-        bytes.copy_from_slice(out.as_ref());
-        Digest(bytes)
+        Digest(self.ctx.finalize().into())
     }
 
     /// The digest of one slice.
