@@ -110,6 +110,8 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         max_body_bytes: config.fetch.max_body_bytes,
         http2: config.fetch.http2,
         allow_private_networks: config.security.allow_private_networks,
+        allow_cidrs: config.security.allow_cidrs.clone(),
+        attempt_delay: crate::fetcher::dial::ATTEMPT_DELAY,
         pool_idle_timeout: config.fetch.pool_idle_timeout,
         pool_max_idle_per_host: config.fetch.pool_max_idle_per_host,
         extra_roots: Vec::new(),

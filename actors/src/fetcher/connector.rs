@@ -1,16 +1,17 @@
-//! The connector under the HTTP client: a direct TCP connection (HttpConnector with the guarded resolver), or a
+//! The connector under the HTTP client: a direct TCP connection (`super::dial`: guard and connection racing), or a
 //! tunnel opened by the proxy-chain actor. TLS (hyper-rustls) wraps either, so HTTPS and HTTP/2 run inside the tunnel
 //! and hyper pools tunnelled connections like direct ones. The chain used is attached to the connection
 //! (`ProxyUsed`), so every response says how it travelled. [`Timed`] bounds the TLS handshake: once the transport
 //! is up, the handshake has `connect_timeout` of its own and otherwise ends as `tls: handshake timed out`.
 
+use super::dial::{Dialer, host_port};
 use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
 use actix::Recipient;
 use crawl_observability::KeyValue;
 use crawl_observability::trace::{TraceCtx, wall};
 use hyper::rt::{Read, ReadBufCursor, Write};
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::io;
@@ -119,23 +120,6 @@ fn record_tcp(
             .trace
             .failed_span("net.connect", wall(start), wall(end), attrs, e),
     }
-}
-
-fn host_port(uri: &http::Uri) -> (String, u16) {
-    let host = uri
-        .host()
-        .unwrap_or_default()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if uri.scheme_str() == Some("https") {
-            443
-        } else {
-            80
-        });
-    (host, port)
 }
 
 /// Wraps the TLS connector: times the whole connection, so the TLS handshake is what follows the transport, and
@@ -303,26 +287,20 @@ impl Write for Conn {
 
 /// Direct connections, or chains through the proxy-chain actor when one is configured.
 #[derive(Clone)]
-pub struct ProxyConnector<R: Clone> {
-    pub direct: HttpConnector<R>,
+pub struct ProxyConnector {
+    pub direct: Dialer,
     pub proxy: Option<Recipient<OpenChain>>,
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl<R> tower_service::Service<http::Uri> for ProxyConnector<R>
-where
-    R: Clone + Send + Sync + 'static,
-    HttpConnector<R>: tower_service::Service<http::Uri, Response = TokioIo<TcpStream>> + Send,
-    <HttpConnector<R> as tower_service::Service<http::Uri>>::Error: Into<BoxError>,
-    <HttpConnector<R> as tower_service::Service<http::Uri>>::Future: Send + 'static,
-{
+impl tower_service::Service<http::Uri> for ProxyConnector {
     type Response = Conn;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Conn, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.direct.poll_ready(cx).map_err(Into::into)
+        self.direct.poll_ready(cx)
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
@@ -341,7 +319,6 @@ where
                         Ok(Conn::Direct(io, false))
                     }
                     Err(e) => {
-                        let e: BoxError = e.into();
                         record_tcp(probe.as_ref(), &host, port, start, Err(&e.to_string()));
                         Err(e)
                     }
@@ -376,7 +353,6 @@ where
                                 Ok(Conn::Direct(io, true))
                             }
                             Err(e) => {
-                                let e: BoxError = e.into();
                                 record_tcp(probe.as_ref(), &host, port, start, Err(&e.to_string()));
                                 Err(e)
                             }

@@ -46,7 +46,7 @@ impl std::fmt::Display for TimeoutPhase {
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The host is, or resolves only to, a non-public address and private networks are not allowed.
-    #[error("{host} resolves to non-public address {addr}")]
+    #[error("{host} resolves to non-public address {addr} ({})", crawl_core::netaddr::classify_ip(*addr))]
     PrivateNetwork { host: String, addr: IpAddr },
     /// Name resolution failed.
     #[error("dns error: {0}")]
@@ -118,8 +118,8 @@ impl FetchError {
 /// Error of the fetcher's DNS resolver; travels through hyper-util's error chain.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    /// Every address the name resolved to is non-public.
-    #[error("{host} resolves only to non-public addresses (first: {addr})")]
+    /// The guard refused every address the name resolved to (none was dialed).
+    #[error("{host} resolves only to non-public addresses (first: {addr}, {})", crawl_core::netaddr::classify_ip(*addr))]
     PrivateOnly { host: String, addr: IpAddr },
     /// The lookup itself failed or returned nothing.
     #[error("lookup of {host} failed: {detail}")]

@@ -1,18 +1,16 @@
 //! The pooled HTTP(S) client used by the fetcher actor.
 //!
 //! [`HttpClient`] wraps hyper-util's legacy pooled client over hyper-rustls (ring provider,
-//! webpki roots plus configurable extra roots, ALPN h2 + http/1.1) over an `HttpConnector` with
-//! an SSRF-guarding DNS resolver: unless `allow_private_networks` is set, names resolving only to
-//! non-public addresses fail with [`FetchError::PrivateNetwork`], and IP-literal hosts are checked
-//! before connecting. Redirects are not followed. Bodies are returned still content-encoded
+//! webpki roots plus configurable extra roots, ALPN h2 + http/1.1) over the connector
+//! (`super::connector`), whose direct connections come from `super::dial`: the SSRF guard
+//! (`security.allow_private_networks`, `security.allow_cidrs`) is asked about every address right
+//! before it is dialed, and a host whose addresses are all refused fails with
+//! [`FetchError::PrivateNetwork`]; IP-literal hosts are checked before anything else. Redirects are not followed. Bodies are returned still content-encoded
 //! (see `crate::parser::decode`), capped at `max_body_bytes`, with header / idle / total deadlines.
 //! Works on both current-thread (actix arbiter) and multi-thread tokio runtimes.
 
-use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -22,12 +20,11 @@ use http_body_util::{BodyExt as _, Empty};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::dns::Name;
-use hyper_util::client::legacy::connect::{HttpConnector, HttpInfo};
+use hyper_util::client::legacy::connect::HttpInfo;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 
-use crate::fetcher::error::{FetchError, ResolveError, TimeoutPhase, classify};
+use crate::fetcher::error::{FetchError, TimeoutPhase, classify};
 
 /// `Accept` header sent with every request.
 pub const ACCEPT_VALUE: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -57,6 +54,10 @@ pub struct HttpSettings {
     pub http2: bool,
     /// Allow loopback / private / link-local and other non-public destinations.
     pub allow_private_networks: bool,
+    /// Non-public blocks allowed even without `allow_private_networks` (`security.allow_cidrs`).
+    pub allow_cidrs: Vec<crawl_core::netguard::Cidr>,
+    /// Delay between the starts of two connection attempts to the addresses of one host (RFC 8305).
+    pub attempt_delay: Duration,
     /// How long an idle pooled connection is kept.
     pub pool_idle_timeout: Duration,
     /// Idle connections kept per host.
@@ -99,6 +100,13 @@ impl std::fmt::Debug for NameLookup {
     }
 }
 
+impl HttpSettings {
+    /// The SSRF guard these settings describe.
+    pub fn guard(&self) -> crawl_core::netguard::NetGuard {
+        crawl_core::netguard::NetGuard::new(self.allow_private_networks, self.allow_cidrs.clone())
+    }
+}
+
 impl Default for HttpSettings {
     fn default() -> Self {
         HttpSettings {
@@ -110,6 +118,8 @@ impl Default for HttpSettings {
             max_body_bytes: 10 * 1024 * 1024,
             http2: true,
             allow_private_networks: false,
+            allow_cidrs: Vec::new(),
+            attempt_delay: super::dial::ATTEMPT_DELAY,
             pool_idle_timeout: Duration::from_secs(90),
             pool_max_idle_per_host: 8,
             extra_roots: Vec::new(),
@@ -156,82 +166,14 @@ pub struct RawResponse {
     pub timings: Timings,
 }
 
-/// DNS resolver that drops non-public addresses unless private networks are allowed.
-#[derive(Debug, Clone)]
-struct GuardedResolver {
-    allow_private: bool,
-    lookup: Option<NameLookup>,
-}
-
-impl tower_service::Service<Name> for GuardedResolver {
-    type Response = std::vec::IntoIter<SocketAddr>;
-    type Error = ResolveError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, ResolveError>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ResolveError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, name: Name) -> Self::Future {
-        let allow_private = self.allow_private;
-        let host = name.as_str().to_owned();
-        Box::pin(resolve(host, allow_private, self.lookup.clone()))
-    }
-}
-
-async fn resolve(
-    host: String,
-    allow_private: bool,
-    via: Option<NameLookup>,
-) -> Result<std::vec::IntoIter<SocketAddr>, ResolveError> {
-    let lookup: Result<Vec<SocketAddr>, String> = match via {
-        Some(NameLookup(f)) => f(host.clone())
-            .await
-            .map(|ips| ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect()),
-        None => match tokio::net::lookup_host((host.as_str(), 0)).await {
-            Ok(addrs) => Ok(addrs.collect()),
-            Err(e) => Err(e.to_string()),
-        },
-    };
-    let found = match lookup {
-        Ok(found) => found,
-        Err(detail) => {
-            return Err(ResolveError::Lookup { host, detail });
-        }
-    };
-    if allow_private && !found.is_empty() {
-        return Ok(found.into_iter());
-    }
-    let (public, blocked): (Vec<SocketAddr>, Vec<SocketAddr>) = found
-        .into_iter()
-        .partition(|a| crawl_core::netaddr::is_public_ip(a.ip()));
-    if public.is_empty() {
-        return Err(match blocked.first() {
-            Some(first) => {
-                let addr = first.ip();
-                tracing::debug!(host = %host, addr = %addr, "resolver refused non-public addresses");
-                ResolveError::PrivateOnly { host, addr }
-            }
-            None => ResolveError::Lookup {
-                host,
-                detail: "no addresses".to_string(),
-            },
-        });
-    }
-    if !blocked.is_empty() {
-        tracing::debug!(host = %host, dropped = blocked.len(), "resolver dropped non-public addresses");
-    }
-    Ok(public.into_iter())
-}
-
-type Connector =
-    super::connector::Timed<HttpsConnector<super::connector::ProxyConnector<GuardedResolver>>>;
+type Connector = super::connector::Timed<HttpsConnector<super::connector::ProxyConnector>>;
 
 /// Pooled HTTP/1.1 + HTTP/2 client; cheap to clone (clones share the pool).
 #[derive(Clone)]
 pub struct HttpClient {
     client: Client<Connector, Empty<Bytes>>,
     settings: Arc<HttpSettings>,
+    guard: Arc<crawl_core::netguard::NetGuard>,
     /// Replaced by a config reload; shared by the clones of this client.
     user_agent: crate::live::Live<HeaderValue>,
 }
@@ -386,30 +328,24 @@ impl HttpClient {
             .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
         let tls = tls_config(&settings)?;
 
-        let mut http = HttpConnector::new_with_resolver(GuardedResolver {
-            allow_private: settings.allow_private_networks,
+        let direct = super::dial::Dialer {
+            guard: Arc::new(settings.guard()),
             lookup: settings.lookup.clone(),
-        });
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(settings.connect_timeout));
-
+            connect_timeout: settings.connect_timeout,
+            attempt_delay: settings.attempt_delay,
+        };
+        let proxied = super::connector::ProxyConnector {
+            direct,
+            proxy: settings.proxy.clone().map(|p| p.0),
+        };
         let builder = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1();
         let https = if settings.http2 {
-            builder
-                .enable_http2()
-                .wrap_connector(super::connector::ProxyConnector {
-                    direct: http.clone(),
-                    proxy: settings.proxy.clone().map(|p| p.0),
-                })
+            builder.enable_http2().wrap_connector(proxied)
         } else {
-            builder.wrap_connector(super::connector::ProxyConnector {
-                direct: http.clone(),
-                proxy: settings.proxy.clone().map(|p| p.0),
-            })
+            builder.wrap_connector(proxied)
         };
 
         let client = Client::builder(TokioExecutor::new())
@@ -421,6 +357,7 @@ impl HttpClient {
 
         Ok(HttpClient {
             client,
+            guard: Arc::new(settings.guard()),
             settings: Arc::new(settings),
             user_agent: crate::live::Live::new(user_agent),
         })
@@ -476,9 +413,9 @@ impl HttpClient {
             Some(url::Host::Domain(_)) => None,
         };
         if let Some(addr) = literal
-            && !self.settings.allow_private_networks
-            && !crawl_core::netaddr::is_public_ip(addr)
+            && let Err(refused) = self.guard.check(addr)
         {
+            tracing::debug!(host = url.host_str().unwrap_or_default(), addr = %addr, class = refused.0.as_str(), "guard refused ip literal");
             return Err(FetchError::PrivateNetwork {
                 host: url.host_str().unwrap_or_default().to_string(),
                 addr,

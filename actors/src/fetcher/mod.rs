@@ -2,6 +2,7 @@
 
 pub mod actor;
 pub mod connector;
+pub mod dial;
 pub mod error;
 pub mod http;
 
