@@ -31,7 +31,8 @@ fn reply(query: &Message) -> Option<Vec<u8>> {
     m.to_vec().ok()
 }
 
-/// A UDP DNS responder answering every A query with [`ANSWER`] after `delay`; counts the queries.
+/// A UDP DNS responder answering every query with the A record [`ANSWER`] after `delay` (an AAAA query thus gets no
+/// address of its type); counts the A queries, one per lookup.
 async fn responder(delay: Duration) -> (SocketAddr, Arc<AtomicUsize>) {
     let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind"));
     let addr = socket.local_addr().expect("local addr");
@@ -40,8 +41,17 @@ async fn responder(delay: Duration) -> (SocketAddr, Arc<AtomicUsize>) {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 4096];
         while let Ok((len, peer)) = socket.recv_from(&mut buf).await {
-            seen.fetch_add(1, Ordering::SeqCst);
-            let Some(answer) = Message::from_vec(&buf[..len]).ok().as_ref().and_then(reply) else {
+            let Ok(query) = Message::from_vec(&buf[..len]) else {
+                continue;
+            };
+            if query
+                .queries
+                .first()
+                .is_some_and(|q| q.query_type() == hickory_proto::rr::RecordType::A)
+            {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            let Some(answer) = reply(&query) else {
                 continue;
             };
             let socket = socket.clone();

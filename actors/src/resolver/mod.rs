@@ -3,12 +3,13 @@
 //!
 //! - [`logic`]: the detection rules (pure); [`ipset`]: bogus IP/CIDR sets; [`cache`]: the TTL cache.
 //! - [`wire`], [`plain`], [`doh`]: DNS messages and the two transports.
-//! - [`lookup`]: one uncached lookup per mode; [`actor`]: the actor (hosts, cache, coalescing, probe).
+//! - [`lookup`]: one uncached lookup per mode, both families ([`family`]: merging A and AAAA); [`actor`]: the actor (hosts, cache, coalescing, probe).
 
 pub mod actor;
 pub mod cache;
 pub mod doh;
 pub mod error;
+pub mod family;
 pub mod ipset;
 pub mod logic;
 pub mod lookup;
