@@ -445,3 +445,31 @@ fn normalize_names() {
     assert_eq!(normalize_name("a.test"), "a.test");
     assert_eq!(normalize_name("."), "");
 }
+
+#[tokio::test]
+async fn a_sequence_answers_each_query_type_in_turn() {
+    let first = Ipv4Addr::new(127, 0, 1, 5);
+    let then = Ipv4Addr::new(127, 0, 2, 5);
+    let zone = Zone::new().with(
+        "rebind.test",
+        Behaviour::Sequence(vec![Behaviour::v4(&[first], 0), Behaviour::v4(&[then], 0)]),
+    );
+    let dns = FakeDns::start(zone).await.unwrap();
+    // AAAA queries count on their own: they do not move the A answers along.
+    assert!(v6s(&udp_ask(&dns, "rebind.test", RecordType::AAAA).await).is_empty());
+    assert_eq!(
+        v4s(&udp_ask(&dns, "rebind.test", RecordType::A).await),
+        [first]
+    );
+    assert_eq!(
+        v4s(&udp_ask(&dns, "rebind.test", RecordType::A).await),
+        [then]
+    );
+    assert_eq!(
+        v4s(&udp_ask(&dns, "rebind.test", RecordType::A).await),
+        [then],
+        "the last one repeats"
+    );
+    assert_eq!(dns.queries_for("rebind.test"), 4);
+    dns.shutdown().await;
+}

@@ -45,6 +45,9 @@ pub enum Behaviour {
     Drop,
     /// Over UDP: the TC bit and no answers. Over TCP and DoH: the full answer (`v4` for A, none for AAAA).
     Truncate { v4: Vec<Ipv4Addr>, ttl: u32 },
+    /// The n-th query of one type (A, AAAA, ...) for the name gets the n-th behaviour, the last one repeating: an
+    /// answer that changes between lookups (DNS rebinding).
+    Sequence(Vec<Behaviour>),
 }
 
 impl Behaviour {
@@ -61,6 +64,20 @@ impl Behaviour {
     pub fn ips(ips: &[IpAddr], ttl: u32) -> Self {
         let (v4, v6) = split(ips);
         Self::Answer { v4, v6, ttl }
+    }
+}
+
+impl Behaviour {
+    /// The behaviour for the query with `nth` earlier ones of its type: the element of a [`Behaviour::Sequence`]
+    /// (the last one past its end), else itself.
+    fn nth(&self, nth: usize) -> &Behaviour {
+        match self {
+            Behaviour::Sequence(items) => match items.get(nth).or(items.last()) {
+                Some(b) => b.nth(nth),
+                None => &Behaviour::NxDomain,
+            },
+            other => other,
+        }
     }
 }
 
@@ -173,6 +190,7 @@ pub(crate) struct Malformed;
 #[derive(Default)]
 struct Log {
     per_name: HashMap<String, usize>,
+    per_name_type: HashMap<(String, RecordType), usize>,
     entries: Vec<QueryLog>,
 }
 
@@ -250,9 +268,16 @@ impl State {
         }
     }
 
-    fn record(&self, name: &str, qtype: RecordType, transport: Transport) {
+    /// Counts one query; returns how many queries of its type for its name came before it.
+    fn record(&self, name: &str, qtype: RecordType, transport: Transport) -> usize {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         *log.per_name.entry(name.to_owned()).or_insert(0) += 1;
+        let typed = log
+            .per_name_type
+            .entry((name.to_owned(), qtype))
+            .or_insert(0);
+        let before = *typed;
+        *typed += 1;
         if log.entries.len() < LOG_CAP {
             log.entries.push(QueryLog {
                 name: name.to_owned(),
@@ -264,6 +289,7 @@ impl State {
         if let Some(c) = self.by_transport.get(transport.index()) {
             c.fetch_add(1, Ordering::AcqRel);
         }
+        before
     }
 
     /// Decodes one query, counts it (also while down) and decides the reply.
@@ -278,7 +304,7 @@ impl State {
             return Ok(Reply::One(Box::new(resp)));
         };
         let name = normalize_name(&q.name.to_ascii());
-        self.record(&name, q.query_type, transport);
+        let nth = self.record(&name, q.query_type, transport);
         if self.is_down() {
             return Ok(Reply::Down);
         }
@@ -287,7 +313,7 @@ impl State {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .lookup(&name);
-        Ok(build(&req, q, &behaviour, transport))
+        Ok(build(&req, q, behaviour.nth(nth), transport))
     }
 }
 
@@ -389,6 +415,7 @@ fn build(req: &Message, q: &Query, behaviour: &Behaviour, transport: Transport) 
         Behaviour::NxDomain => rcode(req, q, ResponseCode::NXDomain),
         Behaviour::ServFail => rcode(req, q, ResponseCode::ServFail),
         Behaviour::Drop => return Reply::Silent,
+        Behaviour::Sequence(_) => rcode(req, q, ResponseCode::ServFail),
         Behaviour::Truncate { v4, ttl } => {
             if udp {
                 let mut resp = response_to(req, Some(q));
