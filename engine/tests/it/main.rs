@@ -32,6 +32,8 @@
 //!   an overlong URL, a host over its budget) crawled to its end, each cut URL recorded with its rule's reason.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
+//! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,
+//!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
 
 /// The `crawl-engine` binary cargo built for these tests.
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
@@ -52,6 +54,7 @@ mod reload;
 mod reload_parts;
 mod resolver;
 mod robots_politeness;
+mod secrets;
 mod tls;
 mod traps;
 mod warc;
