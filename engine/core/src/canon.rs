@@ -269,6 +269,10 @@ fn is_unreserved(b: u8) -> bool {
 }
 
 #[cfg(test)]
+#[path = "canon_v6_tests.rs"]
+mod v6_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -1,0 +1,440 @@
+//! End-to-end tests of the SSRF guard and of IPv6 with the real `crawl-engine` binary.
+//!
+//! The trick: `security.allow_cidrs = ["127.0.1.0/24"]` with `allow_private_networks = false` makes 127.0.1.x an
+//! "allowed" network and 127.0.2.x a "private" one on a single machine. Every private address has a listener that
+//! counts connections and must count zero. IPv6 runs on `::1` (skipped with a message when the machine has none,
+//! a failure when CI=true). Addresses: 127.0.1.1-19 and 127.0.2.1-19.
+
+use crate::ENGINE;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crawl_core::record::{Outcome, Reason, Record};
+use crawl_tests::dns::{Behaviour, FakeDns, Zone};
+use crawl_tests::engine::TestCrawl;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn v4(c: u8, d: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, c, d))
+}
+
+/// What a path answers.
+#[derive(Clone)]
+enum Resp {
+    Page(String),
+    Redirect(String),
+}
+
+/// A minimal HTTP/1.1 server (every answer `connection: close`, so no pooled connection hides a new dial) that
+/// counts the connections it accepts and logs the paths asked.
+struct Server {
+    conns: Arc<AtomicUsize>,
+    paths: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    fn start(listener: TcpListener, routes: Vec<(&str, Resp)>) -> Server {
+        let routes: BTreeMap<String, Resp> =
+            routes.into_iter().map(|(p, r)| (p.to_owned(), r)).collect();
+        let conns = Arc::new(AtomicUsize::new(0));
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let (c, p) = (conns.clone(), paths.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                c.fetch_add(1, Ordering::SeqCst);
+                let (routes, p) = (routes.clone(), p.clone());
+                tokio::spawn(answer(sock, routes, p));
+            }
+        });
+        Server { conns, paths, task }
+    }
+
+    fn conns(&self) -> usize {
+        self.conns.load(Ordering::SeqCst)
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.paths.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn answer(
+    mut sock: TcpStream,
+    routes: BTreeMap<String, Resp>,
+    paths: Arc<Mutex<Vec<String>>>,
+) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 2048];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&buf);
+    let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    paths.lock().unwrap().push(path.clone());
+    let (status, extra, body) = match routes.get(&path) {
+        Some(Resp::Page(body)) => ("200 OK", String::new(), body.clone()),
+        Some(Resp::Redirect(to)) => ("302 Found", format!("location: {to}\r\n"), String::new()),
+        None => ("404 Not Found", String::new(), "none\n".to_owned()),
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/html\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = sock.write_all(reply.as_bytes()).await;
+    let _ = sock.shutdown().await;
+}
+
+fn page(hrefs: &[String]) -> Resp {
+    let mut s = String::from("<!DOCTYPE html><html><head><title>t</title></head><body>\n");
+    for h in hrefs {
+        s.push_str(&format!("<a href=\"{h}\">x</a>\n"));
+    }
+    Resp::Page(s + "</body></html>\n")
+}
+
+/// Listeners on `a` and `b` with the same port (retried on another port when `b`'s is taken).
+async fn same_port(a: IpAddr, b: IpAddr) -> (TcpListener, TcpListener) {
+    for _ in 0..20 {
+        let first = TcpListener::bind((a, 0)).await.expect("bind");
+        let port = first.local_addr().expect("addr").port();
+        if let Ok(second) = TcpListener::bind((b, port)).await {
+            return (first, second);
+        }
+    }
+    panic!("no port free on both {a} and {b}");
+}
+
+/// Whether this machine has an IPv6 loopback; without one the test is skipped, unless CI=true.
+fn have_v6_loopback(test: &str) -> bool {
+    if std::net::TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test}: no ::1 on this machine, and CI=true requires it"
+    );
+    eprintln!("{test}: skipped, this machine has no ::1");
+    false
+}
+
+/// The guard settings of these tests: 127.0.1.0/24 (and ::1 when asked) allowed, every other non-public address not.
+fn guarded(dns: Option<&FakeDns>, extra_cidrs: &str, more: &str) -> String {
+    let ns = dns.map_or_else(String::new, |d| {
+        format!("nameservers = [\"{}\"]\n", d.addr())
+    });
+    format!(
+        "[crawl]\nrespect_robots = false\nscope = \"any\"\n\
+         [security]\nallow_private_networks = false\nallow_cidrs = [\"127.0.1.0/24\"{extra_cidrs}]\n\
+         [resolver]\nmode = \"plain\"\nmin_ttl_s = 0\nnegative_ttl_s = 0\n{ns}{more}"
+    )
+}
+
+fn by_url(records: Vec<Record>) -> BTreeMap<String, Record> {
+    let mut m = BTreeMap::new();
+    for r in records {
+        if let Some(old) = m.insert(r.url.clone(), r) {
+            panic!("{} recorded twice (earlier {old:?})", old.url);
+        }
+    }
+    m
+}
+
+fn rec<'a>(m: &'a BTreeMap<String, Record>, url: &str) -> &'a Record {
+    m.get(url)
+        .unwrap_or_else(|| panic!("no record for {url}; recorded: {:?}", m.keys()))
+}
+
+fn fetched(m: &BTreeMap<String, Record>, url: &str) {
+    let r = rec(m, url);
+    assert_eq!(
+        (r.outcome, r.status),
+        (Outcome::Fetched, Some(200)),
+        "{url}: {r:?}"
+    );
+}
+
+fn private(m: &BTreeMap<String, Record>, url: &str, addr: &str) {
+    let r = rec(m, url);
+    assert_eq!(
+        (r.outcome, r.reason),
+        (Outcome::Excluded, Some(Reason::PrivateNetwork)),
+        "{url}: {r:?}"
+    );
+    let error = r.error.as_deref().unwrap_or_default();
+    assert!(error.contains(addr), "{url}: error names {addr}: {error}");
+}
+
+/// Runs the crawl to its end on a blocking thread; its records by URL, after asserting a clean exit.
+async fn crawl(seeds: &[String], overrides: &str) -> BTreeMap<String, Record> {
+    let c = TestCrawl::new(ENGINE, seeds, overrides);
+    let (res, c) = tokio::task::spawn_blocking(move || (c.run(DEADLINE), c))
+        .await
+        .expect("join");
+    assert_eq!(
+        res.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        res.stdout,
+        res.stderr
+    );
+    by_url(c.records())
+}
+
+#[tokio::test]
+async fn dns_rebinding_never_reaches_the_private_address() {
+    let (allowed, private_l) = same_port(v4(1, 5), v4(2, 5)).await;
+    let port = allowed.local_addr().unwrap().port();
+    let site = Server::start(
+        allowed,
+        vec![("/", page(&["/next".into()])), ("/next", page(&[]))],
+    );
+    let inside = Server::start(private_l, vec![("/", page(&[])), ("/next", page(&[]))]);
+    // TTL 0: every lookup asks again. The fetch of "/" (its lookup and the connector's) gets 127.0.1.5; every
+    // later A query gets 127.0.2.5.
+    let allowed_answer = Behaviour::v4(&[Ipv4Addr::new(127, 0, 1, 5)], 0);
+    let rebound = Behaviour::v4(&[Ipv4Addr::new(127, 0, 2, 5)], 0);
+    let zone = Zone::new().with(
+        "rebind.test",
+        Behaviour::Sequence(vec![allowed_answer.clone(), allowed_answer, rebound]),
+    );
+    let dns = FakeDns::start(zone).await.expect("dns");
+    let seed = format!("http://rebind.test:{port}/");
+    let m = crawl(std::slice::from_ref(&seed), &guarded(Some(&dns), "", "")).await;
+    fetched(&m, &seed);
+    private(&m, &format!("http://rebind.test:{port}/next"), "127.0.2.5");
+    assert_eq!(inside.conns(), 0, "the private listener saw no connection");
+    assert_eq!(site.paths(), ["/"]);
+    assert!(dns.queries_for("rebind.test") >= 3, "asked again each time");
+    dns.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_redirect_to_a_private_address_is_refused_with_a_record() {
+    let (allowed, private_l) = same_port(v4(1, 6), v4(2, 6)).await;
+    let port = allowed.local_addr().unwrap().port();
+    let literal = format!("http://127.0.2.6:{port}/secret");
+    let named = format!("http://inside.test:{port}/secret");
+    let mapped = format!("http://[::ffff:127.0.2.6]:{port}/secret");
+    let site = Server::start(
+        allowed,
+        vec![
+            ("/", page(&["/r1".into(), "/r2".into(), "/r3".into()])),
+            ("/r1", Resp::Redirect(literal.clone())),
+            ("/r2", Resp::Redirect(named.clone())),
+            ("/r3", Resp::Redirect(mapped.clone())),
+        ],
+    );
+    let inside = Server::start(private_l, vec![("/secret", page(&[]))]);
+    let hosts =
+        "hosts = { \"public.test\" = [\"127.0.1.6\"], \"inside.test\" = [\"127.0.2.6\"] }\n";
+    let seed = format!("http://public.test:{port}/");
+    let m = crawl(std::slice::from_ref(&seed), &guarded(None, "", hosts)).await;
+    fetched(&m, &seed);
+    for r in ["/r1", "/r2", "/r3"] {
+        let url = format!("http://public.test:{port}{r}");
+        assert_eq!(rec(&m, &url).status, Some(302), "{url}");
+    }
+    private(&m, &literal, "127.0.2.6");
+    private(&m, &named, "127.0.2.6");
+    // The mapped form is refused as the loopback address it embeds (the URL is kept as written, canonicalised).
+    let mapped_rec = m
+        .iter()
+        .find(|(u, _)| u.contains("ffff"))
+        .map(|(u, _)| u.clone())
+        .expect("the mapped redirect target is recorded");
+    private(&m, &mapped_rec, "127.0.2.6");
+    assert_eq!(inside.conns(), 0, "the private listener saw no connection");
+    let mut asked = site.paths();
+    asked.sort();
+    assert_eq!(asked, ["/", "/r1", "/r2", "/r3"]);
+}
+
+#[tokio::test]
+async fn ipv6_literals_and_aaaa_names_are_crawled_on_loopback() {
+    if !have_v6_loopback("ipv6_literals_and_aaaa_names_are_crawled_on_loopback") {
+        return;
+    }
+    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
+        .await
+        .expect("bind ::1");
+    let port = listener.local_addr().unwrap().port();
+    let seed = format!("http://[::1]:{port}/");
+    // A non-canonical literal (upper case, uncompressed) must be canonicalised to [::1] and fetched once.
+    let long = format!("http://[0:0:0:0:0:0:0:1]:{port}/b");
+    let v6_dns = format!("http://v6only.test:{port}/c");
+    let v6_hosts = format!("http://v6hosts.test:{port}/d");
+    let site = Server::start(
+        listener,
+        vec![
+            (
+                "/",
+                page(&[
+                    "/a".into(),
+                    long,
+                    "/b".into(),
+                    v6_dns.clone(),
+                    v6_hosts.clone(),
+                ]),
+            ),
+            ("/a", page(&[])),
+            ("/b", page(&[])),
+            ("/c", page(&[])),
+            ("/d", page(&[])),
+        ],
+    );
+    let zone = Zone::new().with(
+        "v6only.test",
+        Behaviour::Answer {
+            v4: Vec::new(),
+            v6: vec![Ipv6Addr::LOCALHOST],
+            ttl: 60,
+        },
+    );
+    let dns = FakeDns::start(zone).await.expect("dns");
+    let hosts = "hosts = { \"v6hosts.test\" = [\"::1\"] }\n";
+    let m = crawl(
+        std::slice::from_ref(&seed),
+        &guarded(Some(&dns), ", \"::1\"", hosts),
+    )
+    .await;
+    fetched(&m, &seed);
+    fetched(&m, &format!("http://[::1]:{port}/a"));
+    fetched(&m, &format!("http://[::1]:{port}/b"));
+    fetched(&m, &v6_dns);
+    fetched(&m, &v6_hosts);
+    assert_eq!(m.len(), 5, "recorded: {:?}", m.keys());
+    let mut paths = site.paths();
+    paths.sort();
+    assert_eq!(paths, ["/", "/a", "/b", "/c", "/d"], "each fetched once");
+    let aaaa = dns
+        .log()
+        .iter()
+        .filter(|q| q.name == "v6only.test" && q.qtype.to_string() == "AAAA")
+        .count();
+    assert!(aaaa >= 1, "asked for AAAA over plain dns: {:?}", dns.log());
+    dns.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_allow_cidrs_the_ipv6_loopback_is_refused() {
+    if !have_v6_loopback("without_allow_cidrs_the_ipv6_loopback_is_refused") {
+        return;
+    }
+    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
+        .await
+        .expect("bind ::1");
+    let port = listener.local_addr().unwrap().port();
+    let site = Server::start(listener, vec![("/", page(&[]))]);
+    let literal = format!("http://[::1]:{port}/");
+    let named = format!("http://v6hosts.test:{port}/");
+    let hosts = "hosts = { \"v6hosts.test\" = [\"::1\", \"fd00::1\", \"0.0.0.0\"] }\n";
+    let m = crawl(&[literal.clone(), named.clone()], &guarded(None, "", hosts)).await;
+    private(&m, &literal, "::1");
+    private(&m, &named, "::1");
+    assert_eq!(site.conns(), 0);
+}
+
+/// A listener on `addr` whose accept queue is full: further connection attempts get no answer (their SYNs are
+/// dropped), like a black-holed address.
+async fn black_hole(addr: SocketAddr) -> Option<(TcpListener, Vec<TcpStream>)> {
+    let socket = if addr.is_ipv6() {
+        TcpSocket::new_v6()
+    } else {
+        TcpSocket::new_v4()
+    }
+    .ok()?;
+    socket.bind(addr).ok()?;
+    let listener = socket.listen(0).ok()?;
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => held.push(s),
+            _ => return Some((listener, held)),
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn a_black_holed_or_refusing_family_is_raced_past() {
+    if !have_v6_loopback("a_black_holed_or_refusing_family_is_raced_past") {
+        return;
+    }
+    // race6.test: AAAA ::1 black-holed, A 127.0.1.8 serving. race4.test: A 127.0.1.9 black-holed, AAAA ::1
+    // serving (another port). refuse.test: AAAA ::1 where nothing listens, A 127.0.1.10 serving.
+    let (good4, hole6) = {
+        let mut found = None;
+        for _ in 0..20 {
+            let l = TcpListener::bind((v4(1, 8), 0)).await.expect("bind");
+            let port = l.local_addr().unwrap().port();
+            if let Some(h) = black_hole(SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port)).await {
+                found = Some((l, h));
+                break;
+            }
+        }
+        found.expect("a black hole on ::1")
+    };
+    let p1 = good4.local_addr().unwrap().port();
+    let (good6, hole4) = {
+        let mut found = None;
+        for _ in 0..20 {
+            let l = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
+                .await
+                .expect("bind");
+            let port = l.local_addr().unwrap().port();
+            if let Some(h) = black_hole(SocketAddr::new(v4(1, 9), port)).await {
+                found = Some((l, h));
+                break;
+            }
+        }
+        found.expect("a black hole on 127.0.1.9")
+    };
+    let p2 = good6.local_addr().unwrap().port();
+    let good_refuse = TcpListener::bind((v4(1, 10), 0)).await.expect("bind");
+    let p3 = good_refuse.local_addr().unwrap().port();
+    let s1 = Server::start(good4, vec![("/", page(&[]))]);
+    let s2 = Server::start(good6, vec![("/", page(&[]))]);
+    let s3 = Server::start(good_refuse, vec![("/", page(&[]))]);
+    let both = |a: Ipv4Addr| Behaviour::Answer {
+        v4: vec![a],
+        v6: vec![Ipv6Addr::LOCALHOST],
+        ttl: 60,
+    };
+    let zone = Zone::new()
+        .with("race6.test", both(Ipv4Addr::new(127, 0, 1, 8)))
+        .with("race4.test", both(Ipv4Addr::new(127, 0, 1, 9)))
+        .with("refuse.test", both(Ipv4Addr::new(127, 0, 1, 10)));
+    let dns = FakeDns::start(zone).await.expect("dns");
+    let seeds = [
+        format!("http://race6.test:{p1}/"),
+        format!("http://race4.test:{p2}/"),
+        format!("http://refuse.test:{p3}/"),
+    ];
+    // connect_timeout 5 s: a fetch that waited for the black hole would take that long.
+    let over = guarded(Some(&dns), ", \"::1\"", "") + "[fetch]\nconnect_timeout_ms = 5000\n";
+    let m = crawl(&seeds, &over).await;
+    for seed in &seeds {
+        fetched(&m, seed);
+        let elapsed = rec(&m, seed).elapsed_ms.unwrap_or(u64::MAX);
+        assert!(elapsed < 2_000, "{seed} took {elapsed} ms");
+    }
+    assert_eq!((s1.conns(), s2.conns(), s3.conns()), (1, 1, 1));
+    drop((hole6, hole4));
+    dns.shutdown().await;
+}
