@@ -147,7 +147,11 @@ pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> P
         out.redirect_to = header(&resp, http::header::LOCATION).map(|loc| {
             canon::canonicalize_relative(base, loc)
                 .map(|u| judge_in(scope, &u, job.entry.depth))
-                .map_err(|e| format!("unusable Location {loc:?}: {e}"))
+                // Shown without the user name and password it may carry.
+                .map_err(|e| {
+                    let shown = crawl_core::config::hide_userinfo(loc);
+                    format!("unusable Location {shown:?}: {e}")
+                })
         });
     }
     let body = match decode(&resp, resp.body.clone(), settings.max_body_bytes) {

@@ -302,7 +302,8 @@ async fn canaries_never_leave_the_process_whatever_fails() {
          <a href=\"/{mark}/slow\">slow</a> <a href=\"{}\">other port</a> <a href=\"https://{tls}/tls\">tls</a>\
          <a href=\"http://linkuser:{link_pass}@nx-{t}.invalid/dns\">dns</a>\
          <a href=\"{}\">robots down</a> <a href=\"{}\">refused</a> <a href=\"{}\">dropped</a>\
-         <a href=\"{}\">self</a></body></html>",
+         <a href=\"{}\">self</a> <a href=\"/{mark}/bad-location\">bad location</a>\
+         <a href=\"http://linkuser:{link_pass}@[bad/x\">bad href</a></body></html>",
         link(pb, "/b-page"),
         a_other_port.url("/other-port"),
         robots_down.url("/page"),
@@ -322,6 +323,11 @@ async fn canaries_never_leave_the_process_whatever_fails() {
     a.route(&format!("/{mark}/err500"), Answer::text(500, "boom"));
     a.route(&format!("/{mark}/slow"), Answer::Stall);
     a.route(&format!("/{mark}/self"), Answer::html("<p>self</p>"));
+    // A Location that is no URL at all, with a password in it.
+    a.route(
+        &format!("/{mark}/bad-location"),
+        Answer::redirect(&format!("http://linkuser:{link_pass}@[bad/x")),
+    );
     a_other_port.route("/other-port", Answer::html("<p>other port</p>"));
     b.route("/b-page", Answer::html("<p>b</p>"));
     b.route("/landing", Answer::html("<p>landing</p>"));
@@ -408,6 +414,13 @@ use = "drop"
     ] {
         assert!(has_reason(&records, reason), "no {reason:?} record:\n{all}");
     }
+    assert!(
+        records.iter().any(|r| r
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("unusable Location \"http://***@[bad/x\""))),
+        "the unusable Location is named without its userinfo:\n{all}"
+    );
     // The TLS host and the one behind the dropping proxy fail at their robots.txt already.
     for detail in ["tls: ", "end of file"] {
         assert!(
