@@ -17,6 +17,7 @@
 //!
 //! Hosts use 127.0.4.1..=127.0.4.19 (this file's range).
 
+mod redirects;
 mod server;
 
 use crate::ENGINE;
