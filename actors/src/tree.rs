@@ -311,8 +311,11 @@ pub fn start_locked(
         let pcfg = config.proxy.clone();
         let presolver = resolve_r.clone();
         let proxy_faults = faults.clone();
+        let proxy_guard = config.security.guard();
         let proxy = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
-            crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver)).with_faults(proxy_faults)
+            crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver))
+                .with_faults(proxy_faults)
+                .with_guard(proxy_guard.clone())
         });
         http.proxy = Some(crate::fetcher::http::ProxyHandle(proxy.clone().recipient()));
         proxy_addr = Some(proxy);

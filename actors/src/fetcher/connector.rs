@@ -362,6 +362,12 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                         tracing::debug!(host, chain, detail, "proxy chain failed; trying another");
                         tried.push(chain);
                     }
+                    Ok(Err(ProxyFailure::Refused { host, addr })) => {
+                        return Err(
+                            Box::new(super::error::ResolveError::PrivateOnly { host, addr })
+                                as BoxError,
+                        );
+                    }
                     Ok(Err(e @ ProxyFailure::Target { .. })) => {
                         return Err(Box::new(ProxyConnectError::Target(e.to_string())) as BoxError);
                     }

@@ -20,6 +20,7 @@ use actix::{
     Supervised, WrapFuture,
 };
 use crawl_core::config::{ChainConfig, DIRECT, ProxyConfig, ResolveAt};
+use crawl_core::netguard::NetGuard;
 use crawl_observability::KeyValue;
 use crawl_observability::metrics::metrics;
 use crawl_observability::trace::{ChildSpan, TraceCtx};
@@ -94,6 +95,17 @@ pub struct ProxyChains {
     generation: u64,
     /// Fault injection (tests): panic or freeze on a target host.
     fault_hook: Faults,
+    /// The SSRF guard on the addresses this actor chooses: the hops given by IP or resolved here, and a target
+    /// resolved here (`resolve = "local"`). A target the last hop resolves is out of its sight.
+    guard: NetGuard,
+}
+
+/// Why a chain was not even tried.
+enum NotTried {
+    /// The target name did not resolve (`resolve = "local"`).
+    Unresolved(String),
+    /// The guard refused a hop or the locally resolved target.
+    Refused { host: String, addr: IpAddr },
 }
 
 fn deadlines(config: &ProxyConfig) -> Deadlines {
@@ -158,7 +170,15 @@ impl ProxyChains {
             config: config.clone(),
             generation,
             fault_hook: Faults::default(),
+            guard: NetGuard::new(true, Vec::new()),
         }
+    }
+
+    /// Sets the SSRF guard (the engine's `[security]`; without it only never-dialed addresses are refused); kept
+    /// across restarts and reloads.
+    pub fn with_guard(mut self, guard: NetGuard) -> ProxyChains {
+        self.guard = guard;
+        self
     }
 
     /// Sets the fault-injection hook (tests); kept across restarts.
@@ -303,8 +323,22 @@ impl Supervised for ProxyChains {
         let resolver = self.resolver.take();
         let generation = self.generation + 1;
         let hook = std::mem::take(&mut self.fault_hook);
-        *self = ProxyChains::build(&self.config.clone(), resolver, generation).with_faults(hook);
+        let guard = std::mem::take(&mut self.guard);
+        *self = ProxyChains::build(&self.config.clone(), resolver, generation)
+            .with_faults(hook)
+            .with_guard(guard);
     }
+}
+
+/// The guard on an address this actor is about to hand to a chain (a debug log when refused).
+fn guarded(guard: &NetGuard, host: &str, addr: IpAddr) -> Result<(), NotTried> {
+    guard.check(addr).map_err(|refused| {
+        tracing::debug!(host, addr = %addr, class = refused.0.as_str(), "guard refused address");
+        NotTried::Refused {
+            host: host.to_owned(),
+            addr,
+        }
+    })
 }
 
 async fn target_for(
@@ -313,12 +347,14 @@ async fn target_for(
     resolve: ResolveAt,
     resolver: Option<Recipient<Resolve>>,
     trace: TraceCtx,
-) -> Result<Target, String> {
+    guard: &NetGuard,
+) -> Result<Target, NotTried> {
     if let Ok(ip) = host
         .trim_start_matches('[')
         .trim_end_matches(']')
         .parse::<IpAddr>()
     {
+        guarded(guard, &host, ip)?;
         return Ok(Target::Addr(SocketAddr::new(ip, port)));
     }
     match (resolve, resolver) {
@@ -329,13 +365,22 @@ async fn target_for(
             })
             .await
         {
-            Ok(Outcome::Resolved(res)) => res
-                .addrs
-                .first()
-                .map(|ip| Target::Addr(SocketAddr::new(*ip, port)))
-                .ok_or_else(|| format!("{host}: no address")),
-            Ok(other) => Err(format!("{host}: {other:?}")),
-            Err(e) => Err(format!("resolver unavailable: {e}")),
+            Ok(Outcome::Resolved(res)) => {
+                // The first address the guard allows; none allowed: refused as the first one.
+                match res.addrs.iter().find(|ip| guard.allows(**ip)) {
+                    Some(ip) => Ok(Target::Addr(SocketAddr::new(*ip, port))),
+                    None => match res.addrs.first() {
+                        Some(first) => {
+                            Err(guarded(guard, &host, *first).err().unwrap_or_else(|| {
+                                NotTried::Unresolved(format!("{host}: no address"))
+                            }))
+                        }
+                        None => Err(NotTried::Unresolved(format!("{host}: no address"))),
+                    },
+                }
+            }
+            Ok(other) => Err(NotTried::Unresolved(format!("{host}: {other:?}"))),
+            Err(e) => Err(NotTried::Unresolved(format!("resolver unavailable: {e}"))),
         },
         _ => Ok(Target::Name(host, port)),
     }
@@ -404,6 +449,7 @@ impl Handler<OpenChain> for ProxyChains {
         let generation = chain.generation;
         let deadlines = self.deadlines;
         let resolver = self.resolver.clone();
+        let guard = self.guard.clone();
         let (host, port, trace) = (msg.host, msg.port, msg.trace);
         let fut = async move {
             let mut hops = hops;
@@ -426,15 +472,19 @@ impl Handler<OpenChain> for ProxyChains {
                     }
                 }
             }
-            let target = target_for(host, port, resolve, resolver, trace).await;
-            match target {
-                Ok(t) => Ok(open_chain(&hops, &t, &deadlines).await),
-                Err(e) => Err(e),
+            // The hops this actor knows the address of (given by IP, or the first one resolved above).
+            for hop in &hops {
+                if let Ok(ip) = hop.host.parse::<IpAddr>() {
+                    guarded(&guard, &format!("proxy hop {}:{}", hop.host, hop.port), ip)?;
+                }
             }
+            let target = target_for(host, port, resolve, resolver, trace, &guard).await?;
+            Ok(open_chain(&hops, &target, &deadlines).await)
         };
         Box::pin(fut.into_actor(self).map(move |res, act, _ctx| match res {
-            Err(detail) => {
-                // The chain was never tried (the target name did not resolve): give back any probe slot.
+            Err(not_tried) => {
+                // The chain was never tried (the target name did not resolve, or the guard refused an address):
+                // give back any probe slot.
                 if let Some(c) = act.current(&name, generation) {
                     let now = Instant::now();
                     c.breaker.cancel_probe(now);
@@ -442,11 +492,20 @@ impl Handler<OpenChain> for ProxyChains {
                         b.cancel_probe(now);
                     }
                 }
-                failed(span, "target_unresolved", &detail);
-                Err(ProxyFailure::Target {
-                    chain: name,
-                    detail,
-                })
+                match not_tried {
+                    NotTried::Unresolved(detail) => {
+                        failed(span, "target_unresolved", &detail);
+                        Err(ProxyFailure::Target {
+                            chain: name,
+                            detail,
+                        })
+                    }
+                    NotTried::Refused { host, addr } => {
+                        let failure = ProxyFailure::Refused { host, addr };
+                        failed(span, "private_network", &failure.to_string());
+                        Err(failure)
+                    }
+                }
             }
             Ok(Ok(stream)) => {
                 act.settle(&name, generation, None);
@@ -504,3 +563,7 @@ pub fn describe(config: &ProxyConfig) -> BTreeMap<String, Vec<String>> {
 #[cfg(test)]
 #[path = "actor_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod guard_tests;

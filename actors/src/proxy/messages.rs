@@ -48,6 +48,13 @@ pub enum ProxyFailure {
     /// The proxy-chain actor panicked on this connection (it is restarted).
     #[error("proxy-chain actor panicked: {detail}")]
     Panicked { detail: String },
+    /// The SSRF guard refused an address the actor would have handed to the chain (a hop given by IP or resolved
+    /// here, or a target resolved here): nothing was dialed. Recorded `private_network`.
+    #[error("{host} is at non-public address {addr}")]
+    Refused {
+        host: String,
+        addr: std::net::IpAddr,
+    },
 }
 
 /// Read the counters.
