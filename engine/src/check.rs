@@ -69,8 +69,10 @@ pub fn preflight(config: &Config) -> Findings {
     f
 }
 
-/// Seeds whose host is (or resolves to) an address the crawl may not reach.
+/// Seeds whose host is (or resolves to) an address the crawl may not reach (the guard of `[security]`: non-public
+/// and not in `allow_cidrs`).
 fn private_seeds(config: &Config) -> Vec<String> {
+    let guard = config.security.guard();
     let deadline = std::time::Instant::now() + RESOLVE_BUDGET;
     let mut out = Vec::new();
     for seed in &config.crawl.seeds {
@@ -85,10 +87,11 @@ fn private_seeds(config: &Config) -> Vec<String> {
         } else {
             resolve(bare, seed.port_or_known_default().unwrap_or(80), deadline)
         };
-        if let Some(ip) = addrs.iter().find(|ip| !classify_ip(**ip).is_public()) {
+        if let Some(ip) = addrs.iter().find(|ip| !guard.allows(**ip)) {
             out.push(format!(
                 "seed {seed}: {host} is at {ip} ({}), which security.allow_private_networks = false excludes: \
-                 the URL would end excluded/private_network (set allow_private_networks = true to crawl it)",
+                 the URL would end excluded/private_network (list it in security.allow_cidrs or set \
+                 allow_private_networks = true to crawl it)",
                 classify_ip(*ip)
             ));
         }
@@ -230,6 +233,10 @@ mod tests {
             "{}",
             f.warnings[1]
         );
+        c.security.allow_cidrs = vec!["10.1.0.0/16".parse().unwrap(), "::1".parse().unwrap()];
+        let f = preflight(&c);
+        assert_eq!(f.warnings.len(), 1, "only 127.0.0.9 is left: {f:?}");
+        assert!(f.warnings[0].contains("127.0.0.9 (loopback)"), "{f:?}");
         c.security.allow_private_networks = true;
         assert!(preflight(&c).warnings.is_empty());
     }

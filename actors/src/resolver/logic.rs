@@ -245,6 +245,8 @@ pub struct DetectCtx {
     pub hijack: HashSet<IpAddr>,
     /// Rule 2 is active (security.allow_private_networks = false).
     pub non_public_suspicious: bool,
+    /// Non-public blocks the crawl may reach (security.allow_cidrs): an address in one is not suspicious.
+    pub allow_cidrs: Vec<crawl_core::netguard::Cidr>,
 }
 
 /// The judgement of the plain answers to one query, before any cross-check.
@@ -344,7 +346,10 @@ pub fn judge_plain(name: &str, answers: &[Answer], ctx: &DetectCtx) -> PlainVerd
             Some((Rule::BogusIp, true))
         } else if ctx.hijack.contains(&ip) {
             Some((Rule::NxdomainHijack, true))
-        } else if check_non_public && !crawl_core::netaddr::is_public_ip(ip) {
+        } else if check_non_public
+            && !crawl_core::netaddr::is_public_ip(ip)
+            && !ctx.allow_cidrs.iter().any(|c| c.contains(ip))
+        {
             Some((Rule::NonPublic, false))
         } else {
             None

@@ -23,6 +23,7 @@ fn ctx() -> DetectCtx {
         bogus: IpSet::from_entries(["203.0.113.0/24", "2001:db8:bad::1"]).expect("valid"),
         hijack: [ip("198.51.100.66")].into_iter().collect(),
         non_public_suspicious: true,
+        allow_cidrs: Vec::new(),
     }
 }
 
@@ -585,4 +586,80 @@ fn hijack_addresses_from_probe_answers() {
     let mut refused = ans(&["198.51.100.66"]);
     refused.rcode = Rcode::Refused;
     assert!(hijack_addresses(&refused).is_empty());
+}
+
+/// Every rule judges AAAA answers as it judges A answers.
+#[test]
+fn every_rule_applies_to_aaaa_answers() {
+    // bogus_ip (strong): the bogus v6 address is dropped; alone, nothing usable is left.
+    let v = judge_plain(NAME, &[ans(&["2001:db8:bad::1"])], &ctx());
+    assert!(
+        matches!(&v, PlainVerdict::Suspicious { usable, strong: true, rules, .. }
+        if usable.is_empty() && rules == &[Rule::BogusIp]),
+        "{v:?}"
+    );
+    let o = cross_check(&v, None);
+    assert!(
+        matches!(&o, Outcome::Unresolved { polluted: true, .. }),
+        "{o:?}"
+    );
+    // non_public (weak) for every non-public IPv6 class, the mapped and NAT64 forms included.
+    for a in [
+        "::1",
+        "fd00::1",
+        "fe80::1",
+        "::ffff:10.0.0.1",
+        "64:ff9b::a00:1",
+        "2002:c0a8:101::1",
+    ] {
+        let v = judge_plain(NAME, &[ans(&[a])], &ctx());
+        assert_eq!(v.rules(), [Rule::NonPublic], "{a}: {v:?}");
+        // A DoH answer without it: polluted, DoH's address used.
+        let o = cross_check(&v, Some(&ans(&["2606:2800:220:1::1"])));
+        let r = resolution(o);
+        assert!(
+            r.polluted && r.rules.contains(&Rule::CrossCheck),
+            "{a}: {r:?}"
+        );
+        assert_eq!(r.addrs, ips(&["2606:2800:220:1::1"]));
+    }
+    // injection_race (strong): the first of two different AAAA answers is dropped.
+    let v = judge_plain(
+        NAME,
+        &[ans(&["2001:db8:f00::1"]), ans(&["2606:2800:220:1::1"])],
+        &ctx(),
+    );
+    let r = resolution(cross_check(&v, None));
+    assert_eq!(r.addrs, ips(&["2606:2800:220:1::1"]));
+    assert!(
+        r.polluted && r.rules.contains(&Rule::InjectionRace),
+        "{r:?}"
+    );
+    // nxdomain_hijack: a v6 address learned by the probe means NXDOMAIN.
+    let mut c = ctx();
+    c.hijack.insert(ip("2001:db8:4a1::66"));
+    let v = judge_plain(NAME, &[ans(&["2001:db8:4a1::66"])], &c);
+    assert_eq!(
+        v,
+        PlainVerdict::NxDomain {
+            rules: vec![Rule::NxdomainHijack]
+        }
+    );
+}
+
+#[test]
+fn allow_cidrs_are_not_suspicious() {
+    let mut c = ctx();
+    c.allow_cidrs = vec![
+        "10.1.0.0/16".parse().unwrap(),
+        "fd00:1::/32".parse().unwrap(),
+    ];
+    for a in ["10.1.2.3", "fd00:1::5"] {
+        let v = judge_plain(NAME, &[ans(&[a])], &c);
+        assert!(matches!(v, PlainVerdict::Clean { .. }), "{a}: {v:?}");
+    }
+    for a in ["10.2.0.1", "fd00:2::5"] {
+        let v = judge_plain(NAME, &[ans(&[a])], &c);
+        assert_eq!(v.rules(), [Rule::NonPublic], "{a}: {v:?}");
+    }
 }

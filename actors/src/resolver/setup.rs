@@ -107,6 +107,7 @@ pub fn build(config: &Config) -> Result<Parts, ResolverError> {
         bogus,
         hijack: HashSet::new(),
         non_public_suspicious: !config.security.allow_private_networks,
+        allow_cidrs: config.security.allow_cidrs.clone(),
     };
     Ok(Parts { settings, ctx, doh })
 }
