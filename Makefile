@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -74,6 +74,17 @@ promtool-test:
 	@command -v $(PROMTOOL) >/dev/null 2>&1 || { echo "promtool not found: apt-get install prometheus" >&2; exit 1; }
 	$(PROMTOOL) check rules observability/deploy/alerts.yml
 	$(PROMTOOL) test rules observability/deploy/alerts_test.yml
+
+# Every fuzz target in fuzz/ (cargo fuzz, nightly toolchain) for FUZZ_SECONDS each, one after the other, one process,
+# starting from the seeds in fuzz/corpus/<target>/; a crash stops the run and leaves its input in fuzz/artifacts/.
+# Not part of `make test`. FUZZ_TARGETS="robots canon" runs some of them.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= $(notdir $(basename $(wildcard fuzz/fuzz_targets/*.rs)))
+fuzz:
+	@command -v cargo-fuzz >/dev/null 2>&1 || { echo "cargo-fuzz not found: cargo install cargo-fuzz (needs the nightly toolchain)" >&2; exit 1; }
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 || exit 1; \
+	done
 
 fmt:
 	$(CARGO) fmt --all

@@ -143,6 +143,29 @@ pub fn extract_links(
     }
 }
 
+/// The two extractions [`extract_links`] chooses between, for the differential fuzz target (`fuzz/`).
+pub mod fuzzing {
+    use super::{ExtractError, ExtractOptions, ExtractedPage, Url};
+
+    /// The tokenizer's extraction; `None` for a document that [`super::extract_links`] leaves to lol_html.
+    pub fn extract_tokenizer(
+        html: &[u8],
+        page_url: &Url,
+        opts: &ExtractOptions<'_>,
+    ) -> Option<ExtractedPage> {
+        super::extract_scanned(html, page_url, opts)
+    }
+
+    /// The lol_html extraction.
+    pub fn extract_lol_html(
+        html: &[u8],
+        page_url: &Url,
+        opts: &ExtractOptions<'_>,
+    ) -> Result<ExtractedPage, ExtractError> {
+        super::lol::extract(html, page_url, opts)
+    }
+}
+
 /// Extracts with the tokenizer; `None` when a read stopped (see [`scan_pass`]).
 fn extract_scanned(
     html: &[u8],

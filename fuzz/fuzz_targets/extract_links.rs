@@ -1,0 +1,67 @@
+//! Link extraction: the tokenizer and the lol_html fallback agree wherever the tokenizer reads the document, and
+//! every link or requisite `extract_links` returns is an absolute http(s) URL that canonicalises to itself, unique,
+//! within the cap.
+#![no_main]
+
+use crawl_actors::parser::extract::fuzzing::{extract_lol_html, extract_tokenizer};
+use crawl_actors::parser::extract::{ExtractOptions, extract_links};
+use crawl_core::canon::{MAX_URL_LEN, canonicalize};
+use libfuzzer_sys::fuzz_target;
+use std::collections::HashSet;
+use std::sync::LazyLock;
+use url::Url;
+
+static PAGE: LazyLock<Url> = LazyLock::new(|| {
+    Url::parse("https://example.com/dir/page.html").expect("page url parses")
+});
+
+fn check_url(url: &Url, what: &str) {
+    assert!(
+        matches!(url.scheme(), "http" | "https"),
+        "{what} {url} is not http(s)"
+    );
+    assert!(url.host_str().is_some_and(|h| !h.is_empty()), "{what} {url} has no host");
+    assert!(url.as_str().len() <= MAX_URL_LEN, "{what} {url} is too long");
+    let again = canonicalize(url.as_str())
+        .unwrap_or_else(|e| panic!("{what} {url} does not canonicalise again: {e}"));
+    assert_eq!(&again, url, "{what} is not canonical");
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&flags, html)) = data.split_first() else {
+        return;
+    };
+    let opts = ExtractOptions {
+        agent_token: "crawlbot",
+        max_links: if flags & 2 == 0 { 10_000 } else { usize::from(flags >> 2) % 4 },
+        embeds: flags & 1 == 1,
+    };
+    if let Some(new) = extract_tokenizer(html, &PAGE, &opts)
+        && let Ok(old) = extract_lol_html(html, &PAGE, &opts)
+    {
+        assert_eq!(
+            format!("{new:#?}"),
+            format!("{old:#?}"),
+            "tokenizer and lol_html differ"
+        );
+    }
+    let Ok(page) = extract_links(html, &PAGE, &opts) else {
+        return;
+    };
+    assert!(page.links.len() <= opts.max_links, "links over the cap");
+    assert!(page.embeds.len() <= opts.max_links, "requisites over the cap");
+    let mut seen = HashSet::new();
+    for link in &page.links {
+        check_url(&link.url, "link");
+        assert!(seen.insert(link.url.as_str()), "duplicate link {}", link.url);
+    }
+    let mut seen = HashSet::new();
+    for url in &page.embeds {
+        check_url(url, "requisite");
+        assert!(seen.insert(url.as_str()), "duplicate requisite {url}");
+    }
+    if let Some(canonical) = &page.canonical {
+        check_url(canonical, "canonical");
+    }
+    assert!(page.links_found >= page.links.len() + page.invalid, "counts");
+});
