@@ -37,22 +37,31 @@ pub struct RobotsTable {
 impl RobotsTable {
     /// The gate decision for a page: `None` when robots.txt must be fetched first.
     pub fn gate(&self, page_url: &str, now: Instant) -> Option<Gate> {
-        let url = match url::Url::parse(page_url) {
-            Ok(u) => u,
-            Err(_) => return Some(Gate::Go), // the fetcher records the invalid URL
+        // Canonical URLs are split without a parse; anything else is parsed.
+        let parsed;
+        let (key, path) = match crawl_core::urlparts::split(page_url) {
+            Some(p) => (p.authority_key(), p.path_and_query),
+            None => {
+                parsed = match url::Url::parse(page_url) {
+                    Ok(u) => u,
+                    Err(_) => return Some(Gate::Go), // the fetcher records the invalid URL
+                };
+                (
+                    canon::authority_key(&parsed),
+                    canon::path_and_query(&parsed),
+                )
+            }
         };
-        match self.states.get(&canon::authority_key(&url)) {
+        match self.states.get(&key) {
             None => None,
             Some(RobotsState::Pending) => Some(Gate::Block),
             Some(RobotsState::GaveUp { .. }) => Some(Gate::Drop),
             Some(RobotsState::Ready { expires, .. }) if *expires <= now => None,
-            Some(RobotsState::Ready { rules, .. }) => {
-                Some(if rules.is_allowed(canon::path_and_query(&url)) {
-                    Gate::Go
-                } else {
-                    Gate::Drop
-                })
-            }
+            Some(RobotsState::Ready { rules, .. }) => Some(if rules.is_allowed(path) {
+                Gate::Go
+            } else {
+                Gate::Drop
+            }),
         }
     }
 
@@ -97,8 +106,11 @@ impl RobotsTable {
 
     /// Why the page's authority was given up on, if it was: the reason, DNS evidence and detail for its records.
     pub fn gave_up(&self, page_url: &str) -> Option<(Reason, Option<DnsInfo>, String)> {
-        let url = url::Url::parse(page_url).ok()?;
-        match self.states.get(&canon::authority_key(&url))? {
+        let key = match crawl_core::urlparts::split(page_url) {
+            Some(p) => p.authority_key(),
+            None => canon::authority_key(&url::Url::parse(page_url).ok()?),
+        };
+        match self.states.get(&key)? {
             RobotsState::GaveUp {
                 reason,
                 dns,

@@ -27,4 +27,5 @@ pub mod retry_after;
 pub mod robots;
 pub mod scope;
 pub mod traps;
+pub mod urlparts;
 pub mod warc;

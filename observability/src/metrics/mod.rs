@@ -46,6 +46,9 @@ pub struct Metrics {
     antibot: CounterFamily,
     in_flight: Gauge,
     frontier_urls: GaugeFamily,
+    /// The `queued`, `in_flight` and `known` series of `frontier_urls`, held so that the per-event update does
+    /// not look them up by label.
+    frontier_states: [Gauge; 3],
     frontier_hosts: Gauge,
     robots_fetches: CounterFamily,
     parse_failures: CounterFamily,
@@ -293,6 +296,8 @@ impl Metrics {
             retries,
             antibot,
             in_flight,
+            frontier_states: ["queued", "in_flight", "known"]
+                .map(|state| frontier_urls.get_or_create(&l1("state", state)).clone()),
             frontier_urls,
             frontier_hosts,
             robots_fetches,
@@ -481,14 +486,9 @@ impl Metrics {
 
     /// The frontier's sizes.
     pub fn frontier(&self, queued: u64, in_flight: u64, known: u64, hosts: u64) {
-        let set = |state: &str, v: u64| {
-            self.frontier_urls
-                .get_or_create(&l1("state", state))
-                .set(i64::try_from(v).unwrap_or(i64::MAX));
-        };
-        set("queued", queued);
-        set("in_flight", in_flight);
-        set("known", known);
+        for (gauge, v) in self.frontier_states.iter().zip([queued, in_flight, known]) {
+            gauge.set(i64::try_from(v).unwrap_or(i64::MAX));
+        }
         self.in_flight
             .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
         self.frontier_hosts

@@ -177,6 +177,20 @@ fn a_fresh_registry_has_every_known_series_at_zero() {
 }
 
 #[test]
+fn frontier_gauges_show_the_last_update() {
+    let m = Metrics::new();
+    m.frontier(5, 2, 9, 1);
+    m.frontier(4, 3, 10, 2);
+    let text = m.prometheus_text();
+    let state = |s| value(&text, "crawl_frontier_urls", &[("state", s)]);
+    assert_eq!(state("queued"), Some(4.0));
+    assert_eq!(state("in_flight"), Some(3.0));
+    assert_eq!(state("known"), Some(10.0));
+    assert_eq!(value(&text, "crawl_frontier_hosts", &[]), Some(2.0));
+    assert_eq!(value(&text, "crawl_fetches_in_flight", &[]), Some(3.0));
+}
+
+#[test]
 fn a_polluted_answer_counts_once_whatever_the_number_of_rules() {
     let m = Metrics::new();
     m.dns_polluted(["bogus_ip", "cross_check"]);
