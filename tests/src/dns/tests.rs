@@ -473,3 +473,24 @@ async fn a_sequence_answers_each_query_type_in_turn() {
     assert_eq!(dns.queries_for("rebind.test"), 4);
     dns.shutdown().await;
 }
+
+#[tokio::test]
+async fn truncated_sends_every_type_to_tcp() {
+    let inner = Behaviour::Answer {
+        v4: vec![Ipv4Addr::new(127, 0, 1, 5)],
+        v6: vec![Ipv6Addr::LOCALHOST],
+        ttl: 60,
+    };
+    let zone = Zone::new().with("big.test", Behaviour::Truncated(Box::new(inner)));
+    let dns = FakeDns::start(zone).await.unwrap();
+    for qtype in [RecordType::A, RecordType::AAAA] {
+        let udp = udp_ask(&dns, "big.test", qtype).await;
+        assert!(udp.metadata.truncation && udp.answers.is_empty(), "{qtype}");
+    }
+    let aaaa = tcp_ask(&dns, "big.test", RecordType::AAAA).await.unwrap();
+    assert!(!aaaa.metadata.truncation);
+    assert_eq!(v6s(&aaaa), [Ipv6Addr::LOCALHOST]);
+    let a = tcp_ask(&dns, "big.test", RecordType::A).await.unwrap();
+    assert_eq!(v4s(&a), [Ipv4Addr::new(127, 0, 1, 5)]);
+    dns.shutdown().await;
+}

@@ -48,6 +48,8 @@ pub enum Behaviour {
     /// The n-th query of one type (A, AAAA, ...) for the name gets the n-th behaviour, the last one repeating: an
     /// answer that changes between lookups (DNS rebinding).
     Sequence(Vec<Behaviour>),
+    /// Over UDP: the TC bit and no answers, for every query type. Over TCP and DoH: as the inner behaviour.
+    Truncated(Box<Behaviour>),
 }
 
 impl Behaviour {
@@ -416,6 +418,15 @@ fn build(req: &Message, q: &Query, behaviour: &Behaviour, transport: Transport) 
         Behaviour::ServFail => rcode(req, q, ResponseCode::ServFail),
         Behaviour::Drop => return Reply::Silent,
         Behaviour::Sequence(_) => rcode(req, q, ResponseCode::ServFail),
+        Behaviour::Truncated(inner) => {
+            if udp {
+                let mut resp = response_to(req, Some(q));
+                resp.metadata.truncation = true;
+                resp
+            } else {
+                return build(req, q, inner, transport);
+            }
+        }
         Behaviour::Truncate { v4, ttl } => {
             if udp {
                 let mut resp = response_to(req, Some(q));
