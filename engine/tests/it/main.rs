@@ -31,8 +31,8 @@
 //! - `traps` (140-149): a site full of crawler traps (calendar, `/a/a/a/...`, session ids, a number template,
 //!   an overlong URL, a host over its budget) crawled to its end, each cut URL recorded with its rule's reason.
 //! - `netguard` (127.0.1.1-19, 127.0.2.1-19, ::1): the SSRF guard with `allow_cidrs` (DNS rebinding, redirects to
-//!   private addresses, mapped forms), IPv6 literals and AAAA names crawled on ::1, connection racing past a
-//!   black-holed or refusing family.
+//!   private addresses, mapped forms), IPv6 literals and AAAA names (plain UDP, the TCP fallback, DoH, hosts)
+//!   crawled on ::1, a bogus AAAA answer detected, connection racing past a black-holed or refusing family.
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,

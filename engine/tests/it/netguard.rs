@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crawl_core::record::{Outcome, Reason, Record};
-use crawl_tests::dns::{Behaviour, FakeDns, Zone};
+use crawl_tests::dns::{Behaviour, FakeDns, FakeDoh, Zone};
 use crawl_tests::engine::TestCrawl;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -436,5 +436,105 @@ async fn a_black_holed_or_refusing_family_is_raced_past() {
     }
     assert_eq!((s1.conns(), s2.conns(), s3.conns()), (1, 1, 1));
     drop((hole6, hole4));
+    dns.shutdown().await;
+}
+
+/// `[[resolver.doh]]` for `doh`, its CA written to `dir`.
+fn doh_table(doh: &FakeDoh, dir: &tempfile::TempDir) -> String {
+    let ca = doh.write_ca_file(dir.path()).expect("write ca file");
+    format!(
+        "[[resolver.doh]]\nurl = \"{}\"\nbootstrap = \"{}\"\nca_file = \"{}\"\n",
+        doh.url(),
+        doh.bootstrap(),
+        ca.display()
+    )
+}
+
+#[tokio::test]
+async fn aaaa_answers_over_the_tcp_fallback_and_doh_are_crawled() {
+    if !have_v6_loopback("aaaa_answers_over_the_tcp_fallback_and_doh_are_crawled") {
+        return;
+    }
+    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
+        .await
+        .expect("bind ::1");
+    let port = listener.local_addr().unwrap().port();
+    let site = Server::start(listener, vec![("/", page(&[]))]);
+    let v6 = |ttl| Behaviour::Answer {
+        v4: Vec::new(),
+        v6: vec![Ipv6Addr::LOCALHOST],
+        ttl,
+    };
+    // Plain DNS: every UDP answer is truncated, the AAAA record comes over TCP.
+    let dns =
+        FakeDns::start(Zone::new().with("v6tcp.test", Behaviour::Truncated(Box::new(v6(60)))))
+            .await
+            .expect("dns");
+    let seed = format!("http://v6tcp.test:{port}/");
+    let m = crawl(
+        std::slice::from_ref(&seed),
+        &guarded(Some(&dns), ", \"::1\"", ""),
+    )
+    .await;
+    fetched(&m, &seed);
+    let over_tcp = dns
+        .log()
+        .iter()
+        .filter(|q| q.qtype.to_string() == "AAAA" && format!("{:?}", q.transport) == "Tcp")
+        .count();
+    assert!(over_tcp >= 1, "AAAA asked over tcp: {:?}", dns.log());
+    dns.shutdown().await;
+    // DoH only: the AAAA record comes from the DoH server.
+    let doh = FakeDoh::start(Zone::new().with("v6doh.test", v6(60)))
+        .await
+        .expect("doh");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = format!("http://v6doh.test:{port}/");
+    let over = guarded(None, ", \"::1\"", "").replace("mode = \"plain\"", "mode = \"doh\"")
+        + &doh_table(&doh, &dir);
+    let m = crawl(std::slice::from_ref(&seed), &over).await;
+    fetched(&m, &seed);
+    let dns_info = rec(&m, &seed).dns.clone().expect("dns evidence");
+    assert_eq!(
+        (dns_info.source.as_str(), dns_info.addresses.clone()),
+        ("doh", vec!["::1".to_owned()])
+    );
+    assert!(
+        doh.log().iter().any(|q| q.qtype.to_string() == "AAAA"),
+        "AAAA asked over doh: {:?}",
+        doh.log()
+    );
+    assert_eq!(site.conns(), 2);
+    doh.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_bogus_aaaa_answer_is_detected_and_never_used() {
+    let listener = TcpListener::bind((v4(1, 14), 0)).await.expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    let site = Server::start(listener, vec![("/", page(&[]))]);
+    let zone = Zone::new().with(
+        "bogus6.test",
+        Behaviour::Answer {
+            v4: vec![Ipv4Addr::new(127, 0, 1, 14)],
+            v6: vec!["2001:db8:bad::1".parse().unwrap()],
+            ttl: 60,
+        },
+    );
+    let dns = FakeDns::start(zone).await.expect("dns");
+    let seed = format!("http://bogus6.test:{port}/");
+    let over = guarded(Some(&dns), "", "bogus_ips = [\"2001:db8:bad::/48\"]\n")
+        .replace("mode = \"plain\"", "mode = \"detect\"");
+    let m = crawl(std::slice::from_ref(&seed), &over).await;
+    fetched(&m, &seed);
+    let info = rec(&m, &seed).dns.clone().expect("dns evidence");
+    assert!(info.polluted, "{info:?}");
+    assert_eq!(info.rules, ["bogus_ip"]);
+    assert_eq!(
+        info.addresses,
+        ["127.0.1.14"],
+        "the bogus address is not offered"
+    );
+    assert_eq!(site.conns(), 1);
     dns.shutdown().await;
 }
