@@ -203,3 +203,7 @@ async fn watch_hangup(
         reloader.reload();
     }
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;
