@@ -205,7 +205,9 @@ fn normalize(mut url: Url) -> Result<Url, CanonError> {
 }
 
 /// RFC 3986 6.2.2: uppercase the hex digits of escapes and decode escapes of unreserved
-/// characters. A `%` not followed by two hex digits is left alone.
+/// characters. A `%` not followed by two hex digits is left alone, and an escape of a hex digit
+/// right after such a `%` (or `%` and one hex digit) stays encoded: decoding it would make a new
+/// escape (`%%41a` is not `%Aa`), and the result would change when canonicalised again.
 fn normalize_percent(s: &str) -> Cow<'_, str> {
     let bytes = s.as_bytes();
     let Some(first) = memchr_percent(bytes) else {
@@ -222,7 +224,7 @@ fn normalize_percent(s: &str) -> Cow<'_, str> {
             && let (Some(hi), Some(lo)) = (hex_val(bytes[i + 1]), hex_val(bytes[i + 2]))
         {
             let v = hi * 16 + lo;
-            if is_unreserved(v) {
+            if is_unreserved(v) && !(v.is_ascii_hexdigit() && ends_in_bare_percent(&out)) {
                 out.push(char::from(v));
                 changed = true;
             } else {
@@ -248,6 +250,16 @@ fn normalize_percent(s: &str) -> Cow<'_, str> {
         Cow::Owned(out)
     } else {
         Cow::Borrowed(s)
+    }
+}
+
+/// Whether `out` (built by [`normalize_percent`], where every escape is pushed whole) ends with a `%`
+/// that starts no escape, alone or followed by one hex digit.
+fn ends_in_bare_percent(out: &str) -> bool {
+    match out.as_bytes() {
+        [.., b'%'] => true,
+        [.., b'%', h] => h.is_ascii_hexdigit(),
+        _ => false,
     }
 }
 
@@ -357,6 +369,27 @@ mod tests {
         assert_eq!(c("http://a.com/a%2"), "http://a.com/a%2");
         assert_eq!(c("http://a.com/é?q=ü"), "http://a.com/%C3%A9?q=%C3%BC");
         assert_eq!(c("http://a.com/a b"), "http://a.com/a%20b");
+    }
+
+    /// Found by the canon fuzz target: decoding `%41` after a bare `%` made the escape `%Aa`, which the next
+    /// canonicalisation turned into `%AA` (another resource, and not idempotent).
+    #[test]
+    fn decoding_never_makes_a_new_escape() {
+        for (input, want) in [
+            ("http://a.com/q%%41ag", "http://a.com/q%%41ag"),
+            ("http://a.com/%4%31", "http://a.com/%4%31"),
+            ("http://a.com/%%34%31", "http://a.com/%%341"),
+            ("http://a.com/%%7e%41", "http://a.com/%~A"),
+            ("http://a.com/x?%%61%62", "http://a.com/x?%%61b"),
+        ] {
+            let once = c(input);
+            assert_eq!(once, want, "{input}");
+            assert_eq!(c(&once), once, "{input}: not idempotent");
+        }
+        let base = "https://example.com/a/b/c.html";
+        let once = rel(base, ",HTTP:/q\u{97}%%41ag");
+        assert_eq!(once, "https://example.com/a/b/,HTTP:/q%C2%97%%41ag");
+        assert_eq!(rel(base, &once), once);
     }
 
     #[test]
