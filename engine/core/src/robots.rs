@@ -436,7 +436,8 @@ fn agent_of_line(value: &[u8]) -> LineAgent<'_> {
     LineAgent::Named(&value[..end])
 }
 
-/// Parses a crawl-delay of the form `digits[.digits]` or `.digits` (seconds); anything else is ignored.
+/// Parses a crawl-delay of the form `digits[.digits]` or `.digits` (seconds); anything else is ignored. The delay is
+/// rounded to whole milliseconds, the unit of politeness and of [`Robots::snapshot`] (which must read back unchanged).
 fn parse_crawl_delay(value: &[u8]) -> Option<Duration> {
     let s = std::str::from_utf8(value).ok()?;
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
@@ -445,7 +446,9 @@ fn parse_crawl_delay(value: &[u8]) -> Option<Duration> {
         return None;
     }
     let secs: f64 = s.parse().ok()?;
-    Duration::try_from_secs_f64(secs.min(MAX_CRAWL_DELAY_SECS)).ok()
+    let exact = Duration::try_from_secs_f64(secs.min(MAX_CRAWL_DELAY_SECS)).ok()?;
+    let millis = (exact.as_nanos() + 500_000) / 1_000_000;
+    Some(Duration::from_millis(u64::try_from(millis).ok()?))
 }
 
 /// Accepts a sitemap value that is an absolute `http://` or `https://` URL with something after the scheme.

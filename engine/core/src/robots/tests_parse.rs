@@ -184,6 +184,12 @@ fn crawl_delay_parsing() {
     assert_eq!(cd(".25"), Some(Duration::from_millis(250)));
     assert_eq!(cd("3."), Some(Duration::from_secs(3)));
     assert_eq!(cd("0"), Some(Duration::ZERO));
+    // Whole milliseconds, rounded: a snapshot keeps milliseconds (the robots fuzz target found 0.222222 s coming
+    // back from a snapshot as 222 ms).
+    assert_eq!(cd("0.222222"), Some(Duration::from_millis(222)));
+    assert_eq!(cd("0.0015"), Some(Duration::from_millis(2)));
+    assert_eq!(cd("0.3"), Some(Duration::from_millis(300)));
+    assert_eq!(cd("0.0004"), Some(Duration::ZERO));
     assert_eq!(cd("2 # two seconds"), Some(Duration::from_secs(2)));
     assert_eq!(
         cd("99999999999999999999999"),
@@ -385,6 +391,8 @@ fn a_snapshot_reads_back_as_the_same_rules() {
         assert_eq!(back.is_allowed(path), r.is_allowed(path), "{path}");
     }
     assert_eq!(back.crawl_delay(), Some(Duration::from_millis(2500)));
+    let r = Robots::parse(b"User-agent: *\nCrawl-delay: .222222\n", "crawl-engine/0.1");
+    assert_eq!(Robots::from_snapshot(&r.snapshot()), Some(r));
     for r in [Robots::allow_all(), Robots::disallow_all()] {
         assert_eq!(Robots::from_snapshot(&r.snapshot()), Some(r));
     }
