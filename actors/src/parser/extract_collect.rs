@@ -6,12 +6,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
+use super::super::resolve_cache::resolve as canonicalize_relative;
 use super::{ExtractOptions, ExtractedPage, Link, LinkKind};
 use super::{MAX_RAW_HREF, MAX_RAW_TITLE, clean_href, collapse_title, rel_has, resolve_base};
 use crate::parser::css::css_urls;
 use crate::parser::entities::decode_entities;
 use crate::parser::values::{refresh_url, srcset_urls};
-use crawl_core::canon::canonicalize_relative;
 use url::Url;
 
 /// `<link rel>` values that name another document: followed as pages.

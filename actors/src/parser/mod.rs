@@ -9,6 +9,7 @@ pub mod extract;
 pub mod logic;
 
 pub mod pool;
+mod resolve_cache;
 pub mod sitemap;
 pub mod values;
 
