@@ -189,7 +189,8 @@ impl Summary {
             if private > 0 {
                 out.push(format!(
                     "nothing was fetched: {private} URLs are on private or loopback addresses, which \
-                     security.allow_private_networks = false excludes; set it to true to crawl them."
+                     security.allow_private_networks = false excludes; list their blocks in security.allow_cidrs \
+                     or set it to true to crawl them."
                 ));
             } else {
                 out.push(

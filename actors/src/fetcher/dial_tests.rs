@@ -299,3 +299,39 @@ async fn a_refused_connection_is_an_io_error_naming_the_address() {
     assert_eq!(io.kind(), io::ErrorKind::ConnectionRefused);
     assert!(io.to_string().contains(&gone.to_string()), "{io}");
 }
+
+#[tokio::test]
+async fn without_the_resolver_actor_the_system_resolver_is_asked_and_guarded() {
+    // `localhost` through getaddrinfo (both families, as the system has them): refused by the default guard,
+    // dialed when loopback is allowed.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { while listener.accept().await.is_ok() {} });
+    let uri: http::Uri = format!("http://localhost:{port}/").parse().unwrap();
+    let mut refused = Dialer {
+        guard: Arc::new(NetGuard::default()),
+        lookup: None,
+        connect_timeout: Duration::from_secs(5),
+        attempt_delay: ATTEMPT_DELAY,
+    };
+    let err = tower_service::Service::call(&mut refused, uri.clone())
+        .await
+        .expect_err("loopback refused");
+    assert!(
+        matches!(err.downcast_ref::<ResolveError>(), Some(ResolveError::PrivateOnly { host, .. }) if host == "localhost"),
+        "{err}"
+    );
+    let mut allowed = Dialer {
+        guard: Arc::new(NetGuard::new(
+            false,
+            vec!["127.0.0.0/8".parse().unwrap(), "::1".parse().unwrap()],
+        )),
+        ..refused
+    };
+    let io = tower_service::Service::call(&mut allowed, uri)
+        .await
+        .expect("dialed");
+    assert!(io.inner().peer_addr().unwrap().ip().is_loopback());
+}
