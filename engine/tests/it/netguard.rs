@@ -196,32 +196,52 @@ async fn crawl(seeds: &[String], overrides: &str) -> BTreeMap<String, Record> {
     by_url(c.records())
 }
 
-#[tokio::test]
-async fn dns_rebinding_never_reaches_the_private_address() {
-    let (allowed, private_l) = same_port(v4(1, 5), v4(2, 5)).await;
-    let port = allowed.local_addr().unwrap().port();
+/// A crawl of `rebind.test` (TTL 0, every lookup asks again) whose first `allowed` A answers are 127.0.1.{octet} and
+/// every later one 127.0.2.{octet}. Each fetch asks twice: the fetcher (its record's `dns`), then the connector.
+async fn rebinding(octet: u8, allowed: usize) -> BTreeMap<String, Record> {
+    let (good, private_l) = same_port(v4(1, octet), v4(2, octet)).await;
+    let port = good.local_addr().unwrap().port();
     let site = Server::start(
-        allowed,
+        good,
         vec![("/", page(&["/next".into()])), ("/next", page(&[]))],
     );
     let inside = Server::start(private_l, vec![("/", page(&[])), ("/next", page(&[]))]);
-    // TTL 0: every lookup asks again. The fetch of "/" (its lookup and the connector's) gets 127.0.1.5; every
-    // later A query gets 127.0.2.5.
-    let allowed_answer = Behaviour::v4(&[Ipv4Addr::new(127, 0, 1, 5)], 0);
-    let rebound = Behaviour::v4(&[Ipv4Addr::new(127, 0, 2, 5)], 0);
-    let zone = Zone::new().with(
-        "rebind.test",
-        Behaviour::Sequence(vec![allowed_answer.clone(), allowed_answer, rebound]),
-    );
-    let dns = FakeDns::start(zone).await.expect("dns");
+    let ok = Behaviour::v4(&[Ipv4Addr::new(127, 0, 1, octet)], 0);
+    let rebound = Behaviour::v4(&[Ipv4Addr::new(127, 0, 2, octet)], 0);
+    let mut answers = vec![ok; allowed];
+    answers.push(rebound);
+    let dns = FakeDns::start(Zone::new().with("rebind.test", Behaviour::Sequence(answers)))
+        .await
+        .expect("dns");
     let seed = format!("http://rebind.test:{port}/");
     let m = crawl(std::slice::from_ref(&seed), &guarded(Some(&dns), "", "")).await;
     fetched(&m, &seed);
-    private(&m, &format!("http://rebind.test:{port}/next"), "127.0.2.5");
+    let next = format!("http://rebind.test:{port}/next");
+    private(&m, &next, &format!("127.0.2.{octet}"));
     assert_eq!(inside.conns(), 0, "the private listener saw no connection");
     assert_eq!(site.paths(), ["/"]);
     assert!(dns.queries_for("rebind.test") >= 3, "asked again each time");
     dns.shutdown().await;
+    m
+}
+
+#[tokio::test]
+async fn dns_rebinding_never_reaches_the_private_address() {
+    // "/" is fetched from 127.0.1.5; the next lookup for "/next" already answers 127.0.2.5.
+    rebinding(5, 2).await;
+}
+
+#[tokio::test]
+async fn rebinding_between_the_fetchers_lookup_and_the_dial_is_caught_at_the_dial() {
+    // The fetcher's lookup for "/next" still answers 127.0.1.15 (its record says so); the connector's, just before
+    // the dial, answers 127.0.2.15: the address actually dialed is the one checked.
+    let m = rebinding(15, 3).await;
+    let next = m
+        .values()
+        .find(|r| r.url.ends_with("/next"))
+        .expect("/next recorded");
+    let dns = next.dns.clone().expect("dns evidence");
+    assert_eq!(dns.addresses, ["127.0.1.15"], "{next:?}");
 }
 
 #[tokio::test]
