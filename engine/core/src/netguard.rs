@@ -329,5 +329,17 @@ mod tests {
             crate::config::reload::classify("security.allow_cidrs")
                 == Some(crate::config::reload::KeyClass::RestartOnly)
         );
+        // A reload that changes it is rejected as a whole, naming the key.
+        let widened = crate::config::Config::from_str(
+            "[security]\nallow_cidrs = [\"127.0.1.0/24\", \"::1\", \"10.0.0.0/8\"]\n",
+            "t.toml",
+        )
+        .expect("valid config");
+        let p = crate::config::reload::plan(&c, &widened);
+        assert!(p.rejected());
+        assert_eq!(
+            p.message(),
+            "reload rejected: security.allow_cidrs cannot change while running (restart to apply)"
+        );
     }
 }
