@@ -465,7 +465,13 @@ impl Handler<OpenChain> for ProxyChains {
                     .await
                 {
                     Ok(Outcome::Resolved(res)) if !res.addrs.is_empty() => {
-                        first.host = res.addrs[0].to_string();
+                        // The first address the guard allows (else the first: refused below).
+                        let pick = res
+                            .addrs
+                            .iter()
+                            .find(|ip| guard.allows(**ip))
+                            .unwrap_or(&res.addrs[0]);
+                        first.host = pick.to_string();
                     }
                     other => {
                         tracing::warn!(hop = %first, outcome = ?other.ok(), "proxy hop name not resolved")
