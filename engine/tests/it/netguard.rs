@@ -454,6 +454,9 @@ async fn a_black_holed_or_refusing_family_is_raced_past() {
         let elapsed = rec(&m, seed).elapsed_ms.unwrap_or(u64::MAX);
         assert!(elapsed < 2_000, "{seed} took {elapsed} ms");
     }
+    // The black-holed AAAA of race6 was tried first: the A attempt started one attempt delay (250 ms) later.
+    let race6 = rec(&m, &seeds[0]).elapsed_ms.unwrap_or(0);
+    assert!(race6 >= 240, "race6 went through the race: {race6} ms");
     assert_eq!((s1.conns(), s2.conns(), s3.conns()), (1, 1, 1));
     drop((hole6, hole4));
     dns.shutdown().await;
