@@ -32,7 +32,8 @@
 //!   an overlong URL, a host over its budget) crawled to its end, each cut URL recorded with its rule's reason.
 //! - `netguard` (127.0.1.1-19, 127.0.2.1-19, ::1): the SSRF guard with `allow_cidrs` (DNS rebinding, redirects to
 //!   private addresses, mapped forms), IPv6 literals and AAAA names (plain UDP, the TCP fallback, DoH, hosts)
-//!   crawled on ::1, a bogus AAAA answer detected, connection racing past a black-holed or refusing family.
+//!   crawled on ::1, a bogus AAAA answer detected, connection racing past a black-holed or refusing family, what
+//!   the guard sees through a SOCKS5 chain (local resolution) and what it cannot (remote resolution).
 //! - `proxy` (170-189): 2-hop SOCKS5 chains, no silent direct, misbehaving hops, failover, breakers, credential
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,

@@ -561,3 +561,60 @@ async fn a_bogus_aaaa_answer_is_detected_and_never_used() {
     assert_eq!(site.conns(), 1);
     dns.shutdown().await;
 }
+
+#[tokio::test]
+async fn through_a_proxy_chain_the_guard_checks_what_it_can_see() {
+    use crawl_tests::socks::{Behaviour as Socks, FakeSocks, SeenTarget, SocksOptions};
+    let (good, private_l) = same_port(v4(1, 17), v4(2, 17)).await;
+    let port = good.local_addr().unwrap().port();
+    let site = Server::start(good, vec![("/", page(&[]))]);
+    let inside = Server::start(private_l, vec![("/", page(&[]))]);
+    // The hop is on an allowed address; with remote resolution it maps inside.test to the private address.
+    let opts = SocksOptions::default()
+        .on(v4(1, 16))
+        .resolve("inside.test", v4(2, 17));
+    let hop = FakeSocks::start_with(Socks::Good, opts)
+        .await
+        .expect("socks");
+    let hosts =
+        "hosts = { \"public.test\" = [\"127.0.1.17\"], \"inside.test\" = [\"127.0.2.17\"] }\n";
+    let chain = |resolve: &str| {
+        format!(
+            "[proxy]\ndefault = \"c\"\n[proxy.chains.c]\nhops = [\"socks5://{}\"]\n{resolve}",
+            hop.addr()
+        )
+    };
+    let public = format!("http://public.test:{port}/");
+    let named = format!("http://inside.test:{port}/");
+    let literal = format!("http://127.0.2.17:{port}/");
+    // resolve = "local": the target address is chosen here, so the guard sees it.
+    let over = guarded(None, "", hosts) + &chain("resolve = \"local\"\n");
+    let m = crawl(&[public.clone(), named.clone(), literal.clone()], &over).await;
+    fetched(&m, &public);
+    private(&m, &named, "127.0.2.17");
+    private(&m, &literal, "127.0.2.17");
+    assert_eq!(inside.conns(), 0);
+    assert_eq!(site.conns(), 1);
+    let targets = hop.targets();
+    assert_eq!(
+        targets,
+        [SeenTarget::Addr(SocketAddr::new(v4(1, 17), port))],
+        "only the allowed address was sent to the chain"
+    );
+    // Remote resolution (the default): the last hop resolves the name and dials what its DNS says. The guard cannot
+    // see that address: this is the documented limit (the literal is still refused before the chain).
+    let over = guarded(None, "", hosts) + &chain("");
+    let m = crawl(&[named.clone(), literal.clone()], &over).await;
+    fetched(&m, &named);
+    private(&m, &literal, "127.0.2.17");
+    assert_eq!(
+        inside.conns(),
+        1,
+        "reached through the proxy's own resolution"
+    );
+    assert!(
+        hop.targets()
+            .contains(&SeenTarget::Name("inside.test".into(), port))
+    );
+    hop.shutdown().await;
+}
