@@ -6,12 +6,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use super::super::resolve_cache::resolve as canonicalize_relative;
+use super::super::resolve_cache::PageResolver;
 use super::{ExtractOptions, ExtractedPage, Link, LinkKind};
 use super::{MAX_RAW_HREF, MAX_RAW_TITLE, clean_href, collapse_title, rel_has, resolve_base};
 use crate::parser::css::css_urls;
 use crate::parser::entities::decode_entities;
 use crate::parser::values::{refresh_url, srcset_urls};
+use crawl_core::canon::canonicalize_relative;
 use url::Url;
 
 /// `<link rel>` values that name another document: followed as pages.
@@ -516,10 +517,11 @@ impl Collector {
             title: collapse_title(&self.title.raw),
             ..ExtractedPage::default()
         };
+        let mut resolver = PageResolver::new(effective);
         let mut seen = StrIndex::with_capacity(self.links.entries.len());
         page.links.reserve(self.links.entries.len());
         for (href, raw) in self.links.iter() {
-            match canonicalize_relative(effective, href) {
+            match resolver.resolve(href) {
                 Ok(url) => {
                     let h = seen.hash(url.as_str());
                     let links = &page.links;
@@ -540,7 +542,7 @@ impl Collector {
         }
         let mut seen = StrIndex::with_capacity(self.embeds.entries.len());
         for (href, _) in self.embeds.iter() {
-            if let Ok(url) = canonicalize_relative(effective, href) {
+            if let Ok(url) = resolver.resolve(href) {
                 let h = seen.hash(url.as_str());
                 let embeds = &page.embeds;
                 if seen.find(h, url.as_str(), |i| embeds[i].as_str()).is_none() {
@@ -549,6 +551,7 @@ impl Collector {
                 }
             }
         }
+        drop(resolver);
         page.base = base;
         page
     }

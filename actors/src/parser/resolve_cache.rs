@@ -9,7 +9,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
 
 use crawl_core::canon::{CanonError, canonicalize_relative};
 use url::{Position, Url};
@@ -17,106 +16,94 @@ use url::{Position, Url};
 /// Entries kept per parser thread before the memo starts over.
 pub const CAPACITY: usize = 8192;
 
-/// Entries sharing one hash: the base prefix, the reference and what they resolve to.
-type Bucket = Vec<(Box<str>, Box<str>, Url)>;
-
+/// Resolved references by base directory, then by reference.
 #[derive(Default)]
 struct Memo {
-    hasher: std::collections::hash_map::RandomState,
-    map: HashMap<u64, Bucket, NoHash>,
+    dirs: HashMap<Box<str>, HashMap<Box<str>, Url>>,
     len: usize,
-}
-
-/// The keys are already hashed by the memo's own keyed hasher.
-#[derive(Default, Clone, Copy)]
-struct NoHash;
-
-impl BuildHasher for NoHash {
-    type Hasher = PassThrough;
-    fn build_hasher(&self) -> PassThrough {
-        PassThrough(0)
-    }
-}
-
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 thread_local! {
     static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
 }
 
-/// The part of `base` that resolving `href` depends on, or `None` when it depends on all of it.
-fn base_key<'a>(base: &'a Url, href: &str) -> Option<&'a str> {
+/// The base's `scheme://authority/path-up-to-the-last-slash`, what resolving most references depends on.
+fn base_dir(base: &Url) -> &str {
+    let upto_path = &base[..Position::AfterPath];
+    let start = base[..Position::BeforePath].len();
+    let dir = upto_path[start..].rfind('/').map_or(0, |i| i + 1);
+    &upto_path[..start + dir]
+}
+
+/// True when resolving `href` depends on more of the base than its directory: an empty reference, or one that
+/// starts with `?` or `#`, after leading whitespace and an optional scheme (`http:?q` against an http base is the
+/// relative reference `?q`).
+fn keeps_last_segment(href: &str) -> bool {
     let href = href.trim_start_matches(|c: char| c.is_ascii_whitespace() || c.is_ascii_control());
-    // `http:?q` against an http base is the relative reference `?q`: look past a leading scheme too.
     let scheme_len = href
         .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
         .filter(|&i| i > 0 && href[i..].starts_with(':'))
         .map_or(0, |i| i + 1);
     let rest = href[scheme_len..].trim_start_matches(['\t', '\n', '\r']);
-    if href.is_empty() || rest.is_empty() || rest.starts_with(['?', '#']) {
-        return None;
-    }
-    let upto_path = &base[..Position::AfterPath];
-    let start = &base[..Position::BeforePath];
-    let path = &upto_path[start.len()..];
-    let dir = path.rfind('/').map_or(0, |i| i + 1);
-    Some(&upto_path[..start.len() + dir])
+    href.is_empty() || rest.is_empty() || rest.starts_with(['?', '#'])
 }
 
-/// [`canonicalize_relative`] through the thread's memo.
-pub fn resolve(base: &Url, href: &str) -> Result<Url, CanonError> {
-    let Some(key) = base_key(base, href) else {
-        return canonicalize_relative(base, href);
-    };
-    let hit = MEMO.with(|m| {
-        let m = m.borrow();
-        let h = hash(&m.hasher, key, href);
-        m.map.get(&h).and_then(|bucket| {
-            bucket
-                .iter()
-                .find(|(k, r, _)| &**k == key && &**r == href)
-                .map(|(_, _, url)| url.clone())
-        })
-    });
-    if let Some(url) = hit {
-        return Ok(url);
+/// Resolves the references of one page: [`canonicalize_relative`] against `base`, through the thread's memo.
+/// The memo's table for the base's directory is taken for the page and given back when the resolver is dropped.
+pub struct PageResolver<'a> {
+    base: &'a Url,
+    dir: &'a str,
+    table: HashMap<Box<str>, Url>,
+}
+
+impl<'a> PageResolver<'a> {
+    pub fn new(base: &'a Url) -> PageResolver<'a> {
+        let dir = base_dir(base);
+        let table = MEMO
+            .with(|m| {
+                let mut m = m.borrow_mut();
+                let table = m.dirs.remove(dir);
+                if let Some(t) = &table {
+                    m.len = m.len.saturating_sub(t.len());
+                }
+                table
+            })
+            .unwrap_or_default();
+        PageResolver { base, dir, table }
     }
-    let url = canonicalize_relative(base, href)?;
-    MEMO.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.len >= CAPACITY {
-            m.map.clear();
-            m.len = 0;
+
+    /// The canonical URL `href` resolves to.
+    pub fn resolve(&mut self, href: &str) -> Result<Url, CanonError> {
+        if keeps_last_segment(href) {
+            return canonicalize_relative(self.base, href);
         }
-        let h = hash(&m.hasher, key, href);
-        m.map
-            .entry(h)
-            .or_default()
-            .push((key.into(), href.into(), url.clone()));
-        m.len += 1;
-    });
-    Ok(url)
+        if let Some(url) = self.table.get(href) {
+            return Ok(url.clone());
+        }
+        let url = canonicalize_relative(self.base, href)?;
+        if self.table.len() < CAPACITY {
+            self.table.insert(href.into(), url.clone());
+        }
+        Ok(url)
+    }
 }
 
-fn hash(hasher: &std::collections::hash_map::RandomState, key: &str, href: &str) -> u64 {
-    let mut h = hasher.build_hasher();
-    key.hash(&mut h);
-    href.hash(&mut h);
-    h.finish()
+impl Drop for PageResolver<'_> {
+    fn drop(&mut self) {
+        let table = std::mem::take(&mut self.table);
+        if table.is_empty() {
+            return;
+        }
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            m.len += table.len();
+            if m.len > CAPACITY {
+                m.dirs.clear();
+                m.len = table.len();
+            }
+            m.dirs.insert(self.dir.into(), table);
+        });
+    }
 }
 
 #[cfg(test)]
@@ -192,7 +179,7 @@ mod tests {
                         )
                     };
                     assert_eq!(
-                        outcome(resolve(&base, h)),
+                        outcome(PageResolver::new(&base).resolve(h)),
                         outcome(canonicalize_relative(&base, h)),
                         "base {base} href {h:?}"
                     );
@@ -204,29 +191,50 @@ mod tests {
     #[test]
     fn references_that_keep_the_last_segment_are_not_memoised() {
         let base = Url::parse("http://a.test/x/y.html?q=1").unwrap();
-        assert_eq!(base_key(&base, "?z"), None);
-        assert_eq!(base_key(&base, "#f"), None);
-        assert_eq!(base_key(&base, "  "), None);
-        assert_eq!(base_key(&base, "z.html"), Some("http://a.test/x/"));
-        assert_eq!(base_key(&base, "/z"), Some("http://a.test/x/"));
-        assert_eq!(base_key(&base, "http:?z"), None);
-        assert_eq!(base_key(&base, "http:"), None);
+        assert_eq!(base_dir(&base), "http://a.test/x/");
+        for h in [
+            "?z", "#f", "  ", "", "http:?z", "http:", "HTTPS:#x", " \t?q",
+        ] {
+            assert!(keeps_last_segment(h), "{h:?}");
+        }
+        for h in [
+            "z.html",
+            "/z",
+            "//b.test/",
+            "http://b.test/?q",
+            "z?q",
+            "mailto:x",
+        ] {
+            assert!(!keeps_last_segment(h), "{h:?}");
+        }
     }
 
     #[test]
-    fn the_memo_starts_over_when_full() {
+    fn the_memo_stays_bounded_and_keeps_answering() {
         let base = Url::parse("http://a.test/").unwrap();
+        let mut r = PageResolver::new(&base);
         for i in 0..CAPACITY + 10 {
             let href = format!("/p/{i}");
             assert_eq!(
-                resolve(&base, &href).unwrap().as_str(),
+                r.resolve(&href).unwrap().as_str(),
                 format!("http://a.test/p/{i}")
             );
         }
-        MEMO.with(|m| assert!(m.borrow().len <= CAPACITY));
-        assert_eq!(
-            resolve(&base, "/p/3").unwrap().as_str(),
-            "http://a.test/p/3"
-        );
+        assert!(r.table.len() <= CAPACITY);
+        drop(r);
+        for d in 0..3 {
+            let other = Url::parse(&format!("http://b{d}.test/")).unwrap();
+            let mut r = PageResolver::new(&other);
+            for i in 0..CAPACITY / 2 {
+                r.resolve(&format!("/q/{i}")).unwrap();
+            }
+        }
+        MEMO.with(|m| {
+            let m = m.borrow();
+            assert!(m.len <= CAPACITY);
+            assert_eq!(m.len, m.dirs.values().map(|t| t.len()).sum::<usize>());
+        });
+        let mut r = PageResolver::new(&base);
+        assert_eq!(r.resolve("/p/3").unwrap().as_str(), "http://a.test/p/3");
     }
 }
