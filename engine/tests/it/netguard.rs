@@ -618,3 +618,18 @@ async fn through_a_proxy_chain_the_guard_checks_what_it_can_see() {
     );
     hop.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_private_address_in_a_mixed_answer_is_never_dialed() {
+    let (good, private_l) = same_port(v4(1, 18), v4(2, 18)).await;
+    let port = good.local_addr().unwrap().port();
+    let site = Server::start(good, vec![("/", page(&[]))]);
+    let inside = Server::start(private_l, vec![("/", page(&[]))]);
+    // The private addresses come first in the answer (v6 ones too): the race moves past each without dialing it.
+    let hosts = "hosts = { \"mixed.test\" = [\"127.0.2.18\", \"::ffff:127.0.2.18\", \"169.254.169.254\", \
+                 \"127.0.1.18\"] }\n";
+    let seed = format!("http://mixed.test:{port}/");
+    let m = crawl(std::slice::from_ref(&seed), &guarded(None, "", hosts)).await;
+    fetched(&m, &seed);
+    assert_eq!((site.conns(), inside.conns()), (1, 0));
+}
