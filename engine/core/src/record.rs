@@ -299,9 +299,11 @@ impl Record {
     /// The JSONL line for this record, with its trailing newline.
     pub fn to_line(&self) -> Vec<u8> {
         // Serialising a struct of strings and numbers cannot fail; fall back to a minimal line if it ever does.
-        let mut line = serde_json::to_vec(self).unwrap_or_else(|_| {
-            format!("{{\"url\":{:?},\"outcome\":\"failed\"}}", self.url).into_bytes()
-        });
+        // Sized for a typical record, so that the line is not grown (and copied) several times on the way.
+        let mut line = Vec::with_capacity(self.url.len() * 2 + 448);
+        if serde_json::to_writer(&mut line, self).is_err() {
+            line = format!("{{\"url\":{:?},\"outcome\":\"failed\"}}", self.url).into_bytes();
+        }
         line.push(b'\n');
         line
     }
