@@ -13,11 +13,23 @@ static BASE: LazyLock<Url> = LazyLock::new(|| {
 });
 
 fn check(input: &str, url: &Url) {
-    assert!(matches!(url.scheme(), "http" | "https"), "{input:?} gave {url}");
-    assert!(url.host_str().is_some_and(|h| !h.is_empty()), "{input:?} gave {url}");
+    assert!(
+        matches!(url.scheme(), "http" | "https"),
+        "{input:?} gave {url}"
+    );
+    assert!(
+        url.host_str().is_some_and(|h| !h.is_empty()),
+        "{input:?} gave {url}"
+    );
     assert!(url.fragment().is_none(), "{input:?} gave {url}");
-    assert!(url.username().is_empty() && url.password().is_none(), "{input:?} gave {url}");
-    assert!(url.as_str().len() <= MAX_URL_LEN, "{input:?} gave a url too long");
+    assert!(
+        url.username().is_empty() && url.password().is_none(),
+        "{input:?} gave {url}"
+    );
+    assert!(
+        url.as_str().len() <= MAX_URL_LEN,
+        "{input:?} gave a url too long"
+    );
     let parsed = Url::parse(url.as_str()).expect("canonical output parses");
     assert_eq!(&parsed, url, "{input:?}: output does not parse to itself");
     let again = canonicalize(url.as_str())
@@ -25,7 +37,10 @@ fn check(input: &str, url: &Url) {
     assert_eq!(&again, url, "{input:?}: not idempotent");
     let relative = canonicalize_relative(&BASE, url.as_str())
         .unwrap_or_else(|e| panic!("{url} against a base fails: {e}"));
-    assert_eq!(&relative, url, "{input:?}: absolute url resolved against a base changed");
+    assert_eq!(
+        &relative, url,
+        "{input:?}: absolute url resolved against a base changed"
+    );
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -9,8 +9,19 @@ use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 
 const HEADERS: &[&str] = &[
-    "gzip", "x-gzip", "deflate", "br", "zstd", "identity", "GZIP, br", "br, gzip", "zstd,deflate", "compress",
-    "gzip, identity", "", " , ",
+    "gzip",
+    "x-gzip",
+    "deflate",
+    "br",
+    "zstd",
+    "identity",
+    "GZIP, br",
+    "br, gzip",
+    "zstd,deflate",
+    "compress",
+    "gzip, identity",
+    "",
+    " , ",
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -80,10 +91,13 @@ impl Enc {
                 }
                 out
             }
-            Enc::Zstd => ruzstd::encoding::compress_to_vec(x, ruzstd::encoding::CompressionLevel::Fastest),
-            Enc::ZstdStored => {
-                ruzstd::encoding::compress_to_vec(x, ruzstd::encoding::CompressionLevel::Uncompressed)
+            Enc::Zstd => {
+                ruzstd::encoding::compress_to_vec(x, ruzstd::encoding::CompressionLevel::Fastest)
             }
+            Enc::ZstdStored => ruzstd::encoding::compress_to_vec(
+                x,
+                ruzstd::encoding::CompressionLevel::Uncompressed,
+            ),
         }
     }
 }
@@ -97,7 +111,11 @@ fuzz_target!(|data: &[u8]| {
     if head[0] & 1 == 0 {
         let header = HEADERS[usize::from(head[3]) % HEADERS.len()];
         if let Ok(out) = decode_body(Some(header), Bytes::copy_from_slice(body), max) {
-            assert!(out.len() as u64 <= max, "{} bytes over the limit {max}", out.len());
+            assert!(
+                out.len() as u64 <= max,
+                "{} bytes over the limit {max}",
+                out.len()
+            );
         }
         return;
     }
@@ -111,7 +129,11 @@ fuzz_target!(|data: &[u8]| {
         let next = enc.encode(layers.last().expect("a layer"));
         layers.push(next);
     }
-    let header = codings.iter().map(|e| e.token()).collect::<Vec<_>>().join(", ");
+    let header = codings
+        .iter()
+        .map(|e| e.token())
+        .collect::<Vec<_>>()
+        .join(", ");
     let encoded = Bytes::from(layers.pop().expect("the encoded body"));
     let fits = layers.iter().all(|l| l.len() as u64 <= max);
     match decode_body(Some(&header), encoded, max) {
@@ -121,7 +143,10 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(DecodeError::TooLarge { limit }) => {
             assert_eq!(limit, max);
-            assert!(!fits, "{codings:?}: TooLarge although every layer fits {max}");
+            assert!(
+                !fits,
+                "{codings:?}: TooLarge although every layer fits {max}"
+            );
         }
         Err(e) => panic!("{codings:?} of {} bytes: {e}", body.len()),
     }

@@ -35,14 +35,22 @@ fuzz_target!(|data: &[u8]| {
         .skip(2)
         .map(|&b| char::from(NAME_BYTES[usize::from(b) % NAME_BYTES.len()]))
         .collect();
-    let id = u16::from_be_bytes([rest.first().copied().unwrap_or(0), rest.get(1).copied().unwrap_or(0)]);
+    let id = u16::from_be_bytes([
+        rest.first().copied().unwrap_or(0),
+        rest.get(1).copied().unwrap_or(0),
+    ]);
     let qtype = if mode & 2 == 0 { QType::A } else { QType::Aaaa };
     let Ok(mut query) = build_query(id, &name, qtype) else {
         return;
     };
     query[2] |= 0x80;
-    let resp = parse_response(&query).unwrap_or_else(|e| panic!("query for {name:?} does not parse: {e}"));
+    let resp =
+        parse_response(&query).unwrap_or_else(|e| panic!("query for {name:?} does not parse: {e}"));
     assert_eq!(resp.id, id);
-    assert_eq!(resp.question, Some((normalize_name(&name), qtype)), "question of {name:?}");
+    assert_eq!(
+        resp.question,
+        Some((normalize_name(&name), qtype)),
+        "question of {name:?}"
+    );
     assert!(resp.ips.is_empty() && !resp.truncated && resp.rcode == 0);
 });

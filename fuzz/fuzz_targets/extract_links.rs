@@ -1,4 +1,5 @@
-//! Link extraction: the tokenizer and the lol_html fallback agree wherever the tokenizer reads the document, and
+//! Link extraction: the tokenizer and the lol_html fallback agree wherever the tokenizer reads the document (but
+//! for lol_html's BOM sniffing of attribute values, see `has_bom_after_start`), and
 //! every link or requisite `extract_links` returns is an absolute http(s) URL that canonicalises to itself, unique,
 //! within the cap.
 #![no_main]
@@ -11,20 +12,36 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 use url::Url;
 
-static PAGE: LazyLock<Url> = LazyLock::new(|| {
-    Url::parse("https://example.com/dir/page.html").expect("page url parses")
-});
+static PAGE: LazyLock<Url> =
+    LazyLock::new(|| Url::parse("https://example.com/dir/page.html").expect("page url parses"));
 
 fn check_url(url: &Url, what: &str) {
     assert!(
         matches!(url.scheme(), "http" | "https"),
         "{what} {url} is not http(s)"
     );
-    assert!(url.host_str().is_some_and(|h| !h.is_empty()), "{what} {url} has no host");
-    assert!(url.as_str().len() <= MAX_URL_LEN, "{what} {url} is too long");
+    assert!(
+        url.host_str().is_some_and(|h| !h.is_empty()),
+        "{what} {url} has no host"
+    );
+    assert!(
+        url.as_str().len() <= MAX_URL_LEN,
+        "{what} {url} is too long"
+    );
     let again = canonicalize(url.as_str())
         .unwrap_or_else(|e| panic!("{what} {url} does not canonicalise again: {e}"));
     assert_eq!(&again, url, "{what} is not canonical");
+}
+
+/// lol_html decodes each attribute value with BOM sniffing (`Encoding::decode`): a value starting with a UTF-8 BOM
+/// loses it and one starting with `FF FE` / `FE FF` is read as UTF-16. The tokenizer keeps the bytes, as HTML and
+/// the URL standard do; such documents are not compared.
+fn has_bom_after_start(html: &[u8]) -> bool {
+    html.windows(3).skip(1).any(|w| w == b"\xEF\xBB\xBF")
+        || html
+            .windows(2)
+            .skip(1)
+            .any(|w| w == b"\xFF\xFE" || w == b"\xFE\xFF")
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -33,10 +50,15 @@ fuzz_target!(|data: &[u8]| {
     };
     let opts = ExtractOptions {
         agent_token: "crawlbot",
-        max_links: if flags & 2 == 0 { 10_000 } else { usize::from(flags >> 2) % 4 },
+        max_links: if flags & 2 == 0 {
+            10_000
+        } else {
+            usize::from(flags >> 2) % 4
+        },
         embeds: flags & 1 == 1,
     };
-    if let Some(new) = extract_tokenizer(html, &PAGE, &opts)
+    if !has_bom_after_start(html)
+        && let Some(new) = extract_tokenizer(html, &PAGE, &opts)
         && let Ok(old) = extract_lol_html(html, &PAGE, &opts)
     {
         assert_eq!(
@@ -49,11 +71,18 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert!(page.links.len() <= opts.max_links, "links over the cap");
-    assert!(page.embeds.len() <= opts.max_links, "requisites over the cap");
+    assert!(
+        page.embeds.len() <= opts.max_links,
+        "requisites over the cap"
+    );
     let mut seen = HashSet::new();
     for link in &page.links {
         check_url(&link.url, "link");
-        assert!(seen.insert(link.url.as_str()), "duplicate link {}", link.url);
+        assert!(
+            seen.insert(link.url.as_str()),
+            "duplicate link {}",
+            link.url
+        );
     }
     let mut seen = HashSet::new();
     for url in &page.embeds {
@@ -63,5 +92,8 @@ fuzz_target!(|data: &[u8]| {
     if let Some(canonical) = &page.canonical {
         check_url(canonical, "canonical");
     }
-    assert!(page.links_found >= page.links.len() + page.invalid, "counts");
+    assert!(
+        page.links_found >= page.links.len() + page.invalid,
+        "counts"
+    );
 });

@@ -25,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
     let trimmed = value.trim();
     match parse_retry_after(&value, now) {
         Some(d) if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) => {
-            assert_eq!(d.as_secs(), trimmed.parse::<u64>().unwrap_or(u64::MAX), "{value:?}");
+            assert_eq!(
+                d.as_secs(),
+                trimmed.parse::<u64>().unwrap_or(u64::MAX),
+                "{value:?}"
+            );
             assert_eq!(d.subsec_nanos(), 0);
         }
         Some(d) => {
@@ -39,13 +43,24 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let token = product_token(&value);
-    assert!(value.trim_start().starts_with(token), "{token:?} of {value:?}");
-    assert!(token.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_'), "{token:?}");
+    assert!(
+        value.trim_start().starts_with(token),
+        "{token:?} of {value:?}"
+    );
+    assert!(
+        token
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_'),
+        "{token:?}"
+    );
 
     let url = format!("socks5://user:{}@{value}", "Pw%21sEcReT");
     if let Ok(hop) = parse_hop(&url) {
         for shown in [hop.to_string(), format!("{hop:?}")] {
-            assert!(!shown.contains("Pw!sEcReT") && !shown.contains("Pw%21sEcReT"), "{shown}");
+            assert!(
+                !shown.contains("Pw!sEcReT") && !shown.contains("Pw%21sEcReT"),
+                "{shown}"
+            );
         }
     }
 });

@@ -10,7 +10,15 @@ use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
 
 const UA: &str = "crawlbot/2.1 (+https://example.com/bot)";
-const AGENTS: &[&str] = &["*", "crawlbot", "CrawlBot", "otherbot", "crawl", "crawlbot/1.0", "* "];
+const AGENTS: &[&str] = &[
+    "*",
+    "crawlbot",
+    "CrawlBot",
+    "otherbot",
+    "crawl",
+    "crawlbot/1.0",
+    "* ",
+];
 /// Bytes that percent-normalisation leaves alone, so that patterns and paths compare as written.
 const PATTERN_BYTES: &[u8] = b"ab/*$?=.-";
 const PATH_BYTES: &[u8] = b"ab/?=.-$";
@@ -44,7 +52,10 @@ fn groups(u: &mut Unstructured<'_>) -> Result<Vec<Group>> {
             if u.ratio(3, 4)? {
                 value.insert(0, b'/');
             }
-            rules.push(Rule { allow: u.arbitrary()?, value });
+            rules.push(Rule {
+                allow: u.arbitrary()?,
+                value,
+            });
         }
         out.push(Group { agents, rules });
     }
@@ -87,7 +98,11 @@ fn reference_match(pattern: &[u8], path: &[u8]) -> bool {
         }
         can = next;
     }
-    if anchored { can[path.len()] } else { can.iter().any(|&b| b) }
+    if anchored {
+        can[path.len()]
+    } else {
+        can.iter().any(|&b| b)
+    }
 }
 
 /// The groups as RFC 9309 reads them: user-agent lines with no rule between them (blank lines do not count) start
@@ -99,11 +114,25 @@ fn merged(groups: &[Group]) -> Vec<Group> {
         match out.last_mut() {
             Some(last) if open => {
                 last.agents.extend_from_slice(&g.agents);
-                last.rules = g.rules.iter().map(|r| Rule { allow: r.allow, value: r.value.clone() }).collect();
+                last.rules = g
+                    .rules
+                    .iter()
+                    .map(|r| Rule {
+                        allow: r.allow,
+                        value: r.value.clone(),
+                    })
+                    .collect();
             }
             _ => out.push(Group {
                 agents: g.agents.clone(),
-                rules: g.rules.iter().map(|r| Rule { allow: r.allow, value: r.value.clone() }).collect(),
+                rules: g
+                    .rules
+                    .iter()
+                    .map(|r| Rule {
+                        allow: r.allow,
+                        value: r.value.clone(),
+                    })
+                    .collect(),
             }),
         }
         open = g.rules.is_empty();
@@ -116,11 +145,20 @@ fn reference_verdict(groups: &[Group], path: &[u8]) -> bool {
         return true;
     }
     let groups = &merged(groups)[..];
-    let names_us = |g: &Group| g.agents.iter().any(|a| a.split('/').next().is_some_and(|t| t.eq_ignore_ascii_case("crawlbot")));
+    let names_us = |g: &Group| {
+        g.agents.iter().any(|a| {
+            a.split('/')
+                .next()
+                .is_some_and(|t| t.eq_ignore_ascii_case("crawlbot"))
+        })
+    };
     let global = |g: &Group| g.agents.iter().any(|a| a.trim() == "*");
     let specific = groups.iter().any(names_us);
     let mut best: Option<(usize, bool)> = None;
-    for g in groups.iter().filter(|g| if specific { names_us(g) } else { global(g) }) {
+    for g in groups
+        .iter()
+        .filter(|g| if specific { names_us(g) } else { global(g) })
+    {
         for r in g.rules.iter().filter(|r| !r.value.is_empty()) {
             let mut pattern = r.value.clone();
             if !matches!(pattern.first(), Some(b'/' | b'*' | b'$')) {
@@ -161,9 +199,16 @@ fn raw(body: &[u8]) {
     }
     for s in robots.sitemaps() {
         let lower = s.to_ascii_lowercase();
-        assert!(lower.starts_with("http://") || lower.starts_with("https://"), "sitemap {s:?}");
+        assert!(
+            lower.starts_with("http://") || lower.starts_with("https://"),
+            "sitemap {s:?}"
+        );
     }
-    assert_eq!(Robots::from_snapshot(&robots.snapshot()).as_ref(), Some(&robots), "snapshot");
+    assert_eq!(
+        Robots::from_snapshot(&robots.snapshot()).as_ref(),
+        Some(&robots),
+        "snapshot"
+    );
     let _ = Robots::from_snapshot(body);
     for line in body.split(|&b| b == b'\n').take(16) {
         let text = String::from_utf8_lossy(line);

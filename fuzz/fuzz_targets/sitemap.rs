@@ -26,7 +26,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let max_urls = usize::from(n % 32);
     if let Ok(parsed) = parse_sitemap(body, max_urls) {
-        assert!(parsed.locs.len() <= max_urls, "{} locs over {max_urls}", parsed.locs.len());
+        assert!(
+            parsed.locs.len() <= max_urls,
+            "{} locs over {max_urls}",
+            parsed.locs.len()
+        );
         if !parsed.truncated && parsed.kind == SitemapKind::Text {
             assert!(!parsed.locs.is_empty(), "a text sitemap without urls");
         }
@@ -36,14 +40,23 @@ fuzz_target!(|data: &[u8]| {
         if parsed.kind == SitemapKind::Text {
             for loc in &parsed.locs {
                 let lower = loc.to_ascii_lowercase();
-                assert!(lower.starts_with("http://") || lower.starts_with("https://"), "{loc:?}");
+                assert!(
+                    lower.starts_with("http://") || lower.starts_with("https://"),
+                    "{loc:?}"
+                );
             }
         }
     }
 
     let seed = Url::parse("https://example.com/").expect("seed parses");
     let settings = ParseSettings {
-        scope: Arc::new(ScopePolicy::new(ScopeMode::Domain, &[seed], Vec::new(), Vec::new(), 5)),
+        scope: Arc::new(ScopePolicy::new(
+            ScopeMode::Domain,
+            &[seed],
+            Vec::new(),
+            Vec::new(),
+            5,
+        )),
         user_agent: "crawlbot/1.0".into(),
         max_body_bytes: 1 << 20,
         sitemap_max_bytes: 1 << 20,
@@ -65,7 +78,10 @@ fuzz_target!(|data: &[u8]| {
         timings: Timings::default(),
     };
     let out = process_sitemap(&settings, resp);
-    assert!(out.pages.len() + out.sitemaps.len() <= max_urls, "over the cap");
+    assert!(
+        out.pages.len() + out.sitemaps.len() <= max_urls,
+        "over the cap"
+    );
     for page in &out.pages {
         check_url(&page.url);
     }

@@ -81,7 +81,11 @@ fuzz_target!(|data: &[u8]| {
     let s = server();
     let creds = [flags & 1 == 1, flags & 2 == 2];
     let hop = |port: u16, creds: bool| -> HopSpec {
-        let auth = if creds { format!("user:{PASSWORD}@") } else { String::new() };
+        let auth = if creds {
+            format!("user:{PASSWORD}@")
+        } else {
+            String::new()
+        };
         parse_hop(&format!("socks5://{auth}127.0.0.1:{port}")).expect("hop parses")
     };
     let mut hops = vec![hop(s.port, creds[0])];
@@ -113,7 +117,11 @@ fuzz_target!(|data: &[u8]| {
             match open_chain(&hops, &target, &Deadlines::default()).await {
                 Ok(mut stream) => {
                     let mut tail = Vec::new();
-                    stream.read_to_end(&mut tail).await.map(|_| tail).map_err(|e| e.to_string())
+                    stream
+                        .read_to_end(&mut tail)
+                        .await
+                        .map(|_| tail)
+                        .map_err(|e| e.to_string())
                 }
                 Err(e) => {
                     assert!(e.hop <= hops.len(), "hop {} of {}", e.hop, hops.len());
@@ -124,7 +132,11 @@ fuzz_target!(|data: &[u8]| {
         tokio::join!(client, serve)
     });
     match (read, expected) {
-        (Ok(tail), Some(at)) => assert_eq!(tail, &replies[at..], "the handshake read a wrong number of bytes"),
+        (Ok(tail), Some(at)) => assert_eq!(
+            tail,
+            &replies[at..],
+            "the handshake read a wrong number of bytes"
+        ),
         (Ok(_), None) => panic!("the chain opened on replies a correct client rejects"),
         (Err(e), Some(_)) => panic!("the chain failed on valid replies: {e}"),
         (Err(e), None) => assert!(!e.contains(PASSWORD), "the password shows in {e}"),
