@@ -16,15 +16,14 @@
 
 use super::bloom::Bloom;
 use super::codec::{self, PENDING, Parent, QueuedValue, Slot, UrlSlots};
+use super::outbox;
 use super::recent::RecentUrls;
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
     QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
 };
 use crate::output::JsonlCheckpoint;
-use redb::{
-    Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
-};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -275,10 +274,19 @@ impl FrontierStore for EmbeddedFrontier {
         self.trimmed_upto = from;
         match txn.open_table(OUTBOX) {
             Ok(outbox) => {
-                for item in outbox.range(from + 1..)? {
+                // A row keyed at or below the checkpoint may still hold later lines: read every row.
+                for item in outbox.iter()? {
                     let (k, v) = item?;
-                    rec.outbox.push((k.value(), v.value().to_vec()));
+                    let lines = outbox::decode(k.value(), v.value())
+                        .map_err(|e| corrupt("outbox row", e))?;
+                    rec.outbox.extend(
+                        lines
+                            .into_iter()
+                            .filter(|(seq, _)| *seq > from)
+                            .map(|(seq, line)| (seq, line.to_vec())),
+                    );
                 }
+                rec.outbox.sort_unstable_by_key(|(seq, _)| *seq);
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
@@ -430,16 +438,16 @@ impl FrontierStore for EmbeddedFrontier {
                 }
             }
             let mut outbox = txn.open_table(OUTBOX)?;
-            for (seq, line) in &batch.records {
-                outbox.insert(*seq, line.as_slice())?;
+            if let Some((key, row)) = outbox::encode(&batch.records) {
+                outbox.insert(key, row.as_slice())?;
+            }
+            for (seq, _) in &batch.records {
                 next_record = next_record.max(seq + 1);
             }
             if let Some(cp) = batch.written
                 && cp.lines > trim_to
             {
-                let before = outbox.len()?;
-                outbox.retain_in(..=cp.lines, |_, _| false)?;
-                out.trimmed = before.saturating_sub(outbox.len()?);
+                out.trimmed = outbox::trim(&mut outbox, cp.lines)?;
                 trim_to = cp.lines;
             }
             let mut hosts = txn.open_table(HOSTS)?;

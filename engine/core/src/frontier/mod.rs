@@ -24,6 +24,7 @@ pub mod embedded;
 mod entry;
 pub mod fphash;
 mod lock;
+mod outbox;
 mod recent;
 pub mod redis;
 pub mod window;

@@ -1,0 +1,129 @@
+//! Rows of the embedded frontier's outbox: the JSONL lines a commit made durable and the output file may not hold
+//! yet. One row per commit holds all of that commit's lines (one B-tree write instead of one per line), keyed by
+//! the smallest record number in it. Rows written before batching held one line each, keyed by its number; both
+//! forms are read. A batch row starts with [`BATCH`] (a JSON line starts with `{`), then per line its number and
+//! length as varints and its bytes.
+
+use redb::ReadableTable;
+
+use super::FrontierError;
+use super::codec::{DecodeError, Reader, put_varint};
+
+/// First byte of a batch row.
+const BATCH: u8 = 0;
+
+/// The row holding `lines` (record number, line), and its key; `None` for no lines.
+pub fn encode(lines: &[(u64, Vec<u8>)]) -> Option<(u64, Vec<u8>)> {
+    let key = lines.iter().map(|(seq, _)| *seq).min()?;
+    let size: usize = lines.iter().map(|(_, l)| l.len() + 12).sum();
+    let mut out = Vec::with_capacity(size + 1);
+    out.push(BATCH);
+    for (seq, line) in lines {
+        put_varint(&mut out, *seq);
+        put_varint(&mut out, line.len() as u64);
+        out.extend_from_slice(line);
+    }
+    Some((key, out))
+}
+
+/// The lines of the row stored under `key`.
+pub fn decode(key: u64, row: &[u8]) -> Result<Vec<(u64, &[u8])>, DecodeError> {
+    match row.split_first() {
+        Some((&BATCH, rest)) => {
+            let mut r = Reader::new(rest);
+            let mut lines = Vec::new();
+            while !r.is_empty() {
+                let seq = r.varint()?;
+                let len = usize::try_from(r.varint()?).map_err(|_| DecodeError("line length"))?;
+                lines.push((seq, r.bytes(len)?));
+            }
+            Ok(lines)
+        }
+        Some(_) => Ok(vec![(key, row)]),
+        None => Err(DecodeError("empty outbox row")),
+    }
+}
+
+/// Removes the outbox lines numbered up to `upto` (the output holds them): rows with only such lines are deleted,
+/// a row that also holds later ones is written again with those alone. Returns the number of lines removed.
+pub fn trim(
+    outbox: &mut redb::Table<'_, u64, &'static [u8]>,
+    upto: u64,
+) -> Result<u64, FrontierError> {
+    let mut rows = Vec::new();
+    for item in outbox.range(..=upto)? {
+        let (k, v) = item?;
+        rows.push((k.value(), v.value().to_vec()));
+    }
+    let mut trimmed = 0u64;
+    for (key, row) in rows {
+        let lines = decode(key, &row).map_err(corrupt)?;
+        let total = lines.len();
+        let kept: Vec<(u64, Vec<u8>)> = lines
+            .into_iter()
+            .filter(|(seq, _)| *seq > upto)
+            .map(|(seq, line)| (seq, line.to_vec()))
+            .collect();
+        trimmed += (total - kept.len()) as u64;
+        outbox.remove(key)?;
+        if let Some((k, row)) = encode(&kept) {
+            outbox.insert(k, row.as_slice())?;
+        }
+    }
+    Ok(trimmed)
+}
+
+/// A row that cannot be read.
+pub fn corrupt(e: DecodeError) -> FrontierError {
+    FrontierError::Corrupt {
+        what: "outbox row".into(),
+        detail: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_round_trip_and_single_rows_still_read() {
+        let lines = vec![
+            (7, b"{\"a\":1}\n".to_vec()),
+            (5, b"{}\n".to_vec()),
+            (300, vec![b'x'; 200]),
+        ];
+        let (key, row) = encode(&lines).unwrap();
+        assert_eq!(key, 5);
+        let back = decode(key, &row).unwrap();
+        assert_eq!(
+            back,
+            lines
+                .iter()
+                .map(|(s, l)| (*s, l.as_slice()))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            decode(9, b"{\"old\":1}\n").unwrap(),
+            vec![(9, &b"{\"old\":1}\n"[..])]
+        );
+        assert!(encode(&[]).is_none());
+    }
+
+    #[test]
+    fn damaged_rows_are_errors_not_panics() {
+        let (_, row) = encode(&[(1, b"{}\n".to_vec())]).unwrap();
+        for cut in 2..row.len() {
+            assert!(decode(1, &row[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(decode(1, &[]).is_err());
+        assert!(
+            decode(
+                1,
+                &[
+                    BATCH, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f
+                ]
+            )
+            .is_err()
+        );
+    }
+}
