@@ -465,25 +465,15 @@ impl Handler<OpenChain> for ProxyChains {
                     .await
                 {
                     Ok(Outcome::Resolved(res)) if !res.addrs.is_empty() => {
-                        // The first address the guard allows (else the first: refused below).
-                        let pick = res
-                            .addrs
-                            .iter()
-                            .find(|ip| guard.allows(**ip))
-                            .unwrap_or(&res.addrs[0]);
-                        first.host = pick.to_string();
+                        first.host = res.addrs[0].to_string();
                     }
                     other => {
                         tracing::warn!(hop = %first, outcome = ?other.ok(), "proxy hop name not resolved")
                     }
                 }
             }
-            // The hops this actor knows the address of (given by IP, or the first one resolved above).
-            for hop in &hops {
-                if let Ok(ip) = hop.host.parse::<IpAddr>() {
-                    guarded(&guard, &format!("proxy hop {}:{}", hop.host, hop.port), ip)?;
-                }
-            }
+            // The hops are the operator's configuration, not something a crawled page chose: a local Tor or SOCKS
+            // daemon on loopback is used as configured. The guard judges the target only.
             let target = target_for(host, port, resolve, resolver, trace, &guard).await?;
             Ok(open_chain(&hops, &target, &deadlines).await)
         };
