@@ -113,7 +113,12 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         allow_cidrs: config.security.allow_cidrs.clone(),
         attempt_delay: crate::fetcher::dial::ATTEMPT_DELAY,
         pool_idle_timeout: config.fetch.pool_idle_timeout,
-        pool_max_idle_per_host: config.fetch.pool_max_idle_per_host,
+        // Every request a host may have in flight can leave its connection for the next one: a smaller idle limit
+        // closes the surplus after each burst and opens it again (a TCP handshake per few pages on a busy host).
+        pool_max_idle_per_host: config
+            .fetch
+            .pool_max_idle_per_host
+            .max(config.politeness.per_host_concurrency as usize),
         extra_roots: Vec::new(),
         keep_request_headers: config.output.warc_dir.is_some(),
         lookup: None,
@@ -488,5 +493,20 @@ pub(crate) fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseS
             .map(|_| crate::parser::archive::ARCHIVE_LEVEL),
         max_links_per_page: config.parser.max_links_per_page,
         embeds: embeds_policy(config),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_connections_kept_cover_the_requests_a_host_may_have_in_flight() {
+        let text = "[politeness]\nper_host_concurrency = 64\n[fetch]\npool_max_idle_per_host = 8\n";
+        let config = Config::from_str(text, "t.toml").expect("valid");
+        assert_eq!(http_settings(&config).pool_max_idle_per_host, 64);
+        let text = "[politeness]\nper_host_concurrency = 2\n[fetch]\npool_max_idle_per_host = 8\n";
+        let config = Config::from_str(text, "t.toml").expect("valid");
+        assert_eq!(http_settings(&config).pool_max_idle_per_host, 8);
     }
 }
