@@ -114,11 +114,11 @@ pub fn http_settings(config: &Config) -> HttpSettings {
         attempt_delay: crate::fetcher::dial::ATTEMPT_DELAY,
         pool_idle_timeout: config.fetch.pool_idle_timeout,
         // Every request a host may have in flight can leave its connection for the next one: a smaller idle limit
-        // closes the surplus after each burst and opens it again (a TCP handshake per few pages on a busy host).
-        pool_max_idle_per_host: config
-            .fetch
-            .pool_max_idle_per_host
-            .max(config.politeness.per_host_concurrency as usize),
+        // closes the surplus after each burst and opens it again (a TCP handshake per few pages). 0 keeps none.
+        pool_max_idle_per_host: match config.fetch.pool_max_idle_per_host {
+            0 => 0,
+            n => n.max(config.politeness.per_host_concurrency as usize),
+        },
         extra_roots: Vec::new(),
         keep_request_headers: config.output.warc_dir.is_some(),
         lookup: None,
@@ -502,11 +502,16 @@ mod tests {
 
     #[test]
     fn idle_connections_kept_cover_the_requests_a_host_may_have_in_flight() {
-        let text = "[politeness]\nper_host_concurrency = 64\n[fetch]\npool_max_idle_per_host = 8\n";
-        let config = Config::from_str(text, "t.toml").expect("valid");
-        assert_eq!(http_settings(&config).pool_max_idle_per_host, 64);
-        let text = "[politeness]\nper_host_concurrency = 2\n[fetch]\npool_max_idle_per_host = 8\n";
-        let config = Config::from_str(text, "t.toml").expect("valid");
-        assert_eq!(http_settings(&config).pool_max_idle_per_host, 8);
+        let idle = |text: &str| {
+            let config = Config::from_str(text, "t.toml").expect("valid");
+            http_settings(&config).pool_max_idle_per_host
+        };
+        assert_eq!(idle("[politeness]\nper_host_concurrency = 64\n"), 64);
+        assert_eq!(idle("[politeness]\nper_host_concurrency = 2\n"), 8);
+        let set = "[politeness]\nper_host_concurrency = 64\n[fetch]\npool_max_idle_per_host = ";
+        assert_eq!(idle(&format!("{set}8\n")), 64);
+        assert_eq!(idle(&format!("{set}100\n")), 100);
+        // 0: no connection is kept.
+        assert_eq!(idle(&format!("{set}0\n")), 0);
     }
 }
