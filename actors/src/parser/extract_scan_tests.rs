@@ -551,3 +551,16 @@ fn a_bom_starting_an_href_is_kept_where_lol_html_drops_it() {
     let old = lol::extract(html, &page(), &opts(false, MAX_LINKS)).unwrap();
     assert_eq!(old.links[0].url.path(), "/dir/rfae");
 }
+
+/// Found by the extract_links fuzz target: lol_html 3.0.3 (which reads documents with a raw text start tag ending
+/// `name=>`) meets an internal inconsistency here; debug builds panicked in its `debug_assert!`, release builds
+/// returned its error. Both now report the error.
+#[test]
+fn lol_html_internal_error_is_an_error_in_every_build() {
+    let html = b"<style a=><a </a>";
+    assert!(extract_scanned(html, &page(), &opts(false, MAX_LINKS)).is_none());
+    assert!(matches!(
+        extract_links(html, &page(), &opts(false, MAX_LINKS)),
+        Err(ExtractError::Html(_))
+    ));
+}
