@@ -16,11 +16,32 @@ use url::{Position, Url};
 /// Entries kept per parser thread before the memo starts over.
 pub const CAPACITY: usize = 8192;
 
+/// References looked up in a directory's table before its hit rate is judged.
+const WARM_UP: u32 = 256;
+
+/// A directory whose references hit less than a quarter of the time (links unique to each page) is resolved
+/// directly for this many references, then its table is tried again.
+const COLD_FOR: u32 = 4096;
+
 /// Resolved references by base directory, then by reference.
 #[derive(Default)]
 struct Memo {
-    dirs: HashMap<Box<str>, HashMap<Box<str>, Url>>,
+    dirs: HashMap<Box<str>, DirTable>,
     len: usize,
+}
+
+/// One directory's resolved references, and how often they were asked for again.
+#[derive(Default)]
+struct DirTable {
+    refs: HashMap<Box<str>, Url>,
+    lookups: u32,
+    hits: u32,
+}
+
+impl DirTable {
+    fn cold(&self) -> bool {
+        self.lookups >= WARM_UP && self.hits.saturating_mul(4) < self.lookups
+    }
 }
 
 thread_local! {
@@ -53,7 +74,7 @@ fn keeps_last_segment(href: &str) -> bool {
 pub struct PageResolver<'a> {
     base: &'a Url,
     dir: &'a str,
-    table: HashMap<Box<str>, Url>,
+    table: DirTable,
 }
 
 impl<'a> PageResolver<'a> {
@@ -64,7 +85,7 @@ impl<'a> PageResolver<'a> {
                 let mut m = m.borrow_mut();
                 let table = m.dirs.remove(dir);
                 if let Some(t) = &table {
-                    m.len = m.len.saturating_sub(t.len());
+                    m.len = m.len.saturating_sub(t.refs.len());
                 }
                 table
             })
@@ -77,12 +98,22 @@ impl<'a> PageResolver<'a> {
         if keeps_last_segment(href) {
             return canonicalize_relative(self.base, href);
         }
-        if let Some(url) = self.table.get(href) {
+        let t = &mut self.table;
+        t.lookups = t.lookups.saturating_add(1);
+        if t.cold() {
+            // Counting on as references go by: past the cold stretch the table is tried again.
+            if t.lookups >= WARM_UP + COLD_FOR {
+                (t.lookups, t.hits) = (0, 0);
+            }
+            return canonicalize_relative(self.base, href);
+        }
+        if let Some(url) = t.refs.get(href) {
+            t.hits += 1;
             return Ok(url.clone());
         }
         let url = canonicalize_relative(self.base, href)?;
-        if self.table.len() < CAPACITY {
-            self.table.insert(href.into(), url.clone());
+        if t.refs.len() < CAPACITY {
+            t.refs.insert(href.into(), url.clone());
         }
         Ok(url)
     }
@@ -91,15 +122,15 @@ impl<'a> PageResolver<'a> {
 impl Drop for PageResolver<'_> {
     fn drop(&mut self) {
         let table = std::mem::take(&mut self.table);
-        if table.is_empty() {
+        if table.lookups == 0 {
             return;
         }
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
-            m.len += table.len();
+            m.len += table.refs.len();
             if m.len > CAPACITY {
                 m.dirs.clear();
-                m.len = table.len();
+                m.len = table.refs.len();
             }
             m.dirs.insert(self.dir.into(), table);
         });
@@ -220,7 +251,7 @@ mod tests {
                 format!("http://a.test/p/{i}")
             );
         }
-        assert!(r.table.len() <= CAPACITY);
+        assert!(r.table.refs.len() <= CAPACITY);
         drop(r);
         for d in 0..3 {
             let other = Url::parse(&format!("http://b{d}.test/")).unwrap();
@@ -232,9 +263,31 @@ mod tests {
         MEMO.with(|m| {
             let m = m.borrow();
             assert!(m.len <= CAPACITY);
-            assert_eq!(m.len, m.dirs.values().map(|t| t.len()).sum::<usize>());
+            assert_eq!(m.len, m.dirs.values().map(|t| t.refs.len()).sum::<usize>());
         });
         let mut r = PageResolver::new(&base);
         assert_eq!(r.resolve("/p/3").unwrap().as_str(), "http://a.test/p/3");
+    }
+
+    #[test]
+    fn a_directory_of_unique_links_is_resolved_directly_then_tried_again() {
+        let base = Url::parse("http://cold.test/d/p").unwrap();
+        let mut r = PageResolver::new(&base);
+        for i in 0..WARM_UP {
+            r.resolve(&format!("/u/{i}")).unwrap();
+        }
+        assert!(r.table.cold(), "no hits in {WARM_UP} lookups");
+        let kept = r.table.refs.len();
+        // Cold: answers stay right and nothing more is stored.
+        for i in 0..COLD_FOR - 1 {
+            let got = r.resolve(&format!("/v/{i}")).unwrap();
+            assert_eq!(got.as_str(), format!("http://cold.test/v/{i}"));
+        }
+        assert_eq!(r.table.refs.len(), kept);
+        // Past the cold stretch the table is used again, and a repeated link is a hit.
+        r.resolve("/w").unwrap();
+        assert!(!r.table.cold());
+        assert_eq!(r.resolve("/u/1").unwrap().as_str(), "http://cold.test/u/1");
+        assert_eq!(r.table.hits, 1);
     }
 }
