@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use super::proxy::{Secret, redact_credentials};
+use super::proxy::Secret;
 
 /// The headers sent to one origin. `Debug` shows the origin and `***` for each value given.
 #[derive(Clone, PartialEq, Eq)]
@@ -197,18 +197,13 @@ pub fn hide_userinfo(s: &str) -> std::borrow::Cow<'_, str> {
 /// A `fetch.credentials[].origin`: `http(s)://host[:port]`, nothing else (no user name or password, path, query or
 /// fragment). Errors show the text with any user name and password hidden.
 pub(super) fn origin(s: &str) -> Result<url::Url, String> {
-    let shown = redact_credentials(s);
-    let url = url::Url::parse(s).map_err(|e| format!("invalid origin `{shown}`: {e}"))?;
+    let (url, shown) = super::validate::http_url(
+        s,
+        "origin",
+        "origin",
+        "must not hold a user name or password (give them in `authorization`)",
+    )?;
     let bad = |why: &str| Err(format!("origin `{shown}` {why}"));
-    if !matches!(url.scheme(), "http" | "https") {
-        return bad(&format!("must use http or https, found `{}`", url.scheme()));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return bad("has no host");
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return bad("must not hold a user name or password (give them in `authorization`)");
-    }
     if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
         return bad("must be only scheme, host and port, e.g. `https://intranet.example:8443`");
     }

@@ -297,13 +297,18 @@ pub(super) fn path(s: &str) -> Result<PathBuf, String> {
 
 /// An OTLP/gRPC collector `http(s)://host:port`: explicit port (not 0), no credentials, no
 /// path other than `/`, no query or fragment. `""` = none.
-pub(super) fn otlp_endpoint(s: &str) -> Result<Option<url::Url>, String> {
-    if s.is_empty() {
-        return Ok(None);
-    }
+/// An http or https URL with a host and without a user name or password, and the text to show it by (any user
+/// name and password hidden). `kind` names it in a parse error, `what` in the others; `no_credentials` is the
+/// error when it holds a user name or password.
+pub(super) fn http_url(
+    s: &str,
+    kind: &str,
+    what: &str,
+    no_credentials: &str,
+) -> Result<(url::Url, String), String> {
     let shown = redact_credentials(s);
-    let url = url::Url::parse(s).map_err(|e| format!("invalid URL `{shown}`: {e}"))?;
-    let bad = |why: &str| Err(format!("OTLP endpoint `{shown}` {why}"));
+    let url = url::Url::parse(s).map_err(|e| format!("invalid {kind} `{shown}`: {e}"))?;
+    let bad = |why: &str| Err(format!("{what} `{shown}` {why}"));
     if !matches!(url.scheme(), "http" | "https") {
         return bad(&format!("must use http or https, found `{}`", url.scheme()));
     }
@@ -311,8 +316,17 @@ pub(super) fn otlp_endpoint(s: &str) -> Result<Option<url::Url>, String> {
         return bad("has no host");
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return bad("must not contain credentials");
+        return bad(no_credentials);
     }
+    Ok((url, shown))
+}
+
+pub(super) fn otlp_endpoint(s: &str) -> Result<Option<url::Url>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let (url, shown) = http_url(s, "URL", "OTLP endpoint", "must not contain credentials")?;
+    let bad = |why: &str| Err(format!("OTLP endpoint `{shown}` {why}"));
     // `Url::port` hides a port equal to the scheme's default, so look at the text as written.
     if url.port().is_none() && !has_explicit_port(s) {
         return bad("needs an explicit port, e.g. `http://127.0.0.1:4317`");
