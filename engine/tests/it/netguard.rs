@@ -120,6 +120,18 @@ async fn same_port(a: IpAddr, b: IpAddr) -> (TcpListener, TcpListener) {
     panic!("no port free on both {a} and {b}");
 }
 
+/// A listener on `[::1]:0` and its port; `None` (the test skipped) where the machine has no ::1, unless CI=true.
+async fn v6_listener(test: &str) -> Option<(TcpListener, u16)> {
+    if !have_v6_loopback(test) {
+        return None;
+    }
+    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
+        .await
+        .expect("bind ::1");
+    let port = listener.local_addr().expect("addr").port();
+    Some((listener, port))
+}
+
 /// Whether this machine has an IPv6 loopback; without one the test is skipped, unless CI=true.
 fn have_v6_loopback(test: &str) -> bool {
     if std::net::TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).is_ok() {
@@ -287,13 +299,11 @@ async fn a_redirect_to_a_private_address_is_refused_with_a_record() {
 
 #[tokio::test]
 async fn ipv6_literals_and_aaaa_names_are_crawled_on_loopback() {
-    if !have_v6_loopback("ipv6_literals_and_aaaa_names_are_crawled_on_loopback") {
+    let Some((listener, port)) =
+        v6_listener("ipv6_literals_and_aaaa_names_are_crawled_on_loopback").await
+    else {
         return;
-    }
-    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
-        .await
-        .expect("bind ::1");
-    let port = listener.local_addr().unwrap().port();
+    };
     let seed = format!("http://[::1]:{port}/");
     // A non-canonical literal (upper case, uncompressed) must be canonicalised to [::1] and fetched once.
     let long = format!("http://[0:0:0:0:0:0:0:1]:{port}/b");
@@ -353,13 +363,11 @@ async fn ipv6_literals_and_aaaa_names_are_crawled_on_loopback() {
 
 #[tokio::test]
 async fn without_allow_cidrs_the_ipv6_loopback_is_refused() {
-    if !have_v6_loopback("without_allow_cidrs_the_ipv6_loopback_is_refused") {
+    let Some((listener, port)) =
+        v6_listener("without_allow_cidrs_the_ipv6_loopback_is_refused").await
+    else {
         return;
-    }
-    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
-        .await
-        .expect("bind ::1");
-    let port = listener.local_addr().unwrap().port();
+    };
     let site = Server::start(listener, vec![("/", page(&[]))]);
     let literal = format!("http://[::1]:{port}/");
     let named = format!("http://v6hosts.test:{port}/");
@@ -475,13 +483,11 @@ fn doh_table(doh: &FakeDoh, dir: &tempfile::TempDir) -> String {
 
 #[tokio::test]
 async fn aaaa_answers_over_the_tcp_fallback_and_doh_are_crawled() {
-    if !have_v6_loopback("aaaa_answers_over_the_tcp_fallback_and_doh_are_crawled") {
+    let Some((listener, port)) =
+        v6_listener("aaaa_answers_over_the_tcp_fallback_and_doh_are_crawled").await
+    else {
         return;
-    }
-    let listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0))
-        .await
-        .expect("bind ::1");
-    let port = listener.local_addr().unwrap().port();
+    };
     let site = Server::start(listener, vec![("/", page(&[]))]);
     let v6 = |ttl| Behaviour::Answer {
         v4: Vec::new(),
