@@ -12,7 +12,7 @@ use http::header;
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use tokio::net::TcpListener;
 
 use crate::fetcher::http::tests::test_pki;
@@ -92,21 +92,6 @@ async fn server(
         }
     });
     (addr, log)
-}
-
-fn acceptor(
-    leaf: CertificateDer<'static>,
-    key: PrivateKeyDer<'static>,
-) -> tokio_rustls::TlsAcceptor {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf], key)
-        .unwrap();
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    tokio_rustls::TlsAcceptor::from(Arc::new(cfg))
 }
 
 fn url(s: &str) -> url::Url {
@@ -195,7 +180,12 @@ async fn another_host_name_for_the_same_address_is_another_origin() {
 #[tokio::test]
 async fn an_https_credential_never_goes_out_over_http_on_the_same_port() {
     let (ca, leaf, key) = test_pki();
-    let (a, log) = server(200, None, Some(acceptor(leaf, key))).await;
+    let (a, log) = server(
+        200,
+        None,
+        Some(crate::fetcher::http::tests::tls_acceptor(leaf, key)),
+    )
+    .await;
     let client = client(
         credentials_for(&format!("https://localhost:{}", a.port())),
         vec![ca],
@@ -229,7 +219,12 @@ async fn an_https_credential_never_goes_out_over_http_on_the_same_port() {
 #[tokio::test]
 async fn an_http_credential_is_not_sent_to_https_after_an_upgrade_redirect() {
     let (ca, leaf, key) = test_pki();
-    let (a, log) = server(200, None, Some(acceptor(leaf, key))).await;
+    let (a, log) = server(
+        200,
+        None,
+        Some(crate::fetcher::http::tests::tls_acceptor(leaf, key)),
+    )
+    .await;
     let client = client(
         credentials_for(&format!("http://localhost:{}", a.port())),
         vec![ca],

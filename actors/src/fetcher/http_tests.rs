@@ -449,7 +449,8 @@ pub(crate) fn test_pki() -> (
     (ca_cert.der().clone(), leaf_cert.der().clone(), key)
 }
 
-fn tls_acceptor(
+/// A TLS acceptor for `leaf` offering h2 and http/1.1 (ALPN): the test servers of the fetcher's modules.
+pub(crate) fn tls_acceptor(
     leaf: CertificateDer<'static>,
     key: PrivateKeyDer<'static>,
 ) -> tokio_rustls::TlsAcceptor {

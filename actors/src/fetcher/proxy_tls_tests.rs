@@ -27,15 +27,7 @@ const MAX_ACCEPTS: usize = 16;
 
 /// A TLS hyper server (h2 + http/1.1 via ALPN and auto) answering 200 "secure"; returns its address.
 async fn tls_server(leaf: CertificateDer<'static>, key: PrivateKeyDer<'static>) -> SocketAddr {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf], key)
-        .unwrap();
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let acceptor = crate::fetcher::http::tests::tls_acceptor(leaf, key);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
