@@ -23,41 +23,8 @@ pub struct UrlParts<'a> {
 impl UrlParts<'_> {
     /// `scheme://host:port` with the port always explicit: the same string as [`crate::canon::authority_key`].
     pub fn authority_key(&self) -> String {
-        let mut key = String::with_capacity(self.scheme.len() + self.host.len() + 9);
-        key.push_str(self.scheme);
-        key.push_str("://");
-        key.push_str(self.host);
-        key.push(':');
-        key.push_str(itoa_u16(self.port).as_str());
-        key
+        format!("{}://{}:{}", self.scheme, self.host, self.port)
     }
-}
-
-/// A small stack buffer holding the decimal form of a port.
-struct PortText {
-    buf: [u8; 5],
-    start: usize,
-}
-
-impl PortText {
-    fn as_str(&self) -> &str {
-        // Only ASCII digits are ever written.
-        std::str::from_utf8(&self.buf[self.start..]).unwrap_or("0")
-    }
-}
-
-fn itoa_u16(mut n: u16) -> PortText {
-    let mut buf = [b'0'; 5];
-    let mut start = 5;
-    loop {
-        start -= 1;
-        buf[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    PortText { buf, start }
 }
 
 /// The parts of `url` when it is in a form a WHATWG parse would return unchanged; `None` otherwise.

@@ -46,8 +46,8 @@ pub struct Metrics {
     antibot: CounterFamily,
     in_flight: Gauge,
     frontier_urls: GaugeFamily,
-    /// The `queued`, `in_flight` and `known` series of `frontier_urls`, held so that the per-event update does
-    /// not look them up by label.
+    /// The series of `frontier_urls` in the order of [`known::FRONTIER_STATES`] (queued, in_flight, known), held so
+    /// that the per-event update does not look them up by label.
     frontier_states: [Gauge; 3],
     frontier_hosts: Gauge,
     robots_fetches: CounterFamily,
@@ -296,7 +296,7 @@ impl Metrics {
             retries,
             antibot,
             in_flight,
-            frontier_states: ["queued", "in_flight", "known"]
+            frontier_states: known::FRONTIER_STATES
                 .map(|state| frontier_urls.get_or_create(&l1("state", state)).clone()),
             frontier_urls,
             frontier_hosts,
