@@ -5,6 +5,7 @@
 # (WARC on / off) and the archive's bytes per page.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
 rm -rf .bench && mkdir -p .bench
@@ -12,33 +13,12 @@ rm -rf .bench && mkdir -p .bench
   > .bench/testsite.log 2>&1 &
 site=$!
 trap 'kill $site 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do [ -s .bench/seeds ] && break; sleep 0.1; done
-seeds=()
-while read -r s; do seeds+=(--seed "$s"); done < .bench/seeds
-config() {
-  cat <<TOML
-[crawl]
-max_depth = 1000
-[politeness]
-per_host_concurrency = 64
-min_delay_ms = 0
-[fetch]
-concurrency = 64
-[frontier]
-data_dir = "crawl-data"
-[output]
-jsonl = "crawl.jsonl"
-warc_dir = "$1"
-[security]
-allow_private_networks = true
-[observability]
-log_level = "warn"
-TOML
-}
+wait_for .bench/seeds
+read_seeds .bench/seeds
 for i in $(seq 1 "$REPEATS"); do
   for mode in off on; do
     rm -rf .bench/crawl-data .bench/crawl.jsonl .bench/warc
-    if [ "$mode" = on ]; then config warc > .bench/config.toml; else config "" > .bench/config.toml; fi
+    if [ "$mode" = on ]; then bench_config warc > .bench/config.toml; else bench_config > .bench/config.toml; fi
     ${CRAWL_PREFIX:-} "$bin/crawl-engine" --config .bench/config.toml --no-progress \
       --summary-json ".bench/summary-$mode-$i.json" "${seeds[@]}" > /dev/null
     if [ "$mode" = on ]; then du -sb .bench/warc | cut -f1 > ".bench/warc-bytes-$i"; fi

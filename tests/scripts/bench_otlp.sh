@@ -6,6 +6,7 @@
 # received and the spans the engine counted dropped (its "trace exporter shut down" line at exit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
 out=.bench-otlp
@@ -15,27 +16,10 @@ rm -rf "$out" && mkdir -p "$out"
 site=$!
 sink=
 trap 'kill $site ${sink:-} 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do [ -s "$out/seeds" ] && break; sleep 0.1; done
-seeds=()
-while read -r s; do seeds+=(--seed "$s"); done < "$out/seeds"
+wait_for "$out/seeds"
+read_seeds "$out/seeds"
 config() {
-  cat <<TOML
-[crawl]
-max_depth = 1000
-[politeness]
-per_host_concurrency = 64
-min_delay_ms = 0
-[fetch]
-concurrency = 64
-[frontier]
-data_dir = "crawl-data"
-[output]
-jsonl = "crawl.jsonl"
-[security]
-allow_private_networks = true
-[observability]
-log_level = "warn,crawl_observability::trace=info"
-TOML
+  bench_config "" "warn,crawl_observability::trace=info"
   if [ -n "$1" ]; then
     printf 'otlp_endpoint = "%s"\nsample_ratio = 1.0\n' "$1"
   fi

@@ -20,6 +20,7 @@
 # Environment: REPEATS, WGET2_THREADS (64), SITES ("plain realistic"), HOSTS (8), PAGES (2600), RUN_TIMEOUT_S (900).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
 WGET2_THREADS="${WGET2_THREADS:-64}"
@@ -47,26 +48,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-config() {
-  cat <<TOML
-[crawl]
-max_depth = 1000
-[politeness]
-per_host_concurrency = 64
-min_delay_ms = 0
-[fetch]
-concurrency = 64
-[frontier]
-data_dir = "crawl-data"
-[output]
-jsonl = "crawl.jsonl"
-[security]
-allow_private_networks = true
-[observability]
-log_level = "warn"
-TOML
-}
-config > "$out/config.toml"
+bench_config > "$out/config.toml"
 
 # measure FILE CMD...: runs CMD, writes "wall user sys maxrss_kib exit" of it (and only it) to FILE.
 measure() {

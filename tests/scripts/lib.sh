@@ -1,0 +1,40 @@
+# Shared by the bench scripts (sourced): the test site's seeds and the config of the make bench-crawl crawl.
+
+# wait_for FILE: returns once FILE exists and is not empty, or after 10 s.
+wait_for() {
+  for _ in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.1; done
+  return 0
+}
+
+# read_seeds FILE: the array `seeds` gets `--seed URL` for each line of FILE.
+read_seeds() {
+  seeds=()
+  local s
+  while read -r s; do seeds+=(--seed "$s"); done < "$1"
+}
+
+# bench_config [WARC_DIR] [LOG_LEVEL]: the make bench-crawl config (politeness off, concurrency 64, durable
+# frontier, JSONL; a WARC archive when WARC_DIR is given), ending in its [observability] section so that a caller
+# may append keys to it.
+bench_config() {
+  cat <<TOML
+[crawl]
+max_depth = 1000
+[politeness]
+per_host_concurrency = 64
+min_delay_ms = 0
+[fetch]
+concurrency = 64
+[frontier]
+data_dir = "crawl-data"
+[output]
+jsonl = "crawl.jsonl"
+TOML
+  if [ -n "${1:-}" ]; then printf 'warc_dir = "%s"\n' "$1"; fi
+  cat <<TOML
+[security]
+allow_private_networks = true
+[observability]
+log_level = "${2:-warn}"
+TOML
+}
