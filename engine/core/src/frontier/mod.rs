@@ -20,6 +20,7 @@
 
 pub mod bloom;
 pub mod codec;
+mod dbfile;
 pub mod embedded;
 mod entry;
 pub mod fphash;
@@ -27,6 +28,7 @@ mod lock;
 mod outbox;
 mod recent;
 pub mod redis;
+mod urllog;
 pub mod window;
 
 #[cfg(test)]
