@@ -172,6 +172,8 @@ pub struct Ping;
 pub struct Parse {
     pub job: Job,
     pub response: RawResponse,
+    /// The job's URL as the fetcher parsed it (pages only), so the parser does not parse it again.
+    pub page_url: Option<url::Url>,
     /// How the host was resolved (passed through to the record).
     pub dns: Option<crawl_core::record::DnsInfo>,
 }

@@ -236,6 +236,8 @@ async fn run_job(
             archive: None,
         });
     }
+    let page_url =
+        (!matches!(job.entry.kind, JobKind::Robots | JobKind::Sitemap)).then(|| url.clone());
     let fetch = async {
         match job.entry.kind {
             JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
@@ -252,7 +254,12 @@ async fn run_job(
         fetch.await
     };
     match result {
-        Ok(response) => Step::Parse(Box::new(Parse { job, response, dns })),
+        Ok(response) => Step::Parse(Box::new(Parse {
+            job,
+            response,
+            page_url,
+            dns,
+        })),
         // The answer went past max_body_bytes: the parser records it too large (and archives what was read).
         Err(FetchError::TooLarge {
             partial: Some(response),
@@ -260,6 +267,7 @@ async fn run_job(
         }) => Step::Parse(Box::new(Parse {
             job,
             response: *response,
+            page_url,
             dns,
         })),
         Err(e) => {

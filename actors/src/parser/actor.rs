@@ -5,7 +5,7 @@
 //! Each parser runs on a thread of its own ([`super::pool`]) and marks the job it works on, so a stuck thread can be
 //! found and replaced.
 
-use super::logic::{ParseSettings, process, version_str};
+use super::logic::{ParseSettings, process_at, version_str};
 use super::pool::Busy;
 use crate::backoff::restart_delay;
 use crate::faults::{Faults, Stage};
@@ -158,7 +158,12 @@ impl Handler<Parse> for Parser {
     type Result = ();
 
     fn handle(&mut self, msg: Parse, ctx: &mut SyncContext<Self>) {
-        let Parse { job, response, dns } = msg;
+        let Parse {
+            job,
+            response,
+            page_url,
+            dns,
+        } = msg;
         let id = job.id;
         self.busy.start(id);
         let settings = self.settings.load();
@@ -172,7 +177,7 @@ impl Handler<Parse> for Parser {
             let prepared = settings
                 .archive_level
                 .and_then(|level| super::archive::prepare(&job, &response, level));
-            let result = process(settings, &job, response);
+            let result = process_at(settings, &job, response, page_url);
             let archive = prepared.map(|p| Box::new(super::archive::archived(p, &result)));
             (result, archive)
         }));

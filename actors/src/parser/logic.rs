@@ -35,6 +35,16 @@ pub struct ParseSettings {
 
 /// Turns a fetched response into the job's result.
 pub fn process(settings: &ParseSettings, job: &Job, resp: RawResponse) -> JobResult {
+    process_at(settings, job, resp, None)
+}
+
+/// [`process`] given the job's URL already parsed (`None`: it is parsed here).
+pub fn process_at(
+    settings: &ParseSettings,
+    job: &Job,
+    resp: RawResponse,
+    page_url: Option<url::Url>,
+) -> JobResult {
     if resp.truncated {
         // Read only up to max_body_bytes (archived as truncated): a failure, as the fetcher reports it.
         return JobResult::FetchFailed {
@@ -47,7 +57,7 @@ pub fn process(settings: &ParseSettings, job: &Job, resp: RawResponse) -> JobRes
         JobKind::Robots => JobResult::Robots(process_robots(settings, resp)),
         JobKind::Sitemap => JobResult::Sitemap(process_sitemap(settings, resp)),
         // Excluded kinds are never leased; a page or a page requisite is the only other thing fetched.
-        _ => JobResult::Page(Box::new(process_page(settings, job, resp))),
+        _ => JobResult::Page(Box::new(process_page_at(settings, job, resp, page_url))),
     }
 }
 
@@ -121,7 +131,17 @@ fn decode(
 /// A page or a page requisite: status, headers, decoded size and digest, title, links and requisites (for 2xx
 /// HTML; a requisite only for the requisites of a 2xx stylesheet) or the redirect target (for 3xx).
 pub fn process_page(settings: &ParseSettings, job: &Job, resp: RawResponse) -> PageOutcome {
-    let page_url = url::Url::parse(&job.entry.url).ok();
+    process_page_at(settings, job, resp, None)
+}
+
+/// [`process_page`] given the job's URL already parsed (`None`: it is parsed here).
+fn process_page_at(
+    settings: &ParseSettings,
+    job: &Job,
+    resp: RawResponse,
+    page_url: Option<url::Url>,
+) -> PageOutcome {
+    let page_url = page_url.or_else(|| url::Url::parse(&job.entry.url).ok());
     let content_type = header(&resp, http::header::CONTENT_TYPE).map(str::to_owned);
     let mut out = PageOutcome {
         status: resp.status,
