@@ -1,7 +1,7 @@
 //! The lease table: which jobs are out, with which fetcher, until when.
 
 use crate::protocol::{Job, JobId};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -15,6 +15,9 @@ pub struct Lease {
 #[derive(Debug)]
 pub struct Leases {
     map: HashMap<JobId, Lease>,
+    /// The leases by deadline, so that finding the expired ones and the next deadline reads no more than those
+    /// (every event asks).
+    by_deadline: BTreeSet<(Instant, JobId)>,
     next: JobId,
     pages: u64,
     timeout: Duration,
@@ -24,6 +27,7 @@ impl Leases {
     pub fn new(timeout: Duration) -> Leases {
         Leases {
             map: HashMap::new(),
+            by_deadline: BTreeSet::new(),
             next: 1,
             pages: 0,
             timeout,
@@ -41,18 +45,22 @@ impl Leases {
             self.pages += 1;
         }
         let deadline = now + self.timeout;
-        self.map.insert(
+        self.by_deadline.insert((deadline, job.id));
+        if let Some(old) = self.map.insert(
             job.id,
             Lease {
                 job,
                 fetcher: None,
                 deadline,
             },
-        );
+        ) {
+            self.by_deadline.remove(&(old.deadline, old.job.id));
+        }
     }
 
     pub fn take(&mut self, id: JobId) -> Option<Lease> {
         let lease = self.map.remove(&id)?;
+        self.by_deadline.remove(&(lease.deadline, id));
         if lease.job.entry.kind.is_fetched() {
             self.pages -= 1;
         }
@@ -78,14 +86,11 @@ impl Leases {
 
     /// Leases whose deadline has passed, oldest first.
     pub fn expired(&self, now: Instant) -> Vec<JobId> {
-        let mut v: Vec<(Instant, JobId)> = self
-            .map
-            .values()
-            .filter(|l| l.deadline <= now)
-            .map(|l| (l.deadline, l.job.id))
-            .collect();
-        v.sort_unstable();
-        v.into_iter().map(|(_, id)| id).collect()
+        self.by_deadline
+            .iter()
+            .take_while(|(d, _)| *d <= now)
+            .map(|(_, id)| *id)
+            .collect()
     }
 
     /// The earliest deadline.
@@ -95,7 +100,7 @@ impl Leases {
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.map.values().map(|l| l.deadline).min()
+        self.by_deadline.first().map(|(d, _)| *d)
     }
 
     pub fn url_of(&self, id: JobId) -> Option<String> {
@@ -156,5 +161,11 @@ mod tests {
         assert!(l.take(a).is_some());
         assert!(l.take(a).is_none());
         assert_eq!(l.pages(), 1);
+        // A taken lease no longer expires nor sets the next deadline.
+        assert_eq!(l.expired(t0 + Duration::from_secs(11)), vec![b]);
+        assert_eq!(l.next_deadline(), Some(t0 + Duration::from_secs(11)));
+        assert!(l.take(b).is_some());
+        assert_eq!(l.next_deadline(), None);
+        assert!(l.expired(t0 + Duration::from_secs(60)).is_empty());
     }
 }
