@@ -4,7 +4,8 @@
 //! A span costs one encoding into a growing buffer under a short lock; nothing of it is kept but its bytes (about
 //! 100 to 300 a span), so the bound on pending spans ([`QUEUE_SPANS`]) is a bound of a few MiB at most, allocated
 //! only as spans come. An export takes a batch of [`BATCH_SPANS`] when one is full, and whatever is pending every
-//! [`EXPORT_EVERY`]; one request is in flight at a time.
+//! [`EXPORT_EVERY`]; up to [`IN_FLIGHT`] requests are in flight at a time, so that the collector's answer to one
+//! (and its decoding of the batch) does not hold the next back while the crawl keeps ending spans.
 
 use super::loss::Loss;
 use super::wire::{Header, SpanRef, put_span};
@@ -21,6 +22,8 @@ pub(crate) const QUEUE_SPANS: u64 = 16_384;
 pub(crate) const BATCH_SPANS: usize = 2_048;
 /// Time between exports when no batch fills up.
 pub(crate) const EXPORT_EVERY: Duration = Duration::from_millis(500);
+/// Export requests sent and not yet answered at most.
+pub(crate) const IN_FLIGHT: usize = 4;
 /// How long an export request may take.
 pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -137,6 +140,12 @@ pub(crate) async fn run<T: Transport>(
     every: Duration,
     stop: Arc<Notify>,
 ) {
+    let out = Arc::new(Out {
+        batches,
+        header,
+        transport,
+        slots: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
+    });
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
@@ -144,34 +153,49 @@ pub(crate) async fn run<T: Transport>(
         let (stopping, partial) = tokio::select! {
             biased;
             () = stop.notified() => (true, false),
-            () = batches.wake.notified() => (false, false),
+            () = out.batches.wake.notified() => (false, false),
             _ = tick.tick() => (false, true),
         };
         // Full batches (and at the end everything), then on a tick the batch being filled, once.
-        while let Some(batch) = batches.take(stopping) {
-            send(&batches, &header, &transport, batch).await;
+        while let Some(batch) = out.batches.take(stopping) {
+            dispatch(&out, batch).await;
         }
         if stopping {
+            // Every request answered (or the shutdown's wait runs out).
+            let _all = out.slots.acquire_many(IN_FLIGHT as u32).await;
             return;
         }
-        if partial && let Some(batch) = batches.take(true) {
-            send(&batches, &header, &transport, batch).await;
+        if partial && let Some(batch) = out.batches.take(true) {
+            dispatch(&out, batch).await;
         }
     }
 }
 
-async fn send<T: Transport>(
-    batches: &Batches,
-    header: &Header,
-    transport: &T,
-    (spans, n): (Vec<u8>, usize),
-) {
-    let request = Request {
-        head: header.prefix(spans.len()),
-        spans,
+/// What the export loop's requests share.
+struct Out<T> {
+    batches: Arc<Batches>,
+    header: Header,
+    transport: T,
+    /// One permit per request in flight.
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+/// Sends `batch` as a task of its own once fewer than [`IN_FLIGHT`] requests are in flight, and settles its spans
+/// when it is answered.
+async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<u8>, usize)) {
+    let Ok(slot) = out.slots.clone().acquire_owned().await else {
+        return;
     };
-    let result = transport.send(request).await;
-    batches.loss.settle(n as u64, &result);
+    let out = out.clone();
+    tokio::spawn(async move {
+        let request = Request {
+            head: out.header.prefix(spans.len()),
+            spans,
+        };
+        let result = out.transport.send(request).await;
+        out.batches.loss.settle(n as u64, &result);
+        drop(slot);
+    });
 }
 
 /// The gRPC method of OTLP trace export.

@@ -25,7 +25,7 @@ fn key(field: u32, wire: u8) -> u64 {
 
 fn varint_len(v: u64) -> usize {
     // 7 bits a byte; 0 still takes one byte.
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
