@@ -20,10 +20,8 @@ pub mod trace;
 
 pub use opentelemetry::KeyValue;
 
-use opentelemetry_otlp::WithExportConfig;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::time::Duration;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -120,10 +118,8 @@ impl LogControl {
 }
 
 struct OtelPipeline {
-    provider: opentelemetry_sdk::trace::SdkTracerProvider,
-    exporting: bool,
-    /// Runs the gRPC channel's tasks; outlives the actor system so the last spans still go out.
-    runtime: Option<tokio::runtime::Runtime>,
+    /// The span exporter (None: trace ids only); outlives the actor system so the last spans still go out.
+    exporter: Option<trace::Exporter>,
 }
 
 /// Keeps telemetry alive; [`Guard::shutdown`] (or drop) flushes the spans still buffered.
@@ -150,31 +146,21 @@ impl Guard {
 
     /// Whether spans are exported.
     pub fn exporting(&self) -> bool {
-        self.otel.as_ref().is_some_and(|o| o.exporting)
+        self.otel.as_ref().is_some_and(|o| o.exporter.is_some())
     }
 
     /// Flushes and stops the exporter. Runs the blocking shutdown on a thread of its own: on a runtime thread it
-    /// would deadlock the gRPC channel it waits for.
+    /// could not wait for the exporter's runtime.
     pub fn shutdown(&mut self) {
-        let Some(otel) = self.otel.take() else {
+        let Some(exporter) = self.otel.take().and_then(|o| o.exporter) else {
             return;
         };
-        let OtelPipeline {
-            provider, runtime, ..
-        } = otel;
         let joined = std::thread::Builder::new()
             .name("otel-shutdown".into())
-            .spawn(move || {
-                if let Err(e) = provider.shutdown() {
-                    eprintln!("warning: trace export shutdown: {e}");
-                }
-            })
+            .spawn(move || exporter.shutdown())
             .map(|t| t.join());
         if joined.is_err() {
             eprintln!("warning: could not start the trace flush thread");
-        }
-        if let Some(rt) = runtime {
-            rt.shutdown_timeout(Duration::from_secs(2));
         }
     }
 }
@@ -196,47 +182,28 @@ pub fn resolve_endpoint(configured: Option<&str>) -> Option<String> {
 
 fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
     trace::set_sample_ratio(s.sample_ratio);
+    let Some(endpoint) = resolve_endpoint(s.endpoint.as_deref()) else {
+        trace::install(trace::Tracer::Ids);
+        return Ok(OtelPipeline { exporter: None });
+    };
     let mut resource = opentelemetry_sdk::Resource::builder()
         .with_attribute(KeyValue::new("service.version", s.service_version.clone()));
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(s.service_name.clone());
     }
-    let resource = resource.build();
-    let Some(endpoint) = resolve_endpoint(s.endpoint.as_deref()) else {
-        let provider = trace::provider(None, resource);
-        trace::install(&provider);
-        return Ok(OtelPipeline {
-            provider,
-            exporting: false,
-            runtime: None,
-        });
-    };
-    let err = |detail: String| TelemetryError::Otlp {
-        endpoint: endpoint.clone(),
-        detail,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("otlp")
-        .enable_all()
+    let resource: Vec<KeyValue> = resource
         .build()
-        .map_err(|e| err(e.to_string()))?;
-    // The tonic channel spawns its tasks on the runtime it is built in.
-    let exporter = {
-        let _enter = runtime.enter();
-        opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(endpoint.clone())
-            .with_timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| err(e.to_string()))?
-    };
-    let provider = trace::provider(Some(exporter), resource);
-    trace::install(&provider);
+        .iter()
+        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+        .collect();
+    let exporter =
+        trace::Exporter::start(&endpoint, &resource).map_err(|detail| TelemetryError::Otlp {
+            endpoint: endpoint.clone(),
+            detail,
+        })?;
+    trace::install(exporter.tracer());
     Ok(OtelPipeline {
-        provider,
-        exporting: true,
-        runtime: Some(runtime),
+        exporter: Some(exporter),
     })
 }
 

@@ -1,36 +1,32 @@
 //! One OpenTelemetry trace per URL: the root span lives in a [`TraceCtx`] that travels inside the actor messages,
 //! and every actor adds its child spans to it with measured start and end times.
 //!
-//! Spans are built with the OpenTelemetry API rather than `tracing` spans because their start times are measured
-//! before the span can exist (the wait span starts when the URL was queued, the connect span inside hyper's
-//! connector), and `tracing` spans cannot be back-dated. Log events stay on `tracing` and carry `trace_id` fields.
+//! Spans are the engine's own records rather than `tracing` spans or the OpenTelemetry SDK's, because their start
+//! times are measured before the span can exist (the wait span starts when the URL was queued, the connect span
+//! inside hyper's connector), and because at one trace per URL the SDK's path (a `SpanData` per span, a bounded
+//! channel, a copy of every batch, protobuf messages built from it) cost the crawl about a quarter of its CPU. A
+//! child span is encoded into OTLP protobuf when it ends ([`wire`]) and the encoded batches go to the collector
+//! over OTLP/gRPC ([`export`]). Log events stay on `tracing` and carry `trace_id` fields.
 
-use opentelemetry::trace::{
-    Link, Span as _, SpanBuilder, SpanKind, Status, TraceContextExt, TraceId, TraceState,
-    Tracer as _, TracerProvider as _,
-};
-use opentelemetry::{Context, KeyValue, global};
-use opentelemetry_sdk::trace::{
-    SamplingDecision, SamplingResult, SdkTracer, SdkTracerProvider, ShouldSample,
-};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TraceId;
+use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+mod export;
 mod loss;
+mod wire;
+
+use export::Batches;
+use wire::SpanRef;
 
 /// The instrumentation scope of every span.
 pub const SCOPE: &str = "crawl-engine";
 
 /// The share of new traces that are recorded and exported; changed live by a config reload.
 static RATIO_BITS: AtomicU64 = AtomicU64::new(0);
-
-/// Whether spans go anywhere; without an exporter nothing is sampled (trace ids are still made).
-static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-pub(crate) fn set_exporting(on: bool) {
-    EXPORTING.store(on, Ordering::Relaxed);
-}
 
 /// Sets the sampling ratio of new traces (clamped to 0..=1).
 pub fn set_sample_ratio(ratio: f64) {
@@ -47,12 +43,9 @@ pub fn sample_ratio() -> f64 {
     f64::from_bits(RATIO_BITS.load(Ordering::Relaxed))
 }
 
-/// Parent-based, trace-id-ratio sampler whose ratio is read on every root decision, so a reload applies at once.
-/// Children follow their parent, so a trace is exported whole or not at all.
-#[derive(Debug, Clone)]
-pub(crate) struct LiveRatioSampler;
-
-/// Whether a trace id falls under `ratio` (the same rule as the SDK's `TraceIdRatioBased`).
+/// Whether a trace id falls under `ratio` (the same rule as the SDK's `TraceIdRatioBased`). A root is sampled by
+/// this rule with the ratio in force when it starts, so a reload applies at once; its children follow it, so a
+/// trace is exported whole or not at all.
 pub fn ratio_admits(trace_id: TraceId, ratio: f64) -> bool {
     if ratio >= 1.0 {
         return true;
@@ -68,107 +61,115 @@ pub fn ratio_admits(trace_id: TraceId, ratio: f64) -> bool {
     rnd < bound
 }
 
-impl ShouldSample for LiveRatioSampler {
-    fn should_sample(
-        &self,
-        parent_context: Option<&Context>,
-        trace_id: TraceId,
-        _name: &str,
-        _span_kind: &SpanKind,
-        _attributes: &[KeyValue],
-        _links: &[Link],
-    ) -> SamplingResult {
-        let parent = parent_context.filter(|cx| cx.span().span_context().is_valid());
-        let (sampled, trace_state) = match parent {
-            Some(cx) => {
-                let span = cx.span();
-                let sc = span.span_context();
-                (sc.is_sampled(), sc.trace_state().clone())
-            }
-            None => (
-                EXPORTING.load(Ordering::Relaxed) && ratio_admits(trace_id, sample_ratio()),
-                TraceState::default(),
-            ),
+/// The tracer in force: trace ids only (no exporter), or ids and spans exported to `Batches`.
+#[derive(Debug, Clone)]
+pub(crate) enum Tracer {
+    Ids,
+    Export(Arc<Batches>),
+}
+
+/// The installed tracer (`None` before [`install`]: no trace ids at all).
+static TRACER: RwLock<Option<Tracer>> = RwLock::new(None);
+
+/// Installs `t` as the tracer of [`root`].
+pub(crate) fn install(t: Tracer) {
+    *TRACER.write().unwrap_or_else(|e| e.into_inner()) = Some(t);
+}
+
+/// The running span exporter: its batches, the task that sends them and the runtime of that task and of the gRPC
+/// connection.
+pub(crate) struct Exporter {
+    batches: Arc<Batches>,
+    stop: Arc<tokio::sync::Notify>,
+    task: tokio::task::JoinHandle<()>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exporter").finish_non_exhaustive()
+    }
+}
+
+/// How long shutdown waits for the last export.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+impl Exporter {
+    /// Starts exporting to the OTLP/gRPC collector at `endpoint` on a runtime thread of its own (`otlp`), spans
+    /// carrying `resource`.
+    pub(crate) fn start(endpoint: &str, resource: &[KeyValue]) -> Result<Exporter, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("otlp")
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        // The tonic channel spawns its tasks on the runtime it is built in.
+        let transport = {
+            let _enter = runtime.enter();
+            export::Grpc::new(endpoint, export::EXPORT_TIMEOUT)?
         };
-        SamplingResult {
-            decision: if sampled {
-                SamplingDecision::RecordAndSample
-            } else {
-                SamplingDecision::Drop
-            },
-            attributes: Vec::new(),
-            trace_state,
+        Ok(Exporter::launch(
+            runtime,
+            transport,
+            (export::QUEUE_SPANS, export::BATCH_SPANS),
+            export::EXPORT_EVERY,
+            resource,
+        ))
+    }
+
+    /// Starts the export task on `runtime`: at most `limit` spans pending, `batch` spans a request.
+    fn launch<T: export::Transport>(
+        runtime: tokio::runtime::Runtime,
+        transport: T,
+        (limit, batch): (u64, usize),
+        every: Duration,
+        resource: &[KeyValue],
+    ) -> Exporter {
+        let batches = Batches::new(limit, batch);
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let task = runtime.spawn(export::run(
+            batches.clone(),
+            wire::Header::new(resource, SCOPE),
+            transport,
+            every,
+            stop.clone(),
+        ));
+        Exporter {
+            batches,
+            stop,
+            task,
+            runtime,
         }
     }
-}
 
-/// Spans waiting for the collector at most; past that a span is dropped (and counted). The SDK's queue is a bounded
-/// channel that allocates all its slots (one `SpanData` each, a few hundred bytes) when the exporter starts, so this
-/// bound is resident memory from the first span on (65,536 made the peak about 25 MiB higher than 8,192). 8,192 holds
-/// eight full batches, enough while the collector keeps up.
-const QUEUE_SPANS: usize = 8_192;
-/// Spans per export request. The batch is held two or three times during an export (the exporter copies it to
-/// retry, then builds the protobuf request); smaller batches cost more requests and, with one export in flight, lose
-/// more spans when the crawl outpaces the collector.
-const BATCH_SPANS: usize = 1_024;
-/// Time between exports.
-const EXPORT_EVERY: Duration = Duration::from_millis(500);
-
-/// The batch processor around `exporter`, counting the spans it loses (see [`loss`]).
-pub(crate) fn batch_processor<E: opentelemetry_sdk::trace::SpanExporter + 'static>(
-    exporter: E,
-    queue: usize,
-    every: Duration,
-) -> (
-    loss::GuardedProcessor<opentelemetry_sdk::trace::BatchSpanProcessor>,
-    std::sync::Arc<loss::Loss>,
-) {
-    let loss = loss::Loss::new();
-    let config = opentelemetry_sdk::trace::BatchConfigBuilder::default()
-        .with_max_queue_size(queue)
-        .with_max_export_batch_size(BATCH_SPANS.min(queue))
-        .with_scheduled_delay(every)
-        .build();
-    let processor = opentelemetry_sdk::trace::BatchSpanProcessor::builder(
-        loss::CountingExporter::new(exporter, loss.clone()),
-    )
-    .with_batch_config(config)
-    .build();
-    let guarded = loss::GuardedProcessor::new(processor, loss.clone(), queue as u64);
-    (guarded, loss)
-}
-
-/// Builds the provider: with an exporter when one is given, otherwise ids only (every record still gets a trace id).
-pub(crate) fn provider(
-    exporter: Option<opentelemetry_otlp::SpanExporter>,
-    resource: opentelemetry_sdk::Resource,
-) -> SdkTracerProvider {
-    set_exporting(exporter.is_some());
-    let mut b = SdkTracerProvider::builder()
-        .with_sampler(LiveRatioSampler)
-        .with_resource(resource);
-    if let Some(exporter) = exporter {
-        let (processor, _) = batch_processor(exporter, QUEUE_SPANS, EXPORT_EVERY);
-        b = b.with_span_processor(processor);
+    /// The tracer that exports here.
+    pub(crate) fn tracer(&self) -> Tracer {
+        Tracer::Export(self.batches.clone())
     }
-    b.build()
-}
 
-/// The tracer of the installed provider. Spans are built on it directly rather than through `global::tracer`, which
-/// would look the provider up, allocate a boxed tracer and box every span.
-static TRACER: RwLock<Option<SdkTracer>> = RwLock::new(None);
+    /// Takes no more spans, sends what is pending (waiting at most [`SHUTDOWN_WAIT`]) and counts what was not
+    /// sent. Blocks: call it off any tokio runtime thread.
+    pub(crate) fn shutdown(self) {
+        self.shutdown_within(SHUTDOWN_WAIT);
+    }
 
-/// Runs `f` with the installed tracer (`None` before [`install`]).
-fn with_tracer<R>(f: impl FnOnce(Option<&SdkTracer>) -> R) -> R {
-    let guard = TRACER.read().unwrap_or_else(|e| e.into_inner());
-    f(guard.as_ref())
-}
-
-/// Installs `p` as the global provider and as the provider of [`root`] and the child spans.
-pub(crate) fn install(p: &SdkTracerProvider) {
-    global::set_tracer_provider(p.clone());
-    let tracer = p.tracer(SCOPE);
-    *TRACER.write().unwrap_or_else(|e| e.into_inner()) = Some(tracer);
+    fn shutdown_within(self, wait: Duration) {
+        self.batches.close();
+        self.stop.notify_one();
+        let task = self.task;
+        let finished = self
+            .runtime
+            .block_on(async { tokio::time::timeout(wait, task).await.is_ok() });
+        if !finished {
+            tracing::warn!(
+                wait_ms = wait.as_millis() as u64,
+                "trace export did not finish at shutdown"
+            );
+        }
+        self.batches.loss().close();
+        self.runtime.shutdown_timeout(Duration::from_secs(2));
+    }
 }
 
 static ANCHOR: LazyLock<(Instant, SystemTime)> =
@@ -184,44 +185,173 @@ pub fn wall(at: Instant) -> SystemTime {
     }
 }
 
-/// The trace of one URL job. Cheap to clone; an empty one (no tracer installed) makes every call a no-op.
-#[derive(Clone, Debug, Default)]
-pub struct TraceCtx {
-    cx: Option<Context>,
+/// A trace id as 32 lowercase hex digits (what its `Display` writes, without the formatter's generic path: every
+/// record and exemplar takes one).
+fn hex_id(id: TraceId) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for b in id.to_bytes() {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
+
+/// Nanoseconds since the Unix epoch (0 before it).
+fn unix_nanos(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn new_span_id() -> [u8; 8] {
+    RandomIdGenerator::default().new_span_id().to_bytes()
+}
+
+/// The trace of one URL job. Cheap to clone; an empty one (no tracer installed) makes every call a no-op, and so
+/// does one that is not sampled (it only has its trace id).
+#[derive(Clone, Debug, Default)]
+pub struct TraceCtx(Inner);
+
+#[derive(Clone, Debug, Default)]
+enum Inner {
+    #[default]
+    Off,
+    Ids(TraceId),
+    Sampled(Arc<Root>),
+}
+
+/// The root span of a sampled trace: exported when it ends, or when the last [`TraceCtx`] of it is dropped.
+#[derive(Debug)]
+struct Root {
+    trace_id: TraceId,
+    span_id: [u8; 8],
+    name: &'static str,
+    start: SystemTime,
+    state: Mutex<RootState>,
+    out: Arc<Batches>,
+}
+
+#[derive(Debug, Default)]
+struct RootState {
+    attributes: Vec<KeyValue>,
+    error: Option<String>,
+    ended: bool,
+}
+
+impl Root {
+    fn state(&self) -> std::sync::MutexGuard<'_, RootState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn finish(&self, at: SystemTime) {
+        let (attributes, error) = {
+            let mut s = self.state();
+            if s.ended {
+                return;
+            }
+            s.ended = true;
+            (std::mem::take(&mut s.attributes), s.error.take())
+        };
+        self.out.push(&SpanRef {
+            trace_id: self.trace_id.to_bytes(),
+            span_id: self.span_id,
+            parent: None,
+            name: self.name,
+            start_ns: unix_nanos(self.start),
+            end_ns: unix_nanos(at),
+            attributes: &attributes,
+            error: error.as_deref(),
+        });
+    }
+
+    /// Exports a child span that ended.
+    fn child(
+        &self,
+        name: &str,
+        start: SystemTime,
+        end: SystemTime,
+        attributes: &[KeyValue],
+        error: Option<&str>,
+    ) {
+        self.out.push(&SpanRef {
+            trace_id: self.trace_id.to_bytes(),
+            span_id: new_span_id(),
+            parent: Some(self.span_id),
+            name,
+            start_ns: unix_nanos(start),
+            end_ns: unix_nanos(end.max(start)),
+            attributes,
+            error,
+        });
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        self.finish(SystemTime::now());
+    }
+}
+
+/// Attributes a root span typically ends with (URL, kind, depth, outcome, status, DNS answer, JSONL line).
+const ROOT_ATTRIBUTES: usize = 16;
 
 /// Starts the root span of a URL's trace at `start`.
 pub fn root(name: &'static str, start: SystemTime, attributes: Vec<KeyValue>) -> TraceCtx {
-    let builder = SpanBuilder::from_name(name)
-        .with_kind(SpanKind::Internal)
-        .with_start_time(start)
-        .with_attributes(attributes);
-    let Some(span) = with_tracer(|t| t.map(|t| t.build_with_context(builder, &Context::new())))
-    else {
+    let tracer = TRACER.read().unwrap_or_else(|e| e.into_inner());
+    root_with(tracer.as_ref(), name, start, attributes)
+}
+
+fn root_with(
+    tracer: Option<&Tracer>,
+    name: &'static str,
+    start: SystemTime,
+    attributes: Vec<KeyValue>,
+) -> TraceCtx {
+    let Some(tracer) = tracer else {
         return TraceCtx::default();
     };
-    if !span.span_context().is_valid() {
-        return TraceCtx::default();
-    }
-    TraceCtx {
-        cx: Some(Context::new().with_span(span)),
+    let trace_id = RandomIdGenerator::default().new_trace_id();
+    match tracer {
+        Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
+            // A root collects a dozen attributes from several actors: room for them at once, not by regrowing.
+            let mut attributes = attributes;
+            attributes.reserve(ROOT_ATTRIBUTES);
+            TraceCtx(Inner::Sampled(Arc::new(Root {
+                trace_id,
+                span_id: new_span_id(),
+                name,
+                start,
+                state: Mutex::new(RootState {
+                    attributes,
+                    ..RootState::default()
+                }),
+                out: out.clone(),
+            })))
+        }
+        _ => TraceCtx(Inner::Ids(trace_id)),
     }
 }
 
 impl TraceCtx {
     /// The trace id as 32 lowercase hex digits (None without a tracer).
     pub fn trace_id(&self) -> Option<String> {
-        let cx = self.cx.as_ref()?;
-        let span = cx.span();
-        let sc = span.span_context();
-        sc.is_valid().then(|| sc.trace_id().to_string())
+        match &self.0 {
+            Inner::Off => None,
+            Inner::Ids(id) => Some(hex_id(*id)),
+            Inner::Sampled(root) => Some(hex_id(root.trace_id)),
+        }
     }
 
     /// Whether this trace is exported.
     pub fn is_sampled(&self) -> bool {
-        self.cx
-            .as_ref()
-            .is_some_and(|cx| cx.span().span_context().is_sampled())
+        matches!(self.0, Inner::Sampled(_))
+    }
+
+    fn sampled(&self) -> Option<&Arc<Root>> {
+        match &self.0 {
+            Inner::Sampled(root) => Some(root),
+            _ => None,
+        }
     }
 
     /// Records a finished child span.
@@ -232,8 +362,8 @@ impl TraceCtx {
         end: SystemTime,
         attributes: Vec<KeyValue>,
     ) {
-        if let Some(mut s) = self.start_span_at(name, start, attributes) {
-            s.end_with_timestamp(end.max(start));
+        if let Some(root) = self.sampled() {
+            root.child(name, start, end, &attributes, None);
         }
     }
 
@@ -246,15 +376,23 @@ impl TraceCtx {
         attributes: Vec<KeyValue>,
         error: &str,
     ) {
-        if let Some(mut s) = self.start_span_at(name, start, attributes) {
-            s.set_status(Status::error(error.to_owned()));
-            s.end_with_timestamp(end.max(start));
+        if let Some(root) = self.sampled() {
+            root.child(name, start, end, &attributes, Some(error));
         }
     }
 
     /// Starts a child span now; it ends when [`ChildSpan::end`] is called or it is dropped.
     pub fn start(&self, name: &'static str, attributes: Vec<KeyValue>) -> ChildSpan {
-        ChildSpan(self.start_span_at(name, SystemTime::now(), attributes))
+        match self.sampled() {
+            Some(root) => ChildSpan(Some(Open {
+                root: root.clone(),
+                name,
+                start: SystemTime::now(),
+                attributes,
+                error: None,
+            })),
+            None => ChildSpan::none(),
+        }
     }
 
     /// [`TraceCtx::start`] with attributes built only when the trace is exported (`attributes` is not called
@@ -270,49 +408,45 @@ impl TraceCtx {
         self.start(name, attributes())
     }
 
-    fn start_span_at(
-        &self,
-        name: &'static str,
-        start: SystemTime,
-        attributes: Vec<KeyValue>,
-    ) -> Option<opentelemetry_sdk::trace::Span> {
-        let cx = self.cx.as_ref()?;
-        if !cx.span().span_context().is_sampled() {
-            return None;
-        }
-        let builder = SpanBuilder::from_name(name)
-            .with_start_time(start)
-            .with_attributes(attributes);
-        with_tracer(|t| t.map(|t| t.build_with_context(builder, cx)))
-    }
-
     /// Adds attributes to the root span.
     pub fn set_attributes(&self, attributes: Vec<KeyValue>) {
-        if let Some(cx) = &self.cx {
-            let span = cx.span();
-            if span.is_recording() {
-                span.set_attributes(attributes);
+        if let Some(root) = self.sampled() {
+            let mut s = root.state();
+            if !s.ended {
+                s.attributes.extend(attributes);
             }
         }
     }
 
     /// Marks the root span failed.
     pub fn set_error(&self, message: &str) {
-        if let Some(cx) = &self.cx {
-            cx.span().set_status(Status::error(message.to_owned()));
+        if let Some(root) = self.sampled() {
+            let mut s = root.state();
+            if !s.ended {
+                s.error = Some(message.to_owned());
+            }
         }
     }
 
     /// Ends the root span at `at`.
     pub fn end(&self, at: SystemTime) {
-        if let Some(cx) = &self.cx {
-            cx.span().end_with_timestamp(at);
+        if let Some(root) = self.sampled() {
+            root.finish(at);
         }
     }
 }
 
-/// A child span in progress.
-pub struct ChildSpan(Option<opentelemetry_sdk::trace::Span>);
+/// A child span in progress (of a sampled trace).
+struct Open {
+    root: Arc<Root>,
+    name: &'static str,
+    start: SystemTime,
+    attributes: Vec<KeyValue>,
+    error: Option<String>,
+}
+
+/// A child span in progress; exported when it ends or is dropped.
+pub struct ChildSpan(Option<Open>);
 
 impl ChildSpan {
     /// A span that records nothing.
@@ -328,20 +462,48 @@ impl ChildSpan {
 
     pub fn set(&mut self, kv: KeyValue) {
         if let Some(s) = &mut self.0 {
-            s.set_attribute(kv);
+            s.attributes.push(kv);
         }
     }
 
     pub fn set_error(&mut self, message: &str) {
         if let Some(s) = &mut self.0 {
-            s.set_status(Status::error(message.to_owned()));
+            s.error = Some(message.to_owned());
         }
     }
 
     pub fn end(mut self) {
-        if let Some(mut s) = self.0.take() {
-            s.end();
+        self.finish();
+    }
+
+    /// Ends the span without exporting it: its attributes go to the root span instead. For a step that did
+    /// nothing worth a span of its own (an answer served from a cache): its duration is nil, its outcome is an
+    /// attribute of the URL.
+    pub fn end_on_root(mut self) {
+        if let Some(s) = self.0.take() {
+            let mut root = s.root.state();
+            if !root.ended {
+                root.attributes.extend(s.attributes);
+            }
         }
+    }
+
+    fn finish(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.root.child(
+                s.name,
+                s.start,
+                SystemTime::now(),
+                &s.attributes,
+                s.error.as_deref(),
+            );
+        }
+    }
+}
+
+impl Drop for ChildSpan {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -380,6 +542,91 @@ mod tests {
         let b = a + Duration::from_millis(1500);
         let d = wall(b).duration_since(wall(a)).expect("ordered");
         assert_eq!(d, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn a_sampled_trace_exports_its_root_and_children() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use prost::Message as _;
+        set_sample_ratio(1.0);
+        let batches = Batches::new(64, 64);
+        let tracer = Tracer::Export(batches.clone());
+        let t0 = SystemTime::now();
+        let t = root_with(
+            Some(&tracer),
+            "crawl.url",
+            t0,
+            vec![KeyValue::new("crawl.depth", 2_i64)],
+        );
+        assert!(t.is_sampled());
+        t.set_attributes(vec![KeyValue::new("crawl.outcome", "failed")]);
+        t.set_error("refused");
+        t.span("frontier.wait", t0, t0 + Duration::from_millis(3), vec![]);
+        t.failed_span("parse", t0, t0, vec![], "parser panicked");
+        let mut open = t.start("dns.resolve", vec![KeyValue::new("dns.name", "a.test")]);
+        open.set(KeyValue::new("dns.source", "cache"));
+        drop(open);
+        let id = t.trace_id().expect("id");
+        let clone = t.clone();
+        t.end(t0 + Duration::from_millis(9));
+        clone.end(t0 + Duration::from_secs(9));
+        drop(clone);
+        let (bytes, n) = batches.take(true).expect("spans");
+        assert_eq!(n, 4);
+        let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
+        let req =
+            ExportTraceServiceRequest::decode(header.request(&bytes).as_slice()).expect("decodes");
+        let spans = &req.resource_spans[0].scope_spans[0].spans;
+        let names: Vec<_> = spans.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["frontier.wait", "parse", "dns.resolve", "crawl.url"]
+        );
+        let root = &spans[3];
+        assert!(root.parent_span_id.is_empty());
+        for s in spans {
+            assert_eq!(hex(&s.trace_id), id);
+        }
+        for child in &spans[..3] {
+            assert_eq!(child.parent_span_id, root.span_id);
+        }
+        assert_eq!(root.attributes.len(), 2);
+        assert_eq!(root.status.as_ref().expect("status").message, "refused");
+        assert_eq!(
+            root.end_time_unix_nano - root.start_time_unix_nano,
+            9_000_000,
+            "the first end counts"
+        );
+        assert_eq!(
+            spans[1].status.as_ref().expect("status").message,
+            "parser panicked"
+        );
+        assert_eq!(spans[2].attributes.len(), 2);
+        assert!(batches.take(true).is_none());
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn hex_ids_match_display() {
+        for id in [
+            TraceId::from_bytes([0; 16]),
+            TraceId::from_bytes([0xab; 16]),
+            TraceId::from_bytes(*b"0123456789abcdef"),
+        ] {
+            assert_eq!(hex_id(id), id.to_string());
+        }
+    }
+
+    #[test]
+    fn ids_only_traces_are_not_sampled() {
+        set_sample_ratio(1.0);
+        let t = root_with(Some(&Tracer::Ids), "crawl.url", SystemTime::now(), vec![]);
+        assert!(!t.is_sampled());
+        assert_eq!(t.trace_id().map(|s| s.len()), Some(32));
+        assert!(!t.start("x", vec![]).is_recording());
     }
 
     #[test]

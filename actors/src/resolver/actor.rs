@@ -121,7 +121,9 @@ fn join<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
-/// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found).
+/// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found). An answer with
+/// addresses from `resolver.hosts` or the cache took no time and asked no one: its attributes go to the root span
+/// instead of a span of their own.
 fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     if !span.is_recording() {
         return;
@@ -141,7 +143,12 @@ fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     if let Outcome::Unresolved { detail, .. } = outcome {
         span.set_error(detail);
     }
-    span.end();
+    match outcome {
+        Outcome::Resolved(r) if matches!(r.source, Source::Hosts | Source::Cache) => {
+            span.end_on_root();
+        }
+        _ => span.end(),
+    }
 }
 
 impl Resolver {

@@ -1,6 +1,6 @@
 //! The scheduler's part of a URL's trace and of the metrics: the root span (from when the URL was queued), the
-//! `frontier.wait` and `robots.check` spans at lease time, the root's outcome attributes and the per-record metrics
-//! when the record is made, and the `output.write` span that ends the trace once the record is in the JSONL.
+//! `frontier.wait` span at lease time (with the robots verdict that let the URL go), the root's outcome attributes
+//! and the per-record metrics when the record is made, and the end of the trace once the record is in the JSONL.
 //! Attributes are only built for traces that are exported.
 
 use super::*;
@@ -50,27 +50,17 @@ impl Crawl {
             .remove(&entry.url)
             .unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
         if t.is_sampled() {
-            let at = wall(now);
             let host = self.queues.host_name(host).to_owned();
-            t.span(
-                "frontier.wait",
-                queued,
-                at,
-                vec![KeyValue::new("crawl.host", host)],
-            );
+            let mut attrs = vec![KeyValue::new("crawl.host", host)];
             if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
                     "allowed"
                 } else {
                     "not_checked"
                 };
-                t.span(
-                    "robots.check",
-                    at,
-                    at,
-                    vec![KeyValue::new("robots.verdict", verdict)],
-                );
+                attrs.push(KeyValue::new("robots.verdict", verdict));
             }
+            t.span("frontier.wait", queued, wall(now), attrs);
         }
         t
     }
@@ -81,15 +71,14 @@ impl Crawl {
         let queued = entry.queued_at.map_or(now, wall);
         let t = root_span(&entry.url, entry.kind, entry.depth, queued);
         if t.is_sampled() {
-            t.span("frontier.wait", queued, now, Vec::new());
             let verdict = if reason == Reason::Robots {
                 "disallowed"
             } else {
                 "unavailable"
             };
             t.span(
-                "robots.check",
-                now,
+                "frontier.wait",
+                queued,
                 now,
                 vec![KeyValue::new("robots.verdict", verdict)],
             );
@@ -148,8 +137,9 @@ impl Crawl {
         }
     }
 
-    /// Ends the traces of records now in the JSONL (up to line `upto`) with an `output.write` span from the
-    /// commit that made them durable to now.
+    /// Ends the traces of records now in the JSONL (up to line `upto`), with their line number on the root: the
+    /// root ends when the record is written, so the time after its `frontier.commit` span is the write (no span of
+    /// its own).
     pub(super) fn end_written_traces(&mut self, upto: u64) {
         let end = std::time::SystemTime::now();
         while self
@@ -158,18 +148,15 @@ impl Crawl {
             .front()
             .is_some_and(|(seq, ..)| *seq <= upto)
         {
-            let Some((seq, committed, t)) = self.records.writing.pop_front() else {
+            let Some((seq, _committed, t)) = self.records.writing.pop_front() else {
                 break;
             };
-            t.span(
-                "output.write",
-                wall(committed),
-                end,
-                vec![KeyValue::new(
+            if t.is_sampled() {
+                t.set_attributes(vec![KeyValue::new(
                     "crawl.jsonl_line",
                     i64::try_from(seq).unwrap_or(i64::MAX),
-                )],
-            );
+                )]);
+            }
             t.end(end);
         }
     }

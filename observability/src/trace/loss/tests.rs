@@ -1,77 +1,116 @@
-//! Span loss with fake exporters: failed batches counted by their spans, a full queue counted instead of silently
-//! dropped, spans left at a shutdown that times out counted once, and the once-a-minute warning gate.
+//! Span loss with fake transports: failed batches counted by their spans, spans past the pending bound counted
+//! instead of silently lost, spans left at a shutdown that times out counted once, and the once-a-minute warning
+//! gate.
 
 use super::*;
-use crate::trace::batch_processor;
-use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
-use opentelemetry_sdk::trace::SdkTracerProvider;
-use std::sync::Condvar;
+use crate::trace::export::{Request, Transport};
+use crate::trace::wire::SpanRef;
+use crate::trace::{Exporter, SCOPE};
+use opentelemetry::KeyValue;
+use std::future::Future;
+use tokio::sync::Semaphore;
 
-/// An exporter that fails or succeeds, and holds every export until its gate opens.
+/// A transport that fails or succeeds, and holds every request until its gate opens.
 #[derive(Debug, Clone)]
 struct Fake {
     fail: bool,
-    gate: Arc<(Mutex<bool>, Condvar)>,
-    exported: Arc<AtomicU64>,
-    shut: Arc<AtomicBool>,
+    gate: Arc<Semaphore>,
+    /// Requests sent and the bytes of each.
+    sent: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Fake {
     fn new(fail: bool, open: bool) -> Fake {
-        Fake {
+        let fake = Fake {
             fail,
-            gate: Arc::new((Mutex::new(open), Condvar::new())),
-            exported: Arc::new(AtomicU64::new(0)),
-            shut: Arc::new(AtomicBool::new(false)),
+            gate: Arc::new(Semaphore::new(0)),
+            sent: Arc::new(Mutex::new(Vec::new())),
+        };
+        if open {
+            fake.open();
         }
+        fake
     }
 
     fn open(&self) {
-        let (lock, cv) = &*self.gate;
-        *lock.lock().unwrap() = true;
-        cv.notify_all();
+        self.gate.add_permits(Semaphore::MAX_PERMITS / 2);
+    }
+
+    /// Spans in the requests sent so far.
+    fn exported(&self) -> usize {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use prost::Message as _;
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let req = ExportTraceServiceRequest::decode(r.as_slice()).unwrap();
+                let ss = &req.resource_spans[0].scope_spans[0];
+                assert_eq!(ss.scope.as_ref().unwrap().name, SCOPE);
+                ss.spans.len()
+            })
+            .sum()
     }
 }
 
-impl SpanExporter for Fake {
-    fn export(
-        &self,
-        batch: Vec<SpanData>,
-    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        // Runs on the batch processor's thread: blocking it is what a hung collector does.
-        let (lock, cv) = &*self.gate;
-        let mut open = lock.lock().unwrap();
-        while !*open {
-            open = cv.wait(open).unwrap();
-        }
-        let result = if self.fail {
-            Err(OTelSdkError::InternalFailure("connection refused".into()))
-        } else {
-            self.exported
-                .fetch_add(batch.len() as u64, Ordering::SeqCst);
+impl Transport for Fake {
+    fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send {
+        let fake = self.clone();
+        let mut bytes = request.head;
+        bytes.extend_from_slice(&request.spans);
+        async move {
+            // A hung collector: the export waits here.
+            let _permit = fake.gate.acquire().await.map_err(|e| e.to_string())?;
+            if fake.fail {
+                return Err("connection refused".into());
+            }
+            fake.sent.lock().unwrap().push(bytes);
             Ok(())
-        };
-        std::future::ready(result)
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        self.shut.store(true, Ordering::SeqCst);
-        Ok(())
+        }
     }
 }
 
-fn provider(fake: &Fake, queue: usize, every: Duration) -> (SdkTracerProvider, Arc<Loss>) {
-    let (processor, loss) = batch_processor(fake.clone(), queue, every);
-    let p = SdkTracerProvider::builder()
-        .with_span_processor(processor)
-        .build();
-    (p, loss)
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
-fn end_spans(p: &SdkTracerProvider, n: usize) {
-    let tracer = p.tracer("loss-test");
+/// An exporter to `fake` that sends only full batches of `batch` (its timer is an hour).
+fn exporter(fake: &Fake, limit: u64, batch: usize) -> Exporter {
+    Exporter::launch(
+        runtime(),
+        fake.clone(),
+        (limit, batch),
+        Duration::from_secs(3600),
+        &[KeyValue::new("service.name", "loss-test")],
+    )
+}
+
+fn end_spans(e: &Exporter, n: usize) {
     for _ in 0..n {
-        tracer.start("s").end();
+        e.batches.push(&SpanRef {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            parent: None,
+            name: "s",
+            start_ns: 1,
+            end_ns: 2,
+            attributes: &[],
+            error: None,
+        });
+    }
+}
+
+/// Waits until `f` holds (the export task runs on its own thread).
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -90,52 +129,43 @@ fn one_warning_per_minute_at_most() {
 #[test]
 fn a_failed_export_counts_its_spans() {
     let fake = Fake::new(true, true);
-    let (p, loss) = provider(&fake, 1024, Duration::from_secs(3600));
-    end_spans(&p, 5);
-    assert!(p.force_flush().is_err(), "the export failed");
-    assert_eq!(loss.dropped(), 5);
-    end_spans(&p, 2);
-    assert!(p.force_flush().is_err());
+    let e = exporter(&fake, 1024, 5);
+    let loss = e.batches.loss().clone();
+    end_spans(&e, 5);
+    eventually("the failed batch is counted", || loss.dropped() == 5);
+    end_spans(&e, 2);
+    // Shutdown sends the last two, which fail too; nothing is left over to count again.
+    e.shutdown_within(Duration::from_secs(10));
     assert_eq!(loss.dropped(), 7);
-    assert!(p.shutdown().is_ok());
-    assert_eq!(loss.dropped(), 7, "nothing was left at shutdown");
+    assert_eq!(loss.accepted(), 7);
 }
 
 #[test]
-fn spans_past_the_queue_bound_are_counted_not_lost_silently() {
-    // The collector hangs: the first full batch (4) blocks the export, so every further span finds the queue full.
+fn spans_past_the_pending_bound_are_counted_not_lost_silently() {
+    // The collector hangs: the first full batch (4) blocks the export, so every further span finds the bound reached.
     let fake = Fake::new(false, false);
-    let (p, loss) = provider(&fake, 4, Duration::from_secs(3600));
-    end_spans(&p, 10);
+    let e = exporter(&fake, 4, 4);
+    let loss = e.batches.loss().clone();
+    end_spans(&e, 10);
     assert_eq!(loss.dropped(), 6);
     fake.open();
-    assert!(p.force_flush().is_ok());
-    assert_eq!(fake.exported.load(Ordering::SeqCst), 4);
-    // The queue has room again.
-    end_spans(&p, 3);
-    assert!(p.force_flush().is_ok());
-    assert_eq!(fake.exported.load(Ordering::SeqCst), 7);
+    eventually("the first batch is sent", || fake.exported() == 4);
+    // There is room again.
+    end_spans(&e, 3);
+    e.shutdown_within(Duration::from_secs(10));
+    assert_eq!(fake.exported(), 7);
     assert_eq!(loss.dropped(), 6);
-    assert!(p.shutdown().is_ok());
 }
 
 #[test]
 fn spans_left_at_a_shutdown_that_times_out_are_counted_once() {
     let fake = Fake::new(false, false);
-    let (p, loss) = provider(&fake, 64, Duration::from_secs(3600));
-    end_spans(&p, 3);
-    // The last export hangs past the timeout: reported as lost spans, not as an error.
-    assert!(p.shutdown_with_timeout(Duration::from_millis(200)).is_ok());
+    let e = exporter(&fake, 64, 64);
+    let loss = e.batches.loss().clone();
+    end_spans(&e, 3);
+    // The last export hangs past the wait: the spans are counted lost.
+    e.shutdown_within(Duration::from_millis(200));
     assert_eq!(loss.dropped(), 3);
-    // The export finishes late: it is not counted again.
-    fake.open();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !fake.shut.load(Ordering::SeqCst) {
-        assert!(
-            Instant::now() < deadline,
-            "the export thread did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert_eq!(loss.dropped(), 3);
+    assert_eq!(loss.accepted(), 3);
+    assert_eq!(fake.exported(), 0);
 }

@@ -1,0 +1,267 @@
+//! The OTLP protobuf encoding of spans, written straight from the engine's span records (no intermediate message
+//! structs): `ExportTraceServiceRequest { resource_spans: [ResourceSpans { resource, scope_spans: [ScopeSpans {
+//! scope, spans }] }] }` with field numbers from opentelemetry-proto's `trace.proto`, `common.proto` and
+//! `resource.proto`. Each span is encoded once, when it ends, into the pending batch; an export only puts the
+//! resource and scope header in front.
+
+use opentelemetry::{Array, KeyValue, StringValue, Value};
+
+/// Protobuf wire types.
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LEN: u8 = 2;
+const FIXED32: u8 = 5;
+
+/// `Span.kind` INTERNAL.
+const KIND_INTERNAL: u64 = 1;
+/// `Status.code` ERROR.
+const STATUS_ERROR: u64 = 2;
+/// `Span.flags`: the W3C sampled flag, and bit 8 (the parent's remoteness is known: it is not remote).
+const FLAGS: u32 = 0x101;
+
+fn key(field: u32, wire: u8) -> u64 {
+    (u64::from(field) << 3) | u64::from(wire)
+}
+
+fn varint_len(v: u64) -> usize {
+    // 7 bits a byte; 0 still takes one byte.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Size of a length-delimited field whose content is `len` bytes (tag + length + content).
+fn len_field(field: u32, len: usize) -> usize {
+    varint_len(key(field, LEN)) + varint_len(len as u64) + len
+}
+
+fn put_len(buf: &mut Vec<u8>, field: u32, len: usize) {
+    put_varint(buf, key(field, LEN));
+    put_varint(buf, len as u64);
+}
+
+fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+    put_len(buf, field, bytes.len());
+    buf.extend_from_slice(bytes);
+}
+
+fn put_fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
+    put_varint(buf, key(field, FIXED64));
+    buf.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Content size of an `AnyValue` holding a scalar or a string.
+fn any_len(v: &Value) -> usize {
+    match v {
+        Value::Bool(_) => 2,
+        Value::I64(i) => 1 + varint_len(*i as u64),
+        Value::F64(_) => 9,
+        Value::String(s) => len_field(1, s.as_str().len()),
+        Value::Array(a) => len_field(5, array_len(a)),
+        // Values added to the API later are sent as their text.
+        other => len_field(1, other.as_str().len()),
+    }
+}
+
+/// Content size of an `ArrayValue`.
+fn array_len(a: &Array) -> usize {
+    fn each<T>(items: &[T], f: impl Fn(&T) -> usize) -> usize {
+        items.iter().map(|i| len_field(1, f(i))).sum()
+    }
+    match a {
+        Array::Bool(v) => each(v, |_| 2),
+        Array::I64(v) => each(v, |i| 1 + varint_len(*i as u64)),
+        Array::F64(v) => each(v, |_| 9),
+        Array::String(v) => each(v, |s: &StringValue| len_field(1, s.as_str().len())),
+        _ => 0,
+    }
+}
+
+fn put_any(buf: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Bool(b) => {
+            put_varint(buf, key(2, VARINT));
+            buf.push(u8::from(*b));
+        }
+        Value::I64(i) => {
+            put_varint(buf, key(3, VARINT));
+            put_varint(buf, *i as u64);
+        }
+        Value::F64(f) => put_fixed64(buf, 4, f.to_bits()),
+        Value::String(s) => put_bytes(buf, 1, s.as_str().as_bytes()),
+        Value::Array(a) => {
+            put_len(buf, 5, array_len(a));
+            put_array(buf, a);
+        }
+        other => put_bytes(buf, 1, other.as_str().as_bytes()),
+    }
+}
+
+fn put_array(buf: &mut Vec<u8>, a: &Array) {
+    fn each<T>(buf: &mut Vec<u8>, items: &[T], f: impl Fn(&T) -> Value) {
+        for i in items {
+            let v = f(i);
+            put_len(buf, 1, any_len(&v));
+            put_any(buf, &v);
+        }
+    }
+    match a {
+        Array::Bool(v) => each(buf, v, |b| Value::Bool(*b)),
+        Array::I64(v) => each(buf, v, |i| Value::I64(*i)),
+        Array::F64(v) => each(buf, v, |f| Value::F64(*f)),
+        Array::String(v) => each(buf, v, |s| Value::String(s.clone())),
+        _ => {}
+    }
+}
+
+/// Content size of a `KeyValue` message whose value's content is `value_len` bytes.
+fn kv_len(kv: &KeyValue, value_len: usize) -> usize {
+    len_field(1, kv.key.as_str().len()) + len_field(2, value_len)
+}
+
+/// Writes `kv` as field `field` (a repeated `KeyValue`).
+fn put_kv(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
+    let value_len = any_len(&kv.value);
+    put_len(buf, field, kv_len(kv, value_len));
+    put_bytes(buf, 1, kv.key.as_str().as_bytes());
+    put_len(buf, 2, value_len);
+    put_any(buf, &kv.value);
+}
+
+/// One finished span, as the engine keeps it.
+#[derive(Debug)]
+pub(crate) struct SpanRef<'a> {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    /// None for the root.
+    pub parent: Option<[u8; 8]>,
+    pub name: &'a str,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub attributes: &'a [KeyValue],
+    /// The error status message (`Some("")` is an error without a message).
+    pub error: Option<&'a str>,
+}
+
+/// `ScopeSpans.spans` is field 2.
+const SPANS_FIELD: u32 = 2;
+
+fn status_len(message: &str) -> usize {
+    let msg = if message.is_empty() {
+        0
+    } else {
+        len_field(2, message.len())
+    };
+    msg + 2
+}
+
+/// Content size of the `Span` message.
+fn span_len(s: &SpanRef<'_>) -> usize {
+    let mut n = len_field(1, 16) + len_field(2, 8);
+    if s.parent.is_some() {
+        n += len_field(4, 8);
+    }
+    n += len_field(5, s.name.len());
+    n += 2; // kind
+    n += 2 * 9; // start, end
+    n += s
+        .attributes
+        .iter()
+        .map(|kv| len_field(9, kv_len(kv, any_len(&kv.value))))
+        .sum::<usize>();
+    if let Some(m) = s.error {
+        n += len_field(15, status_len(m));
+    }
+    n + 2 + 4 // flags (field 16, fixed32: a two-byte tag)
+}
+
+/// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message).
+pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
+    let len = span_len(s);
+    buf.reserve(len + 4);
+    put_len(buf, SPANS_FIELD, len);
+    put_bytes(buf, 1, &s.trace_id);
+    put_bytes(buf, 2, &s.span_id);
+    if let Some(p) = &s.parent {
+        put_bytes(buf, 4, p);
+    }
+    put_bytes(buf, 5, s.name.as_bytes());
+    put_varint(buf, key(6, VARINT));
+    put_varint(buf, KIND_INTERNAL);
+    put_fixed64(buf, 7, s.start_ns);
+    put_fixed64(buf, 8, s.end_ns);
+    for kv in s.attributes {
+        put_kv(buf, 9, kv);
+    }
+    if let Some(m) = s.error {
+        put_len(buf, 15, status_len(m));
+        if !m.is_empty() {
+            put_bytes(buf, 2, m.as_bytes());
+        }
+        put_varint(buf, key(3, VARINT));
+        put_varint(buf, STATUS_ERROR);
+    }
+    put_varint(buf, key(16, FIXED32));
+    buf.extend_from_slice(&FLAGS.to_le_bytes());
+}
+
+/// What goes in front of every batch's spans: the resource and the instrumentation scope.
+#[derive(Debug, Clone)]
+pub(crate) struct Header {
+    /// `ResourceSpans.resource` (field 1), encoded whole.
+    resource: Vec<u8>,
+    /// `ScopeSpans.scope` (field 1), encoded whole.
+    scope: Vec<u8>,
+}
+
+impl Header {
+    pub(crate) fn new<'a>(
+        resource: impl IntoIterator<Item = &'a KeyValue>,
+        scope_name: &str,
+    ) -> Header {
+        let mut attrs = Vec::new();
+        for kv in resource {
+            put_kv(&mut attrs, 1, kv);
+        }
+        let mut r = Vec::with_capacity(attrs.len() + 4);
+        put_bytes(&mut r, 1, &attrs);
+        let mut scope_msg = Vec::new();
+        put_bytes(&mut scope_msg, 1, scope_name.as_bytes());
+        let mut s = Vec::with_capacity(scope_msg.len() + 4);
+        put_bytes(&mut s, 1, &scope_msg);
+        Header {
+            resource: r,
+            scope: s,
+        }
+    }
+
+    /// What goes before `spans` bytes of spans (a run of [`put_span`] output) in their
+    /// `ExportTraceServiceRequest`: the request is this followed by the spans.
+    pub(crate) fn prefix(&self, spans: usize) -> Vec<u8> {
+        let scope_spans = self.scope.len() + spans;
+        let resource_spans = self.resource.len() + len_field(2, scope_spans);
+        let mut out = Vec::with_capacity(self.resource.len() + self.scope.len() + 12);
+        put_len(&mut out, 1, resource_spans);
+        out.extend_from_slice(&self.resource);
+        put_len(&mut out, 2, scope_spans);
+        out.extend_from_slice(&self.scope);
+        out
+    }
+
+    /// The whole `ExportTraceServiceRequest` of `spans`.
+    #[cfg(test)]
+    pub(crate) fn request(&self, spans: &[u8]) -> Vec<u8> {
+        let mut out = self.prefix(spans.len());
+        out.extend_from_slice(spans);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,162 @@
+//! The hand-written encoding decodes, with opentelemetry-proto's generated messages, to the spans it was given.
+
+use super::*;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use prost::Message as _;
+
+fn attrs() -> Vec<KeyValue> {
+    vec![
+        KeyValue::new("url.full", "http://a.test/é?x=1"),
+        KeyValue::new("crawl.depth", 3_i64),
+        KeyValue::new("crawl.negative", -7_i64),
+        KeyValue::new("dns.polluted", false),
+        KeyValue::new("ratio", 0.25),
+        KeyValue::new("big", "x".repeat(300)),
+        KeyValue::new(
+            "list",
+            Value::Array(Array::String(vec!["a".into(), "bc".into()])),
+        ),
+        KeyValue::new("ints", Value::Array(Array::I64(vec![1, -2, 300]))),
+    ]
+}
+
+#[test]
+fn spans_decode_to_what_was_encoded() {
+    let header = Header::new(
+        &[
+            KeyValue::new("service.name", "crawl-engine"),
+            KeyValue::new("service.version", "0.1.0"),
+        ],
+        "crawl-engine",
+    );
+    let attributes = attrs();
+    let mut spans = Vec::new();
+    let root = SpanRef {
+        trace_id: [7; 16],
+        span_id: [1; 8],
+        parent: None,
+        name: "crawl.url",
+        start_ns: 1_700_000_000_000_000_000,
+        end_ns: 1_700_000_000_123_456_789,
+        attributes: &attributes,
+        error: Some("connection refused"),
+    };
+    put_span(&mut spans, &root);
+    let child = SpanRef {
+        trace_id: [7; 16],
+        span_id: [2; 8],
+        parent: Some([1; 8]),
+        name: "parse",
+        start_ns: 5,
+        end_ns: 0,
+        attributes: &[],
+        error: Some(""),
+    };
+    put_span(&mut spans, &child);
+    let plain = SpanRef {
+        error: None,
+        span_id: [3; 8],
+        ..child
+    };
+    put_span(&mut spans, &plain);
+
+    let req =
+        ExportTraceServiceRequest::decode(header.request(&spans).as_slice()).expect("decodes");
+    assert_eq!(req.resource_spans.len(), 1);
+    let rs = &req.resource_spans[0];
+    let resource = rs.resource.as_ref().expect("resource");
+    assert_eq!(resource.attributes.len(), 2);
+    assert_eq!(resource.attributes[0].key, "service.name");
+    assert_eq!(rs.scope_spans.len(), 1);
+    let ss = &rs.scope_spans[0];
+    assert_eq!(ss.scope.as_ref().expect("scope").name, "crawl-engine");
+    assert_eq!(ss.spans.len(), 3);
+
+    let r = &ss.spans[0];
+    assert_eq!(r.trace_id, vec![7; 16]);
+    assert_eq!(r.span_id, vec![1; 8]);
+    assert!(r.parent_span_id.is_empty());
+    assert_eq!(r.name, "crawl.url");
+    assert_eq!(r.kind, 1);
+    assert_eq!(r.start_time_unix_nano, 1_700_000_000_000_000_000);
+    assert_eq!(r.end_time_unix_nano, 1_700_000_000_123_456_789);
+    assert_eq!(r.flags, 0x101);
+    let status = r.status.as_ref().expect("status");
+    assert_eq!(status.code, StatusCode::Error as i32);
+    assert_eq!(status.message, "connection refused");
+    let got: Vec<_> = r
+        .attributes
+        .iter()
+        .map(|kv| {
+            (
+                kv.key.as_str(),
+                kv.value.as_ref().and_then(|v| v.value.clone()),
+            )
+        })
+        .collect();
+    use any_value::Value as V;
+    assert_eq!(
+        got[0],
+        (
+            "url.full",
+            Some(V::StringValue("http://a.test/é?x=1".into()))
+        )
+    );
+    assert_eq!(got[1], ("crawl.depth", Some(V::IntValue(3))));
+    assert_eq!(got[2], ("crawl.negative", Some(V::IntValue(-7))));
+    assert_eq!(got[3], ("dns.polluted", Some(V::BoolValue(false))));
+    assert_eq!(got[4], ("ratio", Some(V::DoubleValue(0.25))));
+    assert_eq!(got[5], ("big", Some(V::StringValue("x".repeat(300)))));
+    let Some(V::ArrayValue(list)) = &got[6].1 else {
+        panic!("array: {:?}", got[6]);
+    };
+    let items: Vec<_> = list.values.iter().map(|v| v.value.clone()).collect();
+    assert_eq!(
+        items,
+        vec![
+            Some(V::StringValue("a".into())),
+            Some(V::StringValue("bc".into()))
+        ]
+    );
+    let Some(V::ArrayValue(ints)) = &got[7].1 else {
+        panic!("array: {:?}", got[7]);
+    };
+    let items: Vec<_> = ints.values.iter().map(|v| v.value.clone()).collect();
+    assert_eq!(
+        items,
+        vec![
+            Some(V::IntValue(1)),
+            Some(V::IntValue(-2)),
+            Some(V::IntValue(300))
+        ]
+    );
+
+    let c = &ss.spans[1];
+    assert_eq!(c.parent_span_id, vec![1; 8]);
+    assert_eq!(c.name, "parse");
+    assert!(c.attributes.is_empty());
+    let status = c.status.as_ref().expect("status");
+    assert_eq!(status.code, StatusCode::Error as i32);
+    assert!(status.message.is_empty());
+    assert!(ss.spans[2].status.is_none());
+}
+
+#[test]
+fn varint_sizes_match_the_encoding() {
+    for v in [
+        0,
+        1,
+        127,
+        128,
+        16_383,
+        16_384,
+        u64::from(u32::MAX),
+        u64::MAX,
+    ] {
+        let mut buf = Vec::new();
+        put_varint(&mut buf, v);
+        assert_eq!(buf.len(), varint_len(v), "{v}");
+    }
+}
