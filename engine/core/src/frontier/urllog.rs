@@ -258,31 +258,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
         let txn = db.begin_write().unwrap();
-        let mut urls = txn.open_table(URLS).unwrap();
-        let mut log = txn.open_table(URL_LOG).unwrap();
-        for (fp, bytes) in stored {
-            urls.insert(*fp, *bytes).unwrap();
-        }
-        for (seq, fp, slot) in rows {
-            let one = codec::UrlSlots {
-                slots: vec![codec::Slot {
-                    state: codec::PENDING,
-                    url: format!("http://a/{seq}"),
-                    parent: codec::Parent::None,
-                }],
-            };
-            log.insert(*seq, encode(*fp, *slot, &one.encode()).as_slice())
-                .unwrap();
-        }
-        merge(&mut urls, &log)?;
-        Ok(urls
-            .iter()
-            .unwrap()
-            .map(|r| {
-                let (k, v) = r.unwrap();
-                (k.value(), v.value().to_vec())
+        let res = {
+            let mut urls = txn.open_table(URLS).unwrap();
+            let mut log = txn.open_table(URL_LOG).unwrap();
+            for (fp, bytes) in stored {
+                urls.insert(*fp, *bytes).unwrap();
+            }
+            for (seq, fp, slot) in rows {
+                let one = codec::UrlSlots {
+                    slots: vec![codec::Slot {
+                        state: codec::PENDING,
+                        url: format!("http://a/{seq}"),
+                        parent: codec::Parent::None,
+                    }],
+                };
+                log.insert(*seq, encode(*fp, *slot, &one.encode()).as_slice())
+                    .unwrap();
+            }
+            merge(&mut urls, &log).map(|_| {
+                urls.iter()
+                    .unwrap()
+                    .map(|r| {
+                        let (k, v) = r.unwrap();
+                        (k.value(), v.value().to_vec())
+                    })
+                    .collect()
             })
-            .collect())
+        };
+        res
     }
 
     #[test]
