@@ -239,33 +239,6 @@ impl UrlSlots {
     }
 }
 
-/// Looks for `url` in an encoded slot list: `Ok(slot)` where it is, else `Err(count)` with the number of slots.
-pub fn find_or_count(buf: &[u8], url: &str) -> Result<Result<u8, usize>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let mut i = 0usize;
-    while !r.is_empty() {
-        let (_, u, _) = read_slot(&mut r)?;
-        if u == url {
-            return u8::try_from(i)
-                .map(Ok)
-                .map_err(|_| DecodeError("too many slots"));
-        }
-        i += 1;
-    }
-    Ok(Err(i))
-}
-
-/// The number of slots in an encoded slot list.
-pub fn count_slots(buf: &[u8]) -> Result<usize, DecodeError> {
-    let mut r = Reader::new(buf);
-    let mut i = 0usize;
-    while !r.is_empty() {
-        read_slot(&mut r)?;
-        i += 1;
-    }
-    Ok(i)
-}
-
 /// Finds `url` in an encoded slot list. Returns its slot.
 pub fn find_slot(buf: &[u8], url: &str) -> Result<Option<u8>, DecodeError> {
     let mut r = Reader::new(buf);

@@ -312,13 +312,3 @@ mod embedded {
     }
     contract_tests!(open);
 }
-
-/// The same contract with the URL log merged into the URL table nearly every commit.
-mod embedded_merging {
-    use super::super::FrontierStore;
-    use super::super::embedded::EmbeddedFrontier;
-    fn open(dir: &std::path::Path) -> Box<dyn FrontierStore> {
-        Box::new(EmbeddedFrontier::open(dir).unwrap().merging_at(2))
-    }
-    contract_tests!(open);
-}

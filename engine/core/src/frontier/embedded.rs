@@ -4,8 +4,6 @@
 //! - `url_ids`: URL fingerprint -> the URLs with that fingerprint, each with a reference to the page that linked
 //!   it. Exact dedup compares the URL itself. A URL is pending while it is in its queue and done once it left it, so
 //!   finishing a URL writes nothing here (no random write per fetched page).
-//! - `url_log`: discovery seq -> a URL stored since the last merge, on its way into `url_ids` (see [`super::urllog`]:
-//!   new URLs are appended there and moved into `url_ids` in fingerprint order, many at a time).
 //! - `queue`: (host fingerprint, depth, discovery seq) -> a pending URL's reference, kind, counters and parent
 //!   reference. A host's queue is one ordered key range, read a window at a time.
 //! - `hosts`: host fingerprint -> pending count and host key, for hosts with pending URLs.
@@ -18,10 +16,8 @@
 
 use super::bloom::Bloom;
 use super::codec::{self, PENDING, Parent, QueuedValue, Slot, UrlSlots};
-use super::dbfile::create_atomically;
 use super::outbox;
 use super::recent::RecentUrls;
-use super::urllog::{self, MERGE_AT, Staged, StagedUrl, URL_LOG, logged_has, open_log};
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
     QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
@@ -42,9 +38,7 @@ const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
 const ARCHIVE_CHECKPOINT: &str = "archive_checkpoint";
 
 /// The on-disk format this code writes; a store of another format is refused with a clear error.
-const FORMAT: u64 = 3;
-/// The format before the URL log, which this code reads as it is (it has no log).
-const FORMAT_NO_LOG: u64 = 2;
+const FORMAT: u64 = 2;
 
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// URLs per generation of the exact cache of recently seen URLs.
@@ -74,10 +68,6 @@ pub struct EmbeddedFrontier {
     recent: RecentUrls,
     /// Where the Bloom rebuild after a restart stands: None when the filter is complete.
     rebuild: Option<Option<u64>>,
-    /// The URLs in `url_log`, by fingerprint.
-    staged: Staged,
-    /// Logged URLs at which a commit merges the log into the URL table.
-    merge_at: usize,
     counters: Counters,
     next_record: u64,
     next_entry: u64,
@@ -114,7 +104,7 @@ impl EmbeddedFrontier {
     pub fn open_locked(dir: &Path, lock: DirLock) -> Result<EmbeddedFrontier, FrontierError> {
         let path = dir.join("frontier.redb");
         if !path.exists() {
-            create_atomically(&path, CACHE_BYTES)?;
+            create_atomically(&path)?;
         }
         // redb caches up to 1 GiB by default; memory must follow the configuration, not the frontier.
         let db = Database::builder()
@@ -125,8 +115,6 @@ impl EmbeddedFrontier {
             bloom: Bloom::new(1 << 16),
             recent: RecentUrls::new(RECENT_URLS),
             rebuild: None,
-            staged: Staged::default(),
-            merge_at: MERGE_AT,
             counters: Counters::default(),
             next_record: 1,
             next_entry: 1,
@@ -134,13 +122,6 @@ impl EmbeddedFrontier {
             dir: dir.to_path_buf(),
             _lock: lock,
         })
-    }
-
-    /// A store that merges its URL log once it holds `n` URLs (tests exercise merging with small logs).
-    #[cfg(test)]
-    pub(crate) fn merging_at(mut self, n: usize) -> EmbeddedFrontier {
-        self.merge_at = n.max(1);
-        self
     }
 
     /// Sets the sequence number of the next record (a fresh store whose JSONL already has lines).
@@ -159,38 +140,16 @@ impl EmbeddedFrontier {
     }
 
     fn lookup_url(
-        &self,
         urls: &impl ReadableTable<u64, &'static [u8]>,
-        log: Option<&impl ReadableTable<u64, &'static [u8]>>,
         id: UrlRef,
     ) -> Result<String, FrontierError> {
-        Ok(self.lookup_slot(urls, log, id)?.url)
+        Ok(Self::lookup_slot(urls, id)?.url)
     }
 
-    /// The stored URL `id` refers to, from the log when it is staged there, else from the URL table.
     fn lookup_slot(
-        &self,
         urls: &impl ReadableTable<u64, &'static [u8]>,
-        log: Option<&impl ReadableTable<u64, &'static [u8]>>,
         id: UrlRef,
     ) -> Result<Slot, FrontierError> {
-        if let Some(e) = self.staged.get(id.fp).iter().find(|e| e.slot == id.slot) {
-            let row = log.map(|l| l.get(e.seq)).transpose()?.flatten();
-            let Some(row) = row else {
-                return Err(corrupt(
-                    format!("url {:016x}", id.fp),
-                    "missing from the url log",
-                ));
-            };
-            let (_, _, bytes) =
-                urllog::decode(row.value()).map_err(|e| corrupt("url log row", e))?;
-            let slots = UrlSlots::decode(bytes).map_err(|e| corrupt("url slots", e))?;
-            return slots
-                .slots
-                .into_iter()
-                .next()
-                .ok_or_else(|| corrupt(format!("url {:016x}", id.fp), "empty url log row"));
-        }
         let Some(v) = urls.get(id.fp)? else {
             return Err(corrupt(
                 format!("url {:016x}", id.fp),
@@ -206,6 +165,34 @@ impl EmbeddedFrontier {
     }
 }
 
+/// Creates an empty database under a temporary name and renames it into place, so a crash in the middle of
+/// creation never leaves a half-written `frontier.redb` behind.
+fn create_atomically(path: &Path) -> Result<(), FrontierError> {
+    let io = |source| FrontierError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("redb.creating");
+    if tmp.exists() {
+        std::fs::remove_file(&tmp).map_err(io)?;
+    }
+    drop(
+        Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&tmp)?,
+    );
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
 impl FrontierStore for EmbeddedFrontier {
     fn recover(&mut self) -> Result<Resume, FrontierError> {
         let mut rec = Resume::default();
@@ -217,7 +204,7 @@ impl FrontierStore for EmbeddedFrontier {
                     Ok(meta.get(k)?.map(|g| g.value()))
                 };
                 match get(key::FORMAT)? {
-                    Some(FORMAT | FORMAT_NO_LOG) => {}
+                    Some(FORMAT) => {}
                     Some(other) => {
                         return Err(FrontierError::Store(format!(
                             "{} holds a frontier of format {other}; this build reads format {FORMAT}: \
@@ -311,14 +298,6 @@ impl FrontierStore for EmbeddedFrontier {
                 .saturating_add(self.counters.known as usize / 4)
                 .max(1 << 16),
         );
-        self.staged = match open_log(&txn)? {
-            Some(log) => urllog::load(&log)?,
-            None => Staged::default(),
-        };
-        // The rebuild walks the URL table only: the logged URLs go into the filter now.
-        for fp in self.staged.fps() {
-            self.bloom.insert(fp);
-        }
         self.rebuild = (self.counters.known > 0).then_some(None);
         rec.checkpoint = checkpoint;
         rec.next_record = self.next_record;
@@ -337,12 +316,8 @@ impl FrontierStore for EmbeddedFrontier {
         let mut host_delta: HashMap<Fp, (i64, Option<String>)> = HashMap::new();
         let mut trim_to = self.trimmed_upto;
         let filter_complete = self.rebuild.is_none();
-        // URLs logged by this commit; they join `self.staged` once it is durable.
-        let mut fresh = Staged::default();
-        let merged;
         {
             let mut urls = txn.open_table(URLS)?;
-            let mut log = txn.open_table(URL_LOG)?;
             let mut queue = txn.open_table(QUEUE)?;
             for d in batch.discovered {
                 let fp = url_fp(&d.url);
@@ -350,47 +325,37 @@ impl FrontierStore for EmbeddedFrontier {
                     out.duplicates += 1;
                     continue;
                 }
-                let logged = self.staged.get(fp).iter().chain(fresh.get(fp));
-                if logged_has(&log, logged, &d.url)? {
-                    out.duplicates += 1;
-                    self.recent.insert(fp, &d.url);
-                    continue;
-                }
-                let mut stored = 0;
+                let mut slots = UrlSlots::default();
                 // Links added earlier in this batch are in the filter too.
                 let maybe = !filter_complete || self.bloom.may_contain(fp);
                 if maybe && let Some(v) = urls.get(fp)? {
-                    match codec::find_or_count(v.value(), &d.url)
+                    let raw = v.value();
+                    if codec::find_slot(raw, &d.url)
                         .map_err(|e| corrupt("url slots", e))?
+                        .is_some()
                     {
-                        Ok(_) => {
-                            out.duplicates += 1;
-                            self.recent.insert(fp, &d.url);
-                            continue;
-                        }
-                        Err(n) => stored = n,
+                        out.duplicates += 1;
+                        self.recent.insert(fp, &d.url);
+                        continue;
                     }
+                    slots = UrlSlots::decode(raw).map_err(|e| corrupt("url slots", e))?;
                 }
-                let slot =
-                    u8::try_from(stored + self.staged.get(fp).len() + fresh.get(fp).len())
-                        .map_err(|_| corrupt(format!("url {fp:016x}"), "too many urls share it"))?;
+                let slot = u8::try_from(slots.slots.len())
+                    .map_err(|_| corrupt(format!("url {fp:016x}"), "too many urls share it"))?;
                 let parent = match &d.parent {
                     Some((r, _)) if r.fp != 0 => Parent::Ref(*r),
                     Some((_, u)) => Parent::Url(u.clone()),
                     None => Parent::None,
                 };
-                let one = UrlSlots {
-                    slots: vec![Slot {
-                        state: PENDING,
-                        url: d.url.clone(),
-                        parent,
-                    }],
-                };
+                slots.slots.push(Slot {
+                    state: PENDING,
+                    url: d.url.clone(),
+                    parent,
+                });
+                urls.insert(fp, slots.encode().as_slice())?;
+                self.bloom.insert(fp);
                 let seq = next_entry;
                 next_entry += 1;
-                log.insert(seq, urllog::encode(fp, slot, &one.encode()).as_slice())?;
-                fresh.push(fp, StagedUrl { slot, seq });
-                self.bloom.insert(fp);
                 let host = if d.kind.is_fetched() {
                     host_fp(&d.host)
                 } else {
@@ -472,11 +437,6 @@ impl FrontierStore for EmbeddedFrontier {
                     counters.pages_fetched += 1;
                 }
             }
-            merged = self.staged.len() + fresh.len() >= self.merge_at;
-            if merged {
-                let n = urllog::merge(&mut urls, &log)?;
-                tracing::debug!(urls = n, "url log merged into the url table");
-            }
             let mut outbox = txn.open_table(OUTBOX)?;
             if let Some((key, row)) = outbox::encode(&batch.records) {
                 outbox.insert(key, row.as_slice())?;
@@ -529,15 +489,7 @@ impl FrontierStore for EmbeddedFrontier {
                     .insert(ARCHIVE_CHECKPOINT, a.as_slice())?;
             }
         }
-        if merged {
-            txn.delete_table(URL_LOG)?;
-        }
         txn.commit()?;
-        if merged {
-            self.staged.clear();
-        } else {
-            self.staged.extend(fresh);
-        }
         for a in &out.added {
             self.recent.insert(a.entry.id.fp, &a.entry.url);
         }
@@ -562,7 +514,6 @@ impl FrontierStore for EmbeddedFrontier {
             Err(e) => return Err(e.into()),
         };
         let urls = txn.open_table(URLS)?;
-        let log = open_log(&txn)?;
         let start = match after {
             Some(k) => Bound::Excluded((host, k.depth, k.seq)),
             None => Bound::Included((host, 0, 0)),
@@ -574,14 +525,14 @@ impl FrontierStore for EmbeddedFrontier {
             let (k, v) = item?;
             let (h, depth, seq) = k.value();
             let q = codec::decode_queued(v.value()).map_err(|e| corrupt("queue entry", e))?;
-            let slot = self.lookup_slot(&urls, log.as_ref(), q.id)?;
+            let slot = Self::lookup_slot(&urls, q.id)?;
             let (parent, parent_ref) = match slot.parent {
                 Parent::Ref(p) => {
                     // Links of one page sit together in a queue: their parent is read once per window.
                     let url = match &last_parent {
                         Some((r, u)) if *r == p => u.clone(),
                         _ => {
-                            let u = self.lookup_url(&urls, log.as_ref(), p)?;
+                            let u = Self::lookup_url(&urls, p)?;
                             last_parent = Some((p, u.clone()));
                             u
                         }
@@ -611,18 +562,12 @@ impl FrontierStore for EmbeddedFrontier {
 
     fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
         let txn = self.db.begin_read()?;
-        let fp = url_fp(url);
-        if let Some(log) = open_log(&txn)?
-            && logged_has(&log, self.staged.get(fp).iter(), url)?
-        {
-            return Ok(true);
-        }
         let urls = match txn.open_table(URLS) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
             Err(e) => return Err(e.into()),
         };
-        match urls.get(fp)? {
+        match urls.get(url_fp(url))? {
             Some(v) => Ok(codec::find_slot(v.value(), url)
                 .map_err(|e| corrupt("url slots", e))?
                 .is_some()),
@@ -677,5 +622,72 @@ impl FrontierStore for EmbeddedFrontier {
 }
 
 #[cfg(test)]
-#[path = "embedded_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+    use crate::frontier::JobKind;
+
+    #[test]
+    fn leftover_of_an_interrupted_creation_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("frontier.redb.creating"), vec![0u8; 73728]).unwrap();
+        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+        assert!(f.recover().unwrap().fresh);
+        assert!(!dir.path().join("frontier.redb.creating").exists());
+    }
+
+    #[test]
+    fn second_open_of_same_dir_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let _f = EmbeddedFrontier::open(dir.path()).unwrap();
+        let err = EmbeddedFrontier::open(dir.path()).unwrap_err();
+        assert!(matches!(err, FrontierError::Locked(_)), "{err}");
+    }
+
+    #[test]
+    fn a_store_of_the_first_format_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::create(dir.path().join("frontier.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut meta = txn.open_table(META).unwrap();
+                meta.insert(key::OLD_NEXT_SEQ, 5).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+        let err = f.recover().unwrap_err().to_string();
+        assert!(err.contains("older crawl-engine"), "{err}");
+    }
+
+    #[test]
+    fn filter_is_rebuilt_in_the_background_after_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+            f.recover().unwrap();
+            let discovered = (0..1000)
+                .map(|i| super::super::Discovered {
+                    url: format!("http://a/{i}"),
+                    host: "a".into(),
+                    depth: 0,
+                    parent: None,
+                    redirect_chain: vec![],
+                    kind: JobKind::Page,
+                })
+                .collect();
+            f.commit(Batch {
+                discovered,
+                ..Batch::default()
+            })
+            .unwrap();
+        }
+        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+        let rec = f.recover().unwrap();
+        assert_eq!(rec.counters.known, 1000);
+        assert!(f.rebuild.is_some());
+        while f.idle_work() {}
+        assert!(f.rebuild.is_none());
+        assert!(f.bloom.may_contain(url_fp("http://a/999")));
+    }
+}

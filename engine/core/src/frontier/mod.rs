@@ -20,7 +20,6 @@
 
 pub mod bloom;
 pub mod codec;
-mod dbfile;
 pub mod embedded;
 mod entry;
 pub mod fphash;
@@ -28,7 +27,6 @@ mod lock;
 mod outbox;
 mod recent;
 pub mod redis;
-mod urllog;
 pub mod window;
 
 #[cfg(test)]
