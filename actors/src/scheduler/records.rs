@@ -14,8 +14,8 @@ pub struct RecordLog {
     staged: Vec<(u64, TraceCtx)>,
     /// Records of the commit in flight: (sequence, line, trace).
     committing: Vec<(u64, Vec<u8>, TraceCtx)>,
-    /// Committed records on their way to the sink: (sequence, commit started, trace), in order.
-    pub(super) writing: VecDeque<(u64, Instant, TraceCtx)>,
+    /// Committed records on their way to the sink: (sequence, trace), in order.
+    pub(super) writing: VecDeque<(u64, TraceCtx)>,
     committed_upto: u64,
     written_upto: u64,
     /// The JSONL position to checkpoint with the next commit.
@@ -91,12 +91,12 @@ impl RecordLog {
                     vec![KeyValue::new("frontier.backend", backend)],
                 );
             }
-            self.writing.push_back((next, started, trace));
+            self.writing.push_back((next, trace));
             out.push((next, line));
             next += 1;
         }
         for line in extra {
-            self.writing.push_back((next, started, TraceCtx::default()));
+            self.writing.push_back((next, TraceCtx::default()));
             out.push((next, line));
             next += 1;
         }

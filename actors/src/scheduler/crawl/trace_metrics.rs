@@ -146,9 +146,9 @@ impl Crawl {
             .records
             .writing
             .front()
-            .is_some_and(|(seq, ..)| *seq <= upto)
+            .is_some_and(|(seq, _)| *seq <= upto)
         {
-            let Some((seq, _committed, t)) = self.records.writing.pop_front() else {
+            let Some((seq, t)) = self.records.writing.pop_front() else {
                 break;
             };
             if t.is_sampled() {
