@@ -19,6 +19,7 @@
 # BUDGET_S (5400: the whole script stops with an error past it), CRAWL_PREFIX (e.g. a profiler).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
 SIZES="${SIZES:-20000 1000000 10000000}"
 REPEATS="${REPEATS:-3}"
@@ -64,28 +65,12 @@ stop_site() {
   site=""
 }
 start_site
-seeds=()
-while read -r s; do seeds+=(--seed "$s"); done < "$out/seeds"
+read_seeds "$out/seeds"
 
-cat > "$out/config.toml" <<TOML
-[crawl]
-max_depth = 1000
-follow_sitemaps = false
-[politeness]
-per_host_concurrency = 64
-min_delay_ms = 0
-[fetch]
-concurrency = 64
-[frontier]
-data_dir = "crawl-data"
-[output]
-jsonl = "crawl.jsonl"
-[security]
-allow_private_networks = true
-[observability]
-log_level = "warn"
-metrics_listen = "127.0.0.1:$METRICS_PORT"
-TOML
+{
+  bench_config "" warn "follow_sitemaps = false"
+  printf 'metrics_listen = "127.0.0.1:%s"\n' "$METRICS_PORT"
+} > "$out/config.toml"
 
 # The value of one metric (summed over its label sets) from the crawler's /metrics; empty while unreachable.
 metric() {

@@ -13,13 +13,16 @@ read_seeds() {
   while read -r s; do seeds+=(--seed "$s"); done < "$1"
 }
 
-# bench_config [WARC_DIR] [LOG_LEVEL]: the make bench-crawl config (politeness off, concurrency 64, durable
-# frontier, JSONL; a WARC archive when WARC_DIR is given), ending in its [observability] section so that a caller
-# may append keys to it.
+# bench_config [WARC_DIR] [LOG_LEVEL] [CRAWL_KEYS]: the make bench-crawl config (politeness off, concurrency 64,
+# durable frontier, JSONL; a WARC archive when WARC_DIR is given; CRAWL_KEYS, lines added to its [crawl] section),
+# ending in its [observability] section so that a caller may append keys to it.
 bench_config() {
   cat <<TOML
 [crawl]
 max_depth = 1000
+TOML
+  if [ -n "${3:-}" ]; then printf '%s\n' "$3"; fi
+  cat <<TOML
 [politeness]
 per_host_concurrency = 64
 min_delay_ms = 0
