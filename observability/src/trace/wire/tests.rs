@@ -109,23 +109,21 @@ fn spans_decode_to_what_was_encoded() {
     assert_eq!(got[3], ("dns.polluted", Some(V::BoolValue(false))));
     assert_eq!(got[4], ("ratio", Some(V::DoubleValue(0.25))));
     assert_eq!(got[5], ("big", Some(V::StringValue("x".repeat(300)))));
-    let Some(V::ArrayValue(list)) = &got[6].1 else {
-        panic!("array: {:?}", got[6]);
+    let items = |i: usize| -> Vec<Option<V>> {
+        let Some(V::ArrayValue(list)) = &got[i].1 else {
+            panic!("array: {:?}", got[i]);
+        };
+        list.values.iter().map(|v| v.value.clone()).collect()
     };
-    let items: Vec<_> = list.values.iter().map(|v| v.value.clone()).collect();
     assert_eq!(
-        items,
+        items(6),
         vec![
             Some(V::StringValue("a".into())),
             Some(V::StringValue("bc".into()))
         ]
     );
-    let Some(V::ArrayValue(ints)) = &got[7].1 else {
-        panic!("array: {:?}", got[7]);
-    };
-    let items: Vec<_> = ints.values.iter().map(|v| v.value.clone()).collect();
     assert_eq!(
-        items,
+        items(7),
         vec![
             Some(V::IntValue(1)),
             Some(V::IntValue(-2)),
