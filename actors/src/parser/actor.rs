@@ -115,10 +115,15 @@ fn record_spans(
         _ => None,
     };
     if let Some(started) = body.timings.started {
-        let mut attrs = vec![
-            KeyValue::new("http.response.body.size", body.wire_bytes as i64),
-            KeyValue::new("network.protocol.version", version_str(body.version)),
-        ];
+        let mut attrs = Vec::with_capacity(3);
+        attrs.push(KeyValue::new(
+            "http.response.body.size",
+            body.wire_bytes as i64,
+        ));
+        attrs.push(KeyValue::new(
+            "network.protocol.version",
+            version_str(body.version),
+        ));
         if let Some(p) = page {
             attrs.push(KeyValue::new(
                 "crawl.decoded_bytes",

@@ -19,15 +19,18 @@ const STATUS_ERROR: u64 = 2;
 /// `Span.flags`: the W3C sampled flag, and bit 8 (the parent's remoteness is known: it is not remote).
 const FLAGS: u32 = 0x101;
 
+#[inline]
 fn key(field: u32, wire: u8) -> u64 {
     (u64::from(field) << 3) | u64::from(wire)
 }
 
+#[inline]
 fn varint_len(v: u64) -> usize {
     // 7 bits a byte; 0 still takes one byte.
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
+#[inline]
 fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         buf.push((v as u8) | 0x80);
@@ -37,26 +40,31 @@ fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Size of a length-delimited field whose content is `len` bytes (tag + length + content).
+#[inline]
 fn len_field(field: u32, len: usize) -> usize {
     varint_len(key(field, LEN)) + varint_len(len as u64) + len
 }
 
+#[inline]
 fn put_len(buf: &mut Vec<u8>, field: u32, len: usize) {
     put_varint(buf, key(field, LEN));
     put_varint(buf, len as u64);
 }
 
+#[inline]
 fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     put_len(buf, field, bytes.len());
     buf.extend_from_slice(bytes);
 }
 
+#[inline]
 fn put_fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
     put_varint(buf, key(field, FIXED64));
     buf.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Content size of an `AnyValue` holding a scalar or a string.
+#[inline]
 fn any_len(v: &Value) -> usize {
     match v {
         Value::Bool(_) => 2,
@@ -83,6 +91,7 @@ fn array_len(a: &Array) -> usize {
     }
 }
 
+#[inline]
 fn put_any(buf: &mut Vec<u8>, v: &Value) {
     match v {
         Value::Bool(b) => {
@@ -121,11 +130,13 @@ fn put_array(buf: &mut Vec<u8>, a: &Array) {
 }
 
 /// Content size of a `KeyValue` message whose value's content is `value_len` bytes.
+#[inline]
 fn kv_len(kv: &KeyValue, value_len: usize) -> usize {
     len_field(1, kv.key.as_str().len()) + len_field(2, value_len)
 }
 
 /// Writes `kv` as field `field` (a repeated `KeyValue`).
+#[inline]
 fn put_kv(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
     let value_len = any_len(&kv.value);
     put_len(buf, field, kv_len(kv, value_len));
@@ -161,54 +172,45 @@ fn status_len(message: &str) -> usize {
     msg + 2
 }
 
-/// Content size of the `Span` message.
-fn span_len(s: &SpanRef<'_>) -> usize {
-    let mut n = len_field(1, 16) + len_field(2, 8);
-    if s.parent.is_some() {
-        n += len_field(4, 8);
+/// Appends the `Span` message of `s` (its content: no tag, no length) to `out`, in one pass: only the lengths of
+/// attribute values are computed ahead, so a span is encoded without walking its attributes twice, and may be
+/// encoded outside the lock of the batch it goes to.
+pub(crate) fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
+    out.reserve(64 + s.name.len() + 48 * s.attributes.len());
+    put_bytes(out, 1, &s.trace_id);
+    put_bytes(out, 2, &s.span_id);
+    if let Some(p) = &s.parent {
+        put_bytes(out, 4, p);
     }
-    n += len_field(5, s.name.len());
-    n += 2; // kind
-    n += 2 * 9; // start, end
-    n += s
-        .attributes
-        .iter()
-        .map(|kv| len_field(9, kv_len(kv, any_len(&kv.value))))
-        .sum::<usize>();
+    put_bytes(out, 5, s.name.as_bytes());
+    out.extend_from_slice(&[key(6, VARINT) as u8, KIND_INTERNAL as u8]);
+    put_fixed64(out, 7, s.start_ns);
+    put_fixed64(out, 8, s.end_ns);
+    for kv in s.attributes {
+        put_kv(out, 9, kv);
+    }
     if let Some(m) = s.error {
-        n += len_field(15, status_len(m));
+        put_len(out, 15, status_len(m));
+        if !m.is_empty() {
+            put_bytes(out, 2, m.as_bytes());
+        }
+        out.extend_from_slice(&[key(3, VARINT) as u8, STATUS_ERROR as u8]);
     }
-    n + 2 + 4 // flags (field 16, fixed32: a two-byte tag)
+    put_varint(out, key(16, FIXED32));
+    out.extend_from_slice(&FLAGS.to_le_bytes());
+}
+
+/// Appends an encoded `Span` message (see [`encode_span`]) to `buf` as one element of `ScopeSpans.spans`.
+pub(crate) fn put_encoded(buf: &mut Vec<u8>, span: &[u8]) {
+    put_bytes(buf, SPANS_FIELD, span);
 }
 
 /// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message).
+#[cfg(test)]
 pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
-    let len = span_len(s);
-    buf.reserve(len + 4);
-    put_len(buf, SPANS_FIELD, len);
-    put_bytes(buf, 1, &s.trace_id);
-    put_bytes(buf, 2, &s.span_id);
-    if let Some(p) = &s.parent {
-        put_bytes(buf, 4, p);
-    }
-    put_bytes(buf, 5, s.name.as_bytes());
-    put_varint(buf, key(6, VARINT));
-    put_varint(buf, KIND_INTERNAL);
-    put_fixed64(buf, 7, s.start_ns);
-    put_fixed64(buf, 8, s.end_ns);
-    for kv in s.attributes {
-        put_kv(buf, 9, kv);
-    }
-    if let Some(m) = s.error {
-        put_len(buf, 15, status_len(m));
-        if !m.is_empty() {
-            put_bytes(buf, 2, m.as_bytes());
-        }
-        put_varint(buf, key(3, VARINT));
-        put_varint(buf, STATUS_ERROR);
-    }
-    put_varint(buf, key(16, FIXED32));
-    buf.extend_from_slice(&FLAGS.to_le_bytes());
+    let mut span = Vec::new();
+    encode_span(&mut span, s);
+    put_encoded(buf, &span);
 }
 
 /// What goes in front of every batch's spans: the resource and the instrumentation scope.

@@ -51,7 +51,8 @@ impl Crawl {
             .unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
         if t.is_sampled() {
             let host = self.queues.host_name(host).to_owned();
-            let mut attrs = vec![KeyValue::new("crawl.host", host)];
+            let mut attrs = Vec::with_capacity(2);
+            attrs.push(KeyValue::new("crawl.host", host));
             if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
                     "allowed"
@@ -121,10 +122,9 @@ impl Crawl {
         if !trace.is_sampled() {
             return;
         }
-        let mut attrs = vec![
-            KeyValue::new("crawl.outcome", record.outcome.as_str()),
-            KeyValue::new("crawl.attempt", i64::from(record.attempts)),
-        ];
+        let mut attrs = Vec::with_capacity(4);
+        attrs.push(KeyValue::new("crawl.outcome", record.outcome.as_str()));
+        attrs.push(KeyValue::new("crawl.attempt", i64::from(record.attempts)));
         if !reason.is_empty() {
             attrs.push(KeyValue::new("crawl.reason", reason));
         }
