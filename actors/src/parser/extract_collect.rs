@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use super::super::resolve_cache::PageResolver;
 use super::{ExtractOptions, ExtractedPage, Link, LinkKind};
@@ -119,9 +119,10 @@ const NONE: u32 = u32::MAX;
 const RAW_CAPACITY: usize = 128;
 
 /// Finds strings stored elsewhere (entry `i` is whatever the caller's lookup returns for `i`) by a keyed 64-bit
-/// hash; entries with equal hashes are chained and compared in full, so lookups are exact.
+/// hash (foldhash with a per-process random seed: a page cannot choose colliding links, and a short link hashes in
+/// a fraction of SipHash's time); entries with equal hashes are chained and compared in full, so lookups are exact.
 pub(super) struct StrIndex {
-    hasher: RandomState,
+    hasher: foldhash::quality::RandomState,
     first: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
     next: Vec<u32>,
 }
@@ -129,7 +130,7 @@ pub(super) struct StrIndex {
 impl StrIndex {
     pub(super) fn with_capacity(n: usize) -> StrIndex {
         StrIndex {
-            hasher: RandomState::new(),
+            hasher: foldhash::quality::RandomState::default(),
             first: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
             next: Vec::with_capacity(n),
         }
