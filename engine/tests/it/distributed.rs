@@ -237,15 +237,23 @@ async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
     let records = merge(&c);
     assert_exactly_once(&c, &records, "three processes");
     assert_polite(&c, "three processes", 0);
-    // robots.txt rules move with a host's shard: each host's robots.txt is read once for the whole crawl.
+    // robots.txt rules move with a host's shard: a host's robots.txt is read once, not once per process. A shard
+    // that changes hands while its robots.txt is being fetched is read once more by its new owner (the rules are
+    // shared when the fetch ends), so a busy machine may see a second read, never a read by every process.
     let reqs = c.site.requests();
+    let mut total = 0;
     for h in 0..HOSTS {
         let n = reqs
             .iter()
             .filter(|r| r.host == h && r.path_only() == "/robots.txt")
             .count();
-        assert_eq!(n, 1, "host {h}: robots.txt requests");
+        assert!((1..=2).contains(&n), "host {h}: {n} robots.txt requests");
+        total += n;
     }
+    assert!(
+        total <= HOSTS + 1,
+        "{total} robots.txt requests for {HOSTS} hosts"
+    );
 
     // The crawl is finished for everyone: a fourth process started later exits at once with nothing to do.
     let late = TestCrawl::new(
