@@ -27,6 +27,7 @@ impl Crawl {
         detail: &str,
         now: Instant,
     ) {
+        let mut redriven = 0u64;
         for id in self.leases.held_by(fetcher) {
             if Some(id) == panicked {
                 self.job_done(
@@ -46,8 +47,10 @@ impl Crawl {
                         .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
                 }
                 self.requeue(lease.job.host, lease.job.entry, now);
+                redriven += 1;
             }
         }
+        tracing::info!(fetcher, redriven, "jobs of a stopped fetcher queued again");
     }
 
     /// Leases whose deadline passed: each is re-driven with one more attempt (poisoned after max_attempts), as
