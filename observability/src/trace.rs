@@ -605,6 +605,32 @@ mod tests {
         assert!(batches.take(true).is_none());
     }
 
+    #[test]
+    fn a_trace_dropped_in_a_thread_local_destructor_is_still_exported() {
+        set_sample_ratio(1.0);
+        let batches = Batches::new(64, 64);
+        let tracer = Tracer::Export(batches.clone());
+        thread_local! {
+            static HELD: std::cell::RefCell<Option<TraceCtx>> = const { std::cell::RefCell::new(None) };
+        }
+        std::thread::spawn(move || {
+            // Registered first, so torn down after the encoder's scratch buffer, which the child span below
+            // brings into use: the root then ends with that buffer gone.
+            let t = root_with(Some(&tracer), "crawl.url", SystemTime::now(), vec![]);
+            HELD.with(|h| *h.borrow_mut() = Some(t.clone()));
+            t.span(
+                "frontier.wait",
+                SystemTime::now(),
+                SystemTime::now(),
+                vec![],
+            );
+        })
+        .join()
+        .expect("the thread ends without a panic");
+        let (_, n) = batches.take(true).expect("spans");
+        assert_eq!(n, 2, "the child and the root");
+    }
+
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
     }

@@ -3,9 +3,10 @@
 //!
 //! A span costs one encoding (into a buffer of the thread that ends it) and one copy into a growing buffer under a
 //! short lock; nothing of it is kept but its bytes (about 100 to 300 a span), so the bound on pending spans
-//! ([`QUEUE_SPANS`]) is a bound of a few MiB at most, allocated only as spans come. An export takes a batch of [`BATCH_SPANS`] when one is full, and whatever is pending every
-//! [`EXPORT_EVERY`]; up to [`IN_FLIGHT`] requests are in flight at a time, so that the collector's answer to one
-//! (and its decoding of the batch) does not hold the next back while the crawl keeps ending spans.
+//! ([`QUEUE_SPANS`]) is a bound of a few MiB at most, allocated only as spans come. An export takes a batch of
+//! [`BATCH_SPANS`] when one is full, and whatever is pending every [`EXPORT_EVERY`]; up to [`IN_FLIGHT`] requests
+//! are in flight at a time, so that the collector's answer to one (and its decoding of the batch) does not hold the
+//! next back while the crawl keeps ending spans.
 
 use super::loss::Loss;
 use super::wire::{Header, SpanRef, encode_span, put_encoded};
@@ -76,18 +77,22 @@ impl Batches {
         if !self.loss.admit(self.limit) {
             return;
         }
-        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut buf) => {
-                buf.clear();
-                encode_span(&mut buf, span);
-                self.append(&buf);
-            }
-            Err(_) => {
-                let mut buf = Vec::new();
-                encode_span(&mut buf, span);
-                self.append(&buf);
-            }
+        // The thread's scratch buffer, or a buffer of its own for a span that ends while the thread's locals are
+        // being torn down (a trace dropped in a thread-local destructor).
+        let encoded = SCRATCH.try_with(|scratch| {
+            let Ok(mut buf) = scratch.try_borrow_mut() else {
+                return false;
+            };
+            buf.clear();
+            encode_span(&mut buf, span);
+            self.append(&buf);
+            true
         });
+        if encoded != Ok(true) {
+            let mut buf = Vec::new();
+            encode_span(&mut buf, span);
+            self.append(&buf);
+        }
     }
 
     /// Appends an admitted span, encoded, to the batch being filled (under the lock: a copy of its bytes).
