@@ -215,6 +215,14 @@ pub struct FetcherDown {
     pub detail: String,
 }
 
+/// Jobs whose responses waited in the mailbox of a parser thread that was replaced (stuck on another job): they are
+/// queued again without counting an attempt (notification, from the supervisor).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ParsesLost {
+    pub jobs: Vec<JobId>,
+}
+
 /// A (re)started fetcher is ready (notification, from the supervisor).
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -11,7 +11,7 @@ use crate::faults::{Faults, Stage};
 use crate::protocol::Fetch;
 use crate::protocol::FinishReason;
 use crate::protocol::WriteRecords;
-use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone};
+use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone, ParsesLost};
 use crate::protocol::{CrawlFinished, LeaseExpired};
 use crate::sink::Sink;
 use crate::store::StoreActor;
@@ -380,6 +380,15 @@ impl Handler<FetcherDown> for Scheduler {
         }
         self.crawl
             .fetcher_down(msg.index, msg.panicked, &msg.detail, Instant::now());
+        self.after(ctx);
+    }
+}
+
+impl Handler<ParsesLost> for Scheduler {
+    type Result = ();
+
+    fn handle(&mut self, msg: ParsesLost, ctx: &mut Context<Self>) {
+        self.crawl.parses_lost(&msg.jobs, Instant::now());
         self.after(ctx);
     }
 }

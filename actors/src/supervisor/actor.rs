@@ -7,14 +7,15 @@
 //! A child can also be stuck (its thread blocked or looping) without panicking. The scheduler notices when a lease's
 //! deadline passes and sends [`LeaseExpired`]: the parser slot working on that job is replaced, or the fetcher the
 //! job was leased to is probed and, when it does not answer within [`PROBE_TIMEOUT`], replaced by a fetcher on a new
-//! arbiter thread (the blocked thread is abandoned). Both count as restarts and towards escalation.
+//! arbiter thread (the blocked thread is abandoned). Both count as restarts and towards escalation. The jobs that
+//! waited in a replaced parser's mailbox are handed to the scheduler, which queues them again without an attempt.
 
 use super::messages::{GetSupervisorStats, SupervisorStats};
 use crate::backoff::{RestartLog, restart_delay};
 use crate::fetcher::Fetcher;
 use crate::parser::pool::ParserPool;
 use crate::protocol::FinishReason;
-use crate::protocol::{Abort, FetcherDown, FetcherUp};
+use crate::protocol::{Abort, FetcherDown, FetcherUp, ParsesLost};
 use crate::protocol::{ChildFailed, ChildId, CrawlFinished, LeaseExpired};
 use crate::protocol::{Fetch, Ping};
 use crate::scheduler::Scheduler;
@@ -159,9 +160,12 @@ impl Supervisor {
             return;
         };
         tracing::warn!(slot, url = %msg.url, "parser stuck past its lease deadline; replacing its thread");
-        if pool.replace(slot) {
+        if let Some(waiting) = pool.replace(slot) {
             self.stats.restarts_parser += 1;
             crawl_observability::metrics::metrics().actor_restart("parser");
+            if let (false, Some(s)) = (waiting.is_empty(), &self.scheduler) {
+                s.do_send(ParsesLost { jobs: waiting });
+            }
         }
     }
 

@@ -510,3 +510,34 @@ fn leasing_waits_while_the_store_is_behind() {
     h.crawl.commit_done(res, h.at(1)).unwrap();
     assert!(!h.crawl.next_jobs(h.at(1)).0.is_empty(), "leasing again");
 }
+
+#[test]
+fn parses_lost_with_a_replaced_parser_are_leased_again_without_an_attempt() {
+    let mut h = H::new(settings(), policy(1));
+    for host in ["a", "b", "c"] {
+        h.seed(&format!("http://{host}.test/1"));
+    }
+    let (jobs, _) = h.lease(0);
+    assert_eq!(jobs.len(), 3);
+    for j in &jobs {
+        h.crawl.assign(j.id, 0);
+    }
+    // Two waited behind a stuck parser; one of them had already been answered (its id is no longer leased).
+    h.done(&jobs[1], ok(Vec::new()), 0);
+    h.crawl.parses_lost(&[jobs[0].id, jobs[1].id], h.at(0));
+    assert_eq!(h.crawl.in_flight(), 1, "only the third is still held");
+    let (again, _) = h.lease(0);
+    assert_eq!(again.len(), 1, "the lost one is leased again at once");
+    assert_eq!(again[0].entry.url, jobs[0].entry.url);
+    assert_eq!(again[0].entry.attempt, 0, "no attempt is counted");
+    // Its old lease answering late (the stuck thread woke up) is stale.
+    h.done(&jobs[0], ok(Vec::new()), 0);
+    assert_eq!(h.crawl.stats().stale_results, 1);
+    h.done(&again[0], ok(Vec::new()), 0);
+    h.done(&jobs[2], ok(Vec::new()), 0);
+    h.flush();
+    h.assert_unique();
+    assert_eq!(h.file.len(), 3);
+    assert_eq!(h.record(&jobs[0].entry.url).attempts, 1);
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+}

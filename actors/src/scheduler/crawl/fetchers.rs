@@ -39,18 +39,37 @@ impl Crawl {
                     None,
                     now,
                 );
-            } else if let Some(lease) = self.leases.take(id) {
-                self.queues
-                    .release(lease.job.host, now, Feedback::NotStarted);
-                if lease.job.entry.kind.is_fetched() {
-                    self.retry_traces
-                        .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
-                }
-                self.requeue(lease.job.host, lease.job.entry, now);
+            } else if self.redrive(id, now) {
                 redriven += 1;
             }
         }
         tracing::info!(fetcher, redriven, "jobs of a stopped fetcher queued again");
+    }
+
+    /// Jobs whose responses waited for a parser thread that was replaced: queued again without an attempt (they
+    /// did nothing wrong; the job the thread was stuck on has its own lease expiry).
+    pub fn parses_lost(&mut self, jobs: &[JobId], now: Instant) {
+        let redriven = jobs.iter().filter(|&&id| self.redrive(id, now)).count();
+        tracing::info!(
+            redriven,
+            "jobs waiting for a replaced parser thread queued again"
+        );
+    }
+
+    /// Takes a job's lease and queues its URL again, with no attempt counted. False when the job is not leased
+    /// (done, or re-driven already).
+    fn redrive(&mut self, id: JobId, now: Instant) -> bool {
+        let Some(lease) = self.leases.take(id) else {
+            return false;
+        };
+        self.queues
+            .release(lease.job.host, now, Feedback::NotStarted);
+        if lease.job.entry.kind.is_fetched() {
+            self.retry_traces
+                .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
+        }
+        self.requeue(lease.job.host, lease.job.entry, now);
+        true
     }
 
     /// Leases whose deadline passed: each is re-driven with one more attempt (poisoned after max_attempts), as
@@ -64,15 +83,7 @@ impl Crawl {
                 && self.suspect.contains(&f)
             {
                 // Queued behind the stuck job on a fetcher already reported: re-driven without an attempt.
-                if let Some(lease) = self.leases.take(id) {
-                    self.queues
-                        .release(lease.job.host, now, Feedback::NotStarted);
-                    if lease.job.entry.kind.is_fetched() {
-                        self.retry_traces
-                            .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
-                    }
-                    self.requeue(lease.job.host, lease.job.entry, now);
-                }
+                self.redrive(id, now);
                 continue;
             }
             if let Some(f) = fetcher {
