@@ -126,6 +126,9 @@ pub struct Crawl {
     /// Records of the whole crawl committed and not yet written anywhere, as of the last shard poll (None before
     /// the first): a shared crawl is not over while one may still have to be written.
     unacked: Option<u64>,
+    /// The store took over records of a stopped process: they come out with the next commit, due even when
+    /// nothing else is staged.
+    claims_waiting: bool,
     /// Commits completed so far, and how many had completed when the shard poll whose counters the crawl holds
     /// was sent: a shared crawl is declared over only on counters read after its own last commit.
     commits_done: u64,
@@ -191,6 +194,7 @@ impl Crawl {
             shard_blocked: HashSet::new(),
             handing: HashSet::new(),
             unacked: None,
+            claims_waiting: false,
             commits_done: 0,
             counters_after: None,
             record_ids: false,
@@ -536,7 +540,10 @@ impl Crawl {
     }
 
     pub fn has_staged(&self) -> bool {
-        !self.staged.is_empty() || !self.staged_archive.is_empty() || self.records.has_checkpoint()
+        !self.staged.is_empty()
+            || !self.staged_archive.is_empty()
+            || self.records.has_checkpoint()
+            || self.claims_waiting
     }
 
     pub fn committing(&self) -> bool {

@@ -96,6 +96,9 @@ impl Crawl {
                 }
             }
         }
+        if changes.claimed > 0 {
+            self.claims_waiting = true;
+        }
         if let Some(c) = changes.counters {
             self.counters = c;
             self.stats.known = c.known;

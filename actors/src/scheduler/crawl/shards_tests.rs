@@ -503,3 +503,31 @@ fn with_recrawl_a_record_id_names_the_url_and_its_queueing() {
         Some(format!("{fp:016x}-{:x}", job.entry.seq).as_str())
     );
 }
+
+#[test]
+fn records_taken_over_by_an_idle_process_make_a_commit_due() {
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(0);
+    let mut h = H::new(settings(), policy(1));
+    h.crawl = sharded(settings(), policy(1), h.t0, gate);
+    let token = h.crawl.poll_token();
+    h.crawl
+        .shards_changed(ShardChanges::default(), token, h.at(0));
+    h.flush();
+    assert!(!h.crawl.has_staged(), "nothing to commit");
+    // A poll took over two records of a stopped process: they are handed out with the next commit, which is due
+    // although this process has nothing of its own to store (without it the crawl would wait on them forever).
+    let changes = ShardChanges {
+        claimed: 2,
+        unacked: 2,
+        counters: Some(Counters::default()),
+        ..ShardChanges::default()
+    };
+    let token = h.crawl.poll_token();
+    h.crawl.shards_changed(changes, token, h.at(10));
+    assert!(h.crawl.has_staged());
+    assert_eq!(h.crawl.finished(), None, "two records are not written yet");
+    let batch = h.crawl.take_commit(h.at(20)).expect("a commit is due");
+    assert!(batch.finished.is_empty() && batch.records.is_empty());
+    assert!(!h.crawl.has_staged(), "one commit hands them all out");
+}

@@ -9,6 +9,7 @@ impl Crawl {
         if self.in_flight.is_some() || !self.has_staged() {
             return None;
         }
+        self.claims_waiting = false;
         let mut batch = std::mem::take(&mut self.staged);
         batch.written = self.records.take_checkpoint();
         self.records.start_commit(&batch.records);

@@ -224,6 +224,9 @@ pub struct ShardChanges {
     pub leases_lost: u64,
     /// Commits waiting in this process's spool for Redis to come back.
     pub spooled: u64,
+    /// Records of stopped processes this process took over, waiting to be handed out with its next commit (the
+    /// caller commits soon even with nothing of its own to store: they count as unacknowledged until written).
+    pub claimed: u64,
 }
 
 /// A host with URLs in the store.

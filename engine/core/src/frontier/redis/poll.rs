@@ -165,6 +165,7 @@ impl RedisFrontier {
             let taken = self.take_over()?;
             self.claimed.extend(taken);
         }
+        ch.claimed = self.claimed.len() as u64;
         Ok(ch)
     }
 }

@@ -301,13 +301,17 @@ fn records_come_back_after_a_crash_and_are_taken_over_after_two_leases() {
     let mut b = RedisFrontier::open(s.clone(), "b").unwrap();
     b.recover().unwrap();
     let mut taken = Vec::new();
+    let mut announced = 0;
     let got = wait_until(Duration::from_secs(8), || {
-        b.poll_shards().unwrap();
-        // Claimed records come with the next commit, after its own records.
+        // The poll that takes records over says how many wait for the next commit (so that an idle process
+        // commits), and the commit hands them out, after its own records.
+        announced += b.poll_shards().unwrap().claimed;
         taken.extend(b.commit(Batch::default()).unwrap().extra);
         taken.len() >= 2
     });
     assert!(got, "taken over: {taken:?}");
+    assert_eq!(announced, 2);
+    assert_eq!(b.poll_shards().unwrap().claimed, 0, "handed out");
     assert_eq!(taken, vec![line("http://h/0"), line("http://h/1")]);
     let ch = b.poll_shards().unwrap();
     assert_eq!(ch.unacked, 2);
