@@ -430,8 +430,14 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
-    for (i, r) in results.iter().enumerate() {
-        assert_eq!(r.code(), Some(0), "process {i}: {}", r.stderr);
+    // Every process's log on failure: one that never ends may be waiting on another.
+    let all: String = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
+        .collect();
+    for r in &results {
+        assert_eq!(r.code(), Some(0), "{all}");
     }
     let records = merge(&c);
     assert_exactly_once(&c, &records, "cluster");
@@ -446,7 +452,16 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
     }
     let mut c = cluster(226, 2, aof()).await;
     let mut children = spawn_all(&c);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Redis goes down once both processes hold shards and the crawl is under way (a fixed wait could end before
+    // a slow start had a fetch in flight, and then nothing would meet the outage).
+    let t0 = Instant::now();
+    while owners(&c).len() < 2 || c.site.requests().len() < 8 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the crawl never got under way"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     c.redis.kill();
     // Results of the fetches in flight meet the outage: a process with work commits, and that commit goes to its
     // spool. That process is the one killed.
