@@ -258,7 +258,9 @@ impl Scheduler {
         }
         self.polling = true;
         self.crawl.store_request();
-        let fut = self.store.send(PollShards);
+        let fut = self.store.send(PollShards {
+            reread: self.crawl.take_reread(),
+        });
         let sent = Instant::now();
         let token = self.crawl.poll_token();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {

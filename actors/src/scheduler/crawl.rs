@@ -129,6 +129,8 @@ pub struct Crawl {
     /// The store took over records of a stopped process: they come out with the next commit, due even when
     /// nothing else is staged.
     claims_waiting: bool,
+    /// Idle-while-pending watch of a shared crawl (see `shards::IdleWatch`).
+    idle: shards::IdleWatch,
     /// Commits completed so far, and how many had completed when the shard poll whose counters the crawl holds
     /// was sent: a shared crawl is declared over only on counters read after its own last commit.
     commits_done: u64,
@@ -195,6 +197,7 @@ impl Crawl {
             handing: HashSet::new(),
             unacked: None,
             claims_waiting: false,
+            idle: shards::IdleWatch::default(),
             commits_done: 0,
             counters_after: None,
             record_ids: false,

@@ -119,7 +119,11 @@ impl Handler<IdleWork> for StoreActor {
 impl Handler<PollShards> for StoreActor {
     type Result = Result<ShardChanges, FrontierError>;
 
-    fn handle(&mut self, _msg: PollShards, _ctx: &mut SyncContext<Self>) -> Self::Result {
-        self.store()?.poll_shards()
+    fn handle(&mut self, msg: PollShards, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        let store = self.store()?;
+        if msg.reread {
+            store.reread_shards();
+        }
+        store.poll_shards()
     }
 }

@@ -31,4 +31,7 @@ pub struct IdleWork;
 /// Shard ownership news and the crawl's counters (command, from the scheduler of a sharded crawl).
 #[derive(Message, Debug)]
 #[rtype(result = "Result<ShardChanges, FrontierError>")]
-pub struct PollShards;
+pub struct PollShards {
+    /// Report every held shard as gained again, with its hosts (see `FrontierStore::reread_shards`).
+    pub reread: bool,
+}

@@ -104,8 +104,61 @@ impl Crawl {
             self.stats.known = c.known;
             self.unacked = Some(changes.unacked);
             self.counters_after = Some(token);
+            self.watch_idle(changes.pending_held, now);
         }
         gate.owned_count() as u64
+    }
+
+    /// Whether the next shard poll should report every held shard again (see [`IdleWatch`]).
+    pub fn take_reread(&mut self) -> bool {
+        std::mem::take(&mut self.idle.reread)
+    }
+
+    /// After each poll with counters: while this process has nothing to do and the crawl is not over, says every
+    /// [`WAITING_LOG_EVERY`] what it waits for; and when its own shards hold pending URLs that no window accounts
+    /// for ([`REREAD_AFTER_POLLS`] polls in a row), has them read again.
+    fn watch_idle(&mut self, pending_held: u64, now: Instant) {
+        let idle = self.leases.is_empty()
+            && self.in_flight.is_none()
+            && self.staged.is_empty()
+            && self.refills_out == 0
+            && self.queues.queued() == 0
+            && !self.queues.store_has_more()
+            && !self.excluded.has_more()
+            && self.handing.is_empty()
+            && !self.draining
+            && !self.limit_reached()
+            && self.counters_after == Some(self.commits_done);
+        if !idle || self.finished().is_some() {
+            self.idle = IdleWatch::default();
+            return;
+        }
+        let w = &mut self.idle;
+        if pending_held > 0 {
+            w.polls += 1;
+            if w.polls >= REREAD_AFTER_POLLS {
+                tracing::warn!(
+                    pending_held,
+                    "pending urls in held shards outside every window; reading the shards again"
+                );
+                w.reread = true;
+                w.polls = 0;
+            }
+        } else {
+            w.polls = 0;
+        }
+        let since = *w.since.get_or_insert(now);
+        let due = w.logged.map_or(since, |t| t) + WAITING_LOG_EVERY;
+        if now >= due {
+            w.logged = Some(now);
+            tracing::info!(
+                waited_s = now.duration_since(since).as_secs(),
+                pending = self.counters.pending,
+                pending_held,
+                unacknowledged = self.unacked.unwrap_or(0),
+                "nothing to do here; waiting for the rest of the crawl"
+            );
+        }
     }
 
     /// Shards a peer should own: their hosts start nothing more, and each is declared quiet (so the store hands it
@@ -286,6 +339,27 @@ impl Crawl {
             .as_ref()
             .is_none_or(|g| g.owns(g.shard_of(host)))
     }
+}
+
+/// Polls in a row (one each 200 ms) that find this process idle while its own shards hold pending URLs before it
+/// reads those shards again. URLs out in other processes' hands are not in these shards; a moment's gap between a
+/// commit and a window refill does not last this long.
+const REREAD_AFTER_POLLS: u32 = 10;
+
+/// How often an idle process of a shared crawl says what it waits for.
+const WAITING_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// What [`Crawl::watch_idle`] keeps between polls.
+#[derive(Debug, Default)]
+pub(super) struct IdleWatch {
+    /// Polls in a row that found this process idle with pending URLs in its shards.
+    polls: u32,
+    /// Read the held shards again at the next poll.
+    reread: bool,
+    /// Idle since (None: busy at the last poll).
+    since: Option<Instant>,
+    /// When the waiting line was last logged.
+    logged: Option<Instant>,
 }
 
 /// Milliseconds since the Unix epoch (0 before it).

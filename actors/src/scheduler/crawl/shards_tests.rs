@@ -531,3 +531,47 @@ fn records_taken_over_by_an_idle_process_make_a_commit_due() {
     assert!(batch.finished.is_empty() && batch.records.is_empty());
     assert!(!h.crawl.has_staged(), "one commit hands them all out");
 }
+
+#[test]
+fn an_idle_process_whose_shards_hold_unknown_pending_urls_reads_them_again() {
+    let (a, _) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard(&a));
+    let mut h = H::new(settings(), policy(1));
+    h.crawl = sharded(settings(), policy(1), h.t0, gate);
+    h.flush();
+    let poll = |h: &mut H, pending_held: u64, ms: u64| {
+        let changes = ShardChanges {
+            counters: Some(Counters {
+                pending: 5,
+                ..Counters::default()
+            }),
+            pending_held,
+            ..ShardChanges::default()
+        };
+        let token = h.crawl.poll_token();
+        h.crawl.shards_changed(changes, token, h.at(ms));
+    };
+    // Pending URLs elsewhere only: this process just waits.
+    for i in 0..30 {
+        poll(&mut h, 0, i * 200);
+    }
+    assert!(!h.crawl.take_reread());
+    // Two of them in its own shards, yet nothing here accounts for them: after ten polls in a row it asks for its
+    // shards again, once.
+    for i in 0..9 {
+        poll(&mut h, 2, 6000 + i * 200);
+    }
+    assert!(!h.crawl.take_reread(), "a short gap is not a stall");
+    poll(&mut h, 2, 8000);
+    assert!(h.crawl.take_reread());
+    assert!(!h.crawl.take_reread(), "asked once");
+    // A process with work of its own never asks.
+    h.seed(&format!("http://{a}/x"));
+    let (jobs, _) = h.lease(9000);
+    assert_eq!(jobs.len(), 1);
+    for i in 0..20 {
+        poll(&mut h, 2, 9000 + i * 200);
+    }
+    assert!(!h.crawl.take_reread());
+}

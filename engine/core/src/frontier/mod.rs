@@ -227,6 +227,8 @@ pub struct ShardChanges {
     /// Records of stopped processes this process took over, waiting to be handed out with its next commit (the
     /// caller commits soon even with nothing of its own to store: they count as unacknowledged until written).
     pub claimed: u64,
+    /// URLs pending in the shards this process holds (leased ones included), as of this poll.
+    pub pending_held: u64,
 }
 
 /// A host with URLs in the store.
@@ -339,6 +341,9 @@ pub trait FrontierStore: Send {
     fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
         Ok(ShardChanges::default())
     }
+    /// The next [`poll_shards`](Self::poll_shards) reports every held shard as gained again, with its hosts and
+    /// robots.txt rules (a safety net for a process that holds pending URLs it does not know about).
+    fn reread_shards(&mut self) {}
     /// The gate telling which hosts this process may crawl; None for a store that is not shared.
     fn shard_gate(&self) -> Option<std::sync::Arc<dyn ShardGate>> {
         None

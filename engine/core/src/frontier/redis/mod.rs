@@ -169,6 +169,8 @@ pub struct RedisFrontier {
     _lock: Option<crate::frontier::DirLock>,
     counters: Counters,
     unacked: u64,
+    /// Pending URLs of the shards held, as of the last counters read.
+    pending_held: u64,
     next_record: u64,
     jsonl_lines: Option<u64>,
     last_claim: Option<Instant>,
@@ -273,6 +275,7 @@ impl RedisFrontier {
             _lock: None,
             counters: Counters::default(),
             unacked: 0,
+            pending_held: 0,
             next_record: 1,
             jsonl_lines: None,
             last_claim: None,
@@ -497,6 +500,10 @@ impl FrontierStore for RedisFrontier {
                 .arg(self.settings.recrawl_after_s),
         )?;
         Ok(reply::int(&v, "known")? == 1)
+    }
+
+    fn reread_shards(&mut self) {
+        self.reported.iter_mut().for_each(|r| *r = false);
     }
 
     fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {

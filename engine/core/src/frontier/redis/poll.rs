@@ -21,12 +21,16 @@ impl RedisFrontier {
             .collect();
         let mut c = Counters::default();
         let mut unacked = 0;
+        let mut pending_held = 0;
         for (s, r) in self.conn.run(&calls)?.into_iter().enumerate() {
             let v = r.map_err(|e| self.conn.error(&e))?;
             let a = reply::array(v, "stats")?;
             let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"));
             c.known += n(0)?;
             c.pending += n(1)?;
+            if self.gate.token(s as u32).is_some() {
+                pending_held += n(1)?;
+            }
             c.done += n(2)?;
             c.pages_fetched += n(3)?;
             unacked += n(4)?;
@@ -34,6 +38,7 @@ impl RedisFrontier {
         }
         self.counters = c;
         self.unacked = unacked;
+        self.pending_held = pending_held;
         Ok(())
     }
 
@@ -133,6 +138,7 @@ impl RedisFrontier {
         self.refresh_counters()?;
         ch.counters = Some(self.counters);
         ch.unacked = self.unacked;
+        ch.pending_held = self.pending_held;
         (ch.leases_renewed, ch.leases_lost) = self.gate.lease_counts();
         ch.spooled = self
             .conn

@@ -622,7 +622,22 @@ fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
     });
     assert!(got, "b gained h's shard");
     assert_eq!(seen, Some((until, 3)), "the pause and its backoff step");
-    assert_eq!(robots, vec![shared]);
+    assert_eq!(robots, vec![shared.clone()]);
+    // Held shards are reported once; asked to read them again, the next poll reports them all as gained again,
+    // hosts, pending counts and rules included.
+    let ch = b.poll_shards().unwrap();
+    assert!(ch.gained.is_empty());
+    assert_eq!(ch.pending_held, 1, "h's URL is in a shard b holds");
+    b.reread_shards();
+    let ch = b.poll_shards().unwrap();
+    let hosts: Vec<&str> = ch
+        .gained
+        .iter()
+        .flat_map(|(_, hs)| hs.iter().map(|h| h.name.as_str()))
+        .collect();
+    assert_eq!(hosts, vec!["h"]);
+    assert_eq!(ch.robots, vec![shared.clone()]);
+    assert!(b.poll_shards().unwrap().gained.is_empty());
     let back = crate::robots::Robots::from_snapshot(&robots[0].snapshot).unwrap();
     assert!(!back.is_allowed("/private/x"));
     assert_eq!(back.crawl_delay(), Some(Duration::from_secs(3)));
