@@ -17,7 +17,8 @@
 //!   acknowledgements, take-over); `instance.rs`: creating and checking the crawl's instance;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
-//! - `scripts.rs` and `lua/`: the scripts; `server.rs`: Redis servers for the tests; `tests.rs`.
+//! - `scripts.rs` and `lua/`: the scripts; `server.rs`: Redis servers for the tests; `tests.rs` (failures of Redis
+//!   itself in `tests/outage.rs`).
 //!
 //! # Queue positions
 //! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number

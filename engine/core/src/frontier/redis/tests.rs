@@ -9,6 +9,8 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
 
+mod outage;
+
 thread_local! {
     /// The server of the test running on this thread (libtest runs each test on a thread of its own).
     static SERVER: RefCell<Option<RedisServer>> = const { RefCell::new(None) };
@@ -330,44 +332,6 @@ fn records_come_back_after_a_crash_and_are_taken_over_after_two_leases() {
 }
 
 #[test]
-fn a_crawl_whose_data_is_gone_is_an_error_not_a_restart() {
-    if !require_server() {
-        return;
-    }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = short(&srv.url, "lost", 8, 1000);
-    let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
-    a.recover().unwrap();
-    a.commit(Batch {
-        discovered: vec![disc("http://h/1", "h", 0)],
-        ..Batch::default()
-    })
-    .unwrap();
-    let _: () = srv.query(&redis::cmd("FLUSHALL"));
-    let err = a
-        .commit(Batch {
-            discovered: vec![disc("http://h/2", "h", 0)],
-            ..Batch::default()
-        })
-        .unwrap_err();
-    assert!(matches!(err, FrontierError::Lost(_)), "{err:?}");
-    let text = err.to_string();
-    assert!(
-        text.starts_with("redis lost the crawl's data: shard ")
-            && text.ends_with("has no sentinel"),
-        "{text}"
-    );
-    drop(a);
-
-    // One shard's meta deleted under an existing crawl: opening refuses it.
-    let s = short(&srv.url, "lost2", 8, 1000);
-    drop(RedisFrontier::open(s.clone(), "a").unwrap());
-    let _: i64 = srv.query(redis::cmd("DEL").arg(Keys::new("lost2").meta(3)));
-    let err = RedisFrontier::open(s, "a").unwrap_err().to_string();
-    assert_eq!(err, "redis lost the crawl's data: shard 3 has no sentinel");
-}
-
-#[test]
 fn a_password_protected_server_works_and_the_password_never_shows() {
     if !require_server() {
         return;
@@ -529,52 +493,6 @@ fn hosts_added_by_a_peer_reach_the_owner_at_its_next_poll() {
 }
 
 #[test]
-fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
-    if !require_server() {
-        return;
-    }
-    let mut srv = RedisServer::unix(&["--appendonly", "yes", "--appendfsync", "always"]).unwrap();
-    let spool = tempfile::tempdir().unwrap();
-    let s = RedisSettings {
-        max_outage_ms: 800,
-        spool: Some(spool.path().to_path_buf()),
-        ..short(&srv.url, "spool", 4, 1000)
-    };
-    {
-        let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
-        a.recover().unwrap();
-        a.commit(Batch {
-            discovered: (0..3)
-                .map(|i| disc(&format!("http://h/{i}"), "h", 0))
-                .collect(),
-            ..Batch::default()
-        })
-        .unwrap();
-        let q = a.next_urls(host_fp("h"), None, 10).unwrap();
-        // Redis goes away: the commit waits, spooled, and gives up after the outage limit.
-        srv.kill();
-        let e = a
-            .commit(Batch {
-                finished: vec![finished(&q[0])],
-                records: vec![(1, line("http://h/0"))],
-                ..Batch::default()
-            })
-            .unwrap_err();
-        assert!(e.to_string().contains("redis"), "{e}");
-        let kept = std::fs::read_dir(spool.path()).unwrap().count();
-        assert_eq!(kept, 1, "the commit waits in the spool");
-        a.abandon();
-    }
-    srv.restart().unwrap();
-    // The next start replays it before recovering: the URL is done, its record comes back to be written.
-    let mut a = RedisFrontier::open(s, "a").unwrap();
-    assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
-    let r = a.recover().unwrap();
-    assert_eq!(r.outbox, vec![(1, line("http://h/0"))]);
-    assert_eq!((r.counters.pending, r.counters.done), (2, 1));
-}
-
-#[test]
 fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
     if !require_server() {
         return;
@@ -641,20 +559,6 @@ fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
     let back = crate::robots::Robots::from_snapshot(&robots[0].snapshot).unwrap();
     assert!(!back.is_allowed("/private/x"));
     assert_eq!(back.crawl_delay(), Some(Duration::from_secs(3)));
-}
-
-#[test]
-fn a_half_written_spool_file_is_removed_and_whole_commits_stay() {
-    let dir = tempfile::tempdir().unwrap();
-    let spool = super::spool::Spool {
-        dir: dir.path().join("spool"),
-    };
-    let whole = spool.write(&[]).unwrap();
-    let half = spool.dir.join("00000000000000000000000000000001.tmp");
-    std::fs::write(&half, b"crawl-engine spool 1\n\x05").unwrap();
-    spool.remove_partial().unwrap();
-    assert_eq!(spool.pending().unwrap(), vec![whole]);
-    assert!(!half.exists());
 }
 
 #[test]
