@@ -407,20 +407,9 @@ impl Crawl {
     /// again from its start. Never needed when the windows' bookkeeping is right; it keeps a crawl from stalling
     /// when it is not.
     fn heal(&mut self, now: Instant) {
-        let idle = self.leases.is_empty()
-            && self.in_flight.is_none()
-            && self.staged.is_empty()
-            && self.refills_out == 0
-            && self.queues.queued() == 0
-            && !self.draining
-            && !self.limit_reached();
-        // In a sharded crawl the pending count is the whole crawl's: other processes hold the rest.
-        if idle
-            && self.shards.is_none()
-            && self.counters.pending > 0
-            && !self.queues.store_has_more()
-            && !self.excluded.has_more()
-        {
+        // In a sharded crawl the pending count is the whole crawl's: other processes hold the rest (see
+        // `shards::watch_idle` for its own safety net).
+        if self.shards.is_none() && self.counters.pending > 0 && self.idle() {
             tracing::warn!(
                 pending = self.counters.pending,
                 "pending urls outside every window; reading the queues again"
@@ -428,6 +417,21 @@ impl Crawl {
             self.queues.rescan_all(now);
             self.excluded.rescan();
         }
+    }
+
+    /// True when nothing is out, staged, being read or queued here, every window has read its whole queue, and
+    /// leasing goes on (not draining, no limit reached): whatever the store still holds as pending, no window
+    /// accounts for.
+    fn idle(&self) -> bool {
+        self.leases.is_empty()
+            && self.in_flight.is_none()
+            && self.staged.is_empty()
+            && self.refills_out == 0
+            && self.queues.queued() == 0
+            && !self.queues.store_has_more()
+            && !self.excluded.has_more()
+            && !self.draining
+            && !self.limit_reached()
     }
 
     /// Records the links of the records queue (excluded without a fetch) that are in memory.

@@ -101,6 +101,19 @@ fn wait_all(children: Vec<Child>) -> Vec<RunResult> {
         .collect()
 }
 
+/// Every process exited 0; on failure every process's log is shown (one that never ends may be waiting on
+/// another).
+fn assert_all_exit_0(results: &[RunResult]) {
+    let all: String = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
+        .collect();
+    for r in results {
+        assert_eq!(r.code(), Some(0), "{all}");
+    }
+}
+
 /// The processes that own a shard of crawl "t" now.
 fn owners(c: &Cluster) -> BTreeSet<String> {
     (0..16)
@@ -368,14 +381,7 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
-    let all: String = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
-        .collect();
-    for r in &results {
-        assert_eq!(r.code(), Some(0), "{all}");
-    }
+    assert_all_exit_0(&results);
     let records = merge(&c);
     assert_exactly_once(&c, &records, "aof restart");
 
@@ -430,15 +436,7 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
-    // Every process's log on failure: one that never ends may be waiting on another.
-    let all: String = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
-        .collect();
-    for r in &results {
-        assert_eq!(r.code(), Some(0), "{all}");
-    }
+    assert_all_exit_0(&results);
     let records = merge(&c);
     assert_exactly_once(&c, &records, "cluster");
     assert_polite(&c, "cluster", 8);

@@ -118,16 +118,8 @@ impl Crawl {
     /// [`WAITING_LOG_EVERY`] what it waits for; and when its own shards hold pending URLs that no window accounts
     /// for ([`REREAD_AFTER_POLLS`] polls in a row), has them read again.
     fn watch_idle(&mut self, pending_held: u64, now: Instant) {
-        let idle = self.leases.is_empty()
-            && self.in_flight.is_none()
-            && self.staged.is_empty()
-            && self.refills_out == 0
-            && self.queues.queued() == 0
-            && !self.queues.store_has_more()
-            && !self.excluded.has_more()
+        let idle = self.idle()
             && self.handing.is_empty()
-            && !self.draining
-            && !self.limit_reached()
             && self.counters_after == Some(self.commits_done);
         if !idle || self.finished().is_some() {
             self.idle = IdleWatch::default();

@@ -73,6 +73,15 @@ fn one_owned_host_with_robots() -> (String, Arc<Table>, H) {
     (a, gate, h)
 }
 
+/// A crawl (default settings, one request per host) that owns `shard` and nothing else.
+fn owning(shard: u32) -> (Arc<Table>, H) {
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().insert(shard);
+    let mut h = H::new(settings(), policy(1));
+    h.crawl = sharded(settings(), policy(1), h.t0, gate.clone());
+    (gate, h)
+}
+
 /// Two hosts in different shards.
 fn two_hosts() -> (String, String) {
     let mut names = (0..50).map(|i| format!("h{i}.test"));
@@ -271,11 +280,7 @@ fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
 #[test]
 fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a_takeover() {
     let (a, b) = two_hosts();
-    let gate = Arc::new(Table::default());
-    gate.owned.lock().unwrap().insert(shard(&a));
-    let mut h = H::new(settings(), policy(1));
-    let sharded = sharded(settings(), policy(1), h.t0, gate.clone());
-    h.crawl = sharded;
+    let (gate, mut h) = owning(shard(&a));
     h.seed(&format!("http://{a}/"));
     let job = h.one(0);
     let throttled = JobResult::Page(Box::new(PageOutcome {
@@ -506,10 +511,7 @@ fn with_recrawl_a_record_id_names_the_url_and_its_queueing() {
 
 #[test]
 fn records_taken_over_by_an_idle_process_make_a_commit_due() {
-    let gate = Arc::new(Table::default());
-    gate.owned.lock().unwrap().insert(0);
-    let mut h = H::new(settings(), policy(1));
-    h.crawl = sharded(settings(), policy(1), h.t0, gate);
+    let (_, mut h) = owning(0);
     let token = h.crawl.poll_token();
     h.crawl
         .shards_changed(ShardChanges::default(), token, h.at(0));
@@ -535,10 +537,7 @@ fn records_taken_over_by_an_idle_process_make_a_commit_due() {
 #[test]
 fn an_idle_process_whose_shards_hold_unknown_pending_urls_reads_them_again() {
     let (a, _) = two_hosts();
-    let gate = Arc::new(Table::default());
-    gate.owned.lock().unwrap().insert(shard(&a));
-    let mut h = H::new(settings(), policy(1));
-    h.crawl = sharded(settings(), policy(1), h.t0, gate);
+    let (_, mut h) = owning(shard(&a));
     h.flush();
     let poll = |h: &mut H, pending_held: u64, ms: u64| {
         let changes = ShardChanges {
