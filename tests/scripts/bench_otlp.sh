@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # make bench-otlp: the crawl of make bench-crawl (8 hosts x 2,600 pages on 127.0.0.30-37, politeness off,
 # concurrency 64) without a trace exporter and with one (sample_ratio 1, every URL one trace) sending to otlpsink, a
-# loopback OTLP/gRPC receiver that only counts spans. Alternates REPEATS runs of each (default 3); prints each run's
-# CPU seconds per 1,000 pages and peak RSS, the medians, the ratios (exporter / none), and per run the spans the sink
-# received and the spans the engine counted dropped (its "trace exporter shut down" line at exit).
+# loopback OTLP/gRPC receiver that only counts spans (walking the protobuf, decoding no span: it stands for a
+# collector on another machine and takes little of the two cores the crawl runs on). Alternates REPEATS runs of
+# each (default 3); prints each run's CPU seconds per 1,000 pages and peak RSS, the medians, the ratios (exporter /
+# none), and per run the spans the sink received, the spans the engine counted dropped (its "trace exporter shut
+# down" line at exit) and the sink's CPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
@@ -58,12 +60,15 @@ for i in range(1, n + 1):
         rows[mode].append((cpu, rss, s["pages_per_sec"]))
         extra = ""
         if mode == "otlp":
-            got = re.search(r"received spans=(\d+)", open(f"{out}/sink-{i}.log").read())
+            sink_log = open(f"{out}/sink-{i}.log").read()
+            got = re.search(r"received spans=(\d+)", sink_log)
+            sink_cpu = re.search(r"cpu_s=([\d.]+)", sink_log)
             ends = [json.loads(l) for l in open(f"{out}/engine-{mode}-{i}.log")
                     if "trace exporter shut down" in l]
             extra = (f", spans received {got.group(1) if got else '?'} "
                      f"({int(got.group(1)) / pages:.1f} per page)" if got else ", spans received ?")
             extra += f", dropped {ends[-1]['dropped'] if ends else '?'}"
+            extra += f", sink CPU {sink_cpu.group(1) if sink_cpu else '?'} s"
         print(f"bench-otlp: {mode:4} run {i}: {s['fetched']} pages in {s['elapsed_s']:.2f}s, "
               f"{cpu:.3f} CPU s per 1000 pages, peak RSS {rss:.1f} MiB{extra}")
 med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in rows}

@@ -1,20 +1,25 @@
 //! `otlpsink`: an OTLP/gRPC trace receiver on loopback that only counts what it is sent, for `make bench-otlp`.
 //!
 //! Listens on `127.0.0.1:0` (or `--port`), prints `otlpsink ready endpoint=http://127.0.0.1:PORT` once it accepts,
-//! serves until SIGTERM/SIGINT, then prints `otlpsink received spans=N requests=N` and exits 0. Unlike the test
-//! receiver (`crawl_tests::otlp`) it keeps no spans, so it costs the machine little while a benchmark runs.
+//! serves until SIGTERM/SIGINT, then prints `otlpsink received spans=N requests=N bytes=N cpu_s=S` and exits 0.
+//!
+//! It stands for a collector on another machine, so it should take as little as possible of the cores the crawl
+//! being measured runs on: it serves gRPC over HTTP/2 with hyper and counts the spans of each
+//! `ExportTraceServiceRequest` by walking the protobuf fields down to `ScopeSpans.spans`, without decoding a span
+//! (decoding every span with prost cost it a tenth of the crawler's CPU). A request that is not well-formed
+//! protobuf, or is compressed, is answered with a gRPC error and counted apart.
 
+use std::convert::Infallible;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bytes::{Buf as _, Bytes};
 use clap::Parser;
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use http::{HeaderMap, HeaderValue, Request, Response};
+use http_body_util::{BodyExt as _, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Debug, Parser)]
@@ -32,30 +37,160 @@ struct Args {
 struct Counts {
     spans: AtomicU64,
     requests: AtomicU64,
+    bytes: AtomicU64,
+    rejected: AtomicU64,
 }
 
-#[derive(Clone)]
-struct Sink(Arc<Counts>);
+/// The one method served.
+const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
-#[tonic::async_trait]
-impl TraceService for Sink {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let spans: usize = request
-            .get_ref()
-            .resource_spans
-            .iter()
-            .flat_map(|rs| &rs.scope_spans)
-            .map(|ss| ss.spans.len())
-            .sum();
-        self.0.spans.fetch_add(spans as u64, Ordering::Relaxed);
-        self.0.requests.fetch_add(1, Ordering::Relaxed);
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
+/// Protobuf wire types.
+const VARINT: u64 = 0;
+const FIXED64: u64 = 1;
+const LEN: u64 = 2;
+const FIXED32: u64 = 5;
+
+/// Reads a varint at the front of `buf`.
+fn varint(buf: &mut &[u8]) -> Result<u64, String> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let Some((&b, rest)) = buf.split_first() else {
+            return Err("truncated varint".into());
+        };
+        *buf = rest;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Ok(v);
+        }
     }
+    Err("varint longer than 10 bytes".into())
+}
+
+/// Calls `f(field, payload)` for each length-delimited field of the message `buf`, skipping the others.
+fn each_len_field(
+    mut buf: &[u8],
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    while !buf.is_empty() {
+        let key = varint(&mut buf)?;
+        let (field, wire) = (key >> 3, key & 7);
+        let skip = match wire {
+            VARINT => {
+                varint(&mut buf)?;
+                0
+            }
+            FIXED64 => 8,
+            FIXED32 => 4,
+            LEN => {
+                let n = usize::try_from(varint(&mut buf)?).map_err(|_| "length too large")?;
+                let payload = buf.get(..n).ok_or("truncated field")?;
+                f(field, payload)?;
+                n
+            }
+            other => return Err(format!("wire type {other} of field {field}")),
+        };
+        buf = buf.get(skip..).ok_or("truncated field")?;
+    }
+    Ok(())
+}
+
+/// The spans in an encoded `ExportTraceServiceRequest`: `resource_spans` (1) → `scope_spans` (2) → `spans` (2).
+fn count_spans(request: &[u8]) -> Result<u64, String> {
+    let mut spans = 0u64;
+    each_len_field(request, |f, resource_spans| {
+        if f != 1 {
+            return Ok(());
+        }
+        each_len_field(resource_spans, |f, scope_spans| {
+            if f != 2 {
+                return Ok(());
+            }
+            each_len_field(scope_spans, |f, _span| {
+                spans += u64::from(f == 2);
+                Ok(())
+            })
+        })
+    })?;
+    Ok(spans)
+}
+
+/// The spans of a gRPC request body: length-prefixed messages (a flag byte, 0 for uncompressed, and a big-endian
+/// length).
+fn count_body(mut body: Bytes) -> Result<u64, String> {
+    let mut spans = 0;
+    while body.has_remaining() {
+        if body.remaining() < 5 {
+            return Err("truncated grpc frame".into());
+        }
+        let compressed = body.get_u8();
+        let len = body.get_u32() as usize;
+        if compressed != 0 {
+            return Err("compressed requests are not accepted".into());
+        }
+        if body.remaining() < len {
+            return Err("truncated grpc message".into());
+        }
+        spans += count_spans(&body.split_to(len))?;
+    }
+    Ok(spans)
+}
+
+type Reply = Response<
+    StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>,
+>;
+
+/// A gRPC answer: an empty `ExportTraceServiceResponse` when `status` is 0, then the status in the trailers.
+fn reply(status: u32, message: &str) -> Reply {
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from(status));
+    if !message.is_empty()
+        && let Ok(v) = HeaderValue::from_str(message)
+    {
+        trailers.insert("grpc-message", v);
+    }
+    let mut frames = Vec::with_capacity(2);
+    if status == 0 {
+        frames.push(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 0]))));
+    }
+    frames.push(Ok(Frame::trailers(trailers)));
+    let mut resp = Response::new(StreamBody::new(futures_util::stream::iter(frames)));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    resp
+}
+
+async fn handle(counts: Arc<Counts>, req: Request<Incoming>) -> Result<Reply, Infallible> {
+    if req.uri().path() != EXPORT_PATH {
+        return Ok(reply(12, "only trace export is served"));
+    }
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return Ok(reply(13, &format!("reading the request: {e}"))),
+    };
+    let len = body.len() as u64;
+    match count_body(body) {
+        Ok(spans) => {
+            counts.spans.fetch_add(spans, Ordering::Relaxed);
+            counts.requests.fetch_add(1, Ordering::Relaxed);
+            counts.bytes.fetch_add(len, Ordering::Relaxed);
+            Ok(reply(0, ""))
+        }
+        Err(e) => {
+            counts.rejected.fetch_add(1, Ordering::Relaxed);
+            Ok(reply(3, &e))
+        }
+    }
+}
+
+/// CPU seconds this process used (user + system), from /proc.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -86,28 +221,118 @@ async fn main() -> ExitCode {
         }
     };
     let counts = Arc::new(Counts::default());
-    let svc = TraceServiceServer::new(Sink(counts.clone())).max_decoding_message_size(64 << 20);
-    let server = tonic::transport::Server::builder()
-        .add_service(svc)
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            async move {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-            },
-        );
     println!("otlpsink ready endpoint=http://{addr}");
     // The listener is bound: an exporter started after this line connects.
-    if let Err(e) = server.await {
-        eprintln!("otlpsink: server failed: {e}");
-        return ExitCode::FAILURE;
+    loop {
+        let stream = tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    eprintln!("otlpsink: accept: {e}");
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let counts = counts.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| handle(counts.clone(), req));
+            let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), svc);
+            if let Err(e) = conn.await {
+                eprintln!("otlpsink: connection: {e}");
+            }
+        });
     }
     println!(
-        "otlpsink received spans={} requests={}",
+        "otlpsink received spans={} requests={} bytes={} rejected={} cpu_s={:.2}",
         counts.spans.load(Ordering::Relaxed),
-        counts.requests.load(Ordering::Relaxed)
+        counts.requests.load(Ordering::Relaxed),
+        counts.bytes.load(Ordering::Relaxed),
+        counts.rejected.load(Ordering::Relaxed),
+        cpu_seconds().unwrap_or(-1.0)
     );
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    use prost::Message as _;
+
+    fn span(name: &str) -> Span {
+        Span {
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            name: name.into(),
+            start_time_unix_nano: 5,
+            end_time_unix_nano: 9,
+            attributes: vec![KeyValue {
+                key: "k".into(),
+                value: Some(AnyValue {
+                    value: Some(any_value::Value::IntValue(-3)),
+                }),
+                ..KeyValue::default()
+            }],
+            ..Span::default()
+        }
+    }
+
+    fn request(shape: &[&[usize]]) -> Vec<u8> {
+        ExportTraceServiceRequest {
+            resource_spans: shape
+                .iter()
+                .map(|scopes| ResourceSpans {
+                    scope_spans: scopes
+                        .iter()
+                        .map(|&n| ScopeSpans {
+                            spans: (0..n).map(|i| span(&format!("s{i}"))).collect(),
+                            schema_url: "x".into(),
+                            ..ScopeSpans::default()
+                        })
+                        .collect(),
+                    ..ResourceSpans::default()
+                })
+                .collect(),
+        }
+        .encode_to_vec()
+    }
+
+    fn framed(messages: &[Vec<u8>]) -> Bytes {
+        let mut out = Vec::new();
+        for m in messages {
+            out.push(0);
+            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
+            out.extend_from_slice(m);
+        }
+        Bytes::from(out)
+    }
+
+    #[test]
+    fn spans_are_counted_across_resources_scopes_and_messages() {
+        assert_eq!(count_spans(&request(&[&[3, 0, 2], &[5]])), Ok(10));
+        assert_eq!(count_spans(&request(&[])), Ok(0));
+        let body = framed(&[request(&[&[4]]), request(&[&[1, 1]])]);
+        assert_eq!(count_body(body), Ok(6));
+    }
+
+    #[test]
+    fn malformed_and_compressed_requests_are_errors() {
+        let whole = request(&[&[2]]);
+        let cut = whole[..whole.len() - 3].to_vec();
+        assert!(count_spans(&cut).is_err(), "a truncated message");
+        assert!(count_spans(&[0x0b]).is_err(), "wire type 3");
+        assert!(
+            count_body(Bytes::from_static(&[0, 0, 0])).is_err(),
+            "a truncated frame"
+        );
+        let mut compressed = framed(&[whole]).to_vec();
+        compressed[0] = 1;
+        assert!(count_body(Bytes::from(compressed)).is_err());
+    }
 }

@@ -1,0 +1,71 @@
+//! `otlpsink`, the benchmark's collector, counts what the engine's own exporter sends it: spans from the
+//! process-wide tracer go over OTLP/gRPC to the binary cargo built, which reports them at SIGTERM.
+//!
+//! Its own test binary: it installs the process-wide tracer.
+
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use crawl_observability::{Format, OtlpSettings, TelemetryConfig, trace};
+
+#[test]
+fn the_sink_counts_every_span_the_engine_exports() {
+    let mut sink = Command::new(env!("CARGO_BIN_EXE_otlpsink"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("otlpsink starts");
+    let mut out = BufReader::new(sink.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    out.read_line(&mut ready).expect("ready line");
+    let endpoint = ready
+        .trim()
+        .strip_prefix("otlpsink ready endpoint=")
+        .unwrap_or_else(|| panic!("unexpected first line {ready:?}"))
+        .to_owned();
+    let mut guard = crawl_observability::init(&TelemetryConfig {
+        log_level: "warn".into(),
+        format: Format::Text,
+        otlp: Some(OtlpSettings {
+            endpoint: Some(endpoint),
+            service_name: "otlpsink-test".into(),
+            service_version: "0".into(),
+            sample_ratio: 1.0,
+        }),
+    })
+    .expect("telemetry");
+    for i in 0..40_i64 {
+        let t0 = SystemTime::now();
+        let root = trace::root("crawl.url", t0, Vec::new());
+        root.span(
+            "frontier.wait",
+            t0,
+            t0 + Duration::from_millis(1),
+            vec![crawl_observability::KeyValue::new(
+                "crawl.host",
+                format!("h{i}"),
+            )],
+        );
+        root.start("parse", Vec::new()).end();
+        root.end(SystemTime::now());
+    }
+    guard.shutdown();
+    let status = Command::new("kill")
+        .args(["-TERM", &sink.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("final line");
+    assert!(sink.wait().expect("sink exits").success(), "{rest}");
+    let field = |name: &str| -> u64 {
+        rest.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {rest:?}"))
+    };
+    assert_eq!(field("spans"), 120, "{rest}");
+    assert_eq!(field("rejected"), 0, "{rest}");
+    assert!(field("requests") >= 1, "{rest}");
+    assert!(field("bytes") > 120 * 40, "{rest}");
+}
