@@ -354,16 +354,16 @@ impl TraceCtx {
         }
     }
 
-    /// Records a finished child span.
+    /// Records a finished child span (its attributes a vector or, with no allocation, an array).
     pub fn span(
         &self,
         name: &'static str,
         start: SystemTime,
         end: SystemTime,
-        attributes: Vec<KeyValue>,
+        attributes: impl AsRef<[KeyValue]>,
     ) {
         if let Some(root) = self.sampled() {
-            root.child(name, start, end, &attributes, None);
+            root.child(name, start, end, attributes.as_ref(), None);
         }
     }
 
@@ -373,11 +373,11 @@ impl TraceCtx {
         name: &'static str,
         start: SystemTime,
         end: SystemTime,
-        attributes: Vec<KeyValue>,
+        attributes: impl AsRef<[KeyValue]>,
         error: &str,
     ) {
         if let Some(root) = self.sampled() {
-            root.child(name, start, end, &attributes, Some(error));
+            root.child(name, start, end, attributes.as_ref(), Some(error));
         }
     }
 
@@ -409,7 +409,7 @@ impl TraceCtx {
     }
 
     /// Adds attributes to the root span.
-    pub fn set_attributes(&self, attributes: Vec<KeyValue>) {
+    pub fn set_attributes(&self, attributes: impl IntoIterator<Item = KeyValue>) {
         if let Some(root) = self.sampled() {
             let mut s = root.state();
             if !s.ended {

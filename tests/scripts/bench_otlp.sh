@@ -3,9 +3,9 @@
 # concurrency 64) without a trace exporter and with one (sample_ratio 1, every URL one trace) sending to otlpsink, a
 # loopback OTLP/gRPC receiver that only counts spans (walking the protobuf, decoding no span: it stands for a
 # collector on another machine and takes little of the two cores the crawl runs on). Alternates REPEATS runs of
-# each (default 3); prints each run's CPU seconds per 1,000 pages and peak RSS, the medians, the ratios (exporter /
-# none), and per run the spans the sink received, the spans the engine counted dropped (its "trace exporter shut
-# down" line at exit) and the sink's CPU.
+# each (default 3, in ABBA order); prints each run's CPU seconds per 1,000 pages and peak RSS, the medians, the
+# ratios (exporter / none), and per run the spans the sink received, the spans the engine counted dropped (its
+# "trace exporter shut down" line at exit) and the sink's CPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
@@ -27,7 +27,11 @@ config() {
   fi
 }
 for i in $(seq 1 "$REPEATS"); do
-  for mode in none otlp; do
+  # ABBA order (none first in odd runs, OTLP first in even ones), so that whatever favours the first or the second
+  # crawl of a pair falls on both modes alike.
+  order="none otlp"
+  if [ $((i % 2)) -eq 0 ]; then order="otlp none"; fi
+  for mode in $order; do
     rm -rf "$out/crawl-data" "$out/crawl.jsonl"
     endpoint=
     if [ "$mode" = otlp ]; then

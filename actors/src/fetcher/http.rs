@@ -513,7 +513,7 @@ impl HttpClient {
                 "http.first_byte",
                 crawl_observability::trace::wall(from),
                 crawl_observability::trace::wall(start + headers_at),
-                vec![
+                [
                     crawl_observability::KeyValue::new("http.request.method", "GET"),
                     crawl_observability::KeyValue::new("net.connection.reused", !seen.opened),
                 ],

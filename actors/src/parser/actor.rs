@@ -115,47 +115,34 @@ fn record_spans(
         _ => None,
     };
     if let Some(started) = body.timings.started {
-        let mut attrs = Vec::with_capacity(3);
-        attrs.push(KeyValue::new(
-            "http.response.body.size",
-            body.wire_bytes as i64,
-        ));
-        attrs.push(KeyValue::new(
-            "network.protocol.version",
-            version_str(body.version),
-        ));
-        if let Some(p) = page {
-            attrs.push(KeyValue::new(
-                "crawl.decoded_bytes",
-                i64::try_from(p.content_length).unwrap_or(i64::MAX),
-            ));
-        }
-        trace.span(
-            "http.body",
+        let (from, to) = (
             wall(started + body.timings.headers),
             wall(started + body.timings.total),
-            attrs,
         );
+        let size = KeyValue::new("http.response.body.size", body.wire_bytes as i64);
+        let version = KeyValue::new("network.protocol.version", version_str(body.version));
+        match page {
+            Some(p) => {
+                let decoded = i64::try_from(p.content_length).unwrap_or(i64::MAX);
+                let decoded = KeyValue::new("crawl.decoded_bytes", decoded);
+                trace.span("http.body", from, to, [size, version, decoded]);
+            }
+            None => trace.span("http.body", from, to, [size, version]),
+        }
     }
     match (result, page) {
         (_, Some(p)) => trace.span(
             "parse",
             parse_start,
             parse_end,
-            vec![
+            [
                 KeyValue::new("crawl.links_found", i64::from(p.links_found)),
                 KeyValue::new("crawl.links_followed", p.links.len() as i64),
                 KeyValue::new("crawl.noindex", p.noindex),
             ],
         ),
-        (Ok(_), None) => trace.span("parse", parse_start, parse_end, Vec::new()),
-        (Err(_), None) => trace.failed_span(
-            "parse",
-            parse_start,
-            parse_end,
-            Vec::new(),
-            "parser panicked",
-        ),
+        (Ok(_), None) => trace.span("parse", parse_start, parse_end, []),
+        (Err(_), None) => trace.failed_span("parse", parse_start, parse_end, [], "parser panicked"),
     }
 }
 

@@ -88,7 +88,7 @@ impl RecordLog {
                     "frontier.commit",
                     from,
                     to,
-                    vec![KeyValue::new("frontier.backend", backend)],
+                    [KeyValue::new("frontier.backend", backend)],
                 );
             }
             self.writing.push_back((next, trace));

@@ -138,11 +138,86 @@ fn kv_len(kv: &KeyValue, value_len: usize) -> usize {
 /// Writes `kv` as field `field` (a repeated `KeyValue`).
 #[inline]
 fn put_kv(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
+    let key = kv.key.as_str().as_bytes();
+    match &kv.value {
+        // The common attribute, a short key with a number, a flag or a short string, whose tags and lengths all
+        // take one byte: written as a few runs of bytes rather than field by field.
+        Value::I64(i) if field < 16 && key.len() < 100 => {
+            let mut v = [0u8; 10];
+            let n = varint_into(&mut v, *i as u64);
+            let kv_len = 2 + key.len() + 3 + n;
+            buf.reserve(2 + kv_len);
+            buf.extend_from_slice(&[
+                key_byte(field, LEN),
+                kv_len as u8,
+                key_byte(1, LEN),
+                key.len() as u8,
+            ]);
+            buf.extend_from_slice(key);
+            buf.extend_from_slice(&[key_byte(2, LEN), (1 + n) as u8, key_byte(3, VARINT)]);
+            buf.extend_from_slice(&v[..n]);
+        }
+        Value::Bool(b) if field < 16 && key.len() < 100 => {
+            let kv_len = 2 + key.len() + 4;
+            buf.reserve(2 + kv_len);
+            buf.extend_from_slice(&[
+                key_byte(field, LEN),
+                kv_len as u8,
+                key_byte(1, LEN),
+                key.len() as u8,
+            ]);
+            buf.extend_from_slice(key);
+            buf.extend_from_slice(&[key_byte(2, LEN), 2, key_byte(2, VARINT), u8::from(*b)]);
+        }
+        Value::String(s) if field < 16 && key.len() + s.as_str().len() < 120 => {
+            let value = s.as_str().as_bytes();
+            let kv_len = 2 + key.len() + 4 + value.len();
+            buf.reserve(2 + kv_len);
+            buf.extend_from_slice(&[
+                key_byte(field, LEN),
+                kv_len as u8,
+                key_byte(1, LEN),
+                key.len() as u8,
+            ]);
+            buf.extend_from_slice(key);
+            buf.extend_from_slice(&[
+                key_byte(2, LEN),
+                (2 + value.len()) as u8,
+                key_byte(1, LEN),
+                value.len() as u8,
+            ]);
+            buf.extend_from_slice(value);
+        }
+        _ => put_kv_fields(buf, field, kv),
+    }
+}
+
+/// [`put_kv`] field by field, for any attribute.
+fn put_kv_fields(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
     let value_len = any_len(&kv.value);
     put_len(buf, field, kv_len(kv, value_len));
     put_bytes(buf, 1, kv.key.as_str().as_bytes());
     put_len(buf, 2, value_len);
     put_any(buf, &kv.value);
+}
+
+/// A tag that takes one byte (`field` < 16).
+#[inline]
+fn key_byte(field: u32, wire: u8) -> u8 {
+    key(field, wire) as u8
+}
+
+/// Writes `v` as a varint at the front of `out`; returns its length.
+#[inline]
+fn varint_into(out: &mut [u8; 10], mut v: u64) -> usize {
+    let mut n = 0;
+    while v >= 0x80 && n < 9 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
 }
 
 /// One finished span, as the engine keeps it.

@@ -6,7 +6,7 @@
 use super::*;
 
 /// Root-span attributes of a URL.
-fn url_attributes(url: &str, kind: JobKind, depth: u32) -> Vec<KeyValue> {
+fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [KeyValue; 3] {
     let kind = match kind {
         JobKind::Page => "page",
         JobKind::Embed => "embed",
@@ -14,7 +14,7 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> Vec<KeyValue> {
         JobKind::Sitemap => "sitemap",
         JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep | JobKind::Trap(_) => "excluded",
     };
-    vec![
+    [
         KeyValue::new("url.full", redact_url(url)),
         KeyValue::new("crawl.kind", kind),
         KeyValue::new("crawl.depth", i64::from(depth)),
@@ -50,18 +50,18 @@ impl Crawl {
             .remove(&entry.url)
             .unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
         if t.is_sampled() {
-            let host = self.queues.host_name(host).to_owned();
-            let mut attrs = Vec::with_capacity(2);
-            attrs.push(KeyValue::new("crawl.host", host));
+            let host = KeyValue::new("crawl.host", self.queues.host_name(host).to_owned());
             if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
                     "allowed"
                 } else {
                     "not_checked"
                 };
-                attrs.push(KeyValue::new("robots.verdict", verdict));
+                let verdict = KeyValue::new("robots.verdict", verdict);
+                t.span("frontier.wait", queued, wall(now), [host, verdict]);
+            } else {
+                t.span("frontier.wait", queued, wall(now), [host]);
             }
-            t.span("frontier.wait", queued, wall(now), attrs);
         }
         t
     }
@@ -81,7 +81,7 @@ impl Crawl {
                 "frontier.wait",
                 queued,
                 now,
-                vec![KeyValue::new("robots.verdict", verdict)],
+                [KeyValue::new("robots.verdict", verdict)],
             );
         }
         t
@@ -122,16 +122,15 @@ impl Crawl {
         if !trace.is_sampled() {
             return;
         }
-        let mut attrs = Vec::with_capacity(4);
-        attrs.push(KeyValue::new("crawl.outcome", record.outcome.as_str()));
-        attrs.push(KeyValue::new("crawl.attempt", i64::from(record.attempts)));
-        if !reason.is_empty() {
-            attrs.push(KeyValue::new("crawl.reason", reason));
-        }
-        if let Some(s) = record.status {
-            attrs.push(KeyValue::new("http.response.status_code", i64::from(s)));
-        }
-        trace.set_attributes(attrs);
+        let always = [
+            KeyValue::new("crawl.outcome", record.outcome.as_str()),
+            KeyValue::new("crawl.attempt", i64::from(record.attempts)),
+        ];
+        let reason_kv = (!reason.is_empty()).then(|| KeyValue::new("crawl.reason", reason));
+        let status = record
+            .status
+            .map(|s| KeyValue::new("http.response.status_code", i64::from(s)));
+        trace.set_attributes(always.into_iter().chain(reason_kv).chain(status));
         if record.outcome == Outcome::Failed {
             trace.set_error(record.error.as_deref().unwrap_or(reason));
         }
@@ -152,7 +151,7 @@ impl Crawl {
                 break;
             };
             if t.is_sampled() {
-                t.set_attributes(vec![KeyValue::new(
+                t.set_attributes([KeyValue::new(
                     "crawl.jsonl_line",
                     i64::try_from(seq).unwrap_or(i64::MAX),
                 )]);

@@ -158,3 +158,50 @@ fn varint_sizes_match_the_encoding() {
         assert_eq!(buf.len(), varint_len(v), "{v}");
     }
 }
+
+#[test]
+fn attribute_shortcuts_write_the_general_encoding_at_every_length_edge() {
+    let key = |n: usize| "k".repeat(n);
+    let mut cases = Vec::new();
+    for k in [1, 20, 99, 100, 101, 127, 128] {
+        for v in [i64::MIN, -1, 0, 1, 127, 128, 300, i64::MAX] {
+            cases.push(KeyValue::new(key(k), v));
+        }
+        cases.push(KeyValue::new(key(k), true));
+        cases.push(KeyValue::new(key(k), false));
+    }
+    for k in [1, 8, 60] {
+        for v in [
+            0, 1, 58, 59, 60, 61, 111, 118, 119, 120, 121, 126, 127, 128, 200,
+        ] {
+            cases.push(KeyValue::new(key(k), "v".repeat(v)));
+        }
+    }
+    for field in [1, 9, 15, 16] {
+        for kv in &cases {
+            let (mut fast, mut general) = (Vec::new(), Vec::new());
+            put_kv(&mut fast, field, kv);
+            put_kv_fields(&mut general, field, kv);
+            assert_eq!(fast, general, "field {field}, {kv:?}");
+        }
+    }
+    // And the result decodes as the KeyValue it was.
+    let mut msg = Vec::new();
+    for kv in &cases {
+        put_kv(&mut msg, 1, kv);
+    }
+    let decoded = opentelemetry_proto::tonic::common::v1::KeyValueList::decode(msg.as_slice())
+        .expect("decodes");
+    assert_eq!(decoded.values.len(), cases.len());
+    for (d, kv) in decoded.values.iter().zip(&cases) {
+        assert_eq!(d.key, kv.key.as_str());
+        let v = d.value.as_ref().and_then(|v| v.value.clone());
+        let want = match &kv.value {
+            Value::I64(i) => any_value::Value::IntValue(*i),
+            Value::Bool(b) => any_value::Value::BoolValue(*b),
+            Value::String(s) => any_value::Value::StringValue(s.as_str().to_owned()),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(v, Some(want));
+    }
+}
