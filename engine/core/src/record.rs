@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use std::time::SystemTime;
 
+mod line;
+
 /// What happened to a URL in the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -298,12 +300,9 @@ impl Record {
 
     /// The JSONL line for this record, with its trailing newline.
     pub fn to_line(&self) -> Vec<u8> {
-        // Serialising a struct of strings and numbers cannot fail; fall back to a minimal line if it ever does.
         // Sized for a typical record, so that the line is not grown (and copied) several times on the way.
         let mut line = Vec::with_capacity(self.url.len() * 2 + 448);
-        if serde_json::to_writer(&mut line, self).is_err() {
-            line = format!("{{\"url\":{:?},\"outcome\":\"failed\"}}", self.url).into_bytes();
-        }
+        line::write(&mut line, self);
         line.push(b'\n');
         line
     }
