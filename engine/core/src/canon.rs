@@ -50,8 +50,23 @@ pub fn canonicalize(input: &str) -> Result<Url, CanonError> {
 /// Leading and trailing ASCII whitespace is trimmed and tabs/newlines are removed, as WHATWG does.
 pub fn canonicalize_relative(base: &Url, href: &str) -> Result<Url, CanonError> {
     let href = trim_input(href)?;
-    let url = Url::options().base_url(Some(base)).parse(&href)?;
+    let href = same_origin_path(base, &href).unwrap_or(&href);
+    let url = Url::options().base_url(Some(base)).parse(href)?;
     normalize(url)
+}
+
+/// For an absolute `href` that starts with the base's own `scheme://authority` exactly as the base writes it,
+/// the path-absolute reference (from the `/` after the authority) that resolves to the same URL: the authority
+/// would parse back to the base's own scheme, userinfo, host and port, and resolving the reference keeps those
+/// without parsing the host again (IDNA processing, most of a link's resolution on small pages). Only for a `/`
+/// followed by neither `/` nor `\`, which would start an authority of their own in a reference.
+fn same_origin_path<'h>(base: &Url, href: &'h str) -> Option<&'h str> {
+    if !matches!(base.scheme(), "http" | "https") {
+        return None;
+    }
+    let rest = href.strip_prefix(&base[..Position::BeforePath])?;
+    let b = rest.as_bytes();
+    (b.first() == Some(&b'/') && !matches!(b.get(1), Some(b'/' | b'\\'))).then_some(rest)
 }
 
 /// `scheme://host:port` with the port always explicit (`http://a.com:80`): the robots.txt cache key.
@@ -283,6 +298,10 @@ fn is_unreserved(b: u8) -> bool {
 #[cfg(test)]
 #[path = "canon_v6_tests.rs"]
 mod v6_tests;
+
+#[cfg(test)]
+#[path = "canon_origin_tests.rs"]
+mod origin_tests;
 
 #[cfg(test)]
 mod tests {
