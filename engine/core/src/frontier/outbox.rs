@@ -44,27 +44,32 @@ pub fn decode(key: u64, row: &[u8]) -> Result<Vec<(u64, &[u8])>, DecodeError> {
     }
 }
 
+/// Record numbers and lines.
+type Lines = Vec<(u64, Vec<u8>)>;
+
 /// Removes the outbox lines numbered up to `upto` (the output holds them): rows with only such lines are deleted,
 /// a row that also holds later ones is written again with those alone. Returns the number of lines removed.
 pub fn trim(
     outbox: &mut redb::Table<'_, u64, &'static [u8]>,
     upto: u64,
 ) -> Result<u64, FrontierError> {
-    let mut rows = Vec::new();
+    // Rows are read in place: only the lines a row keeps (of the one row that straddles `upto`) are copied.
+    let mut rows: Vec<(u64, Lines)> = Vec::new();
+    let mut trimmed = 0u64;
     for item in outbox.range(..=upto)? {
         let (k, v) = item?;
-        rows.push((k.value(), v.value().to_vec()));
-    }
-    let mut trimmed = 0u64;
-    for (key, row) in rows {
-        let lines = decode(key, &row).map_err(corrupt)?;
+        let key = k.value();
+        let lines = decode(key, v.value()).map_err(corrupt)?;
         let total = lines.len();
-        let kept: Vec<(u64, Vec<u8>)> = lines
+        let kept: Lines = lines
             .into_iter()
             .filter(|(seq, _)| *seq > upto)
             .map(|(seq, line)| (seq, line.to_vec()))
             .collect();
         trimmed += (total - kept.len()) as u64;
+        rows.push((key, kept));
+    }
+    for (key, kept) in rows {
         outbox.remove(key)?;
         if let Some((k, row)) = encode(&kept) {
             outbox.insert(k, row.as_slice())?;
@@ -107,6 +112,41 @@ mod tests {
             vec![(9, &b"{\"old\":1}\n"[..])]
         );
         assert!(encode(&[]).is_none());
+    }
+
+    #[test]
+    fn trimming_deletes_written_rows_and_rewrites_the_one_that_straddles() {
+        const T: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("outbox");
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("o.redb")).unwrap();
+        let line = |n: u64| format!("{{\"n\":{n}}}\n").into_bytes();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(T).unwrap();
+            // A row written before batching (one line, no batch byte), then two commits' rows.
+            t.insert(1, line(1).as_slice()).unwrap();
+            for lines in [[2, 3, 4], [5, 6, 7]] {
+                let lines: Vec<_> = lines.iter().map(|&n| (n, line(n))).collect();
+                let (k, row) = encode(&lines).unwrap();
+                t.insert(k, row.as_slice()).unwrap();
+            }
+            assert_eq!(trim(&mut t, 5).unwrap(), 5);
+            let left: Vec<(u64, Lines)> = t
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    let lines = decode(k.value(), v.value()).unwrap();
+                    let lines = lines.into_iter().map(|(s, l)| (s, l.to_vec())).collect();
+                    (k.value(), lines)
+                })
+                .collect();
+            assert_eq!(left, vec![(6, vec![(6, line(6)), (7, line(7))])]);
+            assert_eq!(trim(&mut t, 5).unwrap(), 0, "nothing left to trim");
+            assert_eq!(trim(&mut t, 7).unwrap(), 2);
+            assert_eq!(t.iter().unwrap().count(), 0);
+        }
+        txn.commit().unwrap();
     }
 
     #[test]
