@@ -230,7 +230,9 @@ async fn main() -> ExitCode {
             accepted = listener.accept() => match accepted {
                 Ok((s, _)) => s,
                 Err(e) => {
+                    // Out of descriptors and the like: wait a little rather than spin.
                     eprintln!("otlpsink: accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             },
