@@ -11,8 +11,11 @@ use prometheus_client::registry::{Registry, Unit};
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 
+mod handles;
 pub mod known;
 mod text;
+
+use handles::Handles;
 
 pub use text::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, openmetrics_to_text};
 
@@ -70,6 +73,10 @@ pub struct Metrics {
     lease_events: CounterFamily,
     spooled: Gauge,
     spans_dropped: Counter,
+    /// Held series of `records` by (outcome, reason), `responses` by status class, `fetch_duration` by outcome.
+    record_handles: Handles<(&'static str, &'static str), Counter>,
+    response_handles: Handles<&'static str, Counter>,
+    latency_handles: Handles<&'static str, HistogramWithExemplars<Labels>>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -291,6 +298,9 @@ impl Metrics {
             records,
             responses,
             fetch_duration,
+            record_handles: Handles::new(),
+            response_handles: Handles::new(),
+            latency_handles: Handles::new(),
             body_bytes,
             fetch_errors,
             retries,
@@ -434,13 +444,17 @@ impl Metrics {
     }
 
     /// One JSONL record.
-    pub fn record(&self, outcome: &str, reason: &str) {
-        self.records
-            .get_or_create(&vec![
+    pub fn record(&self, outcome: &'static str, reason: &'static str) {
+        let make = || {
+            let labels = vec![
                 ("outcome", outcome.to_owned()),
                 ("reason", reason.to_owned()),
-            ])
-            .inc();
+            ];
+            self.records.get_or_create(&labels).clone()
+        };
+        self.record_handles.with((outcome, reason), make, |c| {
+            c.inc();
+        });
     }
 
     /// A page fetch with an HTTP answer.
@@ -452,17 +466,27 @@ impl Metrics {
             400..=499 => "4xx",
             _ => "5xx",
         };
-        self.responses
-            .get_or_create(&l1("status_class", class))
-            .inc();
+        let make = || {
+            self.responses
+                .get_or_create(&l1("status_class", class))
+                .clone()
+        };
+        self.response_handles.with(class, make, |c| {
+            c.inc();
+        });
         self.body_bytes.inc_by(body_bytes);
     }
 
     /// The latency of a page fetch, with the trace id as exemplar when the trace is exported.
-    pub fn fetch_duration(&self, outcome: &str, seconds: f64, trace_id: Option<String>) {
-        self.fetch_duration
-            .get_or_create(&l1("outcome", outcome))
-            .observe(seconds, trace_id.map(|t| vec![("trace_id", t)]), None);
+    pub fn fetch_duration(&self, outcome: &'static str, seconds: f64, trace_id: Option<String>) {
+        let make = || {
+            self.fetch_duration
+                .get_or_create(&l1("outcome", outcome))
+                .clone()
+        };
+        self.latency_handles.with(outcome, make, |h| {
+            h.observe(seconds, trace_id.map(|t| vec![("trace_id", t)]), None);
+        });
     }
 
     /// A fetch attempt without an HTTP answer.
