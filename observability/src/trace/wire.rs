@@ -138,58 +138,53 @@ fn kv_len(kv: &KeyValue, value_len: usize) -> usize {
 /// Writes `kv` as field `field` (a repeated `KeyValue`).
 #[inline]
 fn put_kv(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
-    let key = kv.key.as_str().as_bytes();
-    match &kv.value {
-        // The common attribute, a short key with a number, a flag or a short string, whose tags and lengths all
-        // take one byte: written as a few runs of bytes rather than field by field.
-        Value::I64(i) if field < 16 && key.len() < 100 => {
-            let mut v = [0u8; 10];
-            let n = varint_into(&mut v, *i as u64);
-            let kv_len = 2 + key.len() + 3 + n;
-            buf.reserve(2 + kv_len);
-            buf.extend_from_slice(&[
-                key_byte(field, LEN),
-                kv_len as u8,
-                key_byte(1, LEN),
-                key.len() as u8,
-            ]);
-            buf.extend_from_slice(key);
-            buf.extend_from_slice(&[key_byte(2, LEN), (1 + n) as u8, key_byte(3, VARINT)]);
-            buf.extend_from_slice(&v[..n]);
-        }
-        Value::Bool(b) if field < 16 && key.len() < 100 => {
-            let kv_len = 2 + key.len() + 4;
-            buf.reserve(2 + kv_len);
-            buf.extend_from_slice(&[
-                key_byte(field, LEN),
-                kv_len as u8,
-                key_byte(1, LEN),
-                key.len() as u8,
-            ]);
-            buf.extend_from_slice(key);
-            buf.extend_from_slice(&[key_byte(2, LEN), 2, key_byte(2, VARINT), u8::from(*b)]);
-        }
-        Value::String(s) if field < 16 && key.len() + s.as_str().len() < 120 => {
-            let value = s.as_str().as_bytes();
-            let kv_len = 2 + key.len() + 4 + value.len();
-            buf.reserve(2 + kv_len);
-            buf.extend_from_slice(&[
-                key_byte(field, LEN),
-                kv_len as u8,
-                key_byte(1, LEN),
-                key.len() as u8,
-            ]);
-            buf.extend_from_slice(key);
-            buf.extend_from_slice(&[
-                key_byte(2, LEN),
-                (2 + value.len()) as u8,
-                key_byte(1, LEN),
-                value.len() as u8,
-            ]);
-            buf.extend_from_slice(value);
-        }
-        _ => put_kv_fields(buf, field, kv),
+    if !put_kv_short(buf, field, kv) {
+        put_kv_fields(buf, field, kv);
     }
+}
+
+/// The common attribute, a number, a flag or a string whose tags and lengths all take one byte (field < 16, the
+/// whole `KeyValue` under 128 bytes), written as a few runs of bytes rather than field by field; false (nothing
+/// written) for any other.
+#[inline]
+fn put_kv_short(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) -> bool {
+    let key = kv.key.as_str().as_bytes();
+    // The `AnyValue` content: its field's tag and value bytes, then (for a string) the string itself.
+    let mut head = [0u8; 11];
+    let (head_len, tail): (usize, &[u8]) = match &kv.value {
+        Value::I64(i) => {
+            head[0] = key_byte(3, VARINT);
+            (1 + varint_into(&mut head[1..], *i as u64), &[])
+        }
+        Value::Bool(b) => {
+            head[..2].copy_from_slice(&[key_byte(2, VARINT), u8::from(*b)]);
+            (2, &[])
+        }
+        Value::String(s) => {
+            let value = s.as_str().as_bytes();
+            head[..2].copy_from_slice(&[key_byte(1, LEN), value.len() as u8]);
+            (2, value)
+        }
+        _ => return false,
+    };
+    let value_len = head_len + tail.len();
+    let kv_len = 2 + key.len() + 2 + value_len;
+    // Every length below is at most `kv_len`, so one byte holds each.
+    if field >= 16 || kv_len >= 0x80 {
+        return false;
+    }
+    buf.reserve(2 + kv_len);
+    buf.extend_from_slice(&[
+        key_byte(field, LEN),
+        kv_len as u8,
+        key_byte(1, LEN),
+        key.len() as u8,
+    ]);
+    buf.extend_from_slice(key);
+    buf.extend_from_slice(&[key_byte(2, LEN), value_len as u8]);
+    buf.extend_from_slice(&head[..head_len]);
+    buf.extend_from_slice(tail);
+    true
 }
 
 /// [`put_kv`] field by field, for any attribute.
@@ -207,9 +202,9 @@ fn key_byte(field: u32, wire: u8) -> u8 {
     key(field, wire) as u8
 }
 
-/// Writes `v` as a varint at the front of `out`; returns its length.
+/// Writes `v` as a varint at the front of `out` (at least 10 bytes); returns its length.
 #[inline]
-fn varint_into(out: &mut [u8; 10], mut v: u64) -> usize {
+fn varint_into(out: &mut [u8], mut v: u64) -> usize {
     let mut n = 0;
     while v >= 0x80 && n < 9 {
         out[n] = (v as u8) | 0x80;

@@ -180,9 +180,19 @@ fn attribute_shortcuts_write_the_general_encoding_at_every_length_edge() {
     for field in [1, 9, 15, 16] {
         for kv in &cases {
             let (mut fast, mut general) = (Vec::new(), Vec::new());
-            put_kv(&mut fast, field, kv);
+            let short = put_kv_short(&mut fast, field, kv);
+            if !short {
+                assert!(
+                    fast.is_empty(),
+                    "nothing written when the shortcut is not taken"
+                );
+                put_kv(&mut fast, field, kv);
+            }
             put_kv_fields(&mut general, field, kv);
             assert_eq!(fast, general, "field {field}, {kv:?}");
+            // The shortcut is taken for every attribute whose tag and lengths all fit one byte.
+            let fits = field < 16 && general.len() < 2 + 0x80;
+            assert_eq!(short, fits, "field {field}, {kv:?}");
         }
     }
     // And the result decodes as the KeyValue it was.
