@@ -72,7 +72,21 @@ fn same_origin_path<'h>(base: &Url, href: &'h str) -> Option<&'h str> {
 /// `scheme://host:port` with the port always explicit (`http://a.com:80`): the robots.txt cache key.
 pub fn authority_key(url: &Url) -> String {
     let port = url.port_or_known_default().unwrap_or(0);
-    format!("{}://{}:{}", url.scheme(), host_key(url), port)
+    authority_key_of(url.scheme(), host_key(url), port)
+}
+
+/// [`authority_key`] from its parts, put together by hand (the formatter's machinery cost four times the rest of
+/// a robots gate lookup).
+pub(crate) fn authority_key_of(scheme: &str, host: &str, port: u16) -> String {
+    let mut digits = itoa::Buffer::new();
+    let port = digits.format(port);
+    let mut key = String::with_capacity(scheme.len() + host.len() + 4 + port.len());
+    key.push_str(scheme);
+    key.push_str("://");
+    key.push_str(host);
+    key.push(':');
+    key.push_str(port);
+    key
 }
 
 /// The host (lowercase, punycode, IPv6 in brackets): the politeness key.

@@ -23,16 +23,7 @@ pub struct UrlParts<'a> {
 impl UrlParts<'_> {
     /// `scheme://host:port` with the port always explicit: the same string as [`crate::canon::authority_key`].
     pub fn authority_key(&self) -> String {
-        // Put together by hand: the formatter's machinery cost four times the rest of a robots gate lookup.
-        let mut digits = itoa::Buffer::new();
-        let port = digits.format(self.port);
-        let mut key = String::with_capacity(self.scheme.len() + self.host.len() + 4 + port.len());
-        key.push_str(self.scheme);
-        key.push_str("://");
-        key.push_str(self.host);
-        key.push(':');
-        key.push_str(port);
-        key
+        crate::canon::authority_key_of(self.scheme, self.host, self.port)
     }
 }
 
