@@ -5,7 +5,7 @@
 //! - [`cli`]: arguments. [`run`]: load and check the config, run the crawl. [`progress`]: bar or log lines.
 //! - [`reload`]: SIGHUP config reloads. [`signals`]: SIGINT/SIGTERM on a thread of their own.
 //! - [`merge`]: one JSONL from the files of a distributed crawl's processes.
-//! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process. [`error`]: exit statuses.
+//! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process (from `crawl-observability`). [`error`]: exit statuses.
 
 pub mod check;
 pub mod cli;
@@ -16,7 +16,7 @@ pub mod reload;
 pub mod run;
 pub mod signals;
 pub mod summary;
-pub mod usage;
+pub use crawl_observability::usage;
 
 pub use error::EngineError;
 pub use run::{Options, load_config, load_config_with, run_crawl, run_crawl_locked};

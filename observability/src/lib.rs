@@ -8,6 +8,7 @@
 //! - [`metrics`]: the process-wide Prometheus registry and its typed update helpers.
 //! - [`server`]: the `/metrics` HTTP endpoint.
 //! - [`redact`]: URLs as they may appear in spans and logs.
+//! - [`usage`]: CPU time and memory of this process (the end-of-crawl report, the benchmark's sink).
 //! - [`filter`]: the log filter in force, with the OTLP exporter's transport (h2, tonic, hyper, tower) and the
 //!   OpenTelemetry SDK held at warn (h2 off) unless the user's filter names them.
 
@@ -17,6 +18,7 @@ pub mod metrics;
 pub mod redact;
 pub mod server;
 pub mod trace;
+pub mod usage;
 
 pub use opentelemetry::KeyValue;
 

@@ -184,15 +184,6 @@ async fn handle(counts: Arc<Counts>, req: Request<Incoming>) -> Result<Reply, In
     }
 }
 
-/// CPU seconds this process used (user + system), from /proc.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -254,7 +245,7 @@ async fn main() -> ExitCode {
         counts.requests.load(Ordering::Relaxed),
         counts.bytes.load(Ordering::Relaxed),
         counts.rejected.load(Ordering::Relaxed),
-        cpu_seconds().unwrap_or(-1.0)
+        crawl_observability::usage::cpu_seconds().unwrap_or(-1.0)
     );
     ExitCode::SUCCESS
 }
