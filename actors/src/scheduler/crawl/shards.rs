@@ -140,7 +140,7 @@ impl Crawl {
             w.polls = 0;
         }
         let since = *w.since.get_or_insert(now);
-        let due = w.logged.map_or(since, |t| t) + WAITING_LOG_EVERY;
+        let due = w.logged.unwrap_or(since) + WAITING_LOG_EVERY;
         if now >= due {
             w.logged = Some(now);
             tracing::info!(

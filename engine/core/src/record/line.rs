@@ -2,7 +2,7 @@
 //! for absent values, the fields skipped when empty, serde_json's string escapes), without its serializer's
 //! per-value machinery. serde_json stays the reader, and the tests hold the two writers byte for byte.
 
-use super::{DnsInfo, Record, RecordKind};
+use super::{DnsInfo, Reason, Record, RecordKind};
 use crate::warc::RecordLocation;
 
 /// Appends `s` as a JSON string: `"` and `\` escaped, control characters as serde_json writes them (`\b`, `\t`,
@@ -119,17 +119,10 @@ fn put_warc(out: &mut Vec<u8>, w: &RecordLocation) {
 pub(super) fn write(out: &mut Vec<u8>, r: &Record) {
     out.extend_from_slice(b"{\"url\":");
     put_str(out, &r.url);
-    out.extend_from_slice(b",\"outcome\":\"");
-    out.extend_from_slice(r.outcome.as_str().as_bytes());
-    out.extend_from_slice(b"\",\"reason\":");
-    match r.reason {
-        Some(reason) => {
-            out.push(b'"');
-            out.extend_from_slice(reason.as_str().as_bytes());
-            out.push(b'"');
-        }
-        None => out.extend_from_slice(b"null"),
-    }
+    out.extend_from_slice(b",\"outcome\":");
+    put_str(out, r.outcome.as_str());
+    out.extend_from_slice(b",\"reason\":");
+    put_opt_str(out, r.reason.map(Reason::as_str));
     out.extend_from_slice(b",\"status\":");
     put_opt_num(out, r.status);
     out.extend_from_slice(b",\"depth\":");
@@ -166,17 +159,16 @@ pub(super) fn write(out: &mut Vec<u8>, r: &Record) {
     put_opt_str(out, r.proxy.as_deref());
     out.extend_from_slice(b",\"trace_id\":");
     put_opt_str(out, r.trace_id.as_deref());
-    if let Some(id) = &r.record_id {
-        out.extend_from_slice(b",\"record_id\":");
-        put_str(out, id);
-    }
-    if let Some(t) = &r.title {
-        out.extend_from_slice(b",\"title\":");
-        put_str(out, t);
-    }
-    if let Some(d) = &r.digest {
-        out.extend_from_slice(b",\"digest\":");
-        put_str(out, d);
+    // Fields left out when absent.
+    for (name, value) in [
+        (&b",\"record_id\":"[..], &r.record_id),
+        (b",\"title\":", &r.title),
+        (b",\"digest\":", &r.digest),
+    ] {
+        if let Some(v) = value {
+            out.extend_from_slice(name);
+            put_str(out, v);
+        }
     }
     if r.links_dropped != 0 {
         out.extend_from_slice(b",\"links_dropped\":");

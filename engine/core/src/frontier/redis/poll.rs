@@ -26,10 +26,11 @@ impl RedisFrontier {
             let v = r.map_err(|e| self.conn.error(&e))?;
             let a = reply::array(v, "stats")?;
             let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"));
+            let pending = n(1)?;
             c.known += n(0)?;
-            c.pending += n(1)?;
+            c.pending += pending;
             if self.gate.token(s as u32).is_some() {
-                pending_held += n(1)?;
+                pending_held += pending;
             }
             c.done += n(2)?;
             c.pages_fetched += n(3)?;
