@@ -492,6 +492,7 @@ pub(crate) fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseS
             .as_ref()
             .map(|_| crate::parser::archive::ARCHIVE_LEVEL),
         max_links_per_page: config.parser.max_links_per_page,
+        inline_max_bytes: config.parser.inline_max_bytes,
         embeds: embeds_policy(config),
     }
 }

@@ -32,6 +32,8 @@ pub struct Fetcher {
     resolver: Option<Recipient<Resolve>>,
     client: HttpClient,
     parser: ParserPool,
+    /// Parses small pages on this fetcher's thread; the rest go to `parser`.
+    inline: crate::parser::Parser,
     scheduler: Recipient<JobDone>,
     supervisor: Recipient<ChildFailed>,
     faults: Faults,
@@ -51,6 +53,7 @@ impl Fetcher {
             index,
             resolver,
             client,
+            inline: parser.inline_parser(),
             parser,
             scheduler,
             supervisor,
@@ -326,7 +329,11 @@ impl Handler<Fetch> for Fetcher {
         ))
         .catch_unwind();
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
-            Ok(Step::Parse(p)) => act.parser.send(*p),
+            Ok(Step::Parse(p)) => {
+                if let Some(p) = act.inline.try_inline(*p) {
+                    act.parser.send(p);
+                }
+            }
             Ok(Step::Done(d)) => act.scheduler.do_send(d),
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());

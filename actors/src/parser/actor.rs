@@ -1,14 +1,15 @@
-//! The parser actor: CPU-bound decoding and parsing on a `SyncArbiter` thread pool, off the async threads.
+//! The parser actor: CPU-bound decoding and parsing on a `SyncArbiter` thread pool, off the async threads. A
+//! fetcher keeps a parser of its own for small pages ([`Parser::try_inline`]), parsed on its thread.
 //!
 //! A panic while parsing is caught: the job goes back to the scheduler as `Panicked` (it re-drives the URL with
 //! attempt + 1), the supervisor is told, and the actor is stopped, which makes the `SyncArbiter` build a fresh one.
 //! Each parser runs on a thread of its own ([`super::pool`]) and marks the job it works on, so a stuck thread can be
 //! found and replaced.
 
-use super::logic::{ParseSettings, process_at, version_str};
+use super::logic::{Inline, ParseSettings, process_at, process_inline, version_str};
 use super::pool::Busy;
 use crate::backoff::restart_delay;
-use crate::faults::{Faults, Stage};
+use crate::faults::{Faults, Mode, Stage};
 use crate::job::panic_text;
 use crate::protocol::JobDone;
 use crate::protocol::JobResult;
@@ -102,6 +103,16 @@ struct BodySeen {
     timings: crate::fetcher::http::Timings,
 }
 
+impl BodySeen {
+    fn of(response: &crate::fetcher::http::RawResponse) -> BodySeen {
+        BodySeen {
+            wire_bytes: response.body.len(),
+            version: response.version,
+            timings: response.timings,
+        }
+    }
+}
+
 /// The `http.body` span (from the fetcher's timings) and the `parse` span of an exported trace.
 fn record_spans(
     trace: &crawl_observability::trace::TraceCtx,
@@ -146,57 +157,75 @@ fn record_spans(
     }
 }
 
-impl Handler<Parse> for Parser {
-    type Result = ();
-
-    fn handle(&mut self, msg: Parse, ctx: &mut SyncContext<Self>) {
+impl Parser {
+    /// Parses `msg` on the calling thread (a fetcher's) when it is a page small enough for it
+    /// ([`process_inline`]), and sends the job's end to the scheduler (a panic also to the supervisor, as a
+    /// parser's); returns the message untouched otherwise, for the parser threads. A URL marked to freeze the
+    /// parser (a test hook) always goes to the parser threads, whose stuck threads are replaced.
+    pub fn try_inline(&self, msg: Parse) -> Option<Parse> {
+        let settings = self.settings.load();
+        let settings = settings.as_ref();
+        if settings.inline_max_bytes == 0
+            || self.faults.matches(Stage::Parser, &msg.job.entry.url) == Some(Mode::Freeze)
+        {
+            return Some(msg);
+        }
         let Parse {
             job,
             response,
             page_url,
             dns,
         } = msg;
-        let id = job.id;
-        self.busy.start(id);
-        let settings = self.settings.load();
-        let settings = settings.as_ref();
-        let faults = &self.faults;
-        let (wire_bytes, version, timings) =
-            (response.body.len(), response.version, response.timings);
+        let seen = BodySeen::of(&response);
         let parse_start = std::time::SystemTime::now();
+        let faults = &self.faults;
         let result = catch_unwind(AssertUnwindSafe(|| {
             faults.hit(Stage::Parser, &job.entry.url);
-            let prepared = settings
-                .archive_level
-                .and_then(|level| super::archive::prepare(&job, &response, level));
-            let result = process_at(settings, &job, response, page_url);
-            let archive = prepared.map(|p| Box::new(super::archive::archived(p, &result)));
-            (result, archive)
+            process_inline(settings, &job, response, page_url)
         }));
-        let (result, archive) = match result {
-            Ok((r, a)) => (Ok(r), a),
-            Err(p) => (Err(p), None),
+        let result = match result {
+            Ok(Inline::Done(r)) => Ok(r),
+            Ok(Inline::Declined(back)) => {
+                let (response, page_url) = *back;
+                return Some(Parse {
+                    job,
+                    response,
+                    page_url,
+                    dns,
+                });
+            }
+            Err(payload) => Err(payload),
         };
+        self.conclude(job, dns, result, None, &seen, parse_start);
+        None
+    }
+
+    /// Records the spans of a parse that ended and sends the job's end to the scheduler; a panic is logged and
+    /// told to the supervisor too. Returns whether the parse panicked.
+    fn conclude(
+        &self,
+        job: crate::protocol::Job,
+        dns: Option<crawl_core::record::DnsInfo>,
+        result: std::thread::Result<JobResult>,
+        archive: Option<Box<crate::protocol::Archived>>,
+        seen: &BodySeen,
+        parse_start: std::time::SystemTime,
+    ) -> bool {
         if job.trace.is_sampled() {
             let parse_end = std::time::SystemTime::now();
-            let body = BodySeen {
-                wire_bytes,
-                version,
-                timings,
-            };
-            record_spans(&job.trace, &body, &result, parse_start, parse_end);
+            record_spans(&job.trace, seen, &result, parse_start, parse_end);
         }
-        self.busy.clear();
+        let id = job.id;
         match result {
             Ok(result) => {
-                self.restarts.in_a_row.store(0, Ordering::Relaxed);
                 self.scheduler.do_send(JobDone {
                     job: id,
                     url: job.entry.url,
                     result,
                     dns,
                     archive,
-                })
+                });
+                false
             }
             Err(payload) => {
                 let detail = panic_text(payload.as_ref());
@@ -211,14 +240,52 @@ impl Handler<Parse> for Parser {
                     dns: None,
                     archive: None,
                 });
-                self.restarts.in_a_row.fetch_add(1, Ordering::Relaxed);
                 self.supervisor.do_send(ChildFailed {
                     child: ChildId::Parser,
                     job: Some(id),
                     detail,
                 });
-                ctx.stop();
+                true
             }
+        }
+    }
+}
+
+impl Handler<Parse> for Parser {
+    type Result = ();
+
+    fn handle(&mut self, msg: Parse, ctx: &mut SyncContext<Self>) {
+        let Parse {
+            job,
+            response,
+            page_url,
+            dns,
+        } = msg;
+        self.busy.start(job.id);
+        let settings = self.settings.load();
+        let settings = settings.as_ref();
+        let faults = &self.faults;
+        let seen = BodySeen::of(&response);
+        let parse_start = std::time::SystemTime::now();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            faults.hit(Stage::Parser, &job.entry.url);
+            let prepared = settings
+                .archive_level
+                .and_then(|level| super::archive::prepare(&job, &response, level));
+            let result = process_at(settings, &job, response, page_url);
+            let archive = prepared.map(|p| Box::new(super::archive::archived(p, &result)));
+            (result, archive)
+        }));
+        let (result, archive) = match result {
+            Ok((r, a)) => (Ok(r), a),
+            Err(p) => (Err(p), None),
+        };
+        self.busy.clear();
+        if self.conclude(job, dns, result, archive, &seen, parse_start) {
+            self.restarts.in_a_row.fetch_add(1, Ordering::Relaxed);
+            ctx.stop();
+        } else {
+            self.restarts.in_a_row.store(0, Ordering::Relaxed);
         }
     }
 }

@@ -31,6 +31,9 @@ pub struct ParseSettings {
     /// With `crawl.embeds`: the scope page requisites are judged against (`crawl.embeds_scope`); `None` when
     /// requisites are not fetched.
     pub embeds: Option<Arc<ScopePolicy>>,
+    /// Pages whose decoded body is at most this many bytes are parsed on the fetcher's thread ([`process_inline`]);
+    /// 0: every response goes to the parser threads.
+    pub inline_max_bytes: usize,
 }
 
 /// Turns a fetched response into the job's result.
@@ -141,6 +144,53 @@ fn process_page_at(
     resp: RawResponse,
     page_url: Option<url::Url>,
 ) -> PageOutcome {
+    let body = decode(&resp, resp.body.clone(), settings.max_body_bytes);
+    page_with_body(settings, job, resp, page_url, body)
+}
+
+/// What [`process_inline`] gives back: the job's result, or the response it declined, untouched.
+#[derive(Debug)]
+pub enum Inline {
+    Done(JobResult),
+    Declined(Box<(RawResponse, Option<url::Url>)>),
+}
+
+/// Processes a response on the calling thread (the fetcher's) when it is a page or requisite whose decoded body is at
+/// most `inline_max_bytes` and nothing is archived; declines it otherwise, before any work but a decode cut off at
+/// that size. A small page then costs no hand-over to a parser thread and back; what could take long (a large
+/// body, a sitemap) still goes to the parser threads, whose stuck threads are found and replaced.
+pub fn process_inline(
+    settings: &ParseSettings,
+    job: &Job,
+    resp: RawResponse,
+    page_url: Option<url::Url>,
+) -> Inline {
+    let cap = settings.inline_max_bytes as u64;
+    let eligible = cap > 0
+        && settings.archive_level.is_none()
+        && !resp.truncated
+        && matches!(job.entry.kind, JobKind::Page | JobKind::Embed)
+        && resp.body.len() as u64 <= cap;
+    if !eligible {
+        return Inline::Declined(Box::new((resp, page_url)));
+    }
+    let body = decode(&resp, resp.body.clone(), settings.max_body_bytes.min(cap));
+    if matches!(body, Err((Reason::TooLarge, _))) && cap < settings.max_body_bytes {
+        return Inline::Declined(Box::new((resp, page_url)));
+    }
+    Inline::Done(JobResult::Page(Box::new(page_with_body(
+        settings, job, resp, page_url, body,
+    ))))
+}
+
+/// [`process_page_at`] with the body decoded.
+fn page_with_body(
+    settings: &ParseSettings,
+    job: &Job,
+    resp: RawResponse,
+    page_url: Option<url::Url>,
+    body: Result<bytes::Bytes, (Reason, String)>,
+) -> PageOutcome {
     let page_url = page_url.or_else(|| url::Url::parse(&job.entry.url).ok());
     let content_type = header(&resp, http::header::CONTENT_TYPE).map(str::to_owned);
     let mut out = PageOutcome {
@@ -174,7 +224,7 @@ fn process_page_at(
                 })
         });
     }
-    let body = match decode(&resp, resp.body.clone(), settings.max_body_bytes) {
+    let body = match body {
         Ok(b) => b,
         Err(e) => {
             out.body_error = Some(e);

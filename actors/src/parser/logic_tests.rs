@@ -22,6 +22,7 @@ fn settings(embeds: Option<ScopeMode>, max_links: usize) -> ParseSettings {
         max_links_per_page: max_links,
         embeds: embeds.map(policy),
         archive_level: None,
+        inline_max_bytes: 0,
     }
 }
 
@@ -156,4 +157,110 @@ fn a_requisite_redirect_is_judged_against_the_requisites_scope() {
     );
     let target = out.redirect_to.unwrap().unwrap();
     assert_eq!(target.verdict, ScopeVerdict::OutOfScope);
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn page_of(r: JobResult) -> PageOutcome {
+    match r {
+        JobResult::Page(p) => *p,
+        other => panic!("not a page: {other:?}"),
+    }
+}
+
+fn declined(i: Inline) -> RawResponse {
+    match i {
+        Inline::Declined(back) => back.0,
+        Inline::Done(r) => panic!("parsed inline: {r:?}"),
+    }
+}
+
+#[test]
+fn a_small_page_parsed_inline_gives_what_the_parser_threads_give() {
+    let mut s = settings(None, 100);
+    s.inline_max_bytes = 4096;
+    let j = job("http://a.test/", JobKind::Page, 0);
+    let html = [("content-type", "text/html")];
+    let gz = [("content-type", "text/html"), ("content-encoding", "gzip")];
+    for (headers, body) in [
+        (&html[..], HTML.as_bytes().to_vec()),
+        (&gz[..], gzip(HTML.as_bytes())),
+    ] {
+        let mut r = resp(200, headers, "");
+        r.body = bytes::Bytes::from(body);
+        let Inline::Done(inline) = process_inline(&s, &j, r.clone(), None) else {
+            panic!("declined a page of {} bytes", r.body.len());
+        };
+        let (a, b) = (page_of(inline), page_of(process_at(&s, &j, r, None)));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert!(
+            a.title.is_some() && !a.links.is_empty() && a.digest.is_some(),
+            "{a:?}"
+        );
+        assert_eq!(a.content_length, HTML.len() as u64);
+    }
+}
+
+#[test]
+fn what_could_take_long_is_declined_untouched() {
+    let mut s = settings(None, 100);
+    s.inline_max_bytes = HTML.len() - 1;
+    let page = job("http://a.test/", JobKind::Page, 0);
+    let html = [("content-type", "text/html")];
+    // Larger than the bound on the wire.
+    let back = declined(process_inline(&s, &page, resp(200, &html, HTML), None));
+    assert_eq!(back.body, HTML.as_bytes());
+    // Small on the wire, larger than the bound once decoded: declined after a decode cut off at the bound.
+    let body = gzip(HTML.as_bytes());
+    assert!(body.len() <= s.inline_max_bytes);
+    let mut r = resp(200, &[("content-encoding", "gzip")], "");
+    r.body = bytes::Bytes::from(body.clone());
+    let back = declined(process_inline(&s, &page, r, None));
+    assert_eq!(back.body, body, "the body handed back is the one read");
+    // Robots.txt, sitemaps, WARC output, a truncated body, and the bound 0 always go to the parser threads.
+    s.inline_max_bytes = 1 << 16;
+    for kind in [JobKind::Robots, JobKind::Sitemap] {
+        declined(process_inline(
+            &s,
+            &job("http://a.test/x", kind, 0),
+            resp(200, &[], "x"),
+            None,
+        ));
+    }
+    let mut truncated = resp(200, &html, HTML);
+    truncated.truncated = true;
+    declined(process_inline(&s, &page, truncated, None));
+    let mut archived = s.clone();
+    archived.archive_level = Some(1);
+    declined(process_inline(
+        &archived,
+        &page,
+        resp(200, &html, HTML),
+        None,
+    ));
+    s.inline_max_bytes = 0;
+    declined(process_inline(&s, &page, resp(200, &html, HTML), None));
+}
+
+#[test]
+fn a_body_over_max_body_bytes_is_recorded_too_large_inline_as_on_the_parser_threads() {
+    // The bound at or above max_body_bytes: decoding past it is the page's own error, not a reason to decline.
+    let mut s = settings(None, 100);
+    s.max_body_bytes = 100;
+    s.inline_max_bytes = 4096;
+    let body = gzip(HTML.as_bytes());
+    let mut r = resp(200, &[("content-encoding", "gzip")], "");
+    r.body = bytes::Bytes::from(body);
+    let j = job("http://a.test/", JobKind::Page, 0);
+    let Inline::Done(done) = process_inline(&s, &j, r.clone(), None) else {
+        panic!("declined");
+    };
+    let (a, b) = (page_of(done), page_of(process_at(&s, &j, r, None)));
+    assert_eq!(a.body_error.as_ref().map(|e| e.0), Some(Reason::TooLarge));
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
 }

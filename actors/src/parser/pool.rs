@@ -109,6 +109,12 @@ impl ParserPool {
         self.inner.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A parser like the slots' ones, for a fetcher to parse small pages on its own thread
+    /// ([`Parser::try_inline`]).
+    pub fn inline_parser(&self) -> Parser {
+        (self.inner.factory)(Arc::new(Busy::default()))
+    }
+
     /// Number of slots.
     pub fn len(&self) -> usize {
         self.slots().len()

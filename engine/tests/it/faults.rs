@@ -162,8 +162,19 @@ fn fetched<'a>(m: &'a Records, url: &str, status: u16) -> &'a Record {
 // ---------------------------------------------------------------------------------------------------------------
 // 1. injected panics
 
+/// The poisoned page is small, so it is parsed on the fetcher's thread: a panic there counts as a parser's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parser_panic_poisons_url_after_max_attempts_and_crawl_completes() {
+    parser_panic_poisons(110, "").await;
+}
+
+/// The same with every page handed to the parser threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parser_thread_panic_poisons_url_after_max_attempts_and_crawl_completes() {
+    parser_panic_poisons(129, "[parser]\ninline_max_bytes = 0\n").await;
+}
+
+async fn parser_panic_poisons(octet: u8, extra: &str) {
     let mut root: Vec<String> = (0..10).map(|i| format!("/n/{i}")).collect();
     root.insert(4, "/poison/1".into());
     let mut routes = vec![
@@ -171,11 +182,11 @@ async fn parser_panic_poisons_url_after_max_attempts_and_crawl_completes() {
         ("/poison/1".into(), page(&["/n/0"])),
     ];
     routes.extend((0..10).map(|i| (format!("/n/{i}"), page(&[format!("/n/{}", (i + 1) % 10)]))));
-    let site = start(110, routes).await;
+    let site = start(octet, routes).await;
     let crawl = TestCrawl::new(
         ENGINE,
         &[site.seed_url()],
-        "[supervisor]\nmax_attempts = 3\n",
+        &format!("[supervisor]\nmax_attempts = 3\n{extra}"),
     );
     let out = run(&crawl, Some("parser:/poison/")).await;
     out.assert_ok();

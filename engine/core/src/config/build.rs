@@ -345,6 +345,7 @@ fn parser(s: &mut Section<'_, '_, '_, '_>) -> ParserConfig {
     ParserConfig {
         threads: s.u32("threads", d.threads, 0),
         max_links_per_page: s.usize("max_links_per_page", d.max_links_per_page, 1),
+        inline_max_bytes: s.usize("inline_max_bytes", d.inline_max_bytes, 0),
     }
 }
 

@@ -487,13 +487,20 @@ pub struct ParserConfig {
     /// Links (and, separately, page requisites) kept per page; the rest are counted in the record's
     /// `links_dropped`.
     pub max_links_per_page: usize,
+    /// Pages whose decoded body is at most this many bytes are parsed on the fetcher's thread, without a hand-over
+    /// to a parser thread; 0 = every response goes to the parser threads. Not with WARC output.
+    pub inline_max_bytes: usize,
 }
+
+/// The default of `parser.inline_max_bytes`.
+pub const INLINE_MAX_BYTES: usize = 65_536;
 
 impl Default for ParserConfig {
     fn default() -> Self {
         Self {
             threads: 0,
             max_links_per_page: 10_000,
+            inline_max_bytes: INLINE_MAX_BYTES,
         }
     }
 }

@@ -337,6 +337,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
     compare!(diff, "parser", ParserConfig, parser, &new.parser, {
         threads => "threads",
         max_links_per_page => "max_links_per_page",
+        inline_max_bytes => "inline_max_bytes",
     });
     compare!(diff, "shutdown", ShutdownConfig, shutdown, &new.shutdown, {
         grace => "grace_ms",

@@ -78,6 +78,7 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.supervisor.parse_budget, Duration::from_millis(10_000));
     assert_eq!(c.parser.threads, 0);
     assert_eq!(c.parser.max_links_per_page, 10_000);
+    assert_eq!(c.parser.inline_max_bytes, 65_536);
     assert!(!c.crawl.embeds);
     assert_eq!(c.crawl.embeds_scope, ScopeMode::Any);
     assert_eq!(c.shutdown.grace, Duration::from_secs(10));
@@ -221,6 +222,7 @@ parse_budget_ms = 250
 [parser]
 threads = 3
 max_links_per_page = 50
+inline_max_bytes = 0
 
 [shutdown]
 grace_ms = 0
@@ -441,6 +443,7 @@ fn every_key_is_parsed() {
     );
     assert_eq!(c.parser.threads, 3);
     assert_eq!(c.parser.max_links_per_page, 50);
+    assert_eq!(c.parser.inline_max_bytes, 0);
     assert_eq!(c.shutdown.grace, Duration::ZERO);
     assert_eq!(
         c.observability,
@@ -506,7 +509,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 101);
+    assert_eq!(keys.len(), 102);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
