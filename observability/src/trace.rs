@@ -104,7 +104,7 @@ impl Exporter {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        // The tonic channel spawns its tasks on the runtime it is built in.
+        // Built inside the runtime whose tasks carry its connection.
         let transport = {
             let _enter = runtime.enter();
             export::Grpc::new(endpoint, export::EXPORT_TIMEOUT)?

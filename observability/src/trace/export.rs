@@ -10,7 +10,6 @@
 
 use super::loss::Loss;
 use super::wire::{Header, SpanRef, encode_span, put_encoded};
-use bytes::{Buf as _, BufMut as _};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -228,105 +227,181 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<u8>, usize))
 /// The gRPC method of OTLP trace export.
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
-/// OTLP/gRPC over a tonic channel, the request already encoded.
+type Connector = hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
+
+/// OTLP/gRPC over one pooled HTTP/2 connection (hyper; `http://` with prior knowledge, `https://` over rustls with
+/// the system's trust roots, else the bundled Mozilla ones), the request already encoded: its head and its spans go
+/// out as two body frames, so the batch is not copied again.
 #[derive(Debug, Clone)]
 pub(crate) struct Grpc {
-    client: tonic::client::Grpc<tonic::transport::Channel>,
+    client: hyper_util::client::legacy::Client<Connector, Frames>,
+    uri: http::Uri,
     timeout: Duration,
 }
 
 impl Grpc {
-    /// A lazily connecting client of `endpoint` (`http://host:port`); must be called inside a tokio runtime, whose
-    /// tasks then carry the connection.
+    /// A lazily connecting client of `endpoint` (`http(s)://host:port`, any path ignored); must be called inside a
+    /// tokio runtime, whose tasks then carry the connection.
     pub(crate) fn new(endpoint: &str, timeout: Duration) -> Result<Grpc, String> {
-        let channel = tonic::transport::Endpoint::from_shared(endpoint.to_owned())
-            .map_err(|e| e.to_string())?
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .connect_lazy();
+        let base: http::Uri = endpoint
+            .parse()
+            .map_err(|e| format!("invalid endpoint: {e}"))?;
+        let scheme = match base.scheme_str() {
+            Some(s @ ("http" | "https")) => s.to_owned(),
+            Some(other) => return Err(format!("unsupported scheme {other:?} (http or https)")),
+            None => return Err("invalid endpoint: no scheme (expected http(s)://host:port)".into()),
+        };
+        let Some(authority) = base.authority().cloned() else {
+            return Err("invalid endpoint: no host".into());
+        };
+        let uri = http::Uri::builder()
+            .scheme(scheme.as_str())
+            .authority(authority)
+            .path_and_query(EXPORT_PATH)
+            .build()
+            .map_err(|e| format!("invalid endpoint: {e}"))?;
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_connect_timeout(Some(timeout));
+        connector.set_nodelay(true);
+        connector.enforce_http(false);
+        // Trust roots are read (the system's bundle: a few milliseconds) only for an https endpoint.
+        let tls = if scheme == "https" {
+            match hyper_rustls::HttpsConnectorBuilder::new().with_native_roots() {
+                Ok(b) => b,
+                Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
+            }
+        } else {
+            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
+                rustls::ClientConfig::builder()
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth(),
+            )
+        };
+        let connector = tls.https_or_http().enable_http2().wrap_connector(connector);
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .http2_only(true)
+                .pool_max_idle_per_host(1)
+                .build(connector);
         Ok(Grpc {
-            client: tonic::client::Grpc::new(channel),
+            client,
+            uri,
             timeout,
         })
     }
+
+    async fn call(&self, request: Request) -> Result<(), String> {
+        let len = request.head.len() + request.spans.len();
+        let len = u32::try_from(len).map_err(|_| format!("request of {len} bytes is too large"))?;
+        // The gRPC message prefix: not compressed, then the length.
+        let mut head = Vec::with_capacity(5 + request.head.len());
+        head.push(0);
+        head.extend_from_slice(&len.to_be_bytes());
+        head.extend_from_slice(&request.head);
+        let req = http::Request::post(self.uri.clone())
+            .header(http::header::CONTENT_TYPE, "application/grpc")
+            .header(http::header::TE, "trailers")
+            .body(Frames::new(head, request.spans))
+            .map_err(|e| e.to_string())?;
+        let resp = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| format!("collector unavailable: {}", error_chain(&e)))?;
+        let status = resp.status();
+        let (parts, body) = resp.into_parts();
+        let collected = http_body_util::BodyExt::collect(body)
+            .await
+            .map_err(|e| format!("collector answer cut short: {e}"))?;
+        if status != http::StatusCode::OK {
+            return Err(format!("collector answered HTTP {status}"));
+        }
+        // A trailers-only answer carries the status in its headers.
+        let trailers = collected.trailers();
+        let grpc = |name: &str| {
+            trailers
+                .and_then(|t| t.get(name))
+                .or_else(|| parts.headers.get(name))
+                .and_then(|v| v.to_str().ok())
+        };
+        match grpc("grpc-status") {
+            Some("0") => Ok(()),
+            Some(code) => Err(format!(
+                "collector refused the spans: grpc-status {code}: {}",
+                grpc("grpc-message").unwrap_or("")
+            )),
+            None => Err("collector answered without a grpc-status".into()),
+        }
+    }
+}
+
+/// An error and its sources, joined.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    out
 }
 
 impl Transport for Grpc {
     fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send {
-        let mut client = self.client.clone();
-        let timeout = self.timeout;
+        let this = self.clone();
         async move {
-            let call = async {
-                client
-                    .ready()
-                    .await
-                    .map_err(|e| format!("collector unavailable: {e}"))?;
-                client
-                    .unary::<_, (), _>(
-                        tonic::Request::new(request),
-                        http::uri::PathAndQuery::from_static(EXPORT_PATH),
-                        Raw,
-                    )
-                    .await
-                    .map(|_| ())
-                    .map_err(|s| s.to_string())
-            };
-            match tokio::time::timeout(timeout, call).await {
+            match tokio::time::timeout(this.timeout, this.call(request)).await {
                 Ok(result) => result,
                 Err(_) => Err(format!(
                     "the collector did not answer within {} ms",
-                    timeout.as_millis()
+                    this.timeout.as_millis()
                 )),
             }
         }
     }
 }
 
-/// A gRPC codec of already encoded requests; the answer (`ExportTraceServiceResponse`) is read and not looked at.
-#[derive(Debug, Clone, Copy, Default)]
-struct Raw;
+/// A request body of up to two data frames, sent as they are.
+#[derive(Debug)]
+pub(crate) struct Frames(VecDeque<bytes::Bytes>);
 
-impl tonic::codec::Codec for Raw {
-    type Encode = Request;
-    type Decode = ();
-    type Encoder = Raw;
-    type Decoder = Raw;
-
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-
-    fn decoder(&mut self) -> Raw {
-        Raw
+impl Frames {
+    fn new(head: Vec<u8>, spans: Vec<u8>) -> Frames {
+        Frames(
+            [head, spans]
+                .into_iter()
+                .filter(|f| !f.is_empty())
+                .map(bytes::Bytes::from)
+                .collect(),
+        )
     }
 }
 
-impl tonic::codec::Encoder for Raw {
-    type Item = Request;
-    type Error = tonic::Status;
+impl hyper::body::Body for Frames {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
 
-    fn encode(
-        &mut self,
-        item: Request,
-        dst: &mut tonic::codec::EncodeBuf<'_>,
-    ) -> Result<(), tonic::Status> {
-        dst.reserve(item.head.len() + item.spans.len());
-        dst.put_slice(&item.head);
-        dst.put_slice(&item.spans);
-        Ok(())
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>> {
+        std::task::Poll::Ready(
+            self.get_mut()
+                .0
+                .pop_front()
+                .map(|b| Ok(hyper::body::Frame::data(b))),
+        )
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
     }
 }
 
-impl tonic::codec::Decoder for Raw {
-    type Item = ();
-    type Error = tonic::Status;
-
-    fn decode(
-        &mut self,
-        src: &mut tonic::codec::DecodeBuf<'_>,
-    ) -> Result<Option<()>, tonic::Status> {
-        let n = src.remaining();
-        src.advance(n);
-        Ok(Some(()))
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! The gRPC transport against an HTTP/2 server on loopback that answers as a collector would, or would not: the
+//! request as it arrives (path, headers, the message prefix and both parts of the body), a status in the
+//! trailers or in a trailers-only answer, an HTTP error, and endpoints that cannot be used.
+
+use super::*;
+use http_body_util::BodyExt as _;
+use hyper::body::{Frame, Incoming};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// How the test collector answers.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// 200, an empty message, `grpc-status: 0` in the trailers.
+    Ok,
+    /// 200 with `grpc-status: 14` and a message in the headers, nothing else (trailers-only).
+    Unavailable,
+    /// HTTP 503.
+    Http503,
+}
+
+/// A response body of the given frames.
+struct Reply(VecDeque<Frame<bytes::Bytes>>);
+
+impl hyper::body::Body for Reply {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<bytes::Bytes>, Self::Error>>> {
+        Poll::Ready(self.get_mut().0.pop_front().map(Ok))
+    }
+}
+
+fn reply(answer: Answer) -> http::Response<Reply> {
+    let grpc = http::Response::builder().header("content-type", "application/grpc");
+    match answer {
+        Answer::Ok => {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+            let frames = [
+                Frame::data(bytes::Bytes::from_static(&[0, 0, 0, 0, 0])),
+                Frame::trailers(trailers),
+            ];
+            grpc.body(Reply(frames.into_iter().collect()))
+        }
+        Answer::Unavailable => grpc
+            .header("grpc-status", "14")
+            .header("grpc-message", "overloaded")
+            .body(Reply(VecDeque::new())),
+        Answer::Http503 => http::Response::builder()
+            .status(503)
+            .body(Reply(VecDeque::new())),
+    }
+    .unwrap()
+}
+
+/// What the collector saw of each request: path, content type, te, body.
+type Seen = Arc<Mutex<Vec<(String, String, String, Vec<u8>)>>>;
+
+async fn collector(answer: Answer) -> (String, Seen) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Seen = Arc::default();
+    let keep = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = keep.clone();
+            let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+                let seen = seen.clone();
+                async move {
+                    let header = |n: http::header::HeaderName| {
+                        let v = req.headers().get(n).and_then(|v| v.to_str().ok());
+                        v.unwrap_or("").to_owned()
+                    };
+                    let (path, ct, te) = (
+                        req.uri().path().to_owned(),
+                        header(http::header::CONTENT_TYPE),
+                        header(http::header::TE),
+                    );
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    seen.lock().unwrap().push((path, ct, te, body.to_vec()));
+                    Ok::<_, std::convert::Infallible>(reply(answer))
+                }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(io, service),
+            );
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+fn request() -> Request {
+    Request {
+        head: b"HEAD".to_vec(),
+        spans: vec![7; 70_000],
+    }
+}
+
+#[tokio::test]
+async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
+    let (endpoint, seen) = collector(Answer::Ok).await;
+    let grpc = Grpc::new(&endpoint, Duration::from_secs(5)).unwrap();
+    for _ in 0..3 {
+        grpc.send(request()).await.unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    for (path, ct, te, body) in seen.iter() {
+        assert_eq!(path, EXPORT_PATH);
+        assert_eq!((ct.as_str(), te.as_str()), ("application/grpc", "trailers"));
+        let len = 4 + 70_000u32;
+        assert_eq!(body[0], 0, "not compressed");
+        assert_eq!(body[1..5], len.to_be_bytes());
+        assert_eq!(&body[5..9], b"HEAD");
+        assert_eq!(body.len(), 5 + len as usize);
+        assert!(body[9..].iter().all(|b| *b == 7));
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_in_a_trailers_only_answer_and_an_http_error_are_errors() {
+    let (endpoint, _) = collector(Answer::Unavailable).await;
+    let grpc = Grpc::new(&endpoint, Duration::from_secs(5)).unwrap();
+    let err = grpc.send(request()).await.unwrap_err();
+    assert!(
+        err.contains("grpc-status 14") && err.contains("overloaded"),
+        "{err}"
+    );
+    let (endpoint, _) = collector(Answer::Http503).await;
+    let grpc = Grpc::new(&endpoint, Duration::from_secs(5)).unwrap();
+    let err = grpc.send(request()).await.unwrap_err();
+    assert!(err.contains("HTTP 503"), "{err}");
+}
+
+#[tokio::test]
+async fn a_collector_that_does_not_listen_is_unavailable() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let grpc = Grpc::new(&format!("http://{addr}"), Duration::from_secs(5)).unwrap();
+    let err = grpc.send(request()).await.unwrap_err();
+    assert!(err.starts_with("collector unavailable"), "{err}");
+}
+
+#[test]
+fn endpoints_that_cannot_be_used_are_refused_with_the_reason() {
+    for (endpoint, says) in [
+        ("grpc://collector:4317", "unsupported scheme \"grpc\""),
+        ("collector:4317", "no scheme"),
+        ("http://", "invalid endpoint"),
+        ("not a uri", "invalid endpoint"),
+    ] {
+        let err = Grpc::new(endpoint, Duration::from_secs(1)).unwrap_err();
+        assert!(err.contains(says), "{endpoint}: {err}");
+    }
+    Grpc::new("http://127.0.0.1:4317/some/path", Duration::from_secs(1)).unwrap();
+}
+
+#[tokio::test]
+async fn an_https_endpoint_is_spoken_to_in_tls() {
+    // A collector that only reads what comes: an https endpoint must open with a TLS handshake record.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let first = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt as _;
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 3];
+        stream.read_exact(&mut head).await.unwrap();
+        head
+    });
+    let grpc = Grpc::new(&format!("https://{addr}"), Duration::from_millis(500)).unwrap();
+    let err = grpc.send(request()).await.unwrap_err();
+    assert!(!err.is_empty());
+    let head = first.await.unwrap();
+    assert_eq!(head[0], 0x16, "a TLS handshake record, not {head:?}");
+    assert_eq!(head[1], 0x03);
+}
