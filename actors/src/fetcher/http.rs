@@ -421,15 +421,20 @@ impl HttpClient {
                 addr,
             });
         }
+        let parse = |s: &str| {
+            s.parse::<http::Uri>()
+                .map_err(|e| FetchError::InvalidUrl(format!("{url}: {e}")))
+        };
+        // A canonical URL has neither fragment nor userinfo: it is sent as it is, without a copy.
+        if url.fragment().is_none() && url.username().is_empty() && url.password().is_none() {
+            return parse(url.as_str());
+        }
         let mut clean = url.clone();
         clean.set_fragment(None);
         // Both only fail for URLs without a host, excluded above.
         let _ = clean.set_username("");
         let _ = clean.set_password(None);
-        clean
-            .as_str()
-            .parse::<http::Uri>()
-            .map_err(|e| FetchError::InvalidUrl(format!("{url}: {e}")))
+        parse(clean.as_str())
     }
 
     fn build_request(

@@ -206,9 +206,13 @@ fn normalize(mut url: Url) -> Result<Url, CanonError> {
         url.set_host(Some(&host))?;
     }
     // Cannot fail: http(s) URLs always have a host here.
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.set_fragment(None);
+    if !url.username().is_empty() || url.password().is_some() {
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+    }
+    if url.fragment().is_some() {
+        url.set_fragment(None);
+    }
 
     if let Cow::Owned(path) = normalize_percent(url.path()) {
         url.set_path(&path);
