@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -34,7 +34,7 @@ test-it:
 
 # The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64), the same crawl against
 # wget2 on the plain and the realistic site, and the criterion benches.
-bench: bench-crawl bench-peer bench-polite bench-micro
+bench: bench-crawl bench-peer bench-small bench-polite bench-micro
 
 bench-crawl: release
 	bash tests/scripts/bench.sh
@@ -42,6 +42,11 @@ bench-crawl: release
 # crawl-engine and wget2 alternating on the same generated sites (installs wget2 with apt-get when missing).
 bench-peer: release
 	bash tests/scripts/bench_peer.sh
+
+# What a small page costs: the bench-crawl crawl on ~600-byte pages, with small pages parsed on the fetcher's thread
+# (the default) and on the parser threads, alternating; CALLGRIND=1 also counts instructions per response.
+bench-small: release
+	bash tests/scripts/bench_small.sh
 
 # Large frontiers (20k, 1M, 10M known URLs on the wide-mode test site): peak RSS, disk per known URL, time to the
 # first request after kill -9, pages/s at that size. SIZES="20000 1000000" skips 10M.

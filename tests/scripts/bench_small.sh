@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# make bench-small: what a small page costs end to end. The crawl of make bench-crawl (8 hosts x 2,600 pages on
+# 127.0.0.30-37, politeness off, concurrency 64, durable frontier and JSONL) on pages of ~600 bytes (testsite
+# --page-bytes 190 --links 3 --no-gzip), REPEATS times (default 4) with the default config and with
+# `parser.inline_max_bytes = 0` (every page handed to a parser thread), alternating in ABBA order. Prints each run's
+# CPU microseconds per response (user + system of the crawler), wall time and peak RSS, the medians and the ratio.
+# With CALLGRIND=1 it then counts instructions per response under valgrind --tool=callgrind for both modes on a
+# smaller site (4 hosts x 1,500 pages): a count that does not move with the load of the machine.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tests/scripts/lib.sh
+bin="${CARGO_TARGET_DIR:-target}/release"
+REPEATS="${REPEATS:-4}"
+out=.bench-small
+rm -rf "$out" && mkdir -p "$out"
+site=
+trap 'kill ${site:-} 2>/dev/null || true' EXIT
+
+start_site() { # HOSTS PAGES
+  rm -f "$out/seeds"
+  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 30 --page-bytes 190 --links 3 --no-gzip \
+    --seeds-file "$out/seeds" --all-seeds > "$out/testsite.log" 2>&1 &
+  site=$!
+  wait_for "$out/seeds"
+  read_seeds "$out/seeds"
+}
+
+config() { # MODE
+  bench_config
+  if [ "$1" = threads ]; then printf '[parser]\ninline_max_bytes = 0\n'; fi
+}
+
+# crawl MODE TAG [PREFIX...]: one crawl from a fresh data_dir.
+crawl() {
+  local mode=$1 tag=$2
+  shift 2
+  rm -rf "$out/crawl-data" "$out/crawl.jsonl"
+  config "$mode" > "$out/config.toml"
+  "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$tag.json" \
+    "${seeds[@]}" > /dev/null 2> "$out/engine-$tag.log"
+}
+
+start_site 8 2600
+for i in $(seq 1 "$REPEATS"); do
+  order="inline threads"
+  if [ $((i % 2)) -eq 0 ]; then order="threads inline"; fi
+  for mode in $order; do crawl "$mode" "$mode-$i"; done
+done
+kill "$site"; wait "$site" 2>/dev/null || true
+site=
+
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  command -v valgrind > /dev/null || { echo "bench-small: CALLGRIND=1 needs valgrind" >&2; exit 1; }
+  start_site 4 1500
+  for mode in inline threads; do
+    crawl "$mode" "cg-$mode" valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-$mode.out"
+  done
+  kill "$site"; wait "$site" 2>/dev/null || true
+  site=
+fi
+trap - EXIT
+
+REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
+import json, os, re, statistics
+n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
+rows = {"inline": [], "threads": []}
+names = {"inline": "default (small pages parsed on the fetcher's thread)",
+         "threads": "inline_max_bytes = 0 (every page to a parser thread)"}
+for i in range(1, n + 1):
+    for mode in ("inline", "threads"):
+        s = json.load(open(f"{out}/summary-{mode}-{i}.json"))
+        resp = max(s["fetched"], 1)
+        us = (s["cpu_seconds"] or 0) * 1e6 / resp
+        rows[mode].append((us, s["elapsed_s"], s["peak_rss_bytes"] / 1048576, resp))
+        print(f"bench-small: {mode:7} run {i}: {resp} responses in {s['elapsed_s']:.2f}s, "
+              f"{us:.1f} us of CPU a response, peak RSS {rows[mode][-1][2]:.1f} MiB")
+med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in rows}
+for m in ("inline", "threads"):
+    print(f"bench-small: median {names[m]}: {med[m][0]:.1f} us of CPU a response, wall {med[m][1]:.2f}s, "
+          f"peak RSS {med[m][2]:.1f} MiB")
+print(f"bench-small: default / inline_max_bytes = 0: CPU a response {med['inline'][0] / med['threads'][0]:.2f}, "
+      f"wall {med['inline'][1] / med['threads'][1]:.2f}")
+if os.environ["CALLGRIND"] == "1":
+    for mode in ("inline", "threads"):
+        s = json.load(open(f"{out}/summary-cg-{mode}.json"))
+        total = None
+        for line in open(f"{out}/callgrind-{mode}.out"):
+            m = re.match(r"^(summary|totals): (\d+)", line)
+            if m:
+                total = int(m.group(2))
+                break
+        resp = max(s["fetched"], 1)
+        print(f"bench-small: callgrind {names[mode]}: {total / resp:,.0f} instructions a response "
+              f"({resp} responses)")
+PY
