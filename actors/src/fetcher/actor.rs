@@ -1,4 +1,6 @@
-//! The fetcher actor: runs many fetches at once on its arbiter's thread and hands each answer to the parser.
+//! The fetcher actor: runs many fetches at once on its arbiter's thread and hands each answer to the parser: a
+//! small page to a parser of its own, on this thread (no hand-over to a parser thread and back), anything else to
+//! the parser threads.
 //!
 //! Politeness is not here: the scheduler decides what may start, so restarting a fetcher never bursts a host.
 //! A panic inside a fetch is caught; the fetcher tells the supervisor which job it held and stops, the supervisor
