@@ -149,11 +149,17 @@ impl ScopePolicy {
         match self.mode {
             ScopeMode::Any => true,
             ScopeMode::Host | ScopeMode::Domain => {
-                let Some(host) = url.host_str().map(normalize_host) else {
+                let Some(host) = url.host_str() else {
                     return false;
                 };
+                // A parsed URL's host is already lowercase without a trailing dot nearly always: no copy then.
+                let host = if host.ends_with('.') || host.bytes().any(|b| b.is_ascii_uppercase()) {
+                    std::borrow::Cow::Owned(normalize_host(host))
+                } else {
+                    std::borrow::Cow::Borrowed(host)
+                };
                 if self.mode == ScopeMode::Host {
-                    self.hosts.contains(&host)
+                    self.hosts.contains(host.as_ref())
                 } else {
                     self.domains.contains(&domain_or_host(&host))
                 }
@@ -256,6 +262,12 @@ mod tests {
             ScopeVerdict::OutOfScope
         );
         assert_eq!(p.check(&u("http://c.net/"), 0), ScopeVerdict::OutOfScope);
+        // A host written with the root's trailing dot is the same host.
+        assert_eq!(
+            p.check(&u("https://www.a.com./x"), 1),
+            ScopeVerdict::InScope
+        );
+        assert_eq!(p.check(&u("http://a.com./"), 1), ScopeVerdict::OutOfScope);
     }
 
     #[test]

@@ -69,10 +69,7 @@ impl TrapRules {
         if c.calendar && has_year_digits(url) {
             let low = i64::from(self.year) - i64::from(c.calendar_past_years);
             let high = i64::from(self.year) + i64::from(c.calendar_future_years);
-            if calendar_years(url)
-                .into_iter()
-                .any(|y| i64::from(y) < low || i64::from(y) > high)
-            {
+            if calendar_out_of_window(url, low, high) {
                 return Some(Reason::Calendar);
             }
         }
@@ -108,36 +105,53 @@ fn segment_repeats_over(path: &str, max: u32) -> bool {
         .any(|(i, s)| segments().skip(i).filter(|t| *t == s).count() > max as usize)
 }
 
-/// Years a URL names the way calendars do: a year segment followed by a month segment (`/2031/12/`), a date
-/// segment (`/2031-12-01`), a date value (`?date=2031-12-01`, `?d=20311201`) or a year parameter (`?year=2031`).
-fn calendar_years(url: &Url) -> Vec<i32> {
-    let segments: Vec<&str> = url.path().split('/').collect();
-    let in_path = segments.windows(2).filter_map(|w| {
-        let year = year_of(w[0])?;
-        let month: u32 = (w[1].len() <= 2).then(|| w[1].parse().ok()).flatten()?;
-        (1..=12).contains(&month).then_some(year)
-    });
-    let dates = segments.clone().into_iter().filter_map(date_year);
-    let in_query = url
-        .query()
+/// Whether a URL names a year outside `low..=high` the way calendars do: a year segment followed by a month segment
+/// (`/2031/12/`), a date segment (`/2031-12-01`), a date value (`?date=2031-12-01`, or `?startDate=20311201` in a
+/// parameter named for a date) or a year parameter (`?year=2031`). One pass over the path's segments and one over
+/// the query's parameters, without allocating: most URLs with four digits in a row (page numbers, ids) hold no
+/// date at all.
+fn calendar_out_of_window(url: &Url, low: i64, high: i64) -> bool {
+    let out = |year: i32| i64::from(year) < low || i64::from(year) > high;
+    let mut previous_year = None;
+    for segment in url.path().split('/') {
+        if let Some(year) = previous_year {
+            let month = (segment.len() <= 2)
+                .then(|| segment.parse::<u32>().ok())
+                .flatten();
+            if month.is_some_and(|m| (1..=12).contains(&m)) && out(year) {
+                return true;
+            }
+        }
+        if date_year(segment).is_some_and(out) {
+            return true;
+        }
+        previous_year = year_of(segment);
+    }
+    url.query()
         .into_iter()
         .flat_map(|q| q.split('&'))
         .filter_map(|p| {
             let (name, value) = p.split_once('=')?;
-            let name = name.to_ascii_lowercase();
-            if matches!(name.as_str(), "year" | "yr" | "y") {
+            if ["year", "yr", "y"]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
+            {
                 return year_of(value);
             }
             date_year(value).or_else(|| {
-                let compact = name.contains("date") && value.len() == 8;
+                let compact = value.len() == 8
+                    && name
+                        .as_bytes()
+                        .windows(4)
+                        .any(|w| w.eq_ignore_ascii_case(b"date"));
                 compact
                     .then(|| {
                         year_of(&value[..4]).filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
                     })
                     .flatten()
             })
-        });
-    in_path.chain(dates).chain(in_query).collect()
+        })
+        .any(out)
 }
 
 /// Whether the path or query holds a run of at least four digits (no calendar year without one).
