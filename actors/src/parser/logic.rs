@@ -104,15 +104,18 @@ fn is_css(content_type: Option<&str>) -> bool {
     })
 }
 
-fn judge(settings: &ParseSettings, url: &url::Url, depth: u32) -> FoundLink {
+fn judge(settings: &ParseSettings, url: url::Url, depth: u32) -> FoundLink {
     judge_in(&settings.scope, url, depth)
 }
 
-fn judge_in(scope: &ScopePolicy, url: &url::Url, depth: u32) -> FoundLink {
+/// The link's verdict; the URL's own string becomes the link's (no copy).
+fn judge_in(scope: &ScopePolicy, url: url::Url, depth: u32) -> FoundLink {
+    let verdict = scope.check(&url, depth);
+    let host = canon::host_key(&url).to_owned();
     FoundLink {
-        url: url.as_str().to_owned(),
-        host: canon::host_key(url).to_owned(),
-        verdict: scope.check(url, depth),
+        url: url.into(),
+        host,
+        verdict,
     }
 }
 
@@ -216,7 +219,7 @@ fn page_with_body(
         };
         out.redirect_to = header(&resp, http::header::LOCATION).map(|loc| {
             canon::canonicalize_relative(base, loc)
-                .map(|u| judge_in(scope, &u, job.entry.depth))
+                .map(|u| judge_in(scope, u, job.entry.depth))
                 // Shown without the user name and password it may carry.
                 .map_err(|e| {
                     let shown = crawl_core::config::hide_userinfo(loc);
@@ -261,7 +264,7 @@ fn page_with_body(
                 if let Some(scope) = &settings.embeds {
                     out.embeds = page
                         .embeds
-                        .iter()
+                        .into_iter()
                         .map(|u| judge_in(scope, u, job.entry.depth))
                         .collect();
                 }
@@ -269,9 +272,9 @@ fn page_with_body(
                     let depth = job.entry.depth + 1;
                     out.links = page
                         .links
-                        .iter()
+                        .into_iter()
                         .filter(|l| !l.nofollow)
-                        .map(|l| judge(settings, &l.url, depth))
+                        .map(|l| judge(settings, l.url, depth))
                         .collect();
                 }
             }
@@ -306,7 +309,7 @@ fn stylesheet_embeds(
             out.embeds_dropped += 1;
             continue;
         }
-        out.embeds.push(judge_in(scope, &url, job.entry.depth));
+        out.embeds.push(judge_in(scope, url, job.entry.depth));
     }
 }
 
@@ -364,7 +367,7 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
                 match parsed.kind {
                     SitemapKind::Index => out.sitemaps.push(u.as_str().to_owned()),
                     SitemapKind::UrlSet | SitemapKind::Text => {
-                        out.pages.push(judge(settings, &u, 1))
+                        out.pages.push(judge(settings, u, 1))
                     }
                 }
             }
