@@ -279,6 +279,16 @@ mod tests {
         }
     }
 
+    /// A repeatable stream of pseudo-random numbers (xorshift64) for the generated cases.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     #[test]
     fn split_agrees_with_the_parser_on_generated_strings() {
         const HOSTS: &[&str] = &[
@@ -309,13 +319,7 @@ mod tests {
             "%2E", "%41", "%4", "-", "~", "&", "=", ";", " ", "\\", "\"", "'", "<", "é", "\t", "*",
             "+", ",", "!", "$", "(", ")", "_", "`", "{", "|", "^",
         ];
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut split_some = 0;
         for _ in 0..60_000 {
             let mut s = String::from(if next() % 2 == 0 {
@@ -367,13 +371,7 @@ mod tests {
             "0", "1", "9", "10", "99", "100", "127", "199", "200", "249", "250", "255", "256",
             "299", "300", "00", "01", "010", "0255", "1000", "", "1a",
         ];
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut quads = 0;
         for _ in 0..20_000 {
             // Four parts half the time, 1 to 5 otherwise.
