@@ -11,10 +11,10 @@ use super::pool::Busy;
 use crate::backoff::restart_delay;
 use crate::faults::{Faults, Mode, Stage};
 use crate::job::panic_text;
-use crate::protocol::JobDone;
 use crate::protocol::JobResult;
 use crate::protocol::Parse;
 use crate::protocol::{ChildFailed, ChildId};
+use crate::protocol::{Job, JobDone};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
 use crawl_observability::KeyValue;
 use crawl_observability::trace::wall;
@@ -178,11 +178,7 @@ impl Parser {
         } = msg;
         let seen = BodySeen::of(&response);
         let parse_start = std::time::SystemTime::now();
-        let faults = &self.faults;
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            faults.hit(Stage::Parser, &job.entry.url);
-            process_inline(settings, &job, response, page_url)
-        }));
+        let result = self.contained(&job, || process_inline(settings, &job, response, page_url));
         let result = match result {
             Ok(Inline::Done(r)) => Ok(r),
             Ok(Inline::Declined(back)) => {
@@ -200,11 +196,20 @@ impl Parser {
         None
     }
 
+    /// Runs `work` for `job` with a parser's containment: the fault hook first (a test hook), then the work, any
+    /// panic caught. The same on a parser thread and on a fetcher's.
+    fn contained<T>(&self, job: &Job, work: impl FnOnce() -> T) -> std::thread::Result<T> {
+        catch_unwind(AssertUnwindSafe(|| {
+            self.faults.hit(Stage::Parser, &job.entry.url);
+            work()
+        }))
+    }
+
     /// Records the spans of a parse that ended and sends the job's end to the scheduler; a panic is logged and
     /// told to the supervisor too. Returns whether the parse panicked.
     fn conclude(
         &self,
-        job: crate::protocol::Job,
+        job: Job,
         dns: Option<crawl_core::record::DnsInfo>,
         result: std::thread::Result<JobResult>,
         archive: Option<Box<crate::protocol::Archived>>,
@@ -264,18 +269,16 @@ impl Handler<Parse> for Parser {
         self.busy.start(job.id);
         let settings = self.settings.load();
         let settings = settings.as_ref();
-        let faults = &self.faults;
         let seen = BodySeen::of(&response);
         let parse_start = std::time::SystemTime::now();
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            faults.hit(Stage::Parser, &job.entry.url);
+        let result = self.contained(&job, || {
             let prepared = settings
                 .archive_level
                 .and_then(|level| super::archive::prepare(&job, &response, level));
             let result = process_at(settings, &job, response, page_url);
             let archive = prepared.map(|p| Box::new(super::archive::archived(p, &result)));
             (result, archive)
-        }));
+        });
         let (result, archive) = match result {
             Ok((r, a)) => (Ok(r), a),
             Err(p) => (Err(p), None),
