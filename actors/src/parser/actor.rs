@@ -294,6 +294,10 @@ impl Handler<Parse> for Parser {
 }
 
 #[cfg(test)]
+#[path = "actor_tests.rs"]
+mod inline_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

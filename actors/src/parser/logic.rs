@@ -379,4 +379,4 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
 
 #[cfg(test)]
 #[path = "logic_tests.rs"]
-mod tests;
+pub(crate) mod tests;

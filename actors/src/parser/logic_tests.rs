@@ -12,7 +12,7 @@ fn policy(mode: ScopeMode) -> Arc<ScopePolicy> {
     Arc::new(ScopePolicy::new(mode, &[seed], Vec::new(), Vec::new(), 5))
 }
 
-fn settings(embeds: Option<ScopeMode>, max_links: usize) -> ParseSettings {
+pub(crate) fn settings(embeds: Option<ScopeMode>, max_links: usize) -> ParseSettings {
     ParseSettings {
         scope: policy(ScopeMode::Host),
         user_agent: "crawlbot/1.0".into(),
@@ -26,7 +26,7 @@ fn settings(embeds: Option<ScopeMode>, max_links: usize) -> ParseSettings {
     }
 }
 
-fn job(url: &str, kind: JobKind, depth: u32) -> Job {
+pub(crate) fn job(url: &str, kind: JobKind, depth: u32) -> Job {
     let mut entry = Entry::page(url, depth, None);
     entry.kind = kind;
     Job {
@@ -39,7 +39,7 @@ fn job(url: &str, kind: JobKind, depth: u32) -> Job {
     }
 }
 
-fn resp(status: u16, headers: &[(&'static str, &str)], body: &str) -> RawResponse {
+pub(crate) fn resp(status: u16, headers: &[(&'static str, &str)], body: &str) -> RawResponse {
     let mut map = http::HeaderMap::new();
     for (k, v) in headers {
         map.insert(*k, http::HeaderValue::from_str(v).unwrap());
@@ -58,7 +58,7 @@ fn resp(status: u16, headers: &[(&'static str, &str)], body: &str) -> RawRespons
     }
 }
 
-const HTML: &str = r#"<html><head><title> Home   page </title>
+pub(crate) const HTML: &str = r#"<html><head><title> Home   page </title>
     <link rel="stylesheet" href="/site.css"><link rel="icon" href="https://cdn.test/fav.ico"></head>
     <body><a href="/a">a</a><a href="/b">b</a><a href="/c">c</a><img src="/logo.png"></body></html>"#;
 
