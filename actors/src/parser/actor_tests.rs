@@ -124,25 +124,26 @@ async fn a_panic_inline_is_contained_and_told_as_a_parsers() {
     let (p, seen) = parser(4096, "parser:/poison/");
     assert!(p.try_inline(page("http://a.test/poison/1", HTML)).is_none());
     settle(&seen, 1, 1).await;
-    let s = seen.lock().unwrap();
-    assert!(
-        matches!(
-            &s.done[..],
-            [JobDone {
-                result: JobResult::Panicked {
-                    stage: "parser",
+    {
+        let s = seen.lock().unwrap();
+        assert!(
+            matches!(
+                &s.done[..],
+                [JobDone {
+                    result: JobResult::Panicked {
+                        stage: "parser",
+                        ..
+                    },
                     ..
-                },
-                ..
-            }]
-        ),
-        "{:?}",
-        s.done.iter().map(|d| &d.result).collect::<Vec<_>>()
-    );
-    assert_eq!(s.failed.len(), 1);
-    assert_eq!(s.failed[0].child, ChildId::Parser);
+                }]
+            ),
+            "{:?}",
+            s.done.iter().map(|d| &d.result).collect::<Vec<_>>()
+        );
+        assert_eq!(s.failed.len(), 1);
+        assert_eq!(s.failed[0].child, ChildId::Parser);
+    }
     // The same parser goes on with the next page.
-    drop(s);
     assert!(p.try_inline(page("http://a.test/", HTML)).is_none());
     settle(&seen, 2, 1).await;
     assert!(matches!(

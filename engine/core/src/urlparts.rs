@@ -322,14 +322,14 @@ mod tests {
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut split_some = 0;
         for _ in 0..60_000 {
-            let mut s = String::from(if next() % 2 == 0 {
+            let mut s = String::from(if next().is_multiple_of(2) {
                 "http://"
             } else {
                 "https://"
             });
             s.push_str(HOSTS[(next() % HOSTS.len() as u64) as usize]);
             s.push_str(PORTS[(next() % PORTS.len() as u64) as usize]);
-            if next() % 8 != 0 {
+            if !next().is_multiple_of(8) {
                 s.push('/');
             }
             let n = next() % 10;
@@ -375,7 +375,11 @@ mod tests {
         let mut quads = 0;
         for _ in 0..20_000 {
             // Four parts half the time, 1 to 5 otherwise.
-            let n = if next() % 2 == 0 { 4 } else { 1 + next() % 5 };
+            let n = if next().is_multiple_of(2) {
+                4
+            } else {
+                1 + next() % 5
+            };
             let host: Vec<&str> = (0..n)
                 .map(|_| PARTS[(next() % PARTS.len() as u64) as usize])
                 .collect();
