@@ -13,6 +13,7 @@
 //!   OpenTelemetry SDK held at warn (h2 off) unless the user's filter names them.
 
 pub mod console;
+pub mod error_chain;
 pub mod filter;
 pub mod metrics;
 pub mod redact;

@@ -193,38 +193,8 @@ pub fn tls_detail(err: &rustls::Error) -> String {
     }
 }
 
-/// Longest error chain that is inspected.
-const MAX_CHAIN: usize = 32;
-
-/// The next error in the chain; for `io::Error` this is its payload, which `source()` skips.
-fn next_in_chain<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdError + 'static)> {
-    if let Some(io_err) = err.downcast_ref::<io::Error>()
-        && let Some(inner) = io_err.get_ref()
-    {
-        let inner: &(dyn StdError + 'static) = inner;
-        return Some(inner);
-    }
-    err.source()
-}
-
-/// The whole chain rendered as `outer: inner: innermost`, skipping repeated messages.
-pub fn chain_message(err: &(dyn StdError + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur = Some(err);
-    let mut depth = 0;
-    while let Some(e) = cur {
-        let msg = e.to_string();
-        if !parts.iter().any(|p| p.contains(msg.as_str())) {
-            parts.push(msg);
-        }
-        depth += 1;
-        if depth >= MAX_CHAIN {
-            break;
-        }
-        cur = next_in_chain(e);
-    }
-    parts.join(": ")
-}
+pub use crawl_observability::error_chain::chain_message;
+use crawl_observability::error_chain::{MAX_CHAIN, next_in_chain};
 
 /// Classifies an error from hyper-util's legacy client (or anything wrapping hyper errors).
 ///

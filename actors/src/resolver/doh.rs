@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use crawl_observability::error_chain::chain_message;
 use http::header::{self, HeaderValue};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_rustls::HttpsConnector;
@@ -258,19 +259,6 @@ fn tls_cause(err: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
-/// The error and its sources joined with ": ".
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![err.to_string()];
-    let mut current = err.source();
-    while let Some(e) = current
-        && parts.len() < 8
-    {
-        parts.push(e.to_string());
-        current = e.source();
-    }
-    parts.join(": ")
-}
-
 impl DohClient {
     /// Builds one pooled client per endpoint. Needs no runtime; queries need a tokio runtime.
     pub fn new(endpoints: Vec<DohEndpoint>, timeout: Duration) -> Result<DohClient, DohError> {
@@ -358,7 +346,7 @@ async fn exchange(endpoint: &Endpoint, packet: Bytes) -> Result<Bytes, DohError>
             },
             None => DohError::Connect {
                 endpoint: label(),
-                detail: chain(&e),
+                detail: chain_message(&e),
             },
         })?;
     let status = response.status();

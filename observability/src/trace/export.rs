@@ -10,6 +10,7 @@
 
 use super::loss::Loss;
 use super::wire::{Header, SpanRef, encode_span, put_encoded};
+use crate::error_chain::chain_message;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -307,7 +308,7 @@ impl Grpc {
             .client
             .request(req)
             .await
-            .map_err(|e| format!("collector unavailable: {}", error_chain(&e)))?;
+            .map_err(|e| format!("collector unavailable: {}", chain_message(&e)))?;
         let status = resp.status();
         let (parts, body) = resp.into_parts();
         let collected = http_body_util::BodyExt::collect(body)
@@ -333,18 +334,6 @@ impl Grpc {
             None => Err("collector answered without a grpc-status".into()),
         }
     }
-}
-
-/// An error and its sources, joined.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        next = cause.source();
-    }
-    out
 }
 
 impl Transport for Grpc {
