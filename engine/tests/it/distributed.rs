@@ -327,19 +327,28 @@ async fn a_process_paused_past_its_lease_cannot_commit() {
     }
     let c = cluster(220, 2, Options::default()).await;
     let children = spawn_all(&c);
-    // Paused once both processes hold shards: the paused one has work of its own.
+    // Paused once both processes hold shards and the one paused has written records of its own, so that it has work
+    // to be interrupted (holding shards is not enough: its shards may hold none of the hosts, or the other process
+    // may crawl every host before it starts, and the pause would then interrupt nothing).
+    // (The file's size, not its lines: a line may be half written while it is read.)
+    let wrote = |i: usize| std::fs::metadata(&c.crawls[i].jsonl).is_ok_and(|m| m.len() > 0);
     let t0 = Instant::now();
-    while owners(&c).len() < 2 {
+    let victim = loop {
+        if owners(&c).len() >= 2
+            && let Some(i) = (0..2).find(|&i| wrote(i))
+        {
+            break i;
+        }
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "shards never shared"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    signal(&children[0], "STOP");
+    };
+    signal(&children[victim], "STOP");
     // Well past the lease: the other process takes every shard over and goes on.
     tokio::time::sleep(Duration::from_millis(3 * LEASE_MS)).await;
-    signal(&children[0], "CONT");
+    signal(&children[victim], "CONT");
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
@@ -349,9 +358,10 @@ async fn a_process_paused_past_its_lease_cannot_commit() {
     let records = merge(&c);
     assert_exactly_once(&c, &records, "paused");
     assert!(
-        results[0].stderr.contains("refused") || results[0].stderr.contains("shards lost"),
+        results[victim].stderr.contains("refused")
+            || results[victim].stderr.contains("shards lost"),
         "the paused process noticed: {}",
-        results[0].stderr
+        results[victim].stderr
     );
     assert_polite(&c, "paused", 16);
 }
