@@ -172,12 +172,15 @@ impl Exporter {
     }
 }
 
-static ANCHOR: LazyLock<(Instant, SystemTime)> =
-    LazyLock::new(|| (Instant::now(), SystemTime::now()));
+/// A monotonic instant, the wall-clock time and the Unix nanoseconds at the same moment.
+static ANCHOR: LazyLock<(Instant, SystemTime, u64)> = LazyLock::new(|| {
+    let (i, s) = (Instant::now(), SystemTime::now());
+    (i, s, unix_nanos(s))
+});
 
 /// The wall-clock time of a monotonic instant (spans need wall-clock times; the engine measures with `Instant`).
 pub fn wall(at: Instant) -> SystemTime {
-    let (i0, s0) = *ANCHOR;
+    let (i0, s0, _) = *ANCHOR;
     if at >= i0 {
         s0 + (at - i0)
     } else {
@@ -189,18 +192,60 @@ pub fn wall(at: Instant) -> SystemTime {
 /// record and exemplar takes one).
 fn hex_id(id: TraceId) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for b in id.to_bytes() {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    let mut out = [0u8; 32];
+    for (pair, b) in out.chunks_exact_mut(2).zip(id.to_bytes()) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0xf)];
     }
-    out
+    // Hex digits are ASCII: the check cannot fail.
+    std::str::from_utf8(&out).unwrap_or_default().to_owned()
 }
 
 /// Nanoseconds since the Unix epoch (0 before it).
 fn unix_nanos(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// A duration in nanoseconds, saturating.
+fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
+}
+
+/// A span's start or end as OTLP carries it: nanoseconds since the Unix epoch. Made from an `Instant` (what the
+/// engine measures with) in one step, where going through [`wall`] and then the epoch took two conversions of
+/// the platform's time type; the same value as that way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    /// Now.
+    pub fn now() -> Stamp {
+        Stamp::from(Instant::now())
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    pub fn unix_nanos(self) -> u64 {
+        self.0
+    }
+}
+
+impl From<Instant> for Stamp {
+    fn from(at: Instant) -> Stamp {
+        let (i0, _, ns0) = *ANCHOR;
+        match at.checked_duration_since(i0) {
+            Some(d) => Stamp(ns0.saturating_add(nanos(d))),
+            None => Stamp(ns0.saturating_sub(nanos(i0.duration_since(at)))),
+        }
+    }
+}
+
+impl From<SystemTime> for Stamp {
+    fn from(t: SystemTime) -> Stamp {
+        Stamp(unix_nanos(t))
+    }
 }
 
 fn new_span_id() -> [u8; 8] {
@@ -226,7 +271,7 @@ struct Root {
     trace_id: TraceId,
     span_id: [u8; 8],
     name: &'static str,
-    start: SystemTime,
+    start: Stamp,
     state: Mutex<RootState>,
     out: Arc<Batches>,
 }
@@ -243,7 +288,7 @@ impl Root {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn finish(&self, at: SystemTime) {
+    fn finish(&self, at: Stamp) {
         let (attributes, error) = {
             let mut s = self.state();
             if s.ended {
@@ -257,8 +302,8 @@ impl Root {
             span_id: self.span_id,
             parent: None,
             name: self.name,
-            start_ns: unix_nanos(self.start),
-            end_ns: unix_nanos(at),
+            start_ns: self.start.0,
+            end_ns: at.0,
             attributes: &attributes,
             error: error.as_deref(),
         });
@@ -268,8 +313,8 @@ impl Root {
     fn child(
         &self,
         name: &str,
-        start: SystemTime,
-        end: SystemTime,
+        start: Stamp,
+        end: Stamp,
         attributes: &[KeyValue],
         error: Option<&str>,
     ) {
@@ -278,8 +323,8 @@ impl Root {
             span_id: new_span_id(),
             parent: Some(self.span_id),
             name,
-            start_ns: unix_nanos(start),
-            end_ns: unix_nanos(end.max(start)),
+            start_ns: start.0,
+            end_ns: end.max(start).0,
             attributes,
             error,
         });
@@ -288,7 +333,7 @@ impl Root {
 
 impl Drop for Root {
     fn drop(&mut self) {
-        self.finish(SystemTime::now());
+        self.finish(Stamp::now());
     }
 }
 
@@ -296,15 +341,15 @@ impl Drop for Root {
 const ROOT_ATTRIBUTES: usize = 16;
 
 /// Starts the root span of a URL's trace at `start`.
-pub fn root(name: &'static str, start: SystemTime, attributes: Vec<KeyValue>) -> TraceCtx {
+pub fn root(name: &'static str, start: impl Into<Stamp>, attributes: Vec<KeyValue>) -> TraceCtx {
     let tracer = TRACER.read().unwrap_or_else(|e| e.into_inner());
-    root_with(tracer.as_ref(), name, start, attributes)
+    root_with(tracer.as_ref(), name, start.into(), attributes)
 }
 
 fn root_with(
     tracer: Option<&Tracer>,
     name: &'static str,
-    start: SystemTime,
+    start: Stamp,
     attributes: Vec<KeyValue>,
 ) -> TraceCtx {
     let Some(tracer) = tracer else {
@@ -358,12 +403,12 @@ impl TraceCtx {
     pub fn span(
         &self,
         name: &'static str,
-        start: SystemTime,
-        end: SystemTime,
+        start: impl Into<Stamp>,
+        end: impl Into<Stamp>,
         attributes: impl AsRef<[KeyValue]>,
     ) {
         if let Some(root) = self.sampled() {
-            root.child(name, start, end, attributes.as_ref(), None);
+            root.child(name, start.into(), end.into(), attributes.as_ref(), None);
         }
     }
 
@@ -371,13 +416,19 @@ impl TraceCtx {
     pub fn failed_span(
         &self,
         name: &'static str,
-        start: SystemTime,
-        end: SystemTime,
+        start: impl Into<Stamp>,
+        end: impl Into<Stamp>,
         attributes: impl AsRef<[KeyValue]>,
         error: &str,
     ) {
         if let Some(root) = self.sampled() {
-            root.child(name, start, end, attributes.as_ref(), Some(error));
+            root.child(
+                name,
+                start.into(),
+                end.into(),
+                attributes.as_ref(),
+                Some(error),
+            );
         }
     }
 
@@ -387,7 +438,7 @@ impl TraceCtx {
             Some(root) => ChildSpan(Some(Open {
                 root: root.clone(),
                 name,
-                start: SystemTime::now(),
+                start: Stamp::now(),
                 attributes,
                 error: None,
             })),
@@ -429,9 +480,9 @@ impl TraceCtx {
     }
 
     /// Ends the root span at `at`.
-    pub fn end(&self, at: SystemTime) {
+    pub fn end(&self, at: impl Into<Stamp>) {
         if let Some(root) = self.sampled() {
-            root.finish(at);
+            root.finish(at.into());
         }
     }
 }
@@ -440,7 +491,7 @@ impl TraceCtx {
 struct Open {
     root: Arc<Root>,
     name: &'static str,
-    start: SystemTime,
+    start: Stamp,
     attributes: Vec<KeyValue>,
     error: Option<String>,
 }
@@ -493,7 +544,7 @@ impl ChildSpan {
             s.root.child(
                 s.name,
                 s.start,
-                SystemTime::now(),
+                Stamp::now(),
                 &s.attributes,
                 s.error.as_deref(),
             );
@@ -514,158 +565,4 @@ impl std::fmt::Debug for ChildSpan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ratio_rule_matches_edges_and_is_monotonic() {
-        let low = TraceId::from_bytes([0; 16]);
-        let high = TraceId::from_bytes([0xff; 16]);
-        assert!(ratio_admits(low, 0.000_001));
-        assert!(!ratio_admits(high, 0.999));
-        assert!(ratio_admits(high, 1.0));
-        assert!(!ratio_admits(low, 0.0));
-        let mut admitted = 0;
-        for i in 0..10_000u64 {
-            let mut b = [0u8; 16];
-            b[8..16].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
-            if ratio_admits(TraceId::from_bytes(b), 0.25) {
-                admitted += 1;
-            }
-        }
-        assert!((2_200..2_800).contains(&admitted), "{admitted}");
-    }
-
-    #[test]
-    fn wall_clock_keeps_order() {
-        let a = Instant::now();
-        let b = a + Duration::from_millis(1500);
-        let d = wall(b).duration_since(wall(a)).expect("ordered");
-        assert_eq!(d, Duration::from_millis(1500));
-    }
-
-    #[test]
-    fn a_sampled_trace_exports_its_root_and_children() {
-        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-        use prost::Message as _;
-        set_sample_ratio(1.0);
-        let batches = Batches::new(64, 64);
-        let tracer = Tracer::Export(batches.clone());
-        let t0 = SystemTime::now();
-        let t = root_with(
-            Some(&tracer),
-            "crawl.url",
-            t0,
-            vec![KeyValue::new("crawl.depth", 2_i64)],
-        );
-        assert!(t.is_sampled());
-        t.set_attributes(vec![KeyValue::new("crawl.outcome", "failed")]);
-        t.set_error("refused");
-        t.span("frontier.wait", t0, t0 + Duration::from_millis(3), vec![]);
-        t.failed_span("parse", t0, t0, vec![], "parser panicked");
-        let mut open = t.start("dns.resolve", vec![KeyValue::new("dns.name", "a.test")]);
-        open.set(KeyValue::new("dns.source", "cache"));
-        drop(open);
-        let id = t.trace_id().expect("id");
-        let clone = t.clone();
-        t.end(t0 + Duration::from_millis(9));
-        clone.end(t0 + Duration::from_secs(9));
-        drop(clone);
-        let (bytes, n) = batches.take(true).expect("spans");
-        assert_eq!(n, 4);
-        let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
-        let req =
-            ExportTraceServiceRequest::decode(header.request(&bytes).as_slice()).expect("decodes");
-        let spans = &req.resource_spans[0].scope_spans[0].spans;
-        let names: Vec<_> = spans.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["frontier.wait", "parse", "dns.resolve", "crawl.url"]
-        );
-        let root = &spans[3];
-        assert!(root.parent_span_id.is_empty());
-        for s in spans {
-            assert_eq!(hex(&s.trace_id), id);
-        }
-        for child in &spans[..3] {
-            assert_eq!(child.parent_span_id, root.span_id);
-        }
-        assert_eq!(root.attributes.len(), 2);
-        assert_eq!(root.status.as_ref().expect("status").message, "refused");
-        assert_eq!(
-            root.end_time_unix_nano - root.start_time_unix_nano,
-            9_000_000,
-            "the first end counts"
-        );
-        assert_eq!(
-            spans[1].status.as_ref().expect("status").message,
-            "parser panicked"
-        );
-        assert_eq!(spans[2].attributes.len(), 2);
-        assert!(batches.take(true).is_none());
-    }
-
-    #[test]
-    fn a_trace_dropped_in_a_thread_local_destructor_is_still_exported() {
-        set_sample_ratio(1.0);
-        let batches = Batches::new(64, 64);
-        let tracer = Tracer::Export(batches.clone());
-        thread_local! {
-            static HELD: std::cell::RefCell<Option<TraceCtx>> = const { std::cell::RefCell::new(None) };
-        }
-        std::thread::spawn(move || {
-            // Registered first, so torn down after the encoder's scratch buffer, which the child span below
-            // brings into use: the root then ends with that buffer gone.
-            let t = root_with(Some(&tracer), "crawl.url", SystemTime::now(), vec![]);
-            HELD.with(|h| *h.borrow_mut() = Some(t.clone()));
-            t.span(
-                "frontier.wait",
-                SystemTime::now(),
-                SystemTime::now(),
-                vec![],
-            );
-        })
-        .join()
-        .expect("the thread ends without a panic");
-        let (_, n) = batches.take(true).expect("spans");
-        assert_eq!(n, 2, "the child and the root");
-    }
-
-    fn hex(b: &[u8]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
-
-    #[test]
-    fn hex_ids_match_display() {
-        for id in [
-            TraceId::from_bytes([0; 16]),
-            TraceId::from_bytes([0xab; 16]),
-            TraceId::from_bytes(*b"0123456789abcdef"),
-        ] {
-            assert_eq!(hex_id(id), id.to_string());
-        }
-    }
-
-    #[test]
-    fn ids_only_traces_are_not_sampled() {
-        set_sample_ratio(1.0);
-        let t = root_with(Some(&Tracer::Ids), "crawl.url", SystemTime::now(), vec![]);
-        assert!(!t.is_sampled());
-        assert_eq!(t.trace_id().map(|s| s.len()), Some(32));
-        assert!(!t.start("x", vec![]).is_recording());
-    }
-
-    #[test]
-    fn without_tracer_everything_is_a_no_op() {
-        let t = TraceCtx::default();
-        assert_eq!(t.trace_id(), None);
-        t.span("x", SystemTime::now(), SystemTime::now(), vec![]);
-        t.start("y", vec![]).end();
-        let span = t.start_with("z", || {
-            panic!("attributes built for a trace that is not exported")
-        });
-        assert!(!span.is_recording());
-        span.end();
-        t.end(SystemTime::now());
-    }
-}
+mod tests;

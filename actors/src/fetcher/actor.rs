@@ -243,20 +243,26 @@ async fn run_job(
     }
     let page_url =
         (!matches!(job.entry.kind, JobKind::Robots | JobKind::Sitemap)).then(|| url.clone());
-    let fetch = async {
-        match job.entry.kind {
-            JobKind::Robots => get_following(&client, url, MAX_ROBOTS_REDIRECTS).await,
+    // The request's future is made where it is awaited (a few KiB: every move of it is a copy).
+    let (kind, referer, client) = (job.entry.kind, job.entry.parent.as_deref(), &client);
+    let fetch = move || async move {
+        match kind {
+            JobKind::Robots => get_following(client, url, MAX_ROBOTS_REDIRECTS).await,
             // Only pages, robots.txt and sitemaps are ever leased; excluded kinds are recorded without a fetch.
-            _ => client.get(&url, job.entry.parent.as_deref()).await,
+            _ => client.get(&url, referer).await,
         }
     };
     // For an exported trace the connectors add their spans (connect, TLS, first byte) through the probe; for the
     // others nothing is measured.
     let result = if job.trace.is_sampled() {
         let probe = super::connector::ConnProbe::new(job.trace.clone());
-        super::connector::with_probe(probe, fetch).await
+        // The probe's scope hands its future's poll result back through a few layers at every poll, by value:
+        // boxed, the request future is moved in as a pointer, and its answer (a few hundred bytes, copied at every
+        // layer and poll even while pending) comes back as one.
+        let boxed = Box::pin(async { Box::new(fetch().await) });
+        *super::connector::with_probe(probe, boxed).await
     } else {
-        fetch.await
+        fetch().await
     };
     match result {
         Ok(response) => Step::Parse(Box::new(Parse {

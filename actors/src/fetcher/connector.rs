@@ -9,7 +9,7 @@ use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
 use actix::Recipient;
 use crawl_observability::KeyValue;
-use crawl_observability::trace::{TraceCtx, wall};
+use crawl_observability::trace::TraceCtx;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
@@ -82,9 +82,10 @@ fn transport_ready(ready: Option<&Arc<Notify>>) {
     }
 }
 
-/// Runs `fut` (a request) with `probe` visible to the connectors it calls.
-pub async fn with_probe<F: Future>(probe: Arc<ConnProbe>, fut: F) -> F::Output {
-    PROBE.scope(probe, fut).await
+/// Runs `fut` (a request) with `probe` visible to the connectors it calls. A plain function rather than an
+/// `async fn`: a request's future is several KiB, and every future layer around it is one more copy of it.
+pub fn with_probe<F: Future>(probe: Arc<ConnProbe>, fut: F) -> impl Future<Output = F::Output> {
+    PROBE.scope(probe, fut)
 }
 
 /// The probe of the enclosing request, if any.
@@ -113,12 +114,10 @@ fn record_tcp(
             if let Ok(peer) = io.inner().peer_addr() {
                 attrs.push(KeyValue::new("network.peer.address", peer.ip().to_string()));
             }
-            p.trace.span("net.connect", wall(start), wall(end), attrs);
+            p.trace.span("net.connect", start, end, attrs);
             p.update(|t| t.transport_done = Some(end));
         }
-        Err(e) => p
-            .trace
-            .failed_span("net.connect", wall(start), wall(end), attrs, e),
+        Err(e) => p.trace.failed_span("net.connect", start, end, attrs, e),
     }
 }
 
@@ -189,16 +188,16 @@ where
                             };
                             p.trace.span(
                                 "tls.handshake",
-                                wall(transport.unwrap_or(start)),
-                                wall(end),
+                                transport.unwrap_or(start),
+                                end,
                                 vec![KeyValue::new("tls.alpn", alpn)],
                             );
                         }
                     }
                     Err(e) if https && transport.is_some() => p.trace.failed_span(
                         "tls.handshake",
-                        wall(transport.unwrap_or(start)),
-                        wall(end),
+                        transport.unwrap_or(start),
+                        end,
                         Vec::new(),
                         &e.to_string(),
                     ),

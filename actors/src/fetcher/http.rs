@@ -516,8 +516,8 @@ impl HttpClient {
             };
             p.trace.span(
                 "http.first_byte",
-                crawl_observability::trace::wall(from),
-                crawl_observability::trace::wall(start + headers_at),
+                from,
+                start + headers_at,
                 [
                     crawl_observability::KeyValue::new("http.request.method", "GET"),
                     crawl_observability::KeyValue::new("net.connection.reused", !seen.opened),

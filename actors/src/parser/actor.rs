@@ -17,7 +17,6 @@ use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Job, JobDone};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
 use crawl_observability::KeyValue;
-use crawl_observability::trace::wall;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -126,10 +125,7 @@ fn record_spans(
         _ => None,
     };
     if let Some(started) = body.timings.started {
-        let (from, to) = (
-            wall(started + body.timings.headers),
-            wall(started + body.timings.total),
-        );
+        let (from, to) = (started + body.timings.headers, started + body.timings.total);
         let size = KeyValue::new("http.response.body.size", body.wire_bytes as i64);
         let version = KeyValue::new("network.protocol.version", version_str(body.version));
         match page {

@@ -25,7 +25,7 @@ use crawl_core::traps::Budgets;
 use crawl_observability::KeyValue;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
-use crawl_observability::trace::{self, TraceCtx, wall};
+use crawl_observability::trace::{self, Stamp, TraceCtx, wall};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

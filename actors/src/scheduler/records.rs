@@ -3,7 +3,7 @@
 
 use crawl_core::output::JsonlCheckpoint;
 use crawl_observability::KeyValue;
-use crawl_observability::trace::{TraceCtx, wall};
+use crawl_observability::trace::{Stamp, TraceCtx};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -78,7 +78,7 @@ impl RecordLog {
     ) -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::with_capacity(self.committing.len() + extra.len());
         let mut next = self.committed_upto + 1;
-        let (from, to) = (wall(started), wall(done));
+        let (from, to) = (Stamp::from(started), Stamp::from(done));
         for (seq, line, trace) in std::mem::take(&mut self.committing) {
             if fenced.contains(&seq) {
                 continue;

@@ -1,17 +1,16 @@
 //! The span exporter: spans are encoded into OTLP protobuf when they end ([`Batches::push`], on the thread that
 //! ends them) and sent in batches by one task on the exporter's runtime ([`run`]), over OTLP/gRPC ([`Grpc`]).
 //!
-//! A span costs one encoding (into a buffer of the thread that ends it) and one copy into a growing buffer under a
-//! short lock; nothing of it is kept but its bytes (about 100 to 300 a span), so the bound on pending spans
+//! A span costs one encoding, straight into the growing buffer of the batch being filled, under a short lock;
+//! nothing of it is kept but its bytes (about 100 to 300 a span), so the bound on pending spans
 //! ([`QUEUE_SPANS`]) is a bound of a few MiB at most, allocated only as spans come. An export takes a batch of
 //! [`BATCH_SPANS`] when one is full, and whatever is pending every [`EXPORT_EVERY`]; up to [`IN_FLIGHT`] requests
 //! are in flight at a time, so that the collector's answer to one (and its decoding of the batch) does not hold the
 //! next back while the crawl keeps ending spans.
 
 use super::loss::Loss;
-use super::wire::{Header, SpanRef, encode_span, put_encoded};
+use super::wire::{Header, SpanRef, put_span};
 use crate::error_chain::chain_message;
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -28,11 +27,6 @@ pub(crate) const EXPORT_EVERY: Duration = Duration::from_millis(500);
 pub(crate) const IN_FLIGHT: usize = 4;
 /// How long an export request may take.
 pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
-
-thread_local! {
-    /// Where a thread encodes the span it ends, before taking the batch's lock to copy it in.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
 
 /// Encoded spans not yet taken by an export.
 #[derive(Debug, Default)]
@@ -72,31 +66,12 @@ impl Batches {
     }
 
     /// Encodes an ended span into the pending batch (or drops and counts it when the pending spans are at their
-    /// bound).
+    /// bound). The span is encoded in place, under the lock: a few hundred instructions, against the copy and the
+    /// thread-local buffer an encoding outside the lock costs.
     pub(crate) fn push(&self, span: &SpanRef<'_>) {
         if !self.loss.admit(self.limit) {
             return;
         }
-        // The thread's scratch buffer, or a buffer of its own for a span that ends while the thread's locals are
-        // being torn down (a trace dropped in a thread-local destructor).
-        let encoded = SCRATCH.try_with(|scratch| {
-            let Ok(mut buf) = scratch.try_borrow_mut() else {
-                return false;
-            };
-            buf.clear();
-            encode_span(&mut buf, span);
-            self.append(&buf);
-            true
-        });
-        if encoded != Ok(true) {
-            let mut buf = Vec::new();
-            encode_span(&mut buf, span);
-            self.append(&buf);
-        }
-    }
-
-    /// Appends an admitted span, encoded, to the batch being filled (under the lock: a copy of its bytes).
-    fn append(&self, span: &[u8]) {
         let Ok(mut p) = self.pending.lock() else {
             self.loss.unadmit();
             return;
@@ -106,7 +81,7 @@ impl Batches {
             self.loss.unadmit();
             return;
         }
-        put_encoded(&mut p.current, span);
+        put_span(&mut p.current, span);
         p.spans += 1;
         if p.spans >= self.batch {
             let capacity = p.current.capacity();

@@ -245,7 +245,7 @@ fn status_len(message: &str) -> usize {
 /// Appends the `Span` message of `s` (its content: no tag, no length) to `out`, in one pass: only the lengths of
 /// attribute values are computed ahead, so a span is encoded without walking its attributes twice, and may be
 /// encoded outside the lock of the batch it goes to.
-pub(crate) fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
+fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     out.reserve(64 + s.name.len() + 48 * s.attributes.len());
     put_bytes(out, 1, &s.trace_id);
     put_bytes(out, 2, &s.span_id);
@@ -270,17 +270,28 @@ pub(crate) fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     out.extend_from_slice(&FLAGS.to_le_bytes());
 }
 
-/// Appends an encoded `Span` message (see [`encode_span`]) to `buf` as one element of `ScopeSpans.spans`.
-pub(crate) fn put_encoded(buf: &mut Vec<u8>, span: &[u8]) {
-    put_bytes(buf, SPANS_FIELD, span);
-}
+/// Bytes of the length prefix [`put_span`] leaves room for: what a span of 128 to 16,383 bytes needs.
+const LEN_ROOM: usize = 2;
 
-/// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message).
-#[cfg(test)]
+/// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message), encoded in place: the
+/// message goes after room for a two-byte length, and only a span whose length takes one byte or three is moved
+/// to fit (instead of every span being encoded elsewhere and copied in).
 pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
-    let mut span = Vec::new();
-    encode_span(&mut span, s);
-    put_encoded(buf, &span);
+    buf.push(key_byte(SPANS_FIELD, LEN));
+    let at = buf.len();
+    buf.extend_from_slice(&[0; LEN_ROOM]);
+    encode_span(buf, s);
+    let len = buf.len() - at - LEN_ROOM;
+    let mut head = [0u8; 10];
+    let n = varint_into(&mut head, len as u64);
+    if n < LEN_ROOM {
+        buf.copy_within(at + LEN_ROOM.., at + n);
+        buf.truncate(at + n + len);
+    } else if n > LEN_ROOM {
+        buf.resize(at + n + len, 0);
+        buf.copy_within(at + LEN_ROOM..at + LEN_ROOM + len, at + n);
+    }
+    buf[at..at + n].copy_from_slice(&head[..n]);
 }
 
 /// What goes in front of every batch's spans: the resource and the instrumentation scope.

@@ -55,7 +55,7 @@ impl Crawl {
             if kind.is_fetched() {
                 self.retry_traces.insert(url, t);
             } else {
-                t.end(wall(now));
+                t.end(now);
             }
         }
     }

@@ -22,7 +22,7 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [KeyValue; 3] {
 }
 
 /// A new root span for a URL, started at `start`.
-fn root_span(url: &str, kind: JobKind, depth: u32, start: std::time::SystemTime) -> TraceCtx {
+fn root_span(url: &str, kind: JobKind, depth: u32, start: impl Into<Stamp>) -> TraceCtx {
     let t = trace::root("crawl.url", start, Vec::new());
     if t.is_sampled() {
         t.set_attributes(url_attributes(url, kind, depth));
@@ -44,7 +44,7 @@ impl Crawl {
     /// The trace of a job being leased: the one of its earlier tries, or a new root from when it was queued;
     /// with its queue-wait span and, for pages, the robots verdict that let it go.
     pub(super) fn lease_trace(&mut self, host: HostId, entry: &Entry, now: Instant) -> TraceCtx {
-        let queued = wall(entry.queued_at.unwrap_or(now));
+        let queued = Stamp::from(entry.queued_at.unwrap_or(now));
         let t = self
             .retry_traces
             .remove(&entry.url)
@@ -58,9 +58,9 @@ impl Crawl {
                     "not_checked"
                 };
                 let verdict = KeyValue::new("robots.verdict", verdict);
-                t.span("frontier.wait", queued, wall(now), [host, verdict]);
+                t.span("frontier.wait", queued, now, [host, verdict]);
             } else {
-                t.span("frontier.wait", queued, wall(now), [host]);
+                t.span("frontier.wait", queued, now, [host]);
             }
         }
         t
@@ -68,8 +68,8 @@ impl Crawl {
 
     /// The trace of a URL the robots gate dropped without a lease (`reason` robots or why robots.txt never came).
     pub(super) fn dropped_trace(entry: &Entry, reason: Reason) -> TraceCtx {
-        let now = std::time::SystemTime::now();
-        let queued = entry.queued_at.map_or(now, wall);
+        let now = Stamp::now();
+        let queued = entry.queued_at.map_or(now, Stamp::from);
         let t = root_span(&entry.url, entry.kind, entry.depth, queued);
         if t.is_sampled() {
             let verdict = if reason == Reason::Robots {
@@ -89,12 +89,7 @@ impl Crawl {
 
     /// The trace of a record made without a lease (an excluded link): a root span of its own.
     pub(super) fn record_trace(record: &Record) -> TraceCtx {
-        root_span(
-            &record.url,
-            JobKind::Page,
-            record.depth,
-            std::time::SystemTime::now(),
-        )
+        root_span(&record.url, JobKind::Page, record.depth, Stamp::now())
     }
 
     /// The latency histogram's sample of a fetch that made `record`: the measured duration in seconds (not the
@@ -140,7 +135,7 @@ impl Crawl {
     /// root ends when the record is written, so the time after its `frontier.commit` span is the write (no span of
     /// its own).
     pub(super) fn end_written_traces(&mut self, upto: u64) {
-        let end = std::time::SystemTime::now();
+        let end = Stamp::now();
         while self
             .records
             .writing

@@ -215,3 +215,84 @@ fn attribute_shortcuts_write_the_general_encoding_at_every_length_edge() {
         assert_eq!(v, Some(want));
     }
 }
+
+/// The tag's and length's bytes in front of one `put_span` output, and the message length they give.
+fn framing(one: &[u8]) -> (usize, usize) {
+    let (mut len, mut i, mut shift) = (0usize, 1, 0);
+    loop {
+        let b = one[i];
+        len |= usize::from(b & 0x7f) << shift;
+        i += 1;
+        shift += 7;
+        if b < 0x80 {
+            return (i, len);
+        }
+    }
+}
+
+/// The length of a span message is written in front of it after it is encoded in place: spans whose length takes
+/// one, two or three bytes, around each edge, decode whole and in order, and each prefix is the shortest varint.
+#[test]
+fn in_place_lengths_fit_every_size_class() {
+    let header = Header::new(&[KeyValue::new("service.name", "t")], "t");
+    let one = |fill: usize| {
+        let attributes = vec![KeyValue::new("v", "v".repeat(fill))];
+        let mut out = Vec::new();
+        put_span(
+            &mut out,
+            &SpanRef {
+                trace_id: [9; 16],
+                span_id: [4; 8],
+                parent: Some([5; 8]),
+                name: "n",
+                start_ns: 1,
+                end_ns: 2,
+                attributes: &attributes,
+                error: None,
+            },
+        );
+        out
+    };
+    let (_, base) = framing(&one(0));
+    let mut all = Vec::new();
+    let mut fills = Vec::new();
+    let mut lengths = Vec::new();
+    for target in [127, 128, 16_383, 16_384, 70_000] {
+        for fill in target - base - 8..=target - base {
+            let out = one(fill);
+            let (head, len) = framing(&out);
+            assert_eq!(out[0], key_byte(SPANS_FIELD, LEN));
+            assert_eq!(head + len, out.len(), "the prefix gives the whole message");
+            assert_eq!(
+                head - 1,
+                varint_len(len as u64),
+                "the shortest length prefix"
+            );
+            all.extend_from_slice(&out);
+            fills.push(fill);
+            lengths.push(len);
+        }
+    }
+    for edge in [127, 128, 16_383, 16_384] {
+        assert!(
+            lengths.iter().any(|l| l.abs_diff(edge) <= 2),
+            "a span of about {edge} bytes: {lengths:?}"
+        );
+    }
+    assert!(lengths.iter().any(|l| *l > 16_384 * 4));
+    let req = ExportTraceServiceRequest::decode(header.request(&all).as_slice()).expect("decodes");
+    let spans = &req.resource_spans[0].scope_spans[0].spans;
+    assert_eq!(spans.len(), fills.len());
+    for (span, fill) in spans.iter().zip(&fills) {
+        assert_eq!(span.name, "n");
+        assert_eq!(span.parent_span_id, [5; 8]);
+        let value = span.attributes[0]
+            .value
+            .as_ref()
+            .and_then(|v| v.value.clone());
+        assert_eq!(
+            value,
+            Some(any_value::Value::StringValue("v".repeat(*fill)))
+        );
+    }
+}

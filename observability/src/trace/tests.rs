@@ -1,0 +1,180 @@
+use super::*;
+
+#[test]
+fn ratio_rule_matches_edges_and_is_monotonic() {
+    let low = TraceId::from_bytes([0; 16]);
+    let high = TraceId::from_bytes([0xff; 16]);
+    assert!(ratio_admits(low, 0.000_001));
+    assert!(!ratio_admits(high, 0.999));
+    assert!(ratio_admits(high, 1.0));
+    assert!(!ratio_admits(low, 0.0));
+    let mut admitted = 0;
+    for i in 0..10_000u64 {
+        let mut b = [0u8; 16];
+        b[8..16].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
+        if ratio_admits(TraceId::from_bytes(b), 0.25) {
+            admitted += 1;
+        }
+    }
+    assert!((2_200..2_800).contains(&admitted), "{admitted}");
+}
+
+#[test]
+fn wall_clock_keeps_order() {
+    let a = Instant::now();
+    let b = a + Duration::from_millis(1500);
+    let d = wall(b).duration_since(wall(a)).expect("ordered");
+    assert_eq!(d, Duration::from_millis(1500));
+}
+
+#[test]
+fn a_stamp_from_an_instant_is_its_wall_clock_time() {
+    let now = Instant::now();
+    let (anchor, _, _) = *ANCHOR;
+    let mut instants = vec![
+        now,
+        anchor,
+        now + Duration::from_nanos(1),
+        now + Duration::from_secs(86_400),
+    ];
+    // Before the anchor (a URL queued before the first trace), where the platform allows it.
+    instants.extend(anchor.checked_sub(Duration::from_millis(2_500)));
+    instants.extend(anchor.checked_sub(Duration::from_nanos(7)));
+    for at in instants {
+        assert_eq!(Stamp::from(at).unix_nanos(), unix_nanos(wall(at)), "{at:?}");
+        assert_eq!(Stamp::from(at), Stamp::from(wall(at)));
+    }
+    assert!(Stamp::from(now) < Stamp::from(now + Duration::from_nanos(1)));
+    let system = Stamp::from(SystemTime::now());
+    let mono = Stamp::now();
+    assert!(mono.unix_nanos().abs_diff(system.unix_nanos()) < 1_000_000_000);
+    assert_eq!(
+        Stamp::from(SystemTime::UNIX_EPOCH - Duration::from_secs(1)).unix_nanos(),
+        0
+    );
+}
+
+#[test]
+fn a_sampled_trace_exports_its_root_and_children() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    set_sample_ratio(1.0);
+    let batches = Batches::new(64, 64);
+    let tracer = Tracer::Export(batches.clone());
+    let t0 = SystemTime::now();
+    let t = root_with(
+        Some(&tracer),
+        "crawl.url",
+        t0.into(),
+        vec![KeyValue::new("crawl.depth", 2_i64)],
+    );
+    assert!(t.is_sampled());
+    t.set_attributes(vec![KeyValue::new("crawl.outcome", "failed")]);
+    t.set_error("refused");
+    t.span("frontier.wait", t0, t0 + Duration::from_millis(3), vec![]);
+    t.failed_span("parse", t0, t0, vec![], "parser panicked");
+    let mut open = t.start("dns.resolve", vec![KeyValue::new("dns.name", "a.test")]);
+    open.set(KeyValue::new("dns.source", "cache"));
+    drop(open);
+    let id = t.trace_id().expect("id");
+    let clone = t.clone();
+    t.end(t0 + Duration::from_millis(9));
+    clone.end(t0 + Duration::from_secs(9));
+    drop(clone);
+    let (bytes, n) = batches.take(true).expect("spans");
+    assert_eq!(n, 4);
+    let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
+    let req =
+        ExportTraceServiceRequest::decode(header.request(&bytes).as_slice()).expect("decodes");
+    let spans = &req.resource_spans[0].scope_spans[0].spans;
+    let names: Vec<_> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["frontier.wait", "parse", "dns.resolve", "crawl.url"]
+    );
+    let root = &spans[3];
+    assert!(root.parent_span_id.is_empty());
+    for s in spans {
+        assert_eq!(hex(&s.trace_id), id);
+    }
+    for child in &spans[..3] {
+        assert_eq!(child.parent_span_id, root.span_id);
+    }
+    assert_eq!(root.attributes.len(), 2);
+    assert_eq!(root.status.as_ref().expect("status").message, "refused");
+    assert_eq!(
+        root.end_time_unix_nano - root.start_time_unix_nano,
+        9_000_000,
+        "the first end counts"
+    );
+    assert_eq!(
+        spans[1].status.as_ref().expect("status").message,
+        "parser panicked"
+    );
+    assert_eq!(spans[2].attributes.len(), 2);
+    assert!(batches.take(true).is_none());
+}
+
+#[test]
+fn a_trace_dropped_in_a_thread_local_destructor_is_still_exported() {
+    set_sample_ratio(1.0);
+    let batches = Batches::new(64, 64);
+    let tracer = Tracer::Export(batches.clone());
+    thread_local! {
+        static HELD: std::cell::RefCell<Option<TraceCtx>> = const { std::cell::RefCell::new(None) };
+    }
+    std::thread::spawn(move || {
+        // Registered first, so torn down after the thread-locals the child span below brings into use: the
+        // root then ends with them gone.
+        let t = root_with(Some(&tracer), "crawl.url", Stamp::now(), vec![]);
+        HELD.with(|h| *h.borrow_mut() = Some(t.clone()));
+        t.span(
+            "frontier.wait",
+            SystemTime::now(),
+            SystemTime::now(),
+            vec![],
+        );
+    })
+    .join()
+    .expect("the thread ends without a panic");
+    let (_, n) = batches.take(true).expect("spans");
+    assert_eq!(n, 2, "the child and the root");
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn hex_ids_match_display() {
+    for id in [
+        TraceId::from_bytes([0; 16]),
+        TraceId::from_bytes([0xab; 16]),
+        TraceId::from_bytes(*b"0123456789abcdef"),
+    ] {
+        assert_eq!(hex_id(id), id.to_string());
+    }
+}
+
+#[test]
+fn ids_only_traces_are_not_sampled() {
+    set_sample_ratio(1.0);
+    let t = root_with(Some(&Tracer::Ids), "crawl.url", Stamp::now(), vec![]);
+    assert!(!t.is_sampled());
+    assert_eq!(t.trace_id().map(|s| s.len()), Some(32));
+    assert!(!t.start("x", vec![]).is_recording());
+}
+
+#[test]
+fn without_tracer_everything_is_a_no_op() {
+    let t = TraceCtx::default();
+    assert_eq!(t.trace_id(), None);
+    t.span("x", SystemTime::now(), SystemTime::now(), vec![]);
+    t.start("y", vec![]).end();
+    let span = t.start_with("z", || {
+        panic!("attributes built for a trace that is not exported")
+    });
+    assert!(!span.is_recording());
+    span.end();
+    t.end(SystemTime::now());
+}
