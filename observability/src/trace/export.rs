@@ -1,8 +1,10 @@
 //! The span exporter: spans are encoded into OTLP protobuf when they end ([`Batches::push`], on the thread that
 //! ends them) and sent in batches by one task on the exporter's runtime ([`run`]), over OTLP/gRPC ([`Grpc`]).
 //!
-//! A span costs one encoding, straight into the growing buffer of the batch being filled, under a short lock;
-//! nothing of it is kept but its bytes (about 100 to 300 a span), so the bound on pending spans
+//! A span costs one encoding, straight into a buffer of the thread that ends it, under that thread's own lock;
+//! every [`CHUNK_SPANS`] spans the thread copies its buffer into the batch being filled, under the shared lock
+//! (taken once a span, that lock was contended by every thread that ends spans). Nothing of a span is kept but
+//! its bytes (about 100 to 300 a span), so the bound on pending spans
 //! ([`QUEUE_SPANS`]) is a bound of a few MiB at most, allocated only as spans come. An export takes a batch of
 //! [`BATCH_SPANS`] when one is full, and whatever is pending every [`EXPORT_EVERY`]; up to [`IN_FLIGHT`] requests
 //! are in flight at a time, so that the collector's answer to one (and its decoding of the batch) does not hold the
@@ -11,8 +13,10 @@
 use super::loss::Loss;
 use super::wire::{Header, SpanRef, put_span};
 use crate::error_chain::chain_message;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -28,6 +32,10 @@ pub(crate) const IN_FLIGHT: usize = 4;
 /// How long an export request may take.
 pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Spans a thread encodes into a buffer of its own before it hands them to the batch being filled: the shared
+/// lock is taken once a chunk (about 13 KB), not once a span.
+pub(crate) const CHUNK_SPANS: usize = 64;
+
 /// Encoded spans not yet taken by an export.
 #[derive(Debug, Default)]
 struct Pending {
@@ -36,28 +44,58 @@ struct Pending {
     spans: usize,
     /// Full batches, oldest first.
     full: VecDeque<(Vec<u8>, usize)>,
-    /// No span is taken any more (the exporter is shutting down).
-    closed: bool,
+}
+
+/// The spans one thread has encoded and not yet handed over (a run of `ScopeSpans.spans` fields).
+#[derive(Debug, Default)]
+struct Chunk {
+    bytes: Vec<u8>,
+    spans: usize,
+}
+
+/// One thread's chunk. Its lock is the thread's own but when the export task drains it (on its tick and at the
+/// end), so taking it costs no cache line from another core.
+#[derive(Debug, Default)]
+struct Shard {
+    chunk: Mutex<Chunk>,
+}
+
+static NEXT_BATCHES: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's shard of each `Batches` it has pushed to (by id; almost always one).
+    static SHARDS: RefCell<Vec<(u64, Arc<Shard>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Where ended spans go: shared by the threads that end spans and the export task.
 #[derive(Debug)]
 pub(crate) struct Batches {
+    id: u64,
     pending: Mutex<Pending>,
+    /// Every thread's shard, for the export task to drain.
+    shards: Mutex<Vec<Arc<Shard>>>,
+    /// No span is taken any more (the exporter is shutting down).
+    closed: AtomicBool,
     wake: Notify,
     loss: Arc<Loss>,
     limit: u64,
     batch: usize,
+    /// Spans a thread's chunk holds before it is handed over: [`CHUNK_SPANS`], or a batch if that is smaller.
+    chunk: usize,
 }
 
 impl Batches {
     pub(crate) fn new(limit: u64, batch: usize) -> Arc<Batches> {
         Arc::new(Batches {
+            id: NEXT_BATCHES.fetch_add(1, Ordering::Relaxed),
             pending: Mutex::new(Pending::default()),
+            shards: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
             wake: Notify::new(),
             loss: Loss::new(),
             limit,
             batch: batch.max(1),
+            chunk: CHUNK_SPANS.min(batch.max(1)),
         })
     }
 
@@ -65,24 +103,90 @@ impl Batches {
         &self.loss
     }
 
-    /// Encodes an ended span into the pending batch (or drops and counts it when the pending spans are at their
-    /// bound). The span is encoded in place, under the lock: a few hundred instructions, against the copy and the
-    /// thread-local buffer an encoding outside the lock costs.
+    /// Encodes an ended span into this thread's chunk (or drops and counts it when the pending spans are at their
+    /// bound); a full chunk goes to the batch being filled. Spans ended while the thread's locals are being torn
+    /// down (a trace dropped in a thread-local destructor) go to the batch directly.
     pub(crate) fn push(&self, span: &SpanRef<'_>) {
         if !self.loss.admit(self.limit) {
             return;
         }
+        let pushed = SHARDS.try_with(|shards| {
+            let Ok(mut shards) = shards.try_borrow_mut() else {
+                return false;
+            };
+            let at = match shards.iter().position(|(id, _)| *id == self.id) {
+                Some(at) => at,
+                None => {
+                    // Shards of exporters that are gone (only this thread holds them) are forgotten here.
+                    shards.retain(|(_, s)| Arc::strong_count(s) > 1);
+                    let shard = Arc::new(Shard::default());
+                    let Ok(mut all) = self.shards.lock() else {
+                        return false;
+                    };
+                    all.push(shard.clone());
+                    shards.push((self.id, shard));
+                    shards.len() - 1
+                }
+            };
+            self.push_local(&shards[at].1, span)
+        });
+        if pushed != Ok(true) {
+            self.push_shared(span);
+        }
+    }
+
+    /// Encodes `span` into `shard`; false when its lock is poisoned.
+    fn push_local(&self, shard: &Shard, span: &SpanRef<'_>) -> bool {
+        let Ok(mut chunk) = shard.chunk.lock() else {
+            return false;
+        };
+        // Checked under the shard's lock: the last drain, after the exporter closed, cannot miss this span.
+        if self.closed.load(Ordering::Acquire) {
+            drop(chunk);
+            self.loss.unadmit();
+            return true;
+        }
+        put_span(&mut chunk.bytes, span);
+        chunk.spans += 1;
+        if chunk.spans >= self.chunk {
+            self.hand_over(&mut chunk);
+        }
+        true
+    }
+
+    /// Encodes `span` into the batch being filled.
+    fn push_shared(&self, span: &SpanRef<'_>) {
         let Ok(mut p) = self.pending.lock() else {
             self.loss.unadmit();
             return;
         };
-        if p.closed {
+        if self.closed.load(Ordering::Acquire) {
             drop(p);
             self.loss.unadmit();
             return;
         }
         put_span(&mut p.current, span);
         p.spans += 1;
+        self.seal_if_full(p);
+    }
+
+    /// Moves a chunk's spans to the batch being filled (the chunk keeps its buffer).
+    fn hand_over(&self, chunk: &mut Chunk) {
+        if chunk.spans == 0 {
+            return;
+        }
+        let Ok(mut p) = self.pending.lock() else {
+            return;
+        };
+        p.current.extend_from_slice(&chunk.bytes);
+        p.spans += chunk.spans;
+        chunk.bytes.clear();
+        chunk.spans = 0;
+        self.seal_if_full(p);
+    }
+
+    /// Closes the batch being filled when it holds a batch's worth of spans, and wakes the export task.
+    fn seal_if_full(&self, mut p: std::sync::MutexGuard<'_, Pending>) {
         if p.spans >= self.batch {
             let capacity = p.current.capacity();
             let full = std::mem::replace(&mut p.current, Vec::with_capacity(capacity));
@@ -93,8 +197,17 @@ impl Batches {
         }
     }
 
-    /// The oldest full batch, else (with `partial`) the one being filled; None when there is none.
+    /// The oldest full batch, else (with `partial`) the one being filled, with every thread's chunk handed over
+    /// first; None when there is none.
     pub(crate) fn take(&self, partial: bool) -> Option<(Vec<u8>, usize)> {
+        if partial {
+            let shards = self.shards.lock().ok()?.clone();
+            for shard in shards {
+                if let Ok(mut chunk) = shard.chunk.lock() {
+                    self.hand_over(&mut chunk);
+                }
+            }
+        }
         let mut p = self.pending.lock().ok()?;
         if let Some(full) = p.full.pop_front() {
             return Some(full);
@@ -111,11 +224,9 @@ impl Batches {
         ))
     }
 
-    /// Takes no more spans.
+    /// Takes no more spans (those already in a thread's chunk are still taken by the next partial take).
     pub(crate) fn close(&self) {
-        if let Ok(mut p) = self.pending.lock() {
-            p.closed = true;
-        }
+        self.closed.store(true, Ordering::Release);
     }
 }
 

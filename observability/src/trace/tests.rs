@@ -178,3 +178,92 @@ fn without_tracer_everything_is_a_no_op() {
     span.end();
     t.end(SystemTime::now());
 }
+
+/// A span as a thread of the test ends it: trace id = the thread, span id = its number there.
+fn numbered(thread: u8, n: u16) -> wire::SpanRef<'static> {
+    let mut span_id = [0; 8];
+    span_id[..2].copy_from_slice(&n.to_be_bytes());
+    wire::SpanRef {
+        trace_id: [thread; 16],
+        span_id,
+        parent: None,
+        name: "s",
+        start_ns: 1,
+        end_ns: 2,
+        attributes: &[],
+        error: None,
+    }
+}
+
+/// Spans ended on several threads (each thread encodes into a chunk of its own and hands it over when it holds
+/// CHUNK_SPANS) all reach a batch once: full chunks as they fill, the rest of every thread's chunk at a partial
+/// take, even after the thread has ended; after close, a span is given back and not taken.
+#[test]
+fn spans_ended_on_many_threads_all_reach_a_batch_once() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    const PER_THREAD: u16 = (export::CHUNK_SPANS * 2 + 22) as u16;
+    let batches = Batches::new(100_000, 10_000);
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            let b = batches.clone();
+            std::thread::spawn(move || {
+                for n in 0..PER_THREAD {
+                    b.push(&numbered(t, n));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("the thread ends without a panic");
+    }
+    assert!(batches.take(false).is_none(), "no batch is full yet");
+    let (bytes, n) = batches.take(true).expect("spans");
+    assert_eq!(n, 4 * usize::from(PER_THREAD));
+    let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
+    let req =
+        ExportTraceServiceRequest::decode(header.request(&bytes).as_slice()).expect("decodes");
+    let spans = &req.resource_spans[0].scope_spans[0].spans;
+    assert_eq!(spans.len(), n);
+    let mut seen: Vec<(u8, u16)> = spans
+        .iter()
+        .map(|s| {
+            (
+                s.trace_id[0],
+                u16::from_be_bytes([s.span_id[0], s.span_id[1]]),
+            )
+        })
+        .collect();
+    seen.sort_unstable();
+    let all: Vec<(u8, u16)> = (0..4u8)
+        .flat_map(|t| (0..PER_THREAD).map(move |n| (t, n)))
+        .collect();
+    assert_eq!(seen, all, "every span once");
+    assert!(batches.take(true).is_none());
+
+    batches.push(&numbered(9, 1));
+    batches.close();
+    batches.push(&numbered(9, 2));
+    let (bytes, n) = batches.take(true).expect("the span from before close");
+    assert_eq!(n, 1);
+    let req =
+        ExportTraceServiceRequest::decode(header.request(&bytes).as_slice()).expect("decodes");
+    assert_eq!(
+        req.resource_spans[0].scope_spans[0].spans[0].span_id[..2],
+        [0, 1]
+    );
+    assert_eq!(batches.loss().accepted(), 4 * u64::from(PER_THREAD) + 1);
+}
+
+/// With a batch smaller than a chunk, a thread's spans make a full batch as soon as there are enough of them.
+#[test]
+fn a_batch_smaller_than_a_chunk_fills_at_once() {
+    let batches = Batches::new(1_000, 3);
+    for n in 0..7 {
+        batches.push(&numbered(1, n));
+    }
+    assert_eq!(batches.take(false).map(|(_, n)| n), Some(3));
+    assert_eq!(batches.take(false).map(|(_, n)| n), Some(3));
+    assert!(batches.take(false).is_none());
+    assert_eq!(batches.take(true).map(|(_, n)| n), Some(1));
+}
