@@ -1,5 +1,5 @@
 //! The gRPC transport against an HTTP/2 server on loopback that answers as a collector would, or would not: the
-//! request as it arrives (path, headers, the message prefix and both parts of the body), a status in the
+//! request as it arrives (path, headers, the message prefix and every part of the body), a status in the
 //! trailers or in a trailers-only answer, an HTTP error, and endpoints that cannot be used.
 
 use super::*;
@@ -98,7 +98,7 @@ async fn collector(answer: Answer) -> (String, Seen) {
 fn request() -> Request {
     Request {
         head: b"HEAD".to_vec(),
-        spans: vec![7; 70_000],
+        spans: vec![vec![7; 30_000], vec![8; 40_000]],
     }
 }
 
@@ -119,7 +119,9 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
         assert_eq!(body[1..5], len.to_be_bytes());
         assert_eq!(&body[5..9], b"HEAD");
         assert_eq!(body.len(), 5 + len as usize);
-        assert!(body[9..].iter().all(|b| *b == 7));
+        // Both chunks, in order.
+        assert!(body[9..30_009].iter().all(|b| *b == 7));
+        assert!(body[30_009..].iter().all(|b| *b == 8));
     }
 }
 
