@@ -14,7 +14,7 @@ pub struct Lease {
 
 #[derive(Debug)]
 pub struct Leases {
-    map: HashMap<JobId, Lease>,
+    map: HashMap<JobId, Lease, foldhash::quality::RandomState>,
     /// The leases by deadline, so that finding the expired ones and the next deadline reads no more than those
     /// (every event asks).
     by_deadline: BTreeSet<(Instant, JobId)>,
@@ -26,7 +26,7 @@ pub struct Leases {
 impl Leases {
     pub fn new(timeout: Duration) -> Leases {
         Leases {
-            map: HashMap::new(),
+            map: HashMap::default(),
             by_deadline: BTreeSet::new(),
             next: 1,
             pages: 0,

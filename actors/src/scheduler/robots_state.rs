@@ -4,6 +4,7 @@ use crawl_core::canon;
 use crawl_core::politeness::Gate;
 use crawl_core::record::{DnsInfo, Reason};
 use crawl_core::robots::Robots;
+use foldhash::quality::RandomState;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,11 +28,12 @@ pub enum RobotsState {
     },
 }
 
-/// The table of authorities.
+/// The table of authorities (looked up for every URL: a randomly seeded foldhash, as for the parser's link
+/// dedup, instead of the default SipHash).
 #[derive(Debug, Default)]
 pub struct RobotsTable {
-    states: HashMap<String, RobotsState>,
-    failures: HashMap<String, u32>,
+    states: HashMap<String, RobotsState, RandomState>,
+    failures: HashMap<String, u32, RandomState>,
 }
 
 impl RobotsTable {

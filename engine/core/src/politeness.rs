@@ -98,7 +98,9 @@ struct Host {
 pub struct HostQueues {
     policy: PolitenessPolicy,
     hosts: Vec<Host>,
-    index: HashMap<Box<str>, HostId>,
+    /// Keyed by host names from the web: a randomly seeded hash (a site cannot choose colliding names), cheaper
+    /// than the default SipHash on every URL.
+    index: HashMap<Box<str>, HostId, foldhash::quality::RandomState>,
     by_fp: crate::frontier::fphash::FpMap<Fp, HostId>,
     timers: BinaryHeap<Reverse<(Instant, HostId)>>,
     queued: usize,
@@ -112,7 +114,7 @@ impl HostQueues {
         HostQueues {
             policy,
             hosts: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             by_fp: Default::default(),
             timers: BinaryHeap::new(),
             queued: 0,

@@ -5,6 +5,7 @@
 //! depth, and the per-URL [trap rules](crate::traps::TrapRules). Registrable domains (eTLD+1) come from the public
 //! suffix list via `psl`.
 
+use foldhash::quality::RandomState;
 use std::collections::HashSet;
 use std::net::IpAddr;
 
@@ -58,8 +59,8 @@ impl ScopeVerdict {
 #[derive(Debug, Clone)]
 pub struct ScopePolicy {
     mode: ScopeMode,
-    hosts: HashSet<String>,
-    domains: HashSet<String>,
+    hosts: HashSet<String, RandomState>,
+    domains: HashSet<String, RandomState>,
     include: Vec<Regex>,
     exclude: Vec<Regex>,
     max_depth: u32,
@@ -77,8 +78,8 @@ impl ScopePolicy {
     ) -> Self {
         let mut policy = ScopePolicy {
             mode,
-            hosts: HashSet::new(),
-            domains: HashSet::new(),
+            hosts: HashSet::default(),
+            domains: HashSet::default(),
             include,
             exclude,
             max_depth,

@@ -252,21 +252,17 @@ async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
     assert_polite(&c, "three processes", 0);
     // robots.txt rules move with a host's shard: a host's robots.txt is read once, not once per process. A shard
     // that changes hands while its robots.txt is being fetched is read once more by its new owner (the rules are
-    // shared when the fetch ends), so a busy machine may see a second read, never a read by every process.
+    // shared when the fetch ends), so a busy machine may see a second read of a host, never a read by every
+    // process. (As the processes join, every shard may change hands while its robots.txt is in flight: under the
+    // whole suite's load two of the four hosts were read twice, so there is no bound on the total below 2 a host.)
     let reqs = c.site.requests();
-    let mut total = 0;
     for h in 0..HOSTS {
         let n = reqs
             .iter()
             .filter(|r| r.host == h && r.path_only() == "/robots.txt")
             .count();
         assert!((1..=2).contains(&n), "host {h}: {n} robots.txt requests");
-        total += n;
     }
-    assert!(
-        total <= HOSTS + 1,
-        "{total} robots.txt requests for {HOSTS} hosts"
-    );
 
     // The crawl is finished for everyone: a fourth process started later exits at once with nothing to do.
     let late = TestCrawl::new(

@@ -45,10 +45,13 @@ impl Crawl {
     /// with its queue-wait span and, for pages, the robots verdict that let it go.
     pub(super) fn lease_trace(&mut self, host: HostId, entry: &Entry, now: Instant) -> TraceCtx {
         let queued = Stamp::from(entry.queued_at.unwrap_or(now));
-        let t = self
-            .retry_traces
-            .remove(&entry.url)
-            .unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
+        // Retried URLs are few: the map is nearly always empty, and an empty map still hashes the key.
+        let retried = if self.retry_traces.is_empty() {
+            None
+        } else {
+            self.retry_traces.remove(&entry.url)
+        };
+        let t = retried.unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
         if t.is_sampled() {
             let host = KeyValue::new("crawl.host", self.queues.host_name(host).to_owned());
             if entry.kind.is_fetched() {
