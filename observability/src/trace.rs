@@ -203,15 +203,12 @@ fn hex_id(id: TraceId) -> String {
 
 /// Nanoseconds since the Unix epoch (0 before it).
 fn unix_nanos(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, nanos)
 }
 
 /// A duration in nanoseconds, saturating.
 fn nanos(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::from(d.subsec_nanos()))
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// A span's start or end as OTLP carries it: nanoseconds since the Unix epoch. Made from an `Instant` (what the

@@ -39,7 +39,8 @@ pub(crate) const CHUNK_SPANS: usize = 64;
 /// Encoded spans not yet taken by an export.
 #[derive(Debug, Default)]
 struct Pending {
-    /// The batch being filled: chunks of `ScopeSpans.spans` fields, each sent as it is.
+    /// The batch being filled: chunks of `ScopeSpans.spans` fields, as the threads handed them over (joined into
+    /// one body frame when sent, on the export task's thread).
     current: Vec<Vec<u8>>,
     spans: usize,
     /// Full batches, oldest first.
@@ -235,16 +236,16 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// The request of `spans`, its head made by `header`.
+    fn new(header: &Header, spans: Vec<Vec<u8>>) -> Request {
+        let head = header.prefix(spans.iter().map(Vec::len).sum());
+        Request { head, spans }
+    }
+
     /// Bytes of spans.
     pub(crate) fn spans_len(&self) -> usize {
         self.spans.iter().map(Vec::len).sum()
     }
-}
-
-/// The bytes of chunks, one after another (what a collector receives).
-#[cfg(test)]
-pub(crate) fn concat(chunks: &[Vec<u8>]) -> Vec<u8> {
-    chunks.concat()
 }
 
 /// Sends one request.
@@ -310,11 +311,7 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
     };
     let out = out.clone();
     tokio::spawn(async move {
-        let len = spans.iter().map(Vec::len).sum();
-        let request = Request {
-            head: out.header.prefix(len),
-            spans,
-        };
+        let request = Request::new(&out.header, spans);
         let result = out.transport.send(request).await;
         out.batches.loss.settle(n as u64, &result);
         drop(slot);
@@ -456,10 +453,11 @@ pub(crate) struct Frames(VecDeque<bytes::Bytes>);
 
 impl Frames {
     fn new(head: Vec<u8>, spans: Vec<Vec<u8>>) -> Frames {
-        let spans = match spans.len() {
-            0 => Vec::new(),
-            1 => spans.into_iter().next().unwrap_or_default(),
-            _ => spans.concat(),
+        // One chunk goes as it is (no copy); more are joined.
+        let spans = if spans.len() == 1 {
+            spans.into_iter().next().unwrap_or_default()
+        } else {
+            spans.concat()
         };
         Frames(
             [head, spans]

@@ -84,7 +84,7 @@ fn a_sampled_trace_exports_its_root_and_children() {
     let (bytes, n) = batches.take(true).expect("spans");
     assert_eq!(n, 4);
     let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
-    let req = ExportTraceServiceRequest::decode(header.request(&export::concat(&bytes)).as_slice())
+    let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
         .expect("decodes");
     let spans = &req.resource_spans[0].scope_spans[0].spans;
     let names: Vec<_> = spans.iter().map(|s| s.name.as_str()).collect();
@@ -221,7 +221,7 @@ fn spans_ended_on_many_threads_all_reach_a_batch_once() {
     let (bytes, n) = batches.take(true).expect("spans");
     assert_eq!(n, 4 * usize::from(PER_THREAD));
     let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
-    let req = ExportTraceServiceRequest::decode(header.request(&export::concat(&bytes)).as_slice())
+    let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
         .expect("decodes");
     let spans = &req.resource_spans[0].scope_spans[0].spans;
     assert_eq!(spans.len(), n);
@@ -246,7 +246,7 @@ fn spans_ended_on_many_threads_all_reach_a_batch_once() {
     batches.push(&numbered(9, 2));
     let (bytes, n) = batches.take(true).expect("the span from before close");
     assert_eq!(n, 1);
-    let req = ExportTraceServiceRequest::decode(header.request(&export::concat(&bytes)).as_slice())
+    let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
         .expect("decodes");
     assert_eq!(
         req.resource_spans[0].scope_spans[0].spans[0].span_id[..2],

@@ -3,7 +3,7 @@
 //! gate.
 
 use super::*;
-use crate::trace::export::{self, Request, Transport};
+use crate::trace::export::{Request, Transport};
 use crate::trace::wire::SpanRef;
 use crate::trace::{Exporter, SCOPE};
 use opentelemetry::KeyValue;
@@ -58,7 +58,7 @@ impl Transport for Fake {
     fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send {
         let fake = self.clone();
         let mut bytes = request.head;
-        bytes.extend_from_slice(&export::concat(&request.spans));
+        bytes.extend_from_slice(&request.spans.concat());
         async move {
             // A hung collector: the export waits here.
             let _permit = fake.gate.acquire().await.map_err(|e| e.to_string())?;
