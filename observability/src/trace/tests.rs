@@ -179,22 +179,6 @@ fn without_tracer_everything_is_a_no_op() {
     t.end(SystemTime::now());
 }
 
-/// A span as a thread of the test ends it: trace id = the thread, span id = its number there.
-fn numbered(thread: u8, n: u16) -> wire::SpanRef<'static> {
-    let mut span_id = [0; 8];
-    span_id[..2].copy_from_slice(&n.to_be_bytes());
-    wire::SpanRef {
-        trace_id: [thread; 16],
-        span_id,
-        parent: None,
-        name: "s",
-        start_ns: 1,
-        end_ns: 2,
-        attributes: &[],
-        error: None,
-    }
-}
-
 /// Spans ended on several threads (each thread encodes into a chunk of its own and hands it over when it holds
 /// CHUNK_SPANS) all reach a batch once: full chunks as they fill, the rest of every thread's chunk at a partial
 /// take, even after the thread has ended; after close, a span is given back and not taken.
@@ -209,7 +193,7 @@ fn spans_ended_on_many_threads_all_reach_a_batch_once() {
             let b = batches.clone();
             std::thread::spawn(move || {
                 for n in 0..PER_THREAD {
-                    b.push(&numbered(t, n));
+                    b.push(&wire::SpanRef::numbered(t, n));
                 }
             })
         })
@@ -241,9 +225,9 @@ fn spans_ended_on_many_threads_all_reach_a_batch_once() {
     assert_eq!(seen, all, "every span once");
     assert!(batches.take(true).is_none());
 
-    batches.push(&numbered(9, 1));
+    batches.push(&wire::SpanRef::numbered(9, 1));
     batches.close();
-    batches.push(&numbered(9, 2));
+    batches.push(&wire::SpanRef::numbered(9, 2));
     let (bytes, n) = batches.take(true).expect("the span from before close");
     assert_eq!(n, 1);
     let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
@@ -260,10 +244,24 @@ fn spans_ended_on_many_threads_all_reach_a_batch_once() {
 fn a_batch_smaller_than_a_chunk_fills_at_once() {
     let batches = Batches::new(1_000, 3);
     for n in 0..7 {
-        batches.push(&numbered(1, n));
+        batches.push(&wire::SpanRef::numbered(1, n));
     }
     assert_eq!(batches.take(false).map(|(_, n)| n), Some(3));
     assert_eq!(batches.take(false).map(|(_, n)| n), Some(3));
     assert!(batches.take(false).is_none());
     assert_eq!(batches.take(true).map(|(_, n)| n), Some(1));
+}
+
+/// With a batch of two chunks, a thread's first two full chunks make a full batch at once (each handed over as it
+/// fills, with no partial take), and what is past them stays with the thread until a partial take.
+#[test]
+fn full_chunks_are_handed_over_as_they_fill() {
+    let chunk = export::CHUNK_SPANS;
+    let batches = Batches::new(10_000, 2 * chunk);
+    for n in 0..2 * chunk + 5 {
+        batches.push(&wire::SpanRef::numbered(1, n as u16));
+    }
+    assert_eq!(batches.take(false).map(|(_, n)| n), Some(2 * chunk));
+    assert!(batches.take(false).is_none(), "the rest is not a batch");
+    assert_eq!(batches.take(true).map(|(_, n)| n), Some(5));
 }

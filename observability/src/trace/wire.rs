@@ -231,6 +231,26 @@ pub(crate) struct SpanRef<'a> {
 }
 
 /// `ScopeSpans.spans` is field 2.
+#[cfg(test)]
+impl SpanRef<'static> {
+    /// A span of the tests: the trace id `trace` repeated, the span id `n` in its first two bytes, no parent, no
+    /// attributes.
+    pub(crate) fn numbered(trace: u8, n: u16) -> SpanRef<'static> {
+        let mut span_id = [0; 8];
+        span_id[..2].copy_from_slice(&n.to_be_bytes());
+        SpanRef {
+            trace_id: [trace; 16],
+            span_id,
+            parent: None,
+            name: "s",
+            start_ns: 1,
+            end_ns: 2,
+            attributes: &[],
+            error: None,
+        }
+    }
+}
+
 const SPANS_FIELD: u32 = 2;
 
 fn status_len(message: &str) -> usize {

@@ -92,16 +92,7 @@ fn exporter(fake: &Fake, limit: u64, batch: usize) -> Exporter {
 
 fn end_spans(e: &Exporter, n: usize) {
     for _ in 0..n {
-        e.batches.push(&SpanRef {
-            trace_id: [1; 16],
-            span_id: [2; 8],
-            parent: None,
-            name: "s",
-            start_ns: 1,
-            end_ns: 2,
-            attributes: &[],
-            error: None,
-        });
+        e.batches.push(&SpanRef::numbered(1, 2));
     }
 }
 
