@@ -200,7 +200,7 @@ async fn run_job(
     resolver: Option<Recipient<Resolve>>,
 ) -> Step {
     faults.hit(Stage::Fetcher, &job.entry.url);
-    let url = match url::Url::parse(&job.entry.url) {
+    let url = match crawl_core::urlparts::parse(&job.entry.url) {
         Ok(u) => u,
         Err(e) => {
             let e = FetchError::InvalidUrl(e.to_string());

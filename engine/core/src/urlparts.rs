@@ -5,7 +5,11 @@
 //! answers only when the string is plainly in the form the parser would give back unchanged (an `http`/`https`
 //! scheme, a lowercase ASCII domain or dotted-quad host, an optional port, a path of characters WHATWG leaves as
 //! they are); for anything else it returns `None` and the caller parses. Where it answers, it agrees with the
-//! parser: a test compares both on many generated strings.
+//! parser: a test compares both on many generated strings. [`parse`] gives the fetcher the full `Url` of such a
+//! string without parsing its host again when the thread has parsed the same origin before.
+
+use foldhash::quality::RandomState;
+use std::collections::HashMap;
 
 /// Scheme, host, port and path-and-query of a URL string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +69,66 @@ pub fn split(url: &str) -> Option<UrlParts<'_>> {
         port,
         path_and_query,
     })
+}
+
+/// Origins already parsed on this thread, by `scheme://authority` as the parser writes it.
+const ORIGINS: usize = 256;
+
+thread_local! {
+    static PARSED_ORIGINS: std::cell::RefCell<HashMap<Box<str>, url::Url, RandomState>> =
+        std::cell::RefCell::new(HashMap::default());
+}
+
+/// Parses `url` with the same result as `Url::parse`, faster for the URLs the frontier hands out again and
+/// again: when its `scheme://authority` is one this thread has parsed before, written exactly as the parser
+/// writes it, the rest is resolved as a path-absolute reference against that origin, which keeps the origin's
+/// scheme, userinfo, host and port without parsing the host again (for an IP address or a domain, most of a
+/// short URL's parse). Only for a rest that starts with `/` followed by none of `/`, `\`, tab and newline
+/// (those could start an authority of their own in a reference). The memo holds at most [`ORIGINS`] origins a
+/// thread and starts over when full.
+pub fn parse(url: &str) -> Result<url::Url, url::ParseError> {
+    let Some((origin, rest)) = origin_and_rest(url) else {
+        return url::Url::parse(url);
+    };
+    let known = PARSED_ORIGINS.with(|m| {
+        m.borrow()
+            .get(origin)
+            .map(|base| url::Url::options().base_url(Some(base)).parse(rest))
+    });
+    if let Some(parsed) = known {
+        return parsed;
+    }
+    let parsed = url::Url::parse(url)?;
+    if parsed[..url::Position::BeforePath] == *origin {
+        PARSED_ORIGINS.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.len() >= ORIGINS {
+                m.clear();
+            }
+            m.insert(origin.into(), parsed.clone());
+        });
+    }
+    Ok(parsed)
+}
+
+/// `http(s)://authority` and the path-absolute rest of `url`, when the rest may be resolved against the origin.
+fn origin_and_rest(url: &str) -> Option<(&str, &str)> {
+    let after_scheme = if url.starts_with("http://") {
+        7
+    } else if url.starts_with("https://") {
+        8
+    } else {
+        return None;
+    };
+    let end = after_scheme + url[after_scheme..].bytes().position(|b| b == b'/')?;
+    let (origin, rest) = url.split_at(end);
+    let b = rest.as_bytes();
+    let plain_authority = origin[after_scheme..]
+        .bytes()
+        .all(|b| b > b' ' && !matches!(b, b'?' | b'#' | b'\\' | 0x7f));
+    // A tab or newline there is removed by the parser, and what follows it could be a second `/`.
+    let authority_next = matches!(b.get(1), Some(b'/' | b'\\' | b'\t' | b'\n' | b'\r'));
+    (plain_authority && !authority_next).then_some((origin, rest))
 }
 
 /// A decimal port without leading zeros (the parser rewrites `:080`), 1..=65535.
@@ -320,7 +384,7 @@ mod tests {
             "+", ",", "!", "$", "(", ")", "_", "`", "{", "|", "^",
         ];
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
-        let mut split_some = 0;
+        let (mut split_some, mut memo_hits) = (0, 0);
         for _ in 0..60_000 {
             let mut s = String::from(if next().is_multiple_of(2) {
                 "http://"
@@ -340,10 +404,62 @@ mod tests {
                 split_some += 1;
             }
             check(&s);
+            memo_hits += usize::from(check_parse(&s));
         }
         assert!(
             split_some > 1_000,
             "the generator must reach the fast path ({split_some})"
+        );
+        assert!(
+            memo_hits > 10_000,
+            "the generator must reach the parsed origins ({memo_hits})"
+        );
+    }
+
+    /// `parse` gives what the parser gives, the first time and again (when the origin may be remembered).
+    /// Returns whether the second parse resolved against a remembered origin.
+    fn check_parse(s: &str) -> bool {
+        let full = url::Url::parse(s).map(String::from);
+        assert_eq!(parse(s).map(String::from), full, "{s:?}");
+        let remembered = origin_and_rest(s)
+            .is_some_and(|(origin, _)| PARSED_ORIGINS.with(|m| m.borrow().contains_key(origin)));
+        assert_eq!(parse(s).map(String::from), full, "{s:?} again");
+        remembered
+    }
+
+    #[test]
+    fn parse_agrees_with_the_parser_and_remembers_only_origins_written_as_it_writes_them() {
+        for (s, remembered) in [
+            ("http://a.test/x?q=1#f", true),
+            ("http://a.test/y", true),
+            ("https://u:p@a.test:8443/p", true),
+            ("http://127.0.0.30:40123/page/7", true),
+            ("http://[::1]:81/x", true),
+            ("http://a.test//x", false),
+            ("http://a.test/\\x", false),
+            ("http://a.test/\tx", false),
+            ("http://a.test/\t/x", false),
+            ("http://a.test/x\t", true),
+            ("http://A.test/x", false),
+            ("http://a.test:80/x", false),
+            ("http://a.test./x", true),
+            ("http://a.t\test/x", false),
+            ("http://a.test?q/x", false),
+            ("http://a.test#f/x", false),
+            ("http://b\\a.test/x", false),
+            ("http://%61.test/x", false),
+            ("http://bücher.test/x", false),
+            ("http://a.test", false),
+            (" http://a.test/x", false),
+            ("ftp://a.test/x", false),
+            ("http://[::1/x", false),
+        ] {
+            assert_eq!(check_parse(s), remembered, "{s:?}");
+        }
+        // A remembered origin resolves the rest: a different path, query and fragment of the same origin.
+        assert_eq!(
+            parse("http://a.test/other/../z?b#c").map(String::from),
+            Ok("http://a.test/z?b#c".to_owned())
         );
     }
 
