@@ -78,7 +78,8 @@ pub enum LinkKind {
 /// One canonical outgoing link.
 #[derive(Debug, Clone)]
 pub struct Link {
-    pub url: Url,
+    /// The canonical URL.
+    pub url: String,
     pub kind: LinkKind,
     /// The element's `rel` contains `nofollow`.
     pub nofollow: bool,
@@ -100,8 +101,8 @@ pub struct ExtractOptions<'a> {
 pub struct ExtractedPage {
     /// Unique by URL, first occurrence wins, in document order (links inside `<noscript>` after the others).
     pub links: Vec<Link>,
-    /// Page requisites (with [`ExtractOptions::embeds`]), unique, in document order.
-    pub embeds: Vec<Url>,
+    /// Page requisites (with [`ExtractOptions::embeds`]), canonical, unique, in document order.
+    pub embeds: Vec<String>,
     /// Raw link attributes seen, before dedup and validation (includes links over the cap).
     pub links_found: usize,
     /// Link references the cap cut (each occurrence of a URL not kept).
@@ -258,6 +259,14 @@ fn clean_href(value: &str) -> Cow<'_, str> {
 fn rel_has(rel: &str, token: &str) -> bool {
     rel.split_ascii_whitespace()
         .any(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// The path of a canonical URL string (tests read links' paths).
+#[cfg(test)]
+fn url_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    path.split(['?', '#']).next().unwrap_or(path)
 }
 
 #[cfg(test)]

@@ -17,11 +17,14 @@ fn run(html: &str, max_links: usize, embeds: bool) -> ExtractedPage {
 }
 
 fn links(p: &ExtractedPage) -> Vec<(&str, LinkKind)> {
-    p.links.iter().map(|l| (l.url.path(), l.kind)).collect()
+    p.links
+        .iter()
+        .map(|l| (super::url_path(&l.url), l.kind))
+        .collect()
 }
 
 fn embeds(p: &ExtractedPage) -> Vec<&str> {
-    p.embeds.iter().map(Url::path).collect()
+    p.embeds.iter().map(|u| super::url_path(u)).collect()
 }
 
 #[test]

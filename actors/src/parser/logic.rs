@@ -104,8 +104,21 @@ fn is_css(content_type: Option<&str>) -> bool {
     })
 }
 
-fn judge(settings: &ParseSettings, url: url::Url, depth: u32) -> FoundLink {
-    judge_in(&settings.scope, url, depth)
+fn judge(settings: &ParseSettings, url: String, depth: u32) -> FoundLink {
+    judge_str(&settings.scope, url, depth)
+}
+
+/// [`judge_in`] of a canonical URL string (links and requisites arrive as strings): no parse where
+/// [`crawl_core::urlparts::split`] takes it.
+fn judge_str(scope: &ScopePolicy, url: String, depth: u32) -> FoundLink {
+    let (verdict, host) = match crawl_core::urlparts::split(&url) {
+        Some(p) => (scope.check_split(&url, &p, depth), p.host.to_owned()),
+        None => match url::Url::parse(&url) {
+            Ok(u) => (scope.check(&u, depth), canon::host_key(&u).to_owned()),
+            Err(_) => (crawl_core::scope::ScopeVerdict::OutOfScope, String::new()),
+        },
+    };
+    FoundLink { url, host, verdict }
 }
 
 /// The link's verdict; the URL's own string becomes the link's (no copy).
@@ -265,7 +278,7 @@ fn page_with_body(
                     out.embeds = page
                         .embeds
                         .into_iter()
-                        .map(|u| judge_in(scope, u, job.entry.depth))
+                        .map(|u| judge_str(scope, u, job.entry.depth))
                         .collect();
                 }
                 if !page.meta_nofollow {
@@ -367,7 +380,7 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
                 match parsed.kind {
                     SitemapKind::Index => out.sitemaps.push(u.as_str().to_owned()),
                     SitemapKind::UrlSet | SitemapKind::Text => {
-                        out.pages.push(judge(settings, u, 1))
+                        out.pages.push(judge_in(&settings.scope, u, 1))
                     }
                 }
             }

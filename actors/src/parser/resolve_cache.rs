@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crawl_core::canon::{CanonError, canonicalize_relative};
+use crawl_core::urlparts::JoinBase;
 use url::{Position, Url};
 
 /// Entries kept per parser thread before the memo starts over.
@@ -33,7 +34,7 @@ struct Memo {
 /// One directory's resolved references, and how often they were asked for again.
 #[derive(Default)]
 struct DirTable {
-    refs: HashMap<Box<str>, Url>,
+    refs: HashMap<Box<str>, String>,
     lookups: u32,
     hits: u32,
 }
@@ -69,10 +70,12 @@ fn keeps_last_segment(href: &str) -> bool {
     href.is_empty() || rest.is_empty() || rest.starts_with(['?', '#'])
 }
 
-/// Resolves the references of one page: [`canonicalize_relative`] against `base`, through the thread's memo.
-/// The memo's table for the base's directory is taken for the page and given back when the resolver is dropped.
+/// Resolves the references of one page: [`canonicalize_relative`] against `base`, joined as strings where
+/// [`JoinBase`] can, otherwise through the thread's memo. The memo's table for the base's directory is taken for
+/// the page and given back when the resolver is dropped.
 pub struct PageResolver<'a> {
     base: &'a Url,
+    join: Option<JoinBase<'a>>,
     dir: &'a str,
     table: DirTable,
 }
@@ -90,13 +93,21 @@ impl<'a> PageResolver<'a> {
                 table
             })
             .unwrap_or_default();
-        PageResolver { base, dir, table }
+        PageResolver {
+            base,
+            join: JoinBase::new(base.as_str()),
+            dir,
+            table,
+        }
     }
 
     /// The canonical URL `href` resolves to.
-    pub fn resolve(&mut self, href: &str) -> Result<Url, CanonError> {
+    pub fn resolve(&mut self, href: &str) -> Result<String, CanonError> {
+        if let Some(joined) = self.join.as_ref().and_then(|j| j.join(href)) {
+            return Ok(joined);
+        }
         if keeps_last_segment(href) {
-            return canonicalize_relative(self.base, href);
+            return canonicalize_relative(self.base, href).map(String::from);
         }
         let t = &mut self.table;
         t.lookups = t.lookups.saturating_add(1);
@@ -105,13 +116,13 @@ impl<'a> PageResolver<'a> {
             if t.lookups >= WARM_UP + COLD_FOR {
                 (t.lookups, t.hits) = (0, 0);
             }
-            return canonicalize_relative(self.base, href);
+            return canonicalize_relative(self.base, href).map(String::from);
         }
         if let Some(url) = t.refs.get(href) {
             t.hits += 1;
             return Ok(url.clone());
         }
-        let url = canonicalize_relative(self.base, href)?;
+        let url = String::from(canonicalize_relative(self.base, href)?);
         if t.refs.len() < CAPACITY {
             t.refs.insert(href.into(), url.clone());
         }
@@ -141,8 +152,8 @@ impl Drop for PageResolver<'_> {
 mod tests {
     use super::*;
 
-    fn outcome(r: Result<Url, CanonError>) -> Result<String, String> {
-        r.map(|u| u.to_string()).map_err(|e| e.to_string())
+    fn outcome(r: Result<impl Into<String>, CanonError>) -> Result<String, String> {
+        r.map(Into::into).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -245,7 +256,7 @@ mod tests {
         let base = Url::parse("http://a.test/").unwrap();
         let mut r = PageResolver::new(&base);
         for i in 0..CAPACITY + 10 {
-            let href = format!("/p/{i}");
+            let href = format!("./p/{i}");
             assert_eq!(
                 r.resolve(&href).unwrap().as_str(),
                 format!("http://a.test/p/{i}")
@@ -257,7 +268,7 @@ mod tests {
             let other = Url::parse(&format!("http://b{d}.test/")).unwrap();
             let mut r = PageResolver::new(&other);
             for i in 0..CAPACITY / 2 {
-                r.resolve(&format!("/q/{i}")).unwrap();
+                r.resolve(&format!("./q/{i}")).unwrap();
             }
         }
         MEMO.with(|m| {
@@ -266,7 +277,7 @@ mod tests {
             assert_eq!(m.len, m.dirs.values().map(|t| t.refs.len()).sum::<usize>());
         });
         let mut r = PageResolver::new(&base);
-        assert_eq!(r.resolve("/p/3").unwrap().as_str(), "http://a.test/p/3");
+        assert_eq!(r.resolve("./p/3").unwrap().as_str(), "http://a.test/p/3");
     }
 
     #[test]
@@ -274,20 +285,23 @@ mod tests {
         let base = Url::parse("http://cold.test/d/p").unwrap();
         let mut r = PageResolver::new(&base);
         for i in 0..WARM_UP {
-            r.resolve(&format!("/u/{i}")).unwrap();
+            r.resolve(&format!("./u/{i}")).unwrap();
         }
         assert!(r.table.cold(), "no hits in {WARM_UP} lookups");
         let kept = r.table.refs.len();
         // Cold: answers stay right and nothing more is stored.
         for i in 0..COLD_FOR - 1 {
-            let got = r.resolve(&format!("/v/{i}")).unwrap();
-            assert_eq!(got.as_str(), format!("http://cold.test/v/{i}"));
+            let got = r.resolve(&format!("./v/{i}")).unwrap();
+            assert_eq!(got.as_str(), format!("http://cold.test/d/v/{i}"));
         }
         assert_eq!(r.table.refs.len(), kept);
         // Past the cold stretch the table is used again, and a repeated link is a hit.
-        r.resolve("/w").unwrap();
+        r.resolve("./w").unwrap();
         assert!(!r.table.cold());
-        assert_eq!(r.resolve("/u/1").unwrap().as_str(), "http://cold.test/u/1");
+        assert_eq!(
+            r.resolve("./u/1").unwrap().as_str(),
+            "http://cold.test/d/u/1"
+        );
         assert_eq!(r.table.hits, 1);
     }
 }

@@ -119,21 +119,53 @@ impl ScopePolicy {
     /// Order: depth, then host/domain scope, then exclude/include patterns, then the trap rules (links only: a
     /// seed at depth 0 is never cut by them).
     pub fn check(&self, url: &Url, depth: u32) -> ScopeVerdict {
+        let path_and_query = &url[url::Position::BeforePath..url::Position::AfterQuery];
+        self.check_parts(url.as_str(), url.host_str(), path_and_query, depth)
+    }
+
+    /// [`check`](Self::check) of a URL string (a canonical one, as links arrive): split without a parse where
+    /// [`crate::urlparts::split`] takes it, parsed otherwise; a string that does not parse is out of scope.
+    pub fn check_str(&self, url: &str, depth: u32) -> ScopeVerdict {
+        match crate::urlparts::split(url) {
+            Some(p) => self.check_split(url, &p, depth),
+            None => match Url::parse(url) {
+                Ok(u) => self.check(&u, depth),
+                Err(_) => ScopeVerdict::OutOfScope,
+            },
+        }
+    }
+
+    /// [`check`](Self::check) of a URL string and its parts, as [`crate::urlparts::split`] gave them.
+    pub fn check_split(
+        &self,
+        url: &str,
+        parts: &crate::urlparts::UrlParts<'_>,
+        depth: u32,
+    ) -> ScopeVerdict {
+        self.check_parts(url, Some(parts.host), parts.path_and_query, depth)
+    }
+
+    fn check_parts(
+        &self,
+        url: &str,
+        host: Option<&str>,
+        path_and_query: &str,
+        depth: u32,
+    ) -> ScopeVerdict {
         if depth > self.max_depth {
             return ScopeVerdict::TooDeep;
         }
-        if !self.in_scope(url) {
+        if !self.host_allowed(host) {
             return ScopeVerdict::OutOfScope;
         }
-        let s = url.as_str();
-        if self.exclude.iter().any(|re| re.is_match(s)) {
+        if self.exclude.iter().any(|re| re.is_match(url)) {
             return ScopeVerdict::Filtered;
         }
-        if !self.include.is_empty() && !self.include.iter().any(|re| re.is_match(s)) {
+        if !self.include.is_empty() && !self.include.iter().any(|re| re.is_match(url)) {
             return ScopeVerdict::Filtered;
         }
         if depth > 0
-            && let Some(reason) = self.traps.check(url)
+            && let Some(reason) = self.traps.check_parts(path_and_query)
         {
             return ScopeVerdict::Trap(reason);
         }
@@ -143,14 +175,14 @@ impl ScopePolicy {
     /// Whether `url`'s host is within the scope mode (patterns and depth aside), e.g. for a sitemap robots.txt
     /// names.
     pub fn host_in_scope(&self, url: &Url) -> bool {
-        self.in_scope(url)
+        self.host_allowed(url.host_str())
     }
 
-    fn in_scope(&self, url: &Url) -> bool {
+    fn host_allowed(&self, host: Option<&str>) -> bool {
         match self.mode {
             ScopeMode::Any => true,
             ScopeMode::Host | ScopeMode::Domain => {
-                let Some(host) = url.host_str() else {
+                let Some(host) = host else {
                     return false;
                 };
                 // A parsed URL's host is already lowercase without a trailing dot nearly always: no copy then.
@@ -415,6 +447,53 @@ mod tests {
         // Without trap rules nothing is cut.
         let plain = policy(ScopeMode::Host, &["http://a.com/"]);
         assert_eq!(plain.check(&loop_url, 1), ScopeVerdict::InScope);
+    }
+
+    #[test]
+    fn a_url_string_gets_the_verdict_of_its_parsed_url() {
+        let seeds = [u("http://a.com/"), u("http://127.0.0.30:8080/")];
+        let config = crate::config::TrapsConfig {
+            max_query_params: 2,
+            ..Default::default()
+        };
+        let traps = TrapRules::new(&config, 2026);
+        let policies = [ScopeMode::Host, ScopeMode::Domain, ScopeMode::Any].map(|mode| {
+            ScopePolicy::new(
+                mode,
+                &seeds,
+                vec![],
+                vec![Regex::new("/private/").unwrap()],
+                3,
+            )
+            .with_traps(traps.clone())
+        });
+        for url in [
+            "http://a.com/",
+            "http://a.com/x/x/x/x",
+            "http://a.com/cal/2099/1/",
+            "http://a.com/p?date=2099-01-01",
+            "http://a.com/p?a=1&b=2&c=3",
+            "http://a.com/p?",
+            "http://a.com/private/p",
+            "http://www.a.com/p",
+            "http://b.com/p",
+            "http://127.0.0.30:8080/p/1",
+            "http://127.0.0.30/p",
+            "http://A.com/p",
+            "http://a.com./p",
+            "http://[::1]/p",
+            "http://a.com/p#x/x/x/x",
+            "http://a.com/%41/x",
+            "not a url",
+        ] {
+            for p in &policies {
+                for depth in [0, 1, 4] {
+                    let expected = Url::parse(url)
+                        .map_or(ScopeVerdict::OutOfScope, |parsed| p.check(&parsed, depth));
+                    assert_eq!(p.check_str(url, depth), expected, "{url} at depth {depth}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -47,29 +47,40 @@ impl TrapRules {
 
     /// The reason `url` is a trap, or `None`. Checked in this order: length, repeated segments, calendar.
     pub fn check(&self, url: &Url) -> Option<Reason> {
+        self.check_parts(&url[url::Position::BeforePath..url::Position::AfterQuery])
+    }
+
+    /// [`check`](Self::check) of a URL's path and query (`/p?q`, as [`crate::urlparts::split`] gives them).
+    pub fn check_parts(&self, path_and_query: &str) -> Option<Reason> {
         if self.off {
             return None;
         }
         let c = &self.config;
-        let query = url.query().unwrap_or("");
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (path_and_query, None),
+        };
         let too_long = |limit: usize, n: usize| limit > 0 && n > limit;
-        if too_long(c.max_path_bytes, url.path().len())
-            || too_long(c.max_query_bytes, query.len())
+        if too_long(c.max_path_bytes, path.len())
+            || too_long(c.max_query_bytes, query.map_or(0, str::len))
             || too_long(
                 c.max_query_params,
-                query.split('&').filter(|p| !p.is_empty()).count(),
+                query
+                    .into_iter()
+                    .flat_map(|q| q.split('&'))
+                    .filter(|p| !p.is_empty())
+                    .count(),
             )
         {
             return Some(Reason::LongUrl);
         }
-        if c.max_repeated_segments > 0 && segment_repeats_over(url.path(), c.max_repeated_segments)
-        {
+        if c.max_repeated_segments > 0 && segment_repeats_over(path, c.max_repeated_segments) {
             return Some(Reason::RepeatedPath);
         }
-        if c.calendar && has_year_digits(url) {
+        if c.calendar && has_year_digits(path_and_query) {
             let low = i64::from(self.year) - i64::from(c.calendar_past_years);
             let high = i64::from(self.year) + i64::from(c.calendar_future_years);
-            if calendar_out_of_window(url, low, high) {
+            if calendar_out_of_window(path, query, low, high) {
                 return Some(Reason::Calendar);
             }
         }
@@ -96,6 +107,10 @@ pub fn current_year() -> i32 {
 /// Whether some non-empty path segment occurs more than `max` times. Without allocating: paths are short, and
 /// one with at most `max` segments is skipped at once.
 fn segment_repeats_over(path: &str, max: u32) -> bool {
+    // A path has at most one segment more than it has slashes: most are decided by counting bytes.
+    if path.bytes().filter(|&b| b == b'/').count() < max as usize {
+        return false;
+    }
     let segments = || path.split('/').filter(|s| !s.is_empty());
     if segments().count() <= max as usize {
         return false;
@@ -110,10 +125,10 @@ fn segment_repeats_over(path: &str, max: u32) -> bool {
 /// parameter named for a date) or a year parameter (`?year=2031`). One pass over the path's segments and one over
 /// the query's parameters, without allocating: most URLs with four digits in a row (page numbers, ids) hold no
 /// date at all.
-fn calendar_out_of_window(url: &Url, low: i64, high: i64) -> bool {
+fn calendar_out_of_window(path: &str, query: Option<&str>, low: i64, high: i64) -> bool {
     let out = |year: i32| i64::from(year) < low || i64::from(year) > high;
     let mut previous_year = None;
-    for segment in url.path().split('/') {
+    for segment in path.split('/') {
         if let Some(year) = previous_year {
             let month = (segment.len() <= 2)
                 .then(|| segment.parse::<u32>().ok())
@@ -127,7 +142,7 @@ fn calendar_out_of_window(url: &Url, low: i64, high: i64) -> bool {
         }
         previous_year = year_of(segment);
     }
-    url.query()
+    query
         .into_iter()
         .flat_map(|q| q.split('&'))
         .filter_map(|p| {
@@ -155,14 +170,12 @@ fn calendar_out_of_window(url: &Url, low: i64, high: i64) -> bool {
 }
 
 /// Whether the path or query holds a run of at least four digits (no calendar year without one).
-fn has_year_digits(url: &Url) -> bool {
+fn has_year_digits(path_and_query: &str) -> bool {
     let mut run = 0;
-    url[url::Position::BeforePath..url::Position::AfterQuery]
-        .bytes()
-        .any(|b| {
-            run = if b.is_ascii_digit() { run + 1 } else { 0 };
-            run >= 4
-        })
+    path_and_query.bytes().any(|b| {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        run >= 4
+    })
 }
 
 /// A four-digit year.
