@@ -56,8 +56,8 @@ impl TrapRules {
             return None;
         }
         let c = &self.config;
-        let (path, query) = match path_and_query.split_once('?') {
-            Some((path, query)) => (path, Some(query)),
+        let (path, query) = match path_and_query.bytes().position(|b| b == b'?') {
+            Some(i) => (&path_and_query[..i], Some(&path_and_query[i + 1..])),
             None => (path_and_query, None),
         };
         let too_long = |limit: usize, n: usize| limit > 0 && n > limit;

@@ -180,13 +180,18 @@ impl<'a> JoinBase<'a> {
 
     /// The canonical URL `href` resolves to, or `None` where that takes the parser.
     pub fn join(&self, href: &str) -> Option<String> {
-        let href = href.split_once('#').map_or(href, |(r, _)| r);
+        // Byte scans throughout: a char pattern is searched through its UTF-8 encoding, slower on short strings.
+        let href = match href.bytes().position(|c| c == b'#') {
+            Some(i) => &href[..i],
+            None => href,
+        };
         let b = href.as_bytes();
+        let escaped = b.contains(&b'%');
         if b.starts_with(b"http://") || b.starts_with(b"https://") {
             // An absolute URL in the form the parser gives back unchanged is its own canonical form.
             let joinable = split(href).is_some()
                 && !href.ends_with('?')
-                && !href.contains('%')
+                && !escaped
                 && href.len() <= crate::canon::MAX_URL_LEN;
             return joinable.then(|| href.to_owned());
         }
@@ -205,10 +210,7 @@ impl<'a> JoinBase<'a> {
                 &self.base[..self.dir_len]
             }
         };
-        if href.ends_with('?')
-            || href.contains('%')
-            || prefix.len() + href.len() > crate::canon::MAX_URL_LEN
-        {
+        if href.ends_with('?') || escaped || prefix.len() + href.len() > crate::canon::MAX_URL_LEN {
             return None;
         }
         let mut out = String::with_capacity(prefix.len() + href.len());
@@ -289,7 +291,7 @@ fn dotted_quad(host: &str) -> bool {
 /// dot: unreserved and sub-delimiter characters, `:`, `@`, `/`, `?`, `=`, `&` and valid percent escapes.
 fn plain_path(pq: &str) -> bool {
     let b = pq.as_bytes();
-    let query_at = pq.find('?').unwrap_or(b.len());
+    let query_at = b.iter().position(|&c| c == b'?').unwrap_or(b.len());
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
