@@ -104,10 +104,6 @@ fn is_css(content_type: Option<&str>) -> bool {
     })
 }
 
-fn judge(settings: &ParseSettings, url: String, depth: u32) -> FoundLink {
-    judge_str(&settings.scope, url, depth)
-}
-
 /// [`judge_in`] of a canonical URL string (links and requisites arrive as strings): no parse where
 /// [`crawl_core::urlparts::split`] takes it.
 fn judge_str(scope: &ScopePolicy, url: String, depth: u32) -> FoundLink {
@@ -287,7 +283,7 @@ fn page_with_body(
                         .links
                         .into_iter()
                         .filter(|l| !l.nofollow)
-                        .map(|l| judge(settings, l.url, depth))
+                        .map(|l| judge_str(&settings.scope, l.url, depth))
                         .collect();
                 }
             }

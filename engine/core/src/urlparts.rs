@@ -134,13 +134,7 @@ fn origin_and_rest(url: &str) -> Option<(&str, &str)> {
     (plain_authority && !authority_next).then_some((origin, rest))
 }
 
-/// The canonical URL `href` (a reference as found in a page) resolves to against `base` (a canonical URL), joined
-/// as strings, or `None` where that takes the parser: see [`JoinBase`].
-pub fn join(base: &str, href: &str) -> Option<String> {
-    JoinBase::new(base)?.join(href)
-}
-
-/// A base URL references are joined to as strings: [`JoinBase::join`] gives the same string as
+/// A base URL references (as found in a page) are joined to as strings: [`JoinBase::join`] gives the same string as
 /// `canon::canonicalize_relative` wherever it answers (a test compares both on many generated pairs). It answers
 /// for a base [`split`] takes without a `%` in its path and query, and a path-absolute (`/p`) or path-relative
 /// (`p`, `d/p?q`) reference whose characters are all ones WHATWG leaves as they are, with no dot segment, no `%`,

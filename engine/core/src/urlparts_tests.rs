@@ -247,6 +247,11 @@ fn dotted_quads_agree_with_the_reference_and_the_parser() {
     );
 }
 
+/// `href` joined to `base` as strings.
+fn join(base: &str, href: &str) -> Option<String> {
+    JoinBase::new(base)?.join(href)
+}
+
 /// `join` gives what resolving with the parser gives, wherever it answers.
 fn check_join(base: &str, href: &str) -> bool {
     let Some(joined) = join(base, href) else {
