@@ -24,7 +24,6 @@ use super::{
 };
 use crate::output::JsonlCheckpoint;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
-use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
@@ -313,7 +312,8 @@ impl FrontierStore for EmbeddedFrontier {
         let mut counters = self.counters;
         let mut next_entry = self.next_entry;
         let mut next_record = self.next_record;
-        let mut host_delta: HashMap<Fp, (i64, Option<String>)> = HashMap::new();
+        // Host fingerprints hash as themselves (two lookups a URL).
+        let mut host_delta: super::fphash::FpMap<Fp, (i64, Option<String>)> = Default::default();
         let mut trim_to = self.trimmed_upto;
         let filter_complete = self.rebuild.is_none();
         {
