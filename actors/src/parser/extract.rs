@@ -83,6 +83,8 @@ pub struct Link {
     pub kind: LinkKind,
     /// The element's `rel` contains `nofollow`.
     pub nofollow: bool,
+    /// Where the URL's parts lie, when it was joined as strings (no need to find them again).
+    pub at: Option<crawl_core::urlparts::PartsAt>,
 }
 
 /// What to collect.

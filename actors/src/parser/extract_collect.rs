@@ -522,8 +522,8 @@ impl Collector {
         let mut seen = StrIndex::with_capacity(self.links.entries.len());
         page.links.reserve(self.links.entries.len());
         for (href, raw) in self.links.iter() {
-            match resolver.resolve(href) {
-                Ok(url) => {
+            match resolver.resolve_at(href) {
+                Ok((url, at)) => {
                     let h = seen.hash(url.as_str());
                     let links = &page.links;
                     if seen
@@ -535,6 +535,7 @@ impl Collector {
                             url,
                             kind: raw.kind,
                             nofollow: raw.nofollow,
+                            at,
                         });
                     }
                 }

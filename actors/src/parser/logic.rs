@@ -12,6 +12,7 @@ use crawl_core::frontier::JobKind;
 use crawl_core::record::Reason;
 use crawl_core::robots::{MAX_ROBOTS_BYTES, Robots, StatusClass, classify_status, product_token};
 use crawl_core::scope::ScopePolicy;
+use crawl_core::urlparts::PartsAt;
 use crawl_core::warc::Sha1;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -104,10 +105,13 @@ fn is_css(content_type: Option<&str>) -> bool {
     })
 }
 
-/// [`judge_in`] of a canonical URL string (links and requisites arrive as strings): no parse where
-/// [`crawl_core::urlparts::split`] takes it.
-fn judge_str(scope: &ScopePolicy, url: String, depth: u32) -> FoundLink {
-    let (verdict, host) = match crawl_core::urlparts::split(&url) {
+/// [`judge_in`] of a canonical URL string (links and requisites arrive as strings): no parse where its parts are
+/// known (`at`, from joining it) or [`crawl_core::urlparts::split`] takes it.
+fn judge_str(scope: &ScopePolicy, url: String, at: Option<PartsAt>, depth: u32) -> FoundLink {
+    let parts = at
+        .and_then(|at| at.parts(&url))
+        .or_else(|| crawl_core::urlparts::split(&url));
+    let (verdict, host) = match parts {
         Some(p) => (scope.check_split(&url, &p, depth), p.host.to_owned()),
         None => match url::Url::parse(&url) {
             Ok(u) => (scope.check(&u, depth), canon::host_key(&u).to_owned()),
@@ -274,7 +278,7 @@ fn page_with_body(
                     out.embeds = page
                         .embeds
                         .into_iter()
-                        .map(|u| judge_str(scope, u, job.entry.depth))
+                        .map(|u| judge_str(scope, u, None, job.entry.depth))
                         .collect();
                 }
                 if !page.meta_nofollow {
@@ -283,7 +287,7 @@ fn page_with_body(
                         .links
                         .into_iter()
                         .filter(|l| !l.nofollow)
-                        .map(|l| judge_str(&settings.scope, l.url, depth))
+                        .map(|l| judge_str(&settings.scope, l.url, l.at, depth))
                         .collect();
                 }
             }

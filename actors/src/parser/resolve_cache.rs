@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crawl_core::canon::{CanonError, canonicalize_relative};
-use crawl_core::urlparts::JoinBase;
+use crawl_core::urlparts::{JoinBase, PartsAt};
 use url::{Position, Url};
 
 /// Entries kept per parser thread before the memo starts over.
@@ -103,9 +103,19 @@ impl<'a> PageResolver<'a> {
 
     /// The canonical URL `href` resolves to.
     pub fn resolve(&mut self, href: &str) -> Result<String, CanonError> {
-        if let Some(joined) = self.join.as_ref().and_then(|j| j.join(href)) {
-            return Ok(joined);
+        self.resolve_at(href).map(|(url, _)| url)
+    }
+
+    /// [`resolve`](Self::resolve), with where the URL's parts lie when it was joined as strings.
+    pub fn resolve_at(&mut self, href: &str) -> Result<(String, Option<PartsAt>), CanonError> {
+        if let Some((joined, at)) = self.join.as_ref().and_then(|j| j.join(href)) {
+            return Ok((joined, Some(at)));
         }
+        self.resolve_parsed(href).map(|url| (url, None))
+    }
+
+    /// The reference resolved with the parser, through the memo.
+    fn resolve_parsed(&mut self, href: &str) -> Result<String, CanonError> {
         if keeps_last_segment(href) {
             return canonicalize_relative(self.base, href).map(String::from);
         }

@@ -148,6 +148,41 @@ pub struct JoinBase<'a> {
     origin_len: usize,
     /// Up to and including the last `/` of the path.
     dir_len: usize,
+    /// The base's parts.
+    at: PartsAt,
+}
+
+/// Where [`split`]'s parts lie in a URL string it takes (without a fragment), so that they need not be found
+/// again: a page's joined links carry it from [`JoinBase::join`] to the scope check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartsAt {
+    https: bool,
+    host_end: usize,
+    port: u16,
+    path_start: usize,
+}
+
+impl PartsAt {
+    /// The positions of `parts` in `url` (the string they were split from, without a fragment).
+    fn of(url: &str, parts: &UrlParts<'_>) -> PartsAt {
+        PartsAt {
+            https: parts.scheme == "https",
+            host_end: parts.scheme.len() + 3 + parts.host.len(),
+            port: parts.port,
+            path_start: url.len() - parts.path_and_query.len(),
+        }
+    }
+
+    /// The parts of `url`, the string this was made for (`None` where the positions do not fit it).
+    pub fn parts<'a>(&self, url: &'a str) -> Option<UrlParts<'a>> {
+        let scheme = if self.https { "https" } else { "http" };
+        Some(UrlParts {
+            scheme,
+            host: url.get(scheme.len() + 3..self.host_end)?,
+            port: self.port,
+            path_and_query: url.get(self.path_start..)?,
+        })
+    }
 }
 
 impl<'a> JoinBase<'a> {
@@ -169,11 +204,12 @@ impl<'a> JoinBase<'a> {
             base,
             origin_len,
             dir_len,
+            at: PartsAt::of(base, &parts),
         })
     }
 
-    /// The canonical URL `href` resolves to, or `None` where that takes the parser.
-    pub fn join(&self, href: &str) -> Option<String> {
+    /// The canonical URL `href` resolves to and where its parts lie, or `None` where that takes the parser.
+    pub fn join(&self, href: &str) -> Option<(String, PartsAt)> {
         // Byte scans throughout: a char pattern is searched through its UTF-8 encoding, slower on short strings.
         let href = match href.bytes().position(|c| c == b'#') {
             Some(i) => &href[..i],
@@ -183,11 +219,10 @@ impl<'a> JoinBase<'a> {
         let escaped = b.contains(&b'%');
         if b.starts_with(b"http://") || b.starts_with(b"https://") {
             // An absolute URL in the form the parser gives back unchanged is its own canonical form.
-            let joinable = split(href).is_some()
-                && !href.ends_with('?')
-                && !escaped
-                && href.len() <= crate::canon::MAX_URL_LEN;
-            return joinable.then(|| href.to_owned());
+            let parts = split(href)?;
+            let joinable =
+                !href.ends_with('?') && !escaped && href.len() <= crate::canon::MAX_URL_LEN;
+            return joinable.then(|| (href.to_owned(), PartsAt::of(href, &parts)));
         }
         let prefix = match b.first()? {
             b'?' => return None,
@@ -210,7 +245,11 @@ impl<'a> JoinBase<'a> {
         let mut out = String::with_capacity(prefix.len() + href.len());
         out.push_str(prefix);
         out.push_str(href);
-        plain_path(&out[self.origin_len..]).then_some(out)
+        let at = PartsAt {
+            path_start: self.origin_len,
+            ..self.at
+        };
+        plain_path(&out[self.origin_len..]).then_some((out, at))
     }
 }
 

@@ -247,9 +247,11 @@ fn dotted_quads_agree_with_the_reference_and_the_parser() {
     );
 }
 
-/// `href` joined to `base` as strings.
+/// `href` joined to `base` as strings; the positions it gives are those of `split`'s parts.
 fn join(base: &str, href: &str) -> Option<String> {
-    JoinBase::new(base)?.join(href)
+    let (joined, at) = JoinBase::new(base)?.join(href)?;
+    assert_eq!(at.parts(&joined), split(&joined), "{base:?} + {href:?}");
+    Some(joined)
 }
 
 /// `join` gives what resolving with the parser gives, wherever it answers.
