@@ -310,12 +310,75 @@ impl Record {
 
 /// The current time as RFC 3339 with milliseconds, UTC.
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+    rfc3339_millis(SystemTime::now())
+}
+
+thread_local! {
+    /// The second last formatted on this thread (Unix seconds) and its `YYYY-MM-DDTHH:MM:SS`.
+    static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+}
+
+/// `t` as `humantime::format_rfc3339_millis` writes it, with the date and time of day formatted once a second
+/// on each thread (every record takes one).
+fn rfc3339_millis(t: SystemTime) -> String {
+    let Ok(since) = t.duration_since(SystemTime::UNIX_EPOCH) else {
+        return humantime::format_rfc3339_millis(t).to_string();
+    };
+    let (secs, millis) = (since.as_secs(), since.subsec_millis());
+    SECOND.with(|cell| {
+        let mut second = cell.borrow_mut();
+        if second.0 != secs {
+            let whole = humantime::format_rfc3339_seconds(t).to_string();
+            *second = (secs, whole.trim_end_matches('Z').to_owned());
+        }
+        let mut out = String::with_capacity(second.1.len() + 5);
+        out.push_str(&second.1);
+        out.push('.');
+        for digit in [millis / 100, millis / 10 % 10, millis % 10] {
+            out.push(char::from(b'0' + digit as u8));
+        }
+        out.push('Z');
+        out
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_written_as_humantime_writes_them() {
+        let base = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+        // Within one second, across seconds, minutes, days and years, forwards and backwards.
+        let offsets_ms: [u64; 12] = [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            999,
+            1_000,
+            59_999,
+            86_400_001,
+            400 * 86_400_000 + 7,
+            5,
+        ];
+        for ms in offsets_ms {
+            let t = base + std::time::Duration::from_millis(ms);
+            assert_eq!(
+                rfc3339_millis(t),
+                humantime::format_rfc3339_millis(t).to_string(),
+                "{ms} ms"
+            );
+        }
+        let nanos = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_796_000_000, 999_999_999);
+        assert_eq!(
+            rfc3339_millis(nanos),
+            humantime::format_rfc3339_millis(nanos).to_string()
+        );
+        assert_eq!(now_rfc3339().len(), "2026-12-04T15:56:21.123Z".len());
+    }
 
     #[test]
     fn all_lists_every_reason_once_and_names_round_trip() {
