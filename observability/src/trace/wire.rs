@@ -231,6 +231,8 @@ pub(crate) struct SpanRef<'a> {
 }
 
 /// `ScopeSpans.spans` is field 2.
+const SPANS_FIELD: u32 = 2;
+
 #[cfg(test)]
 impl SpanRef<'static> {
     /// A span of the tests: the trace id `trace` repeated, the span id `n` in its first two bytes, no parent, no
@@ -250,8 +252,6 @@ impl SpanRef<'static> {
         }
     }
 }
-
-const SPANS_FIELD: u32 = 2;
 
 fn status_len(message: &str) -> usize {
     let msg = if message.is_empty() {
