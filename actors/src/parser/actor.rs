@@ -17,6 +17,7 @@ use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Job, JobDone};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
 use crawl_observability::KeyValue;
+use crawl_observability::trace::Stamp;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -117,8 +118,8 @@ fn record_spans(
     trace: &crawl_observability::trace::TraceCtx,
     body: &BodySeen,
     result: &std::thread::Result<JobResult>,
-    parse_start: std::time::SystemTime,
-    parse_end: std::time::SystemTime,
+    parse_start: Stamp,
+    parse_end: Stamp,
 ) {
     let page = match result {
         Ok(JobResult::Page(p)) => Some(p),
@@ -173,7 +174,8 @@ impl Parser {
             dns,
         } = msg;
         let seen = BodySeen::of(&response);
-        let parse_start = std::time::SystemTime::now();
+        // On the clock of the trace's other spans (the engine's monotonic one), not the wall clock.
+        let parse_start = Stamp::now();
         let result = self.contained(&job, || process_inline(settings, &job, response, page_url));
         let result = match result {
             Ok(Inline::Done(r)) => Ok(r),
@@ -210,10 +212,10 @@ impl Parser {
         result: std::thread::Result<JobResult>,
         archive: Option<Box<crate::protocol::Archived>>,
         seen: &BodySeen,
-        parse_start: std::time::SystemTime,
+        parse_start: Stamp,
     ) -> bool {
         if job.trace.is_sampled() {
-            let parse_end = std::time::SystemTime::now();
+            let parse_end = Stamp::now();
             record_spans(&job.trace, seen, &result, parse_start, parse_end);
         }
         let id = job.id;
@@ -266,7 +268,8 @@ impl Handler<Parse> for Parser {
         let settings = self.settings.load();
         let settings = settings.as_ref();
         let seen = BodySeen::of(&response);
-        let parse_start = std::time::SystemTime::now();
+        // On the clock of the trace's other spans (the engine's monotonic one), not the wall clock.
+        let parse_start = Stamp::now();
         let result = self.contained(&job, || {
             let prepared = settings
                 .archive_level

@@ -170,6 +170,12 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
                 .iter()
                 .find(|s| s.name == "parse")
                 .expect("parse span");
+            // Both on the engine's one clock: the parse starts once the body is in.
+            assert!(
+                parse.start_unix_nanos >= body.end_unix_nanos,
+                "{}: parse starts before the body ended",
+                r.url
+            );
             if r.status == Some(200) {
                 assert_eq!(
                     parse.attr_int("crawl.links_found"),
