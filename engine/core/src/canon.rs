@@ -65,8 +65,7 @@ fn same_origin_path<'h>(base: &Url, href: &'h str) -> Option<&'h str> {
         return None;
     }
     let rest = href.strip_prefix(&base[..Position::BeforePath])?;
-    let b = rest.as_bytes();
-    (b.first() == Some(&b'/') && !matches!(b.get(1), Some(b'/' | b'\\'))).then_some(rest)
+    crate::urlparts::path_absolute(rest.as_bytes()).then_some(rest)
 }
 
 /// `scheme://host:port` with the port always explicit (`http://a.com:80`): the robots.txt cache key.

@@ -130,8 +130,14 @@ fn origin_and_rest(url: &str) -> Option<(&str, &str)> {
         .bytes()
         .all(|b| b > b' ' && !matches!(b, b'?' | b'#' | b'\\' | 0x7f));
     // A tab or newline there is removed by the parser, and what follows it could be a second `/`.
-    let authority_next = matches!(b.get(1), Some(b'/' | b'\\' | b'\t' | b'\n' | b'\r'));
-    (plain_authority && !authority_next).then_some((origin, rest))
+    let tab_next = matches!(b.get(1), Some(b'\t' | b'\n' | b'\r'));
+    (plain_authority && path_absolute(b) && !tab_next).then_some((origin, rest))
+}
+
+/// Whether a reference (its tabs and newlines removed) is path-absolute against an `http(s)` base: a `/`
+/// followed by neither `/` nor `\`, either of which would start an authority of its own.
+pub(crate) fn path_absolute(reference: &[u8]) -> bool {
+    reference.first() == Some(&b'/') && !matches!(reference.get(1), Some(b'/' | b'\\'))
 }
 
 /// A base URL references (as found in a page) are joined to as strings: [`JoinBase::join`] gives the same string as
@@ -226,7 +232,7 @@ impl<'a> JoinBase<'a> {
         }
         let prefix = match b.first()? {
             b'?' => return None,
-            b'/' if matches!(b.get(1), Some(b'/' | b'\\')) => return None,
+            b'/' if !path_absolute(b) => return None,
             b'/' => &self.base[..self.origin_len],
             _ => {
                 let first_segment = b
