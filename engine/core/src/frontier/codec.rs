@@ -86,13 +86,13 @@ pub fn put_str(out: &mut Vec<u8>, s: &str) {
 }
 
 pub fn put_ref(out: &mut Vec<u8>, r: UrlRef) {
-    out.extend_from_slice(&r.fp.to_le_bytes());
+    out.extend_from_slice(&r.key.to_le_bytes());
     out.push(r.slot);
 }
 
 pub fn read_ref(r: &mut Reader<'_>) -> Result<UrlRef, DecodeError> {
     Ok(UrlRef {
-        fp: r.u64_fixed()?,
+        key: r.u64_fixed()?,
         slot: r.u8()?,
     })
 }
@@ -145,7 +145,7 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
     })
 }
 
-/// The page that linked a pending URL, kept with the URL until it is done.
+/// The page that linked a URL.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Parent {
     #[default]
@@ -156,101 +156,62 @@ pub enum Parent {
     Url(String),
 }
 
-/// State of a URL in the URL table.
-pub const PENDING: u8 = 1;
-pub const DONE: u8 = 2;
+const NO_PARENT: u8 = 0;
+const PARENT_REF: u8 = 1;
+const PARENT_URL: u8 = 2;
 
-const HAS_PARENT_REF: u8 = 0x10;
-const HAS_PARENT_URL: u8 = 0x20;
-
-/// One URL of a fingerprint: its state, the URL, and (while pending) its parent.
+/// A URL's row in the embedded store's URL table: the URL and the page that linked it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slot {
-    pub state: u8,
+pub struct Row {
     pub url: String,
     pub parent: Parent,
 }
 
-/// The URLs sharing one fingerprint (almost always one), as stored in the URL table: per URL a state byte (with
-/// flags for a parent), the URL, and the parent while pending. A done URL keeps only its state and URL.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct UrlSlots {
-    pub slots: Vec<Slot>,
-}
-
-fn read_slot(r: &mut Reader<'_>) -> Result<(u8, String, Parent), DecodeError> {
-    let flags = r.u8()?;
-    let state = flags & 0x0f;
-    if state != PENDING && state != DONE {
-        return Err(DecodeError("unknown url state"));
-    }
-    let url = r.str()?.to_owned();
-    let parent = if flags & HAS_PARENT_REF != 0 {
-        Parent::Ref(read_ref(r)?)
-    } else if flags & HAS_PARENT_URL != 0 {
-        Parent::Url(r.str()?.to_owned())
-    } else {
-        Parent::None
-    };
-    Ok((state, url, parent))
-}
-
-impl UrlSlots {
-    pub fn find(&self, url: &str) -> Option<u8> {
-        self.slots
-            .iter()
-            .position(|s| s.url == url)
-            .and_then(|i| u8::try_from(i).ok())
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.slots.iter().map(|s| s.url.len() + 12).sum());
-        for s in &self.slots {
-            let parent = if s.state == DONE {
-                &Parent::None
-            } else {
-                &s.parent
-            };
-            let flags = s.state
-                | match parent {
-                    Parent::None => 0,
-                    Parent::Ref(_) => HAS_PARENT_REF,
-                    Parent::Url(_) => HAS_PARENT_URL,
-                };
-            out.push(flags);
-            put_str(&mut out, &s.url);
-            match parent {
-                Parent::None => {}
-                Parent::Ref(r) => put_ref(&mut out, *r),
-                Parent::Url(u) => put_str(&mut out, u),
-            }
+/// A row: a byte saying what the parent is, the URL, then the parent (a reference or a URL).
+pub fn encode_row(url: &str, parent: &Parent) -> Vec<u8> {
+    let mut out = Vec::with_capacity(url.len() + 12);
+    match parent {
+        Parent::None => {
+            out.push(NO_PARENT);
+            put_str(&mut out, url);
         }
-        out
-    }
-
-    pub fn decode(buf: &[u8]) -> Result<UrlSlots, DecodeError> {
-        let mut r = Reader::new(buf);
-        let mut slots = Vec::with_capacity(1);
-        while !r.is_empty() {
-            let (state, url, parent) = read_slot(&mut r)?;
-            slots.push(Slot { state, url, parent });
+        Parent::Ref(r) => {
+            out.push(PARENT_REF);
+            put_str(&mut out, url);
+            put_ref(&mut out, *r);
         }
-        Ok(UrlSlots { slots })
+        Parent::Url(u) => {
+            out.push(PARENT_URL);
+            put_str(&mut out, url);
+            put_str(&mut out, u);
+        }
     }
+    out
 }
 
-/// Finds `url` in an encoded slot list. Returns its slot.
-pub fn find_slot(buf: &[u8], url: &str) -> Result<Option<u8>, DecodeError> {
+/// The URL of an encoded row, without decoding the rest.
+pub fn row_url(buf: &[u8]) -> Result<&str, DecodeError> {
     let mut r = Reader::new(buf);
-    let mut i = 0u8;
-    while !r.is_empty() {
-        let (_, u, _) = read_slot(&mut r)?;
-        if u == url {
-            return Ok(Some(i));
-        }
-        i = i.checked_add(1).ok_or(DecodeError("too many slots"))?;
+    if r.u8()? > PARENT_URL {
+        return Err(DecodeError("unknown parent kind"));
     }
-    Ok(None)
+    r.str()
+}
+
+pub fn decode_row(buf: &[u8]) -> Result<Row, DecodeError> {
+    let mut r = Reader::new(buf);
+    let kind = r.u8()?;
+    let url = r.str()?.to_owned();
+    let parent = match kind {
+        NO_PARENT => Parent::None,
+        PARENT_REF => Parent::Ref(read_ref(&mut r)?),
+        PARENT_URL => Parent::Url(r.str()?.to_owned()),
+        _ => return Err(DecodeError("unknown parent kind")),
+    };
+    if !r.is_empty() {
+        return Err(DecodeError("trailing bytes after a row"));
+    }
+    Ok(Row { url, parent })
 }
 
 /// A host's row: pending count and name.
@@ -370,7 +331,7 @@ mod tests {
     #[test]
     fn queued_round_trip_and_size() {
         let v = QueuedValue {
-            id: UrlRef { fp: 42, slot: 0 },
+            id: UrlRef { key: 42, slot: 0 },
             kind: JobKind::Page,
             attempt: 1,
             retries: 2,
@@ -396,7 +357,7 @@ mod tests {
             attempt: 1,
             retries: 3,
             parent: Some("http://a/".into()),
-            parent_ref: Some(UrlRef { fp: 9, slot: 0 }),
+            parent_ref: Some(UrlRef { key: 9, slot: 0 }),
             redirect_chain: vec!["http://a/old".into()],
         };
         assert_eq!(decode_pending(&encode_pending(&v)).unwrap(), v);
@@ -414,7 +375,7 @@ mod tests {
     #[test]
     fn embed_kind_round_trips_and_old_kind_codes_keep_their_meaning() {
         let v = QueuedValue {
-            id: UrlRef { fp: 5, slot: 1 },
+            id: UrlRef { key: 5, slot: 1 },
             kind: JobKind::Embed,
             ..QueuedValue::default()
         };
@@ -440,8 +401,8 @@ mod tests {
         for len in 0..40 {
             let junk: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
             let _ = decode_queued(&junk);
-            let _ = UrlSlots::decode(&junk);
-            let _ = find_slot(&junk, "x");
+            let _ = decode_row(&junk);
+            let _ = row_url(&junk);
             let _ = decode_host(&junk);
             let _ = decode_pending(&junk);
         }
@@ -449,35 +410,23 @@ mod tests {
     }
 
     #[test]
-    fn slots_find_the_exact_url_and_keep_parents_while_pending() {
-        let s = UrlSlots {
-            slots: vec![
-                Slot {
-                    state: DONE,
-                    url: "http://a/1".into(),
-                    parent: Parent::None,
-                },
-                Slot {
-                    state: PENDING,
-                    url: "http://b/2".into(),
-                    parent: Parent::Ref(UrlRef { fp: 9, slot: 0 }),
-                },
-                Slot {
-                    state: PENDING,
-                    url: "http://b/3".into(),
-                    parent: Parent::Url("http://b/sitemap.xml".into()),
-                },
-            ],
-        };
-        let b = s.encode();
-        assert_eq!(UrlSlots::decode(&b).unwrap(), s);
-        assert_eq!(find_slot(&b, "http://b/3").unwrap(), Some(2));
-        assert_eq!(find_slot(&b, "http://b/4").unwrap(), None);
-        assert_eq!(s.find("http://a/1"), Some(0));
-        // a done URL drops its parent
-        let mut done = s.clone();
-        done.slots[1].state = DONE;
-        let d = UrlSlots::decode(&done.encode()).unwrap();
-        assert_eq!(d.slots[1].parent, Parent::None);
+    fn rows_round_trip_with_each_kind_of_parent() {
+        for parent in [
+            Parent::None,
+            Parent::Ref(UrlRef { key: 9, slot: 0 }),
+            Parent::Url("http://b/sitemap.xml".into()),
+        ] {
+            let b = encode_row("http://b/2", &parent);
+            assert_eq!(row_url(&b).unwrap(), "http://b/2");
+            let row = decode_row(&b).unwrap();
+            assert_eq!((row.url.as_str(), row.parent), ("http://b/2", parent));
+            assert!(decode_row(&b[..b.len() - 1]).is_err());
+        }
+        let mut bad = encode_row("http://a/", &Parent::None);
+        bad[0] = 7;
+        assert!(decode_row(&bad).is_err() && row_url(&bad).is_err());
+        bad[0] = 0;
+        bad.push(0);
+        assert!(decode_row(&bad).is_err(), "trailing bytes");
     }
 }

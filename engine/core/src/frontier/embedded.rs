@@ -1,9 +1,9 @@
 //! The embedded frontier: redb on disk under data_dir.
 //!
 //! Tables (all keys fixed-width integers, all values compact binary, see [`super::codec`]):
-//! - `url_ids`: URL fingerprint -> the URLs with that fingerprint, each with a reference to the page that linked
-//!   it. Exact dedup compares the URL itself. A URL is pending while it is in its queue and done once it left it, so
-//!   finishing a URL writes nothing here (no random write per fetched page).
+//! - `url_rows`, with sorted run files beside the database: the known URLs, each with a reference to the page
+//!   that linked it, found by fingerprint; see [`super::known`]. A URL is pending while it is in its queue
+//!   and done once it left it, so finishing a URL writes nothing there.
 //! - `queue`: (host fingerprint, depth, discovery seq) -> a pending URL's reference, kind, counters and parent
 //!   reference. A host's queue is one ordered key range, read a window at a time.
 //! - `hosts`: host fingerprint -> pending count and host key, for hosts with pending URLs.
@@ -15,7 +15,8 @@
 //! restart it is rebuilt in the background ([`FrontierStore::idle_work`]) and, until then, every link is looked up.
 
 use super::bloom::Bloom;
-use super::codec::{self, PENDING, Parent, QueuedValue, Slot, UrlSlots};
+use super::codec::{self, Parent, QueuedValue, Row};
+use super::known::{FpIndex, ROWS};
 use super::outbox;
 use super::recent::RecentUrls;
 use super::{
@@ -27,7 +28,6 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-const URLS: TableDefinition<u64, &[u8]> = TableDefinition::new("url_ids");
 const QUEUE: TableDefinition<(u64, u32, u64), &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("hosts");
 const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
@@ -35,9 +35,11 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Opaque values kept with the commits (the archive checkpoint).
 const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
 const ARCHIVE_CHECKPOINT: &str = "archive_checkpoint";
+/// The fingerprint runs' list ([`super::fpruns::encode_list`]).
+const RUN_LIST: &str = "fp_runs";
 
 /// The on-disk format this code writes; a store of another format is refused with a clear error.
-const FORMAT: u64 = 2;
+const FORMAT: u64 = 3;
 
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// URLs per generation of the exact cache of recently seen URLs.
@@ -56,6 +58,9 @@ mod key {
     pub const CP_SET: &str = "jsonl_checkpoint";
     pub const CP_LINES: &str = "jsonl_lines";
     pub const CP_BYTES: &str = "jsonl_bytes";
+    pub const NEXT_RUN: &str = "next_run";
+    /// The last row the fingerprint runs cover.
+    pub const RUN_ROWS: &str = "run_rows_upto";
     /// Written by the first format, which this code cannot read.
     pub const OLD_NEXT_SEQ: &str = "next_seq";
 }
@@ -65,6 +70,7 @@ pub struct EmbeddedFrontier {
     db: Database,
     bloom: Bloom,
     recent: RecentUrls,
+    index: FpIndex,
     /// Where the Bloom rebuild after a restart stands: None when the filter is complete.
     rebuild: Option<Option<u64>>,
     counters: Counters,
@@ -113,6 +119,7 @@ impl EmbeddedFrontier {
             db,
             bloom: Bloom::new(1 << 16),
             recent: RecentUrls::new(RECENT_URLS),
+            index: FpIndex::empty(dir),
             rebuild: None,
             counters: Counters::default(),
             next_record: 1,
@@ -138,29 +145,17 @@ impl EmbeddedFrontier {
         self.bloom.bytes()
     }
 
-    fn lookup_url(
-        urls: &impl ReadableTable<u64, &'static [u8]>,
+    fn lookup_row(
+        rows: &impl ReadableTable<u64, &'static [u8]>,
         id: UrlRef,
-    ) -> Result<String, FrontierError> {
-        Ok(Self::lookup_slot(urls, id)?.url)
-    }
-
-    fn lookup_slot(
-        urls: &impl ReadableTable<u64, &'static [u8]>,
-        id: UrlRef,
-    ) -> Result<Slot, FrontierError> {
-        let Some(v) = urls.get(id.fp)? else {
+    ) -> Result<Row, FrontierError> {
+        let Some(v) = rows.get(id.key)? else {
             return Err(corrupt(
-                format!("url {:016x}", id.fp),
-                "missing from the url table",
+                format!("url row {}", id.key),
+                "missing from the row table",
             ));
         };
-        let slots = UrlSlots::decode(v.value()).map_err(|e| corrupt("url slots", e))?;
-        slots
-            .slots
-            .into_iter()
-            .nth(usize::from(id.slot))
-            .ok_or_else(|| corrupt(format!("url {:016x}", id.fp), "slot missing"))
+        codec::decode_row(v.value()).map_err(|e| corrupt("url row", e))
     }
 }
 
@@ -197,6 +192,9 @@ impl FrontierStore for EmbeddedFrontier {
         let mut rec = Resume::default();
         let txn = self.db.begin_read()?;
         let mut checkpoint = None;
+        let mut next_run = 1;
+        let mut covered = 0;
+        let mut run_list = None;
         match txn.open_table(META) {
             Ok(meta) => {
                 let get = |k: &str| -> Result<Option<u64>, FrontierError> {
@@ -207,7 +205,7 @@ impl FrontierStore for EmbeddedFrontier {
                     Some(other) => {
                         return Err(FrontierError::Store(format!(
                             "{} holds a frontier of format {other}; this build reads format {FORMAT}: \
-                             use a new data_dir",
+                             finish that crawl with the build that wrote it or use a new data_dir",
                             self.dir.display()
                         )));
                     }
@@ -232,6 +230,8 @@ impl FrontierStore for EmbeddedFrontier {
                 if let Some(n) = get(key::NEXT_ENTRY)? {
                     self.next_entry = n;
                 }
+                next_run = get(key::NEXT_RUN)?.unwrap_or(1);
+                covered = get(key::RUN_ROWS)?.unwrap_or(0);
                 if get(key::CP_SET)?.unwrap_or(0) == 1 {
                     checkpoint = Some(JsonlCheckpoint {
                         lines: get(key::CP_LINES)?.unwrap_or(0),
@@ -245,8 +245,20 @@ impl FrontierStore for EmbeddedFrontier {
         match txn.open_table(BLOBS) {
             Ok(blobs) => {
                 rec.archive_checkpoint = blobs.get(ARCHIVE_CHECKPOINT)?.map(|v| v.value().to_vec());
+                run_list = blobs.get(RUN_LIST)?.map(|v| v.value().to_vec());
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        match txn.open_table(ROWS) {
+            Ok(rows) => {
+                self.index =
+                    FpIndex::open(&self.dir, run_list.as_deref(), next_run, &rows, covered)?;
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                // A store that never committed a URL: no run is listed, and any run file is a stray.
+                crate::frontier::fpruns::remove_strays(&self.dir, &[])?;
+            }
             Err(e) => return Err(e.into()),
         }
         match txn.open_table(HOSTS) {
@@ -316,8 +328,11 @@ impl FrontierStore for EmbeddedFrontier {
         let mut host_delta: super::fphash::FpMap<Fp, (i64, Option<String>)> = Default::default();
         let mut trim_to = self.trimmed_upto;
         let filter_complete = self.rebuild.is_none();
+        let mut added_fps = Vec::new();
+        let prepared;
+        self.index.begin();
         {
-            let mut urls = txn.open_table(URLS)?;
+            let mut rows = txn.open_table(ROWS)?;
             let mut queue = txn.open_table(QUEUE)?;
             for d in batch.discovered {
                 let fp = url_fp(&d.url);
@@ -325,43 +340,31 @@ impl FrontierStore for EmbeddedFrontier {
                     out.duplicates += 1;
                     continue;
                 }
-                let mut slots = UrlSlots::default();
-                // Links added earlier in this batch are in the filter too.
+                // Links added earlier in this batch are in the filter and the index too.
                 let maybe = !filter_complete || self.bloom.may_contain(fp);
-                if maybe && let Some(v) = urls.get(fp)? {
-                    let raw = v.value();
-                    if codec::find_slot(raw, &d.url)
-                        .map_err(|e| corrupt("url slots", e))?
-                        .is_some()
-                    {
-                        out.duplicates += 1;
-                        self.recent.insert(fp, &d.url);
-                        continue;
-                    }
-                    slots = UrlSlots::decode(raw).map_err(|e| corrupt("url slots", e))?;
+                if maybe && self.index.find(&rows, fp, &d.url)?.is_some() {
+                    out.duplicates += 1;
+                    self.recent.insert(fp, &d.url);
+                    continue;
                 }
-                let slot = u8::try_from(slots.slots.len())
-                    .map_err(|_| corrupt(format!("url {fp:016x}"), "too many urls share it"))?;
                 let parent = match &d.parent {
-                    Some((r, _)) if r.fp != 0 => Parent::Ref(*r),
+                    Some((r, _)) if r.key != 0 => Parent::Ref(*r),
                     Some((_, u)) => Parent::Url(u.clone()),
                     None => Parent::None,
                 };
-                slots.slots.push(Slot {
-                    state: PENDING,
-                    url: d.url.clone(),
-                    parent,
-                });
-                urls.insert(fp, slots.encode().as_slice())?;
-                self.bloom.insert(fp);
+                // The row number is the entry's sequence number: rows are appended in order.
                 let seq = next_entry;
                 next_entry += 1;
+                rows.insert(seq, codec::encode_row(&d.url, &parent).as_slice())?;
+                self.index.add(fp, seq);
+                self.bloom.insert(fp);
+                added_fps.push(fp);
                 let host = if d.kind.is_fetched() {
                     host_fp(&d.host)
                 } else {
                     RECORDS_HOST
                 };
-                let id = UrlRef { fp, slot };
+                let id = UrlRef { key: seq, slot: 0 };
                 let value = QueuedValue {
                     id,
                     kind: d.kind,
@@ -385,7 +388,7 @@ impl FrontierStore for EmbeddedFrontier {
                 counters.known += 1;
                 counters.pending += 1;
                 let (parent_ref, parent) = match d.parent {
-                    Some((r, u)) => (Some(r).filter(|r| r.fp != 0), Some(u)),
+                    Some((r, u)) => (Some(r).filter(|r| r.key != 0), Some(u)),
                     None => (None, None),
                 };
                 out.added.push(Added {
@@ -471,6 +474,7 @@ impl FrontierStore for EmbeddedFrontier {
                     hosts.insert(h, codec::encode_host(pending, &name).as_slice())?;
                 }
             }
+            prepared = self.index.flush_if_full()?;
             let mut meta = txn.open_table(META)?;
             meta.insert(key::FORMAT, FORMAT)?;
             meta.insert(key::NEXT_RECORD, next_record)?;
@@ -488,10 +492,22 @@ impl FrontierStore for EmbeddedFrontier {
                 txn.open_table(BLOBS)?
                     .insert(ARCHIVE_CHECKPOINT, a.as_slice())?;
             }
+            if let Some(p) = &prepared {
+                let l = p.listing(&self.index);
+                txn.open_table(BLOBS)?.insert(RUN_LIST, l.list.as_slice())?;
+                meta.insert(key::NEXT_RUN, l.next_id)?;
+                meta.insert(key::RUN_ROWS, l.covered)?;
+            }
         }
-        txn.commit()?;
-        for a in &out.added {
-            self.recent.insert(a.entry.id.fp, &a.entry.url);
+        if let Err(e) = txn.commit() {
+            if let Some(p) = prepared {
+                self.index.abandon(p);
+            }
+            return Err(e.into());
+        }
+        self.index.settle(prepared);
+        for (a, fp) in out.added.iter().zip(added_fps) {
+            self.recent.insert(fp, &a.entry.url);
         }
         self.counters = counters;
         self.next_entry = next_entry;
@@ -513,7 +529,7 @@ impl FrontierStore for EmbeddedFrontier {
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
         };
-        let urls = txn.open_table(URLS)?;
+        let rows = txn.open_table(ROWS)?;
         let start = match after {
             Some(k) => Bound::Excluded((host, k.depth, k.seq)),
             None => Bound::Included((host, 0, 0)),
@@ -525,14 +541,14 @@ impl FrontierStore for EmbeddedFrontier {
             let (k, v) = item?;
             let (h, depth, seq) = k.value();
             let q = codec::decode_queued(v.value()).map_err(|e| corrupt("queue entry", e))?;
-            let slot = Self::lookup_slot(&urls, q.id)?;
-            let (parent, parent_ref) = match slot.parent {
+            let row = Self::lookup_row(&rows, q.id)?;
+            let (parent, parent_ref) = match row.parent {
                 Parent::Ref(p) => {
                     // Links of one page sit together in a queue: their parent is read once per window.
                     let url = match &last_parent {
                         Some((r, u)) if *r == p => u.clone(),
                         _ => {
-                            let u = Self::lookup_url(&urls, p)?;
+                            let u = Self::lookup_row(&rows, p)?.url;
                             last_parent = Some((p, u.clone()));
                             u
                         }
@@ -543,7 +559,7 @@ impl FrontierStore for EmbeddedFrontier {
                 Parent::None => (None, None),
             };
             out.push(Entry {
-                url: slot.url,
+                url: row.url,
                 depth,
                 parent,
                 parent_ref,
@@ -562,17 +578,12 @@ impl FrontierStore for EmbeddedFrontier {
 
     fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
         let txn = self.db.begin_read()?;
-        let urls = match txn.open_table(URLS) {
+        let rows = match txn.open_table(ROWS) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
             Err(e) => return Err(e.into()),
         };
-        match urls.get(url_fp(url))? {
-            Some(v) => Ok(codec::find_slot(v.value(), url)
-                .map_err(|e| corrupt("url slots", e))?
-                .is_some()),
-            None => Ok(false),
-        }
+        Ok(self.index.find(&rows, url_fp(url), url)?.is_some())
     }
 
     fn idle_work(&mut self) -> bool {
@@ -581,20 +592,21 @@ impl FrontierStore for EmbeddedFrontier {
         };
         let mut step = || -> Result<Option<u64>, FrontierError> {
             let txn = self.db.begin_read()?;
-            let urls = match txn.open_table(URLS) {
+            let rows = match txn.open_table(ROWS) {
                 Ok(t) => t,
                 Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
                 Err(e) => return Err(e.into()),
             };
             let range = match from {
-                Some(last) => urls.range((Bound::Excluded(last), Bound::Unbounded))?,
-                None => urls.range::<u64>(..)?,
+                Some(last) => rows.range((Bound::Excluded(last), Bound::Unbounded))?,
+                None => rows.range::<u64>(..)?,
             };
             let mut last = None;
             let mut fps = Vec::with_capacity(REBUILD_STEP);
             for item in range.take(REBUILD_STEP) {
-                let (k, _) = item?;
-                fps.push(k.value());
+                let (k, v) = item?;
+                let url = codec::row_url(v.value()).map_err(|e| corrupt("url row", e))?;
+                fps.push(url_fp(url));
                 last = Some(k.value());
             }
             for fp in fps {
@@ -622,72 +634,5 @@ impl FrontierStore for EmbeddedFrontier {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::frontier::JobKind;
-
-    #[test]
-    fn leftover_of_an_interrupted_creation_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("frontier.redb.creating"), vec![0u8; 73728]).unwrap();
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        assert!(f.recover().unwrap().fresh);
-        assert!(!dir.path().join("frontier.redb.creating").exists());
-    }
-
-    #[test]
-    fn second_open_of_same_dir_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let _f = EmbeddedFrontier::open(dir.path()).unwrap();
-        let err = EmbeddedFrontier::open(dir.path()).unwrap_err();
-        assert!(matches!(err, FrontierError::Locked(_)), "{err}");
-    }
-
-    #[test]
-    fn a_store_of_the_first_format_is_refused_clearly() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let db = Database::create(dir.path().join("frontier.redb")).unwrap();
-            let txn = db.begin_write().unwrap();
-            {
-                let mut meta = txn.open_table(META).unwrap();
-                meta.insert(key::OLD_NEXT_SEQ, 5).unwrap();
-            }
-            txn.commit().unwrap();
-        }
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        let err = f.recover().unwrap_err().to_string();
-        assert!(err.contains("older crawl-engine"), "{err}");
-    }
-
-    #[test]
-    fn filter_is_rebuilt_in_the_background_after_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-            f.recover().unwrap();
-            let discovered = (0..1000)
-                .map(|i| super::super::Discovered {
-                    url: format!("http://a/{i}"),
-                    host: "a".into(),
-                    depth: 0,
-                    parent: None,
-                    redirect_chain: vec![],
-                    kind: JobKind::Page,
-                })
-                .collect();
-            f.commit(Batch {
-                discovered,
-                ..Batch::default()
-            })
-            .unwrap();
-        }
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        let rec = f.recover().unwrap();
-        assert_eq!(rec.counters.known, 1000);
-        assert!(f.rebuild.is_some());
-        while f.idle_work() {}
-        assert!(f.rebuild.is_none());
-        assert!(f.bloom.may_contain(url_fp("http://a/999")));
-    }
-}
+#[path = "embedded_tests.rs"]
+mod tests;

@@ -143,10 +143,12 @@ pub struct QueueKey {
     pub seq: u64,
 }
 
-/// A stored URL's identity: its fingerprint and the slot among URLs sharing that fingerprint.
+/// A stored URL's identity within its store: a number the store chose and a slot under it. The embedded store
+/// numbers its URL rows (slot 0); the shared store uses the URL's fingerprint and the slot among URLs sharing it.
+/// Key 0 refers to no URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct UrlRef {
-    pub fp: Fp,
+    pub key: u64,
     pub slot: u8,
 }
 

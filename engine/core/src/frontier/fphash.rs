@@ -46,8 +46,8 @@ mod tests {
     fn a_fingerprint_hashes_to_itself_and_a_slot_changes_the_hash() {
         let b = BuildHasherDefault::<FpHasher>::default();
         assert_eq!(b.hash_one(0xdead_beef_u64), 0xdead_beef);
-        let a = b.hash_one(UrlRef { fp: 42, slot: 0 });
-        let c = b.hash_one(UrlRef { fp: 42, slot: 1 });
+        let a = b.hash_one(UrlRef { key: 42, slot: 0 });
+        let c = b.hash_one(UrlRef { key: 42, slot: 1 });
         assert_ne!(a, c);
         let mut m: FpMap<u64, u32> = FpMap::default();
         for i in 0..10_000u64 {

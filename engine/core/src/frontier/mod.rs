@@ -23,6 +23,8 @@ pub mod codec;
 pub mod embedded;
 mod entry;
 pub mod fphash;
+mod fpruns;
+mod known;
 mod lock;
 mod outbox;
 mod recent;

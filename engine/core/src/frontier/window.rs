@@ -202,7 +202,7 @@ mod tests {
     fn e(n: u64, depth: u32) -> Entry {
         let mut e = Entry::page(format!("http://a/{n}"), depth, None);
         e.seq = n;
-        e.id = UrlRef { fp: n, slot: 0 };
+        e.id = UrlRef { key: n, slot: 0 };
         e
     }
 
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(c.offer(e(3, 0), 2), 1);
         c.pop();
         assert_eq!(c.out(), 1);
-        c.settle(UrlRef { fp: 3, slot: 0 });
+        c.settle(UrlRef { key: 3, slot: 0 });
         assert_eq!(c.out(), 0);
     }
 }

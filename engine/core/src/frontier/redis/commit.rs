@@ -93,7 +93,7 @@ impl RedisFrontier {
                     .arg(self.settings.recrawl_after_s);
                 for (_, d, qfp) in &list {
                     let (parent_ref, parent) = match &d.parent {
-                        Some((r, u)) => (Some(*r).filter(|r| r.fp != 0), Some(u.clone())),
+                        Some((r, u)) => (Some(*r).filter(|r| r.key != 0), Some(u.clone())),
                         None => (None, None),
                     };
                     let value = codec::encode_pending(&PendingValue {
@@ -127,7 +127,7 @@ impl RedisFrontier {
         let mut by_fp = HashMap::new();
         for f in batch.finished {
             let s = (f.key.seq % shards) as u32;
-            by_fp.insert(f.id.fp, s);
+            by_fp.insert(f.id.key, s);
             work.entry(s).or_default().finished.push(f);
         }
         for e in batch.updates {
@@ -156,12 +156,12 @@ impl RedisFrontier {
                 .arg(w.records.len())
                 .arg(nonce.as_str());
             for f in &w.finished {
-                c.push(member(f.id.fp));
+                c.push(member(f.id.key));
                 c.push(f.host);
                 c.push(if f.fetched_page { "1" } else { "0" });
             }
             for e in &w.updates {
-                c.push(member(e.id.fp));
+                c.push(member(e.id.key));
                 c.push(codec::encode_pending(&PendingValue {
                     url: e.url.clone(),
                     host: e.host,
@@ -271,11 +271,11 @@ impl RedisFrontier {
                         self.counters.known += 1;
                         self.counters.pending += 1;
                         let (parent_ref, parent) = match d.parent {
-                            Some((r, u)) => (Some(r).filter(|r| r.fp != 0), Some(u)),
+                            Some((r, u)) => (Some(r).filter(|r| r.key != 0), Some(u)),
                             None => (None, None),
                         };
                         let id = UrlRef {
-                            fp: url_fp(&d.url),
+                            key: url_fp(&d.url),
                             slot: 0,
                         };
                         added.push((

@@ -363,7 +363,7 @@ impl RedisFrontier {
                 } else {
                     p.host
                 },
-                id: UrlRef { fp, slot: 0 },
+                id: UrlRef { key: fp, slot: 0 },
                 queued_at: None,
             });
         }

@@ -430,7 +430,7 @@ fn an_apply_call_run_twice_applies_once() {
         .arg(0)
         .arg(1)
         .arg("run:1")
-        .arg(member(e.id.fp))
+        .arg(member(e.id.key))
         .arg(e.host)
         .arg("1")
         .arg(1u64)
