@@ -2,7 +2,7 @@
 //!
 //! Tables (all keys fixed-width integers, all values compact binary, see [`super::codec`]):
 //! - `url_rows`, with sorted run files beside the database: the known URLs, each with a reference to the page
-//!   that linked it, found by fingerprint; see [`super::known`]. A URL is pending while it is in its queue
+//!   that linked it, found by fingerprint (the `known` module). A URL is pending while it is in its queue
 //!   and done once it left it, so finishing a URL writes nothing there.
 //! - `queue`: (host fingerprint, depth, discovery seq) -> a pending URL's reference, kind, counters and parent
 //!   reference. A host's queue is one ordered key range, read a window at a time.

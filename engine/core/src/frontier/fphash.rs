@@ -1,6 +1,7 @@
 //! Hashing for in-memory maps keyed by fingerprints. A fingerprint is already the output of a strong 64-bit hash
 //! (xxh3 of the canonical URL or host), so hashing it again with SipHash only costs time: the map takes its bits
-//! as they are, mixed once so that keys which are not pure fingerprints (a fingerprint with a slot) spread too.
+//! as they are, mixed once so that keys which are not pure fingerprints (a [`super::UrlRef`]: a row number or a
+//! fingerprint, with a slot) spread too.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

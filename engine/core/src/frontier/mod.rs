@@ -15,8 +15,9 @@
 //! Links discovered out of scope are stored too, as pending entries of the records queue (host [`RECORDS_HOST`]):
 //! a URL is recorded exactly once even when the process dies between discovering it and writing its record.
 //!
-//! Identity: URLs are keyed by a 64-bit fingerprint ([`url_fp`]) plus a slot that tells apart the (rare) URLs
-//! sharing one, so dedup is exact: the store compares the URL itself, never the fingerprint alone.
+//! Identity: a stored URL is named by a [`UrlRef`] its store chose (the embedded store's row number; the shared
+//! store's 64-bit fingerprint ([`url_fp`]) plus a slot that tells apart the rare URLs sharing one). Both find a URL
+//! by its fingerprint and compare the URL itself, never the fingerprint alone, so dedup is exact.
 
 pub mod bloom;
 pub mod codec;
