@@ -167,7 +167,7 @@ impl Run {
         let body_end = (HEADER as u64)
             .checked_add(count.saturating_mul(PAIR as u64))
             .ok_or_else(|| corrupt(&path, "pair count out of range"))?;
-        if len != body_end + blocks * 8 {
+        if len != body_end.saturating_add(blocks * 8) {
             return Err(corrupt(&path, "file length does not match its pair count"));
         }
         let mut header = [0u8; HEADER];

@@ -132,6 +132,10 @@ fn opening_refuses_a_file_that_does_not_match_its_list_entry() {
         Run::open(dir.path(), 9, 0).is_err(),
         "a listed run that is missing"
     );
+    // A list entry whose count is out of any range is an error, not an overflow.
+    for count in [u64::MAX, u64::MAX / 16, u64::MAX / 2] {
+        assert!(Run::open(dir.path(), 1, count).is_err());
+    }
 }
 
 #[test]
