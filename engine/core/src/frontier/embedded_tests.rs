@@ -18,21 +18,28 @@ fn second_open_of_same_dir_is_refused() {
     assert!(matches!(err, FrontierError::Locked(_)), "{err}");
 }
 
-#[test]
-fn a_store_of_the_first_format_is_refused_clearly() {
+/// The error `recover` gives for a store whose meta table holds only `key = value`.
+fn refusal(key: &str, value: u64) -> String {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = Database::create(dir.path().join("frontier.redb")).unwrap();
         let txn = db.begin_write().unwrap();
-        {
-            let mut meta = txn.open_table(META).unwrap();
-            meta.insert(key::OLD_NEXT_SEQ, 5).unwrap();
-        }
+        txn.open_table(META).unwrap().insert(key, value).unwrap();
         txn.commit().unwrap();
     }
     let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-    let err = f.recover().unwrap_err().to_string();
+    f.recover().unwrap_err().to_string()
+}
+
+#[test]
+fn a_store_of_an_older_format_is_refused_clearly() {
+    let err = refusal(key::OLD_NEXT_SEQ, 5);
     assert!(err.contains("older crawl-engine"), "{err}");
+    let err = refusal(key::FORMAT, 2);
+    assert!(
+        err.contains("format 2") && err.contains("new data_dir"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -41,21 +48,12 @@ fn filter_is_rebuilt_in_the_background_after_reopen() {
     {
         let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
         f.recover().unwrap();
-        let discovered = (0..1000)
-            .map(|i| super::super::Discovered {
-                url: format!("http://a/{i}"),
-                host: "a".into(),
-                depth: 0,
-                parent: None,
-                redirect_chain: vec![],
-                kind: JobKind::Page,
-            })
-            .collect();
-        f.commit(Batch {
-            discovered,
-            ..Batch::default()
-        })
-        .unwrap();
+        discover(
+            &mut f,
+            (0..1000)
+                .map(|i| page(format!("http://a/{i}"), None))
+                .collect(),
+        );
     }
     let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
     let rec = f.recover().unwrap();
@@ -193,24 +191,4 @@ fn stray_run_files_are_removed_and_a_missing_listed_run_is_an_error() {
     let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
     let err = f.recover().unwrap_err().to_string();
     assert!(err.contains("fp-1.run"), "{err}");
-}
-
-#[test]
-fn a_store_of_the_previous_format_is_refused_clearly() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let db = Database::create(dir.path().join("frontier.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(META)
-            .unwrap()
-            .insert(key::FORMAT, 2)
-            .unwrap();
-        txn.commit().unwrap();
-    }
-    let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-    let err = f.recover().unwrap_err().to_string();
-    assert!(
-        err.contains("format 2") && err.contains("new data_dir"),
-        "{err}"
-    );
 }

@@ -97,7 +97,6 @@ pub struct Batch {
     pub records: Vec<(u64, Vec<u8>)>,
     /// Where the JSONL stands now: outbox records up to `lines` can go.
     pub written: Option<JsonlCheckpoint>,
-    /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms). A store shared by many
     /// Hosts paused after a 429/503 or a Retry-After: (host key, until in Unix ms, step of its exponential backoff).
     /// A store shared by many processes keeps them with the host's shard, so the next owner honours them; a
     /// single-process store need not.
