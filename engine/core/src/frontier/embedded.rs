@@ -21,7 +21,7 @@ use super::outbox;
 use super::recent::RecentUrls;
 use super::{
     Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
-    QueueKey, RECORDS_HOST, Resume, UrlRef, host_fp, url_fp,
+    QueueKey, RECORDS_HOST, Resume, UrlRef, corrupt, host_fp, url_fp,
 };
 use crate::output::JsonlCheckpoint;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -90,13 +90,6 @@ impl std::fmt::Debug for EmbeddedFrontier {
     }
 }
 
-fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> FrontierError {
-    FrontierError::Corrupt {
-        what: what.into(),
-        detail: e.to_string(),
-    }
-}
-
 impl EmbeddedFrontier {
     /// Opens (or creates) the frontier under `dir`, taking the directory's lock first.
     pub fn open(dir: &Path) -> Result<EmbeddedFrontier, FrontierError> {
@@ -145,178 +138,8 @@ impl EmbeddedFrontier {
         self.bloom.bytes()
     }
 
-    fn lookup_row(
-        rows: &impl ReadableTable<u64, &'static [u8]>,
-        id: UrlRef,
-    ) -> Result<Row, FrontierError> {
-        let Some(v) = rows.get(id.key)? else {
-            return Err(corrupt(
-                format!("url row {}", id.key),
-                "missing from the row table",
-            ));
-        };
-        codec::decode_row(v.value()).map_err(|e| corrupt("url row", e))
-    }
-}
-
-/// Creates an empty database under a temporary name and renames it into place, so a crash in the middle of
-/// creation never leaves a half-written `frontier.redb` behind.
-fn create_atomically(path: &Path) -> Result<(), FrontierError> {
-    let io = |source| FrontierError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let tmp = path.with_extension("redb.creating");
-    if tmp.exists() {
-        std::fs::remove_file(&tmp).map_err(io)?;
-    }
-    drop(
-        Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(&tmp)?,
-    );
-    std::fs::File::open(&tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(parent) = path.parent() {
-        std::fs::File::open(parent)
-            .and_then(|d| d.sync_all())
-            .map_err(io)?;
-    }
-    Ok(())
-}
-
-impl FrontierStore for EmbeddedFrontier {
-    fn recover(&mut self) -> Result<Resume, FrontierError> {
-        let mut rec = Resume::default();
-        let txn = self.db.begin_read()?;
-        let mut checkpoint = None;
-        let mut next_run = 1;
-        let mut covered = 0;
-        let mut run_list = None;
-        match txn.open_table(META) {
-            Ok(meta) => {
-                let get = |k: &str| -> Result<Option<u64>, FrontierError> {
-                    Ok(meta.get(k)?.map(|g| g.value()))
-                };
-                match get(key::FORMAT)? {
-                    Some(FORMAT) => {}
-                    Some(other) => {
-                        return Err(FrontierError::Store(format!(
-                            "{} holds a frontier of format {other}; this build reads format {FORMAT}: \
-                             finish that crawl with the build that wrote it or use a new data_dir",
-                            self.dir.display()
-                        )));
-                    }
-                    None if get(key::OLD_NEXT_SEQ)?.is_some() => {
-                        return Err(FrontierError::Store(format!(
-                            "{} holds a frontier written by an older crawl-engine (format 1); this build reads \
-                             format {FORMAT}: finish that crawl with the older build or use a new data_dir",
-                            self.dir.display()
-                        )));
-                    }
-                    None => rec.fresh = true,
-                }
-                self.counters = Counters {
-                    known: get(key::KNOWN)?.unwrap_or(0),
-                    pending: get(key::PENDING)?.unwrap_or(0),
-                    done: get(key::DONE)?.unwrap_or(0),
-                    pages_fetched: get(key::PAGES)?.unwrap_or(0),
-                };
-                if let Some(n) = get(key::NEXT_RECORD)? {
-                    self.next_record = n;
-                }
-                if let Some(n) = get(key::NEXT_ENTRY)? {
-                    self.next_entry = n;
-                }
-                next_run = get(key::NEXT_RUN)?.unwrap_or(1);
-                covered = get(key::RUN_ROWS)?.unwrap_or(0);
-                if get(key::CP_SET)?.unwrap_or(0) == 1 {
-                    checkpoint = Some(JsonlCheckpoint {
-                        lines: get(key::CP_LINES)?.unwrap_or(0),
-                        bytes: get(key::CP_BYTES)?.unwrap_or(0),
-                    });
-                }
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => rec.fresh = true,
-            Err(e) => return Err(e.into()),
-        }
-        match txn.open_table(BLOBS) {
-            Ok(blobs) => {
-                rec.archive_checkpoint = blobs.get(ARCHIVE_CHECKPOINT)?.map(|v| v.value().to_vec());
-                run_list = blobs.get(RUN_LIST)?.map(|v| v.value().to_vec());
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        match txn.open_table(ROWS) {
-            Ok(rows) => {
-                self.index =
-                    FpIndex::open(&self.dir, run_list.as_deref(), next_run, &rows, covered)?;
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => {
-                // A store that never committed a URL: no run is listed, and any run file is a stray.
-                crate::frontier::fpruns::remove_strays(&self.dir, &[])?;
-            }
-            Err(e) => return Err(e.into()),
-        }
-        match txn.open_table(HOSTS) {
-            Ok(hosts) => {
-                for item in hosts.iter()? {
-                    let (k, v) = item?;
-                    let (pending, name) =
-                        codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?;
-                    if pending > 0 {
-                        rec.hosts.push(HostInfo {
-                            fp: k.value(),
-                            name,
-                            pending,
-                            paused_until_ms: 0,
-                            backoff_level: 0,
-                        });
-                    }
-                }
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let from = checkpoint.map_or(0, |c| c.lines);
-        self.trimmed_upto = from;
-        match txn.open_table(OUTBOX) {
-            Ok(outbox) => {
-                // A row keyed at or below the checkpoint may still hold later lines: read every row.
-                for item in outbox.iter()? {
-                    let (k, v) = item?;
-                    let lines = outbox::decode(k.value(), v.value())
-                        .map_err(|e| corrupt("outbox row", e))?;
-                    rec.outbox.extend(
-                        lines
-                            .into_iter()
-                            .filter(|(seq, _)| *seq > from)
-                            .map(|(seq, line)| (seq, line.to_vec())),
-                    );
-                }
-                rec.outbox.sort_unstable_by_key(|(seq, _)| *seq);
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        // Size the filter for what is known and rebuild it from the URL table while the crawl runs.
-        // Sized for what is known plus a quarter: the filter grows by layers past that.
-        self.bloom = Bloom::new(
-            (self.counters.known as usize)
-                .saturating_add(self.counters.known as usize / 4)
-                .max(1 << 16),
-        );
-        self.rebuild = (self.counters.known > 0).then_some(None);
-        rec.checkpoint = checkpoint;
-        rec.next_record = self.next_record;
-        rec.counters = self.counters;
-        Ok(rec)
-    }
-
-    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+    /// Commits `batch` in one durable transaction; on an error nothing of it is stored.
+    fn write_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         let mut out = Committed::default();
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
@@ -330,7 +153,6 @@ impl FrontierStore for EmbeddedFrontier {
         let filter_complete = self.rebuild.is_none();
         let mut added_fps = Vec::new();
         let prepared;
-        self.index.begin();
         {
             let mut rows = txn.open_table(ROWS)?;
             let mut queue = txn.open_table(QUEUE)?;
@@ -515,6 +337,186 @@ impl FrontierStore for EmbeddedFrontier {
         self.trimmed_upto = trim_to;
         out.counters = counters;
         Ok(out)
+    }
+
+    fn lookup_row(
+        rows: &impl ReadableTable<u64, &'static [u8]>,
+        id: UrlRef,
+    ) -> Result<Row, FrontierError> {
+        let Some(v) = rows.get(id.key)? else {
+            return Err(corrupt(
+                format!("url row {}", id.key),
+                "missing from the row table",
+            ));
+        };
+        codec::decode_row(v.value()).map_err(|e| corrupt("url row", e))
+    }
+}
+
+/// Creates an empty database under a temporary name and renames it into place, so a crash in the middle of
+/// creation never leaves a half-written `frontier.redb` behind.
+fn create_atomically(path: &Path) -> Result<(), FrontierError> {
+    let io = |source| FrontierError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("redb.creating");
+    if tmp.exists() {
+        std::fs::remove_file(&tmp).map_err(io)?;
+    }
+    drop(
+        Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&tmp)?,
+    );
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
+impl FrontierStore for EmbeddedFrontier {
+    fn recover(&mut self) -> Result<Resume, FrontierError> {
+        let mut rec = Resume::default();
+        let txn = self.db.begin_read()?;
+        let mut checkpoint = None;
+        let mut next_run = 1;
+        let mut covered = 0;
+        let mut run_list = None;
+        match txn.open_table(META) {
+            Ok(meta) => {
+                let get = |k: &str| -> Result<Option<u64>, FrontierError> {
+                    Ok(meta.get(k)?.map(|g| g.value()))
+                };
+                match get(key::FORMAT)? {
+                    Some(FORMAT) => {}
+                    Some(other) => {
+                        return Err(FrontierError::Store(format!(
+                            "{} holds a frontier of format {other}; this build reads format {FORMAT}: \
+                             finish that crawl with the build that wrote it or use a new data_dir",
+                            self.dir.display()
+                        )));
+                    }
+                    None if get(key::OLD_NEXT_SEQ)?.is_some() => {
+                        return Err(FrontierError::Store(format!(
+                            "{} holds a frontier written by an older crawl-engine (format 1); this build reads \
+                             format {FORMAT}: finish that crawl with the older build or use a new data_dir",
+                            self.dir.display()
+                        )));
+                    }
+                    None => rec.fresh = true,
+                }
+                self.counters = Counters {
+                    known: get(key::KNOWN)?.unwrap_or(0),
+                    pending: get(key::PENDING)?.unwrap_or(0),
+                    done: get(key::DONE)?.unwrap_or(0),
+                    pages_fetched: get(key::PAGES)?.unwrap_or(0),
+                };
+                if let Some(n) = get(key::NEXT_RECORD)? {
+                    self.next_record = n;
+                }
+                if let Some(n) = get(key::NEXT_ENTRY)? {
+                    self.next_entry = n;
+                }
+                next_run = get(key::NEXT_RUN)?.unwrap_or(1);
+                covered = get(key::RUN_ROWS)?.unwrap_or(0);
+                if get(key::CP_SET)?.unwrap_or(0) == 1 {
+                    checkpoint = Some(JsonlCheckpoint {
+                        lines: get(key::CP_LINES)?.unwrap_or(0),
+                        bytes: get(key::CP_BYTES)?.unwrap_or(0),
+                    });
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => rec.fresh = true,
+            Err(e) => return Err(e.into()),
+        }
+        match txn.open_table(BLOBS) {
+            Ok(blobs) => {
+                rec.archive_checkpoint = blobs.get(ARCHIVE_CHECKPOINT)?.map(|v| v.value().to_vec());
+                run_list = blobs.get(RUN_LIST)?.map(|v| v.value().to_vec());
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        match txn.open_table(ROWS) {
+            Ok(rows) => {
+                self.index =
+                    FpIndex::open(&self.dir, run_list.as_deref(), next_run, &rows, covered)?;
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                // A store that never committed a URL: no run is listed, and any run file is a stray.
+                crate::frontier::fpruns::remove_strays(&self.dir, &[])?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        match txn.open_table(HOSTS) {
+            Ok(hosts) => {
+                for item in hosts.iter()? {
+                    let (k, v) = item?;
+                    let (pending, name) =
+                        codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?;
+                    if pending > 0 {
+                        rec.hosts.push(HostInfo {
+                            fp: k.value(),
+                            name,
+                            pending,
+                            paused_until_ms: 0,
+                            backoff_level: 0,
+                        });
+                    }
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let from = checkpoint.map_or(0, |c| c.lines);
+        self.trimmed_upto = from;
+        match txn.open_table(OUTBOX) {
+            Ok(outbox) => {
+                // A row keyed at or below the checkpoint may still hold later lines: read every row.
+                for item in outbox.iter()? {
+                    let (k, v) = item?;
+                    let lines = outbox::decode(k.value(), v.value())
+                        .map_err(|e| corrupt("outbox row", e))?;
+                    rec.outbox.extend(
+                        lines
+                            .into_iter()
+                            .filter(|(seq, _)| *seq > from)
+                            .map(|(seq, line)| (seq, line.to_vec())),
+                    );
+                }
+                rec.outbox.sort_unstable_by_key(|(seq, _)| *seq);
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        // Size the filter for what is known and rebuild it from the URL table while the crawl runs.
+        // Sized for what is known plus a quarter: the filter grows by layers past that.
+        self.bloom = Bloom::new(
+            (self.counters.known as usize)
+                .saturating_add(self.counters.known as usize / 4)
+                .max(1 << 16),
+        );
+        self.rebuild = (self.counters.known > 0).then_some(None);
+        rec.checkpoint = checkpoint;
+        rec.next_record = self.next_record;
+        rec.counters = self.counters;
+        Ok(rec)
+    }
+
+    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+        let out = self.write_batch(batch);
+        if out.is_err() {
+            // The batch's new URLs are not stored: the index must not point at their rows.
+            self.index.rollback();
+        }
+        out
     }
 
     fn next_urls(

@@ -126,6 +126,11 @@ fn known_urls_are_found_in_runs_after_reopen_and_runs_merge_by_size() {
     let rec = f.recover().unwrap();
     assert_eq!(rec.counters.known, 3 * n + 501);
     assert_eq!(f.index.counts(), vec![2 * n + 1, n]);
+    assert_eq!(
+        f.index.in_memory(),
+        500,
+        "only the rows after the runs are read back"
+    );
     // Before the filter is rebuilt every link is looked up: in memory (the rows after the runs, read back), then
     // in the runs.
     for i in [0, 1, n - 1, n, 2 * n + 7, 3 * n - 1, 3 * n, 3 * n + 499] {
@@ -191,4 +196,35 @@ fn stray_run_files_are_removed_and_a_missing_listed_run_is_an_error() {
     let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
     let err = f.recover().unwrap_err().to_string();
     assert!(err.contains("fp-1.run"), "{err}");
+}
+
+#[test]
+fn a_commit_that_fails_leaves_no_url_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
+    f.recover().unwrap();
+    let urls = || {
+        (0..super::super::known::FLUSH_AT)
+            .map(|i| page(format!("http://a/{i}"), None))
+            .collect()
+    };
+    // The run this commit has to write cannot be created: the commit fails.
+    let blocker = dir.path().join("fp-1.run.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    let err = f
+        .commit(Batch {
+            discovered: urls(),
+            ..Batch::default()
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("fp-1.run.tmp"), "{err}");
+    assert!(
+        !f.is_known("http://a/5").unwrap(),
+        "nothing of it is stored"
+    );
+    std::fs::remove_dir(&blocker).unwrap();
+    let c = discover(&mut f, urls());
+    assert_eq!(c.added.len(), super::super::known::FLUSH_AT);
+    assert_eq!(f.index.counts(), vec![super::super::known::FLUSH_AT as u64]);
+    assert!(f.is_known("http://a/5").unwrap());
 }

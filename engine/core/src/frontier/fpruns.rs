@@ -32,10 +32,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FrontierError + '_ {
 }
 
 fn corrupt(path: &Path, detail: &str) -> FrontierError {
-    FrontierError::Corrupt {
-        what: format!("fingerprint run {}", path.display()),
-        detail: detail.to_owned(),
-    }
+    super::corrupt(format!("fingerprint run {}", path.display()), detail)
 }
 
 fn u64_at(buf: &[u8], at: usize) -> u64 {
@@ -83,7 +80,7 @@ impl Run {
     }
 
     /// Writes run `id` from `pairs` (ascending, exactly `count` of them) and makes it durable: a temporary file,
-    /// synced, renamed into place, and the directory synced.
+    /// synced, renamed into place, and the directory synced. The block index is kept from the writing.
     pub fn create(
         dir: &Path,
         id: u64,
@@ -97,12 +94,19 @@ impl Run {
             // Best effort: a leftover temporary file is removed when the store opens.
             let _ = std::fs::remove_file(&tmp);
         }
-        written?;
+        let firsts = written?;
         std::fs::rename(&tmp, &path).map_err(io(&path))?;
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io(dir))?;
-        Run::open(dir, id, count)
+        let file = File::open(&path).map_err(io(&path))?;
+        Ok(Run {
+            id,
+            count,
+            file,
+            path,
+            firsts,
+        })
     }
 
     fn write(
@@ -110,7 +114,7 @@ impl Run {
         tmp: &Path,
         count: u64,
         pairs: impl Iterator<Item = Result<(u64, u64), FrontierError>>,
-    ) -> Result<(), FrontierError> {
+    ) -> Result<Vec<u64>, FrontierError> {
         let file = File::create(tmp).map_err(io(tmp))?;
         let mut w = BufWriter::with_capacity(64 * 1024, &file);
         w.write_all(&[0u8; HEADER]).map_err(io(tmp))?;
@@ -155,7 +159,8 @@ impl Run {
         header[16..24].copy_from_slice(&body.to_le_bytes());
         header[24..32].copy_from_slice(&index_sum(count, &firsts).to_le_bytes());
         file.write_all_at(&header, 0).map_err(io(tmp))?;
-        file.sync_all().map_err(io(tmp))
+        file.sync_all().map_err(io(tmp))?;
+        Ok(firsts)
     }
 
     /// Opens run `id`, which the store's list says holds `count` pairs: reads its header and block index.
@@ -230,6 +235,7 @@ impl Run {
             buf: Vec::new(),
             at: 0,
             sum: 0,
+            done: false,
         }
     }
 }
@@ -241,42 +247,39 @@ pub struct Pairs<'a> {
     buf: Vec<u8>,
     at: usize,
     sum: u64,
+    done: bool,
+}
+
+impl Pairs<'_> {
+    /// Compares the checksum of the blocks read with the one in the header.
+    fn check_sum(&self) -> Result<(), FrontierError> {
+        let mut header = [0u8; HEADER];
+        self.run
+            .file
+            .read_exact_at(&mut header, 0)
+            .map_err(io(&self.run.path))?;
+        if u64_at(&header, 16) == self.sum {
+            Ok(())
+        } else {
+            Err(corrupt(&self.run.path, "body checksum mismatch"))
+        }
+    }
 }
 
 impl Iterator for Pairs<'_> {
     type Item = Result<(u64, u64), FrontierError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
         if self.at == self.buf.len() {
             if self.block == self.run.firsts.len() {
-                if self.block != usize::MAX {
-                    self.block = usize::MAX;
-                    let mut header = [0u8; HEADER];
-                    let checked = self
-                        .run
-                        .file
-                        .read_exact_at(&mut header, 0)
-                        .map_err(io(&self.run.path))
-                        .and_then(|()| {
-                            if u64_at(&header, 16) == self.sum {
-                                Ok(())
-                            } else {
-                                Err(corrupt(&self.run.path, "body checksum mismatch"))
-                            }
-                        });
-                    if let Err(e) = checked {
-                        return Some(Err(e));
-                    }
-                }
-                return None;
-            }
-            if self.block == usize::MAX {
-                return None;
+                self.done = true;
+                return self.check_sum().err().map(Err);
             }
             if let Err(e) = self.run.read_block(self.block, &mut self.buf) {
-                self.block = usize::MAX;
-                self.buf.clear();
-                self.at = 0;
+                self.done = true;
                 return Some(Err(e));
             }
             self.sum = chain(self.sum, &self.buf);

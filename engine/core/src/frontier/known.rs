@@ -10,9 +10,9 @@
 //!
 //! Exact dedup reads the rows a fingerprint points to and compares their URLs.
 
-use super::FrontierError;
-use super::codec::{self, DecodeError};
+use super::codec;
 use super::fpruns::{self, Run};
+use super::{FrontierError, corrupt};
 use redb::{ReadableTable, TableDefinition};
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -24,13 +24,6 @@ pub const ROWS: TableDefinition<u64, &[u8]> = TableDefinition::new("url_rows");
 /// back).
 pub const FLUSH_AT: usize = 16_384;
 
-fn corrupt(what: &str, e: DecodeError) -> FrontierError {
-    FrontierError::Corrupt {
-        what: what.to_owned(),
-        detail: e.to_string(),
-    }
-}
-
 fn matching(
     rows: &impl ReadableTable<u64, &'static [u8]>,
     candidates: &[u64],
@@ -38,10 +31,10 @@ fn matching(
 ) -> Result<Option<u64>, FrontierError> {
     for &row in candidates {
         let Some(v) = rows.get(row)? else {
-            return Err(FrontierError::Corrupt {
-                what: format!("url row {row}"),
-                detail: "indexed but missing from the row table".into(),
-            });
+            return Err(corrupt(
+                format!("url row {row}"),
+                "indexed but missing from the row table",
+            ));
         };
         if codec::row_url(v.value()).map_err(|e| corrupt("url row", e))? == url {
             return Ok(Some(row));
@@ -52,8 +45,8 @@ fn matching(
 
 /// The index from fingerprints to rows: the newest pairs in memory, the others in runs (oldest first).
 ///
-/// The pairs of the commit under way are also listed in `pending` until it is durable ([`FpIndex::settle`]); a
-/// commit that fails leaves them there for the next one to take out ([`FpIndex::begin`]).
+/// The pairs of the commit under way are also listed in `pending` until it is durable ([`FpIndex::settle`]) or
+/// has failed ([`FpIndex::rollback`]).
 #[derive(Debug)]
 pub struct FpIndex {
     dir: PathBuf,
@@ -116,10 +109,9 @@ impl FpIndex {
         covered: u64,
     ) -> Result<FpIndex, FrontierError> {
         let list = match list {
-            Some(raw) => fpruns::decode_list(raw).ok_or_else(|| FrontierError::Corrupt {
-                what: "run list".into(),
-                detail: "torn entry".into(),
-            })?,
+            Some(raw) => {
+                fpruns::decode_list(raw).ok_or_else(|| corrupt("run list", "torn entry"))?
+            }
             None => Vec::new(),
         };
         let ids: Vec<u64> = list.iter().map(|(id, _)| *id).collect();
@@ -167,8 +159,8 @@ impl FpIndex {
         Ok(None)
     }
 
-    /// A commit begins: pairs left by one that failed are taken out.
-    pub fn begin(&mut self) {
+    /// The commit under way failed: its pairs are taken out.
+    pub fn rollback(&mut self) {
         for p in self.pending.drain(..) {
             self.fresh.remove(&p);
         }
@@ -195,6 +187,12 @@ impl FpIndex {
             }
             None => self.pending.clear(),
         }
+    }
+
+    /// Pairs held in memory.
+    #[cfg(test)]
+    pub fn in_memory(&self) -> usize {
+        self.fresh.len()
     }
 
     /// The pair counts of the runs, oldest first.

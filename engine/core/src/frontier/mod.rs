@@ -292,6 +292,14 @@ pub enum FrontierError {
     Lost(String),
 }
 
+/// A stored entry that cannot be read: what it is, and why.
+pub(crate) fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> FrontierError {
+    FrontierError::Corrupt {
+        what: what.into(),
+        detail: e.to_string(),
+    }
+}
+
 impl From<redb::Error> for FrontierError {
     fn from(e: redb::Error) -> Self {
         FrontierError::Store(e.to_string())
