@@ -21,7 +21,7 @@ pub mod server;
 pub mod trace;
 pub mod usage;
 
-pub use opentelemetry::KeyValue;
+pub use trace::{Attr, AttrValue};
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -189,15 +189,26 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
         trace::install(trace::Tracer::Ids);
         return Ok(OtelPipeline { exporter: None });
     };
-    let mut resource = opentelemetry_sdk::Resource::builder()
-        .with_attribute(KeyValue::new("service.version", s.service_version.clone()));
+    let mut resource = opentelemetry_sdk::Resource::builder().with_attribute(
+        opentelemetry::KeyValue::new("service.version", s.service_version.clone()),
+    );
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(s.service_name.clone());
     }
-    let resource: Vec<KeyValue> = resource
-        .build()
+    let resource = resource.build();
+    // Resource values as the exporter encodes them: numbers and flags as they are, anything else as its text.
+    let values: Vec<_> = resource
         .iter()
-        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+        .map(|(k, v)| (k.as_str(), v, v.as_str()))
+        .collect();
+    let resource: Vec<Attr<'_>> = values
+        .iter()
+        .map(|(key, value, text)| match value {
+            opentelemetry::Value::I64(i) => Attr::new(key, *i),
+            opentelemetry::Value::F64(f) => Attr::new(key, *f),
+            opentelemetry::Value::Bool(b) => Attr::new(key, *b),
+            _ => Attr::new(key, text.as_ref()),
+        })
         .collect();
     let exporter =
         trace::Exporter::start(&endpoint, &resource).map_err(|detail| TelemetryError::Otlp {

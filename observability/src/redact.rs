@@ -1,5 +1,7 @@
 //! URLs as they may appear in spans, logs and metrics: credentials and signature-like query values removed.
 
+use std::borrow::Cow;
+
 /// Query keys whose values are secrets (compared case-insensitively).
 const SECRET_KEYS: &[&str] = &[
     "sig",
@@ -33,15 +35,15 @@ pub fn is_secret_key(key: &str) -> bool {
 }
 
 /// `url` with its userinfo replaced by `***` and the values of secret query keys by `REDACTED`. Text that is not
-/// a URL is returned with everything after `?` dropped (it cannot be judged).
-pub fn redact_url(url: &str) -> String {
+/// a URL is returned with everything after `?` dropped (it cannot be judged). Borrowed when nothing changed.
+pub fn redact_url(url: &str) -> Cow<'_, str> {
     // Userinfo ends at an `@` and a query starts at a `?`: without either there is nothing to redact, and the
     // parse (a few thousand instructions a URL, on every exported trace) is skipped.
-    if !url.bytes().any(|b| b == b'@' || b == b'?') {
-        return url.to_owned();
+    if memchr::memchr2(b'@', b'?', url.as_bytes()).is_none() {
+        return Cow::Borrowed(url);
     }
     let Ok(mut u) = url::Url::parse(url) else {
-        return url.split('?').next().unwrap_or("").to_owned();
+        return Cow::Borrowed(url.split('?').next().unwrap_or(""));
     };
     if !u.username().is_empty() {
         let _ = u.set_username("***");
@@ -67,7 +69,7 @@ pub fn redact_url(url: &str) -> String {
             u.set_query(Some(&parts.join("&")));
         }
     }
-    u.to_string()
+    Cow::Owned(u.to_string())
 }
 
 fn percent_decoded(s: &str) -> String {

@@ -8,19 +8,29 @@
 //! child span is encoded into OTLP protobuf when it ends ([`wire`]) and the encoded batches go to the collector
 //! over OTLP/gRPC ([`export`]). Log events stay on `tracing` and carry `trace_id` fields.
 
-use opentelemetry::KeyValue;
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+mod attr;
 mod export;
 mod loss;
 mod wire;
 
+pub use attr::{Attr, AttrValue};
+
 use export::Batches;
-use wire::SpanRef;
+use wire::{ATTRIBUTES_FIELD, SpanRef, put_attr};
+
+/// Encodes `attributes` as `Span.attributes` fields, appended to `out`.
+fn encode_attributes<'a>(out: &mut Vec<u8>, attributes: impl IntoIterator<Item = Attr<'a>>) {
+    for a in attributes {
+        put_attr(out, ATTRIBUTES_FIELD, &a);
+    }
+}
 
 /// The instrumentation scope of every span.
 pub const SCOPE: &str = "crawl-engine";
@@ -97,7 +107,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 impl Exporter {
     /// Starts exporting to the OTLP/gRPC collector at `endpoint` on a runtime thread of its own (`otlp`), spans
     /// carrying `resource`.
-    pub(crate) fn start(endpoint: &str, resource: &[KeyValue]) -> Result<Exporter, String> {
+    pub(crate) fn start(endpoint: &str, resource: &[Attr<'_>]) -> Result<Exporter, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("otlp")
@@ -124,7 +134,7 @@ impl Exporter {
         transport: T,
         (limit, batch): (u64, usize),
         every: Duration,
-        resource: &[KeyValue],
+        resource: &[Attr<'_>],
     ) -> Exporter {
         let batches = Batches::new(limit, batch);
         let stop = Arc::new(tokio::sync::Notify::new());
@@ -206,9 +216,11 @@ fn unix_nanos(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, nanos)
 }
 
-/// A duration in nanoseconds, saturating.
+/// A duration in nanoseconds, saturating (in 64-bit steps: `as_nanos` goes through 128 bits).
 fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 /// A span's start or end as OTLP carries it: nanoseconds since the Unix epoch. Made from an `Instant` (what the
@@ -245,8 +257,32 @@ impl From<SystemTime> for Stamp {
     }
 }
 
+thread_local! {
+    /// The state of this thread's span id sequence, seeded from the SDK's random generator.
+    static SPAN_IDS: Cell<u64> = Cell::new(u64::from_be_bytes(
+        RandomIdGenerator::default().new_span_id().to_bytes(),
+    ));
+}
+
+/// A new span id: the next value of this thread's SplitMix64 sequence (a bijection of a counter with a random
+/// start, so ids of one thread never repeat and those of threads seeded apart almost never meet), never zero. The
+/// SDK's generator draws from the thread's cryptographic generator, several times the cost for a value that only
+/// has to be unique within its trace.
 fn new_span_id() -> [u8; 8] {
-    RandomIdGenerator::default().new_span_id().to_bytes()
+    let state = SPAN_IDS
+        .try_with(|s| {
+            let next = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+            s.set(next);
+            next
+        })
+        .unwrap_or_else(|_| {
+            u64::from_be_bytes(RandomIdGenerator::default().new_span_id().to_bytes())
+        });
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    z.max(1).to_be_bytes()
 }
 
 /// The trace of one URL job. Cheap to clone; an empty one (no tracer installed) makes every call a no-op, and so
@@ -275,7 +311,8 @@ struct Root {
 
 #[derive(Debug, Default)]
 struct RootState {
-    attributes: Vec<KeyValue>,
+    /// Its attributes, encoded as they are set.
+    attributes: Vec<u8>,
     error: Option<String>,
     ended: bool,
 }
@@ -301,7 +338,8 @@ impl Root {
             name: self.name,
             start_ns: self.start.0,
             end_ns: at.0,
-            attributes: &attributes,
+            encoded: &attributes,
+            attributes: &[],
             error: error.as_deref(),
         });
     }
@@ -310,9 +348,8 @@ impl Root {
     fn child(
         &self,
         name: &str,
-        start: Stamp,
-        end: Stamp,
-        attributes: &[KeyValue],
+        (start, end): (Stamp, Stamp),
+        attributes: Attributes<'_>,
         error: Option<&str>,
     ) {
         self.out.push(&SpanRef {
@@ -322,7 +359,8 @@ impl Root {
             name,
             start_ns: start.0,
             end_ns: end.max(start).0,
-            attributes,
+            encoded: attributes.encoded,
+            attributes: attributes.list,
             error,
         });
     }
@@ -334,11 +372,18 @@ impl Drop for Root {
     }
 }
 
-/// Attributes a root span typically ends with (URL, kind, depth, outcome, status, DNS answer, JSONL line).
-const ROOT_ATTRIBUTES: usize = 16;
+/// A child span's attributes: already encoded, then still to encode.
+#[derive(Clone, Copy)]
+struct Attributes<'a> {
+    encoded: &'a [u8],
+    list: &'a [Attr<'a>],
+}
+
+/// Bytes a root span's encoded attributes typically take (URL, kind, depth, outcome, status, JSONL line).
+const ROOT_ATTRIBUTE_BYTES: usize = 256;
 
 /// Starts the root span of a URL's trace at `start`.
-pub fn root(name: &'static str, start: impl Into<Stamp>, attributes: Vec<KeyValue>) -> TraceCtx {
+pub fn root(name: &'static str, start: impl Into<Stamp>, attributes: &[Attr<'_>]) -> TraceCtx {
     let tracer = TRACER.read().unwrap_or_else(|e| e.into_inner());
     root_with(tracer.as_ref(), name, start.into(), attributes)
 }
@@ -347,7 +392,7 @@ fn root_with(
     tracer: Option<&Tracer>,
     name: &'static str,
     start: Stamp,
-    attributes: Vec<KeyValue>,
+    attributes: &[Attr<'_>],
 ) -> TraceCtx {
     let Some(tracer) = tracer else {
         return TraceCtx::default();
@@ -356,15 +401,15 @@ fn root_with(
     match tracer {
         Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
             // A root collects a dozen attributes from several actors: room for them at once, not by regrowing.
-            let mut attributes = attributes;
-            attributes.reserve(ROOT_ATTRIBUTES);
+            let mut encoded = Vec::with_capacity(ROOT_ATTRIBUTE_BYTES);
+            encode_attributes(&mut encoded, attributes.iter().copied());
             TraceCtx(Inner::Sampled(Arc::new(Root {
                 trace_id,
                 span_id: new_span_id(),
                 name,
                 start,
                 state: Mutex::new(RootState {
-                    attributes,
+                    attributes: encoded,
                     ..RootState::default()
                 }),
                 out: out.clone(),
@@ -396,16 +441,24 @@ impl TraceCtx {
         }
     }
 
-    /// Records a finished child span (its attributes a vector or, with no allocation, an array).
+    /// Records a finished child span.
     pub fn span(
         &self,
         name: &'static str,
         start: impl Into<Stamp>,
         end: impl Into<Stamp>,
-        attributes: impl AsRef<[KeyValue]>,
+        attributes: &[Attr<'_>],
     ) {
         if let Some(root) = self.sampled() {
-            root.child(name, start.into(), end.into(), attributes.as_ref(), None);
+            root.child(
+                name,
+                (start.into(), end.into()),
+                Attributes {
+                    encoded: &[],
+                    list: attributes,
+                },
+                None,
+            );
         }
     }
 
@@ -415,53 +468,46 @@ impl TraceCtx {
         name: &'static str,
         start: impl Into<Stamp>,
         end: impl Into<Stamp>,
-        attributes: impl AsRef<[KeyValue]>,
+        attributes: &[Attr<'_>],
         error: &str,
     ) {
         if let Some(root) = self.sampled() {
             root.child(
                 name,
-                start.into(),
-                end.into(),
-                attributes.as_ref(),
+                (start.into(), end.into()),
+                Attributes {
+                    encoded: &[],
+                    list: attributes,
+                },
                 Some(error),
             );
         }
     }
 
     /// Starts a child span now; it ends when [`ChildSpan::end`] is called or it is dropped.
-    pub fn start(&self, name: &'static str, attributes: Vec<KeyValue>) -> ChildSpan {
+    pub fn start(&self, name: &'static str, attributes: &[Attr<'_>]) -> ChildSpan {
         match self.sampled() {
-            Some(root) => ChildSpan(Some(Open {
-                root: root.clone(),
-                name,
-                start: Stamp::now(),
-                attributes,
-                error: None,
-            })),
+            Some(root) => {
+                let mut encoded = Vec::new();
+                encode_attributes(&mut encoded, attributes.iter().copied());
+                ChildSpan(Some(Open {
+                    root: root.clone(),
+                    name,
+                    start: Stamp::now(),
+                    attributes: encoded,
+                    error: None,
+                }))
+            }
             None => ChildSpan::none(),
         }
     }
 
-    /// [`TraceCtx::start`] with attributes built only when the trace is exported (`attributes` is not called
-    /// otherwise), for attributes that allocate.
-    pub fn start_with(
-        &self,
-        name: &'static str,
-        attributes: impl FnOnce() -> Vec<KeyValue>,
-    ) -> ChildSpan {
-        if !self.is_sampled() {
-            return ChildSpan::none();
-        }
-        self.start(name, attributes())
-    }
-
     /// Adds attributes to the root span.
-    pub fn set_attributes(&self, attributes: impl IntoIterator<Item = KeyValue>) {
+    pub fn set_attributes<'a>(&self, attributes: impl IntoIterator<Item = Attr<'a>>) {
         if let Some(root) = self.sampled() {
             let mut s = root.state();
             if !s.ended {
-                s.attributes.extend(attributes);
+                encode_attributes(&mut s.attributes, attributes);
             }
         }
     }
@@ -489,7 +535,8 @@ struct Open {
     root: Arc<Root>,
     name: &'static str,
     start: Stamp,
-    attributes: Vec<KeyValue>,
+    /// Its attributes, encoded as they are set.
+    attributes: Vec<u8>,
     error: Option<String>,
 }
 
@@ -508,9 +555,9 @@ impl ChildSpan {
         self.0.is_some()
     }
 
-    pub fn set(&mut self, kv: KeyValue) {
+    pub fn set(&mut self, a: Attr<'_>) {
         if let Some(s) = &mut self.0 {
-            s.attributes.push(kv);
+            put_attr(&mut s.attributes, ATTRIBUTES_FIELD, &a);
         }
     }
 
@@ -531,7 +578,7 @@ impl ChildSpan {
         if let Some(s) = self.0.take() {
             let mut root = s.root.state();
             if !root.ended {
-                root.attributes.extend(s.attributes);
+                root.attributes.extend_from_slice(&s.attributes);
             }
         }
     }
@@ -540,9 +587,11 @@ impl ChildSpan {
         if let Some(s) = self.0.take() {
             s.root.child(
                 s.name,
-                s.start,
-                Stamp::now(),
-                &s.attributes,
+                (s.start, Stamp::now()),
+                Attributes {
+                    encoded: &s.attributes,
+                    list: &[],
+                },
                 s.error.as_deref(),
             );
         }

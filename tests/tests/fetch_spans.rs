@@ -45,7 +45,7 @@ async fn https_fetch_records_connect_tls_and_first_byte_spans() {
 
     let mut ids = Vec::new();
     for _ in 0..2 {
-        let root = trace::root("crawl.url", SystemTime::now(), Vec::new());
+        let root = trace::root("crawl.url", SystemTime::now(), &[]);
         let probe = ConnProbe::new(root.clone());
         // any answer will do (the DoH server answers 400 to a GET without a query): only the connection matters
         let resp = with_probe(probe, client.get(&url, None))

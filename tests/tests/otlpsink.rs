@@ -36,17 +36,15 @@ fn the_sink_counts_every_span_the_engine_exports() {
     .expect("telemetry");
     for i in 0..40_i64 {
         let t0 = SystemTime::now();
-        let root = trace::root("crawl.url", t0, Vec::new());
+        let root = trace::root("crawl.url", t0, &[]);
+        let host = format!("h{i}");
         root.span(
             "frontier.wait",
             t0,
             t0 + Duration::from_millis(1),
-            vec![crawl_observability::KeyValue::new(
-                "crawl.host",
-                format!("h{i}"),
-            )],
+            &[crawl_observability::Attr::new("crawl.host", &host)],
         );
-        root.start("parse", Vec::new()).end();
+        root.start("parse", &[]).end();
         root.end(SystemTime::now());
     }
     guard.shutdown();

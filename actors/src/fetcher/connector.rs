@@ -8,7 +8,7 @@ use super::dial::{Dialer, host_port};
 use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
 use actix::Recipient;
-use crawl_observability::KeyValue;
+use crawl_observability::Attr;
 use crawl_observability::trace::TraceCtx;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
@@ -105,19 +105,27 @@ fn record_tcp(
         return;
     };
     let end = Instant::now();
-    let mut attrs = vec![
-        KeyValue::new("server.address", host.to_owned()),
-        KeyValue::new("server.port", i64::from(port)),
-    ];
+    let address = Attr::new("server.address", host);
+    let port = Attr::new("server.port", i64::from(port));
     match result {
         Ok(io) => {
-            if let Ok(peer) = io.inner().peer_addr() {
-                attrs.push(KeyValue::new("network.peer.address", peer.ip().to_string()));
+            // The peer's address (a system call and a string) only for a span that is exported.
+            if p.trace.is_sampled() {
+                match io.inner().peer_addr() {
+                    Ok(peer) => {
+                        let peer = peer.ip().to_string();
+                        let peer = Attr::new("network.peer.address", &peer);
+                        p.trace
+                            .span("net.connect", start, end, &[address, port, peer]);
+                    }
+                    Err(_) => p.trace.span("net.connect", start, end, &[address, port]),
+                }
             }
-            p.trace.span("net.connect", start, end, attrs);
             p.update(|t| t.transport_done = Some(end));
         }
-        Err(e) => p.trace.failed_span("net.connect", start, end, attrs, e),
+        Err(e) => p
+            .trace
+            .failed_span("net.connect", start, end, &[address, port], e),
     }
 }
 
@@ -190,7 +198,7 @@ where
                                 "tls.handshake",
                                 transport.unwrap_or(start),
                                 end,
-                                vec![KeyValue::new("tls.alpn", alpn)],
+                                &[Attr::new("tls.alpn", alpn)],
                             );
                         }
                     }
@@ -198,7 +206,7 @@ where
                         "tls.handshake",
                         transport.unwrap_or(start),
                         end,
-                        Vec::new(),
+                        &[],
                         &e.to_string(),
                     ),
                     Err(_) => {}

@@ -518,9 +518,9 @@ impl HttpClient {
                 "http.first_byte",
                 from,
                 start + headers_at,
-                [
-                    crawl_observability::KeyValue::new("http.request.method", "GET"),
-                    crawl_observability::KeyValue::new("net.connection.reused", !seen.opened),
+                &[
+                    crawl_observability::Attr::new("http.request.method", "GET"),
+                    crawl_observability::Attr::new("net.connection.reused", !seen.opened),
                 ],
             );
         }

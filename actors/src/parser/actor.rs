@@ -16,7 +16,7 @@ use crate::protocol::Parse;
 use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Job, JobDone};
 use actix::{Actor, ActorContext, Handler, Recipient, SyncContext};
-use crawl_observability::KeyValue;
+use crawl_observability::Attr;
 use crawl_observability::trace::Stamp;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -127,15 +127,15 @@ fn record_spans(
     };
     if let Some(started) = body.timings.started {
         let (from, to) = (started + body.timings.headers, started + body.timings.total);
-        let size = KeyValue::new("http.response.body.size", body.wire_bytes as i64);
-        let version = KeyValue::new("network.protocol.version", version_str(body.version));
+        let size = Attr::new("http.response.body.size", body.wire_bytes as i64);
+        let version = Attr::new("network.protocol.version", version_str(body.version));
         match page {
             Some(p) => {
                 let decoded = i64::try_from(p.content_length).unwrap_or(i64::MAX);
-                let decoded = KeyValue::new("crawl.decoded_bytes", decoded);
-                trace.span("http.body", from, to, [size, version, decoded]);
+                let decoded = Attr::new("crawl.decoded_bytes", decoded);
+                trace.span("http.body", from, to, &[size, version, decoded]);
             }
-            None => trace.span("http.body", from, to, [size, version]),
+            None => trace.span("http.body", from, to, &[size, version]),
         }
     }
     match (result, page) {
@@ -143,14 +143,16 @@ fn record_spans(
             "parse",
             parse_start,
             parse_end,
-            [
-                KeyValue::new("crawl.links_found", i64::from(p.links_found)),
-                KeyValue::new("crawl.links_followed", p.links.len() as i64),
-                KeyValue::new("crawl.noindex", p.noindex),
+            &[
+                Attr::new("crawl.links_found", i64::from(p.links_found)),
+                Attr::new("crawl.links_followed", p.links.len() as i64),
+                Attr::new("crawl.noindex", p.noindex),
             ],
         ),
-        (Ok(_), None) => trace.span("parse", parse_start, parse_end, []),
-        (Err(_), None) => trace.failed_span("parse", parse_start, parse_end, [], "parser panicked"),
+        (Ok(_), None) => trace.span("parse", parse_start, parse_end, &[]),
+        (Err(_), None) => {
+            trace.failed_span("parse", parse_start, parse_end, &[], "parser panicked")
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use actix::{
 };
 use crawl_core::config::{ChainConfig, DIRECT, ProxyConfig, ResolveAt};
 use crawl_core::netguard::NetGuard;
-use crawl_observability::KeyValue;
+use crawl_observability::Attr;
 use crawl_observability::metrics::metrics;
 use crawl_observability::trace::{ChildSpan, TraceCtx};
 use std::collections::BTreeMap;
@@ -131,8 +131,8 @@ fn breaker_open(state: BreakerState) -> bool {
 
 /// Ends a `proxy.connect` span that failed.
 fn failed(mut span: ChildSpan, kind: &str, error: &str) {
-    span.set(KeyValue::new("proxy.result", "fault"));
-    span.set(KeyValue::new("proxy.fault", kind.to_owned()));
+    span.set(Attr::new("proxy.result", "fault"));
+    span.set(Attr::new("proxy.fault", kind));
     span.set_error(error);
     span.end();
 }
@@ -189,9 +189,9 @@ impl ProxyChains {
 
     fn direct(&mut self, mut span: ChildSpan, fallback: bool) -> Result<Opened, ProxyFailure> {
         self.stats.record_direct();
-        span.set(KeyValue::new("proxy.chain", DIRECT));
-        span.set(KeyValue::new("proxy.hops", 0_i64));
-        span.set(KeyValue::new("proxy.result", "direct"));
+        span.set(Attr::new("proxy.chain", DIRECT));
+        span.set(Attr::new("proxy.hops", 0_i64));
+        span.set(Attr::new("proxy.result", "direct"));
         span.end();
         Ok(Opened::Direct { fallback })
     }
@@ -400,7 +400,7 @@ impl Handler<OpenChain> for ProxyChains {
             }
         }
         let now = Instant::now();
-        let mut span = msg.trace.start("proxy.connect", Vec::new());
+        let mut span = msg.trace.start("proxy.connect", &[]);
         let candidates = match self.router.candidates(&msg.host) {
             Route::Direct => return Box::pin(actix::fut::ready(self.direct(span, false))),
             Route::Chains(c) => c,
@@ -434,8 +434,8 @@ impl Handler<OpenChain> for ProxyChains {
             failed(span, "no_chain", &failure.to_string());
             return Box::pin(actix::fut::ready(Err(failure)));
         };
-        span.set(KeyValue::new("proxy.chain", name.clone()));
-        span.set(KeyValue::new(
+        span.set(Attr::new("proxy.chain", &name));
+        span.set(Attr::new(
             "proxy.hops",
             i64::try_from(chain.hops.len()).unwrap_or(i64::MAX),
         ));
@@ -505,7 +505,7 @@ impl Handler<OpenChain> for ProxyChains {
             }
             Ok(Ok(stream)) => {
                 act.settle(&name, generation, None);
-                span.set(KeyValue::new("proxy.result", "ok"));
+                span.set(Attr::new("proxy.result", "ok"));
                 span.end();
                 Ok(Opened::Chain {
                     chain: name,

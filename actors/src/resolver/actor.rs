@@ -21,7 +21,7 @@ use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, MessageResult,
     ResponseFuture, Supervised, WrapFuture,
 };
-use crawl_observability::KeyValue;
+use crawl_observability::Attr;
 use crawl_observability::metrics::metrics;
 use crawl_observability::trace::ChildSpan;
 use futures_util::FutureExt;
@@ -130,15 +130,15 @@ fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     }
     let (source, what) = labels(outcome, cached);
     let (polluted, rules) = verdict(outcome);
-    span.set(KeyValue::new("dns.source", source));
-    span.set(KeyValue::new("dns.outcome", what));
-    span.set(KeyValue::new("dns.polluted", polluted));
+    span.set(Attr::new("dns.source", source));
+    span.set(Attr::new("dns.outcome", what));
+    span.set(Attr::new("dns.polluted", polluted));
     if !rules.is_empty() {
-        span.set(KeyValue::new("dns.rules", join(rules)));
+        span.set(Attr::new("dns.rules", &join(rules)));
     }
     let addrs = outcome.addrs();
     if !addrs.is_empty() {
-        span.set(KeyValue::new("dns.addresses", join(addrs)));
+        span.set(Attr::new("dns.addresses", &join(addrs)));
     }
     if let Outcome::Unresolved { detail, .. } = outcome {
         span.set_error(detail);
@@ -244,9 +244,9 @@ impl Handler<Resolve> for Resolver {
             }
         }
         let name = normalize(&msg.name);
-        let span = msg.trace.start_with("dns.resolve", || {
-            vec![KeyValue::new("dns.name", name.clone())]
-        });
+        let span = msg
+            .trace
+            .start("dns.resolve", &[Attr::new("dns.name", &name)]);
         let builtin = is_localhost(&name).then(|| {
             vec![
                 IpAddr::from([127, 0, 0, 1]),

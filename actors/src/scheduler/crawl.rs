@@ -22,7 +22,7 @@ use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
 use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
 use crawl_core::scope::{ScopePolicy, ScopeVerdict};
 use crawl_core::traps::Budgets;
-use crawl_observability::KeyValue;
+use crawl_observability::Attr;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
 use crawl_observability::trace::{self, Stamp, TraceCtx, wall};

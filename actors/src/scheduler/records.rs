@@ -2,7 +2,7 @@
 //! that end when their record is in the file.
 
 use crawl_core::output::JsonlCheckpoint;
-use crawl_observability::KeyValue;
+use crawl_observability::Attr;
 use crawl_observability::trace::{Stamp, TraceCtx};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -88,7 +88,7 @@ impl RecordLog {
                     "frontier.commit",
                     from,
                     to,
-                    [KeyValue::new("frontier.backend", backend)],
+                    &[Attr::new("frontier.backend", backend)],
                 );
             }
             self.writing.push_back((next, trace));

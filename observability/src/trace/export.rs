@@ -33,14 +33,14 @@ pub(crate) const IN_FLIGHT: usize = 4;
 pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Spans a thread encodes into a buffer of its own before it hands them to the batch being filled: the shared
-/// lock is taken once a chunk (about 13 KB), not once a span.
-pub(crate) const CHUNK_SPANS: usize = 64;
+/// lock is taken once a chunk (about 40 KB), not once a span, and a batch is sent as a few such pieces.
+pub(crate) const CHUNK_SPANS: usize = 256;
 
 /// Encoded spans not yet taken by an export.
 #[derive(Debug, Default)]
 struct Pending {
-    /// The batch being filled: chunks of `ScopeSpans.spans` fields, as the threads handed them over (joined into
-    /// one body frame when sent, on the export task's thread).
+    /// The batch being filled: chunks of `ScopeSpans.spans` fields, as the threads handed them over (each a piece
+    /// of the request's body when sent).
     current: Vec<Vec<u8>>,
     spans: usize,
     /// Full batches, oldest first.
@@ -324,8 +324,8 @@ const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/
 type Connector = hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
 
 /// OTLP/gRPC over one pooled HTTP/2 connection (hyper; `http://` with prior knowledge, `https://` over rustls with
-/// the system's trust roots, else the bundled Mozilla ones), the request already encoded: its head and its spans go
-/// out as two body frames (the chunks of spans joined into one on the export task's thread).
+/// the system's trust roots, else the bundled Mozilla ones), the request already encoded: its head and its chunks of
+/// spans go out as the pieces of its body.
 #[derive(Debug, Clone)]
 pub(crate) struct Grpc {
     client: hyper_util::client::legacy::Client<Connector, Frames>,
@@ -444,24 +444,18 @@ impl Transport for Grpc {
     }
 }
 
-/// A request body of two data frames: the head, and the spans' chunks joined into one (on the export task's
-/// thread, not the crawl's). Every piece of a body costs the HTTP/2 sender its own pass through flow control and
-/// framing: a batch's hundreds of chunks sent as they were cost it about 1 k instructions a crawled URL more
-/// than their copy into one.
+/// A request body: the head, then the spans in the chunks the threads encoded them in, each a piece of the body
+/// (no copy: HTTP/2 cuts them into DATA frames of its own size and writes them out as they are). A chunk holds
+/// [`CHUNK_SPANS`] spans, tens of kilobytes, so that a batch is a handful of pieces: every piece costs the sender
+/// its own pass through flow control and framing.
 #[derive(Debug)]
 pub(crate) struct Frames(VecDeque<bytes::Bytes>);
 
 impl Frames {
     fn new(head: Vec<u8>, spans: Vec<Vec<u8>>) -> Frames {
-        // One chunk goes as it is (no copy); more are joined.
-        let spans = if spans.len() == 1 {
-            spans.into_iter().next().unwrap_or_default()
-        } else {
-            spans.concat()
-        };
         Frames(
-            [head, spans]
-                .into_iter()
+            std::iter::once(head)
+                .chain(spans)
                 .filter(|f| !f.is_empty())
                 .map(bytes::Bytes::from)
                 .collect(),

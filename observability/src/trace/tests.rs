@@ -57,6 +57,7 @@ fn a_stamp_from_an_instant_is_its_wall_clock_time() {
 #[test]
 fn a_sampled_trace_exports_its_root_and_children() {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value;
     use prost::Message as _;
     set_sample_ratio(1.0);
     let batches = Batches::new(64, 64);
@@ -66,15 +67,15 @@ fn a_sampled_trace_exports_its_root_and_children() {
         Some(&tracer),
         "crawl.url",
         t0.into(),
-        vec![KeyValue::new("crawl.depth", 2_i64)],
+        &[Attr::new("crawl.depth", 2_i64)],
     );
     assert!(t.is_sampled());
-    t.set_attributes(vec![KeyValue::new("crawl.outcome", "failed")]);
+    t.set_attributes([Attr::new("crawl.outcome", "failed")]);
     t.set_error("refused");
-    t.span("frontier.wait", t0, t0 + Duration::from_millis(3), vec![]);
-    t.failed_span("parse", t0, t0, vec![], "parser panicked");
-    let mut open = t.start("dns.resolve", vec![KeyValue::new("dns.name", "a.test")]);
-    open.set(KeyValue::new("dns.source", "cache"));
+    t.span("frontier.wait", t0, t0 + Duration::from_millis(3), &[]);
+    t.failed_span("parse", t0, t0, &[], "parser panicked");
+    let mut open = t.start("dns.resolve", &[Attr::new("dns.name", "a.test")]);
+    open.set(Attr::new("dns.source", "cache"));
     drop(open);
     let id = t.trace_id().expect("id");
     let clone = t.clone();
@@ -83,7 +84,7 @@ fn a_sampled_trace_exports_its_root_and_children() {
     drop(clone);
     let (bytes, n) = batches.take(true).expect("spans");
     assert_eq!(n, 4);
-    let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
+    let header = wire::Header::new(&[Attr::new("service.name", "t")], SCOPE);
     let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
         .expect("decodes");
     let spans = &req.resource_spans[0].scope_spans[0].spans;
@@ -100,7 +101,26 @@ fn a_sampled_trace_exports_its_root_and_children() {
     for child in &spans[..3] {
         assert_eq!(child.parent_span_id, root.span_id);
     }
-    assert_eq!(root.attributes.len(), 2);
+    let values = |s: &opentelemetry_proto::tonic::trace::v1::Span| -> Vec<(String, Option<any_value::Value>)> {
+        s.attributes
+            .iter()
+            .map(|kv| (kv.key.clone(), kv.value.as_ref().and_then(|v| v.value.clone())))
+            .collect()
+    };
+    // The root's attributes in the order they were set (at its start, then later), and the open span's.
+    assert_eq!(
+        values(root),
+        [
+            (
+                "crawl.depth".to_owned(),
+                Some(any_value::Value::IntValue(2))
+            ),
+            (
+                "crawl.outcome".to_owned(),
+                Some(any_value::Value::StringValue("failed".into()))
+            ),
+        ]
+    );
     assert_eq!(root.status.as_ref().expect("status").message, "refused");
     assert_eq!(
         root.end_time_unix_nano - root.start_time_unix_nano,
@@ -111,7 +131,19 @@ fn a_sampled_trace_exports_its_root_and_children() {
         spans[1].status.as_ref().expect("status").message,
         "parser panicked"
     );
-    assert_eq!(spans[2].attributes.len(), 2);
+    assert_eq!(
+        values(&spans[2]),
+        [
+            (
+                "dns.name".to_owned(),
+                Some(any_value::Value::StringValue("a.test".into()))
+            ),
+            (
+                "dns.source".to_owned(),
+                Some(any_value::Value::StringValue("cache".into()))
+            ),
+        ]
+    );
     assert!(batches.take(true).is_none());
 }
 
@@ -126,14 +158,9 @@ fn a_trace_dropped_in_a_thread_local_destructor_is_still_exported() {
     std::thread::spawn(move || {
         // Registered first, so torn down after the thread-locals the child span below brings into use: the
         // root then ends with them gone.
-        let t = root_with(Some(&tracer), "crawl.url", Stamp::now(), vec![]);
+        let t = root_with(Some(&tracer), "crawl.url", Stamp::now(), &[]);
         HELD.with(|h| *h.borrow_mut() = Some(t.clone()));
-        t.span(
-            "frontier.wait",
-            SystemTime::now(),
-            SystemTime::now(),
-            vec![],
-        );
+        t.span("frontier.wait", SystemTime::now(), SystemTime::now(), &[]);
     })
     .join()
     .expect("the thread ends without a panic");
@@ -159,23 +186,22 @@ fn hex_ids_match_display() {
 #[test]
 fn ids_only_traces_are_not_sampled() {
     set_sample_ratio(1.0);
-    let t = root_with(Some(&Tracer::Ids), "crawl.url", Stamp::now(), vec![]);
+    let t = root_with(Some(&Tracer::Ids), "crawl.url", Stamp::now(), &[]);
     assert!(!t.is_sampled());
     assert_eq!(t.trace_id().map(|s| s.len()), Some(32));
-    assert!(!t.start("x", vec![]).is_recording());
+    assert!(!t.start("x", &[]).is_recording());
 }
 
 #[test]
 fn without_tracer_everything_is_a_no_op() {
     let t = TraceCtx::default();
     assert_eq!(t.trace_id(), None);
-    t.span("x", SystemTime::now(), SystemTime::now(), vec![]);
-    t.start("y", vec![]).end();
-    let span = t.start_with("z", || {
-        panic!("attributes built for a trace that is not exported")
-    });
+    t.span("x", SystemTime::now(), SystemTime::now(), &[]);
+    let mut span = t.start("y", &[Attr::new("k", 1_i64)]);
     assert!(!span.is_recording());
+    span.set(Attr::new("k", "v"));
     span.end();
+    t.set_attributes([Attr::new("k", true)]);
     t.end(SystemTime::now());
 }
 
@@ -204,7 +230,7 @@ fn spans_ended_on_many_threads_all_reach_a_batch_once() {
     assert!(batches.take(false).is_none(), "no batch is full yet");
     let (bytes, n) = batches.take(true).expect("spans");
     assert_eq!(n, 4 * usize::from(PER_THREAD));
-    let header = wire::Header::new(&[KeyValue::new("service.name", "t")], SCOPE);
+    let header = wire::Header::new(&[Attr::new("service.name", "t")], SCOPE);
     let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
         .expect("decodes");
     let spans = &req.resource_spans[0].scope_spans[0].spans;
@@ -264,4 +290,23 @@ fn full_chunks_are_handed_over_as_they_fill() {
     assert_eq!(batches.take(false).map(|(_, n)| n), Some(2 * chunk));
     assert!(batches.take(false).is_none(), "the rest is not a batch");
     assert_eq!(batches.take(true).map(|(_, n)| n), Some(5));
+}
+
+/// Span ids are never zero and never repeat: 200,000 from one thread, and 10,000 from each of four more.
+#[test]
+fn span_ids_are_unique_and_never_zero() {
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..200_000 {
+        let id = new_span_id();
+        assert_ne!(id, [0; 8]);
+        assert!(seen.insert(id), "a span id repeated");
+    }
+    let others: Vec<Vec<[u8; 8]>> = (0..4)
+        .map(|_| std::thread::spawn(|| (0..10_000).map(|_| new_span_id()).collect()))
+        .map(|h| h.join().expect("thread"))
+        .collect();
+    for id in others.into_iter().flatten() {
+        assert_ne!(id, [0; 8]);
+        assert!(seen.insert(id), "a span id of another thread repeated");
+    }
 }

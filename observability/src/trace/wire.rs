@@ -4,7 +4,7 @@
 //! `resource.proto`. Each span is encoded once, when it ends, into the pending batch; an export only puts the
 //! resource and scope header in front.
 
-use opentelemetry::{Array, KeyValue, StringValue, Value};
+use super::{Attr, AttrValue};
 
 /// Protobuf wire types.
 const VARINT: u8 = 0;
@@ -63,83 +63,38 @@ fn put_fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
     buf.extend_from_slice(&v.to_le_bytes());
 }
 
-/// Content size of an `AnyValue` holding a scalar or a string.
+/// Content size of the `AnyValue` of an attribute.
 #[inline]
-fn any_len(v: &Value) -> usize {
+fn any_len(v: &AttrValue<'_>) -> usize {
     match v {
-        Value::Bool(_) => 2,
-        Value::I64(i) => 1 + varint_len(*i as u64),
-        Value::F64(_) => 9,
-        Value::String(s) => len_field(1, s.as_str().len()),
-        Value::Array(a) => len_field(5, array_len(a)),
-        // Values added to the API later are sent as their text.
-        other => len_field(1, other.as_str().len()),
-    }
-}
-
-/// Content size of an `ArrayValue`.
-fn array_len(a: &Array) -> usize {
-    fn each<T>(items: &[T], f: impl Fn(&T) -> usize) -> usize {
-        items.iter().map(|i| len_field(1, f(i))).sum()
-    }
-    match a {
-        Array::Bool(v) => each(v, |_| 2),
-        Array::I64(v) => each(v, |i| 1 + varint_len(*i as u64)),
-        Array::F64(v) => each(v, |_| 9),
-        Array::String(v) => each(v, |s: &StringValue| len_field(1, s.as_str().len())),
-        _ => 0,
+        AttrValue::Bool(_) => 2,
+        AttrValue::I64(i) => 1 + varint_len(*i as u64),
+        AttrValue::F64(_) => 9,
+        AttrValue::Str(s) => len_field(1, s.len()),
     }
 }
 
 #[inline]
-fn put_any(buf: &mut Vec<u8>, v: &Value) {
+fn put_any(buf: &mut Vec<u8>, v: &AttrValue<'_>) {
     match v {
-        Value::Bool(b) => {
+        AttrValue::Bool(b) => {
             put_varint(buf, key(2, VARINT));
             buf.push(u8::from(*b));
         }
-        Value::I64(i) => {
+        AttrValue::I64(i) => {
             put_varint(buf, key(3, VARINT));
             put_varint(buf, *i as u64);
         }
-        Value::F64(f) => put_fixed64(buf, 4, f.to_bits()),
-        Value::String(s) => put_bytes(buf, 1, s.as_str().as_bytes()),
-        Value::Array(a) => {
-            put_len(buf, 5, array_len(a));
-            put_array(buf, a);
-        }
-        other => put_bytes(buf, 1, other.as_str().as_bytes()),
+        AttrValue::F64(f) => put_fixed64(buf, 4, f.to_bits()),
+        AttrValue::Str(s) => put_bytes(buf, 1, s.as_bytes()),
     }
 }
 
-fn put_array(buf: &mut Vec<u8>, a: &Array) {
-    fn each<T>(buf: &mut Vec<u8>, items: &[T], f: impl Fn(&T) -> Value) {
-        for i in items {
-            let v = f(i);
-            put_len(buf, 1, any_len(&v));
-            put_any(buf, &v);
-        }
-    }
-    match a {
-        Array::Bool(v) => each(buf, v, |b| Value::Bool(*b)),
-        Array::I64(v) => each(buf, v, |i| Value::I64(*i)),
-        Array::F64(v) => each(buf, v, |f| Value::F64(*f)),
-        Array::String(v) => each(buf, v, |s| Value::String(s.clone())),
-        _ => {}
-    }
-}
-
-/// Content size of a `KeyValue` message whose value's content is `value_len` bytes.
+/// Writes `a` as field `field` (a repeated `KeyValue`).
 #[inline]
-fn kv_len(kv: &KeyValue, value_len: usize) -> usize {
-    len_field(1, kv.key.as_str().len()) + len_field(2, value_len)
-}
-
-/// Writes `kv` as field `field` (a repeated `KeyValue`).
-#[inline]
-fn put_kv(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
-    if !put_kv_short(buf, field, kv) {
-        put_kv_fields(buf, field, kv);
+pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
+    if !put_attr_short(buf, field, a) {
+        put_attr_fields(buf, field, a);
     }
 }
 
@@ -147,25 +102,26 @@ fn put_kv(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
 /// whole `KeyValue` under 128 bytes), written as a few runs of bytes rather than field by field; false (nothing
 /// written) for any other.
 #[inline]
-fn put_kv_short(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) -> bool {
-    let key = kv.key.as_str().as_bytes();
-    // The `AnyValue` content: its field's tag and value bytes, then (for a string) the string itself.
-    let mut head = [0u8; 11];
-    let (head_len, tail): (usize, &[u8]) = match &kv.value {
-        Value::I64(i) => {
-            head[0] = key_byte(3, VARINT);
-            (1 + varint_into(&mut head[1..], *i as u64), &[])
+fn put_attr_short(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
+    let key = a.key.as_bytes();
+    // The value's field (tag and length, filled in below), then the `AnyValue` content: its field's tag and
+    // value bytes, then (for a string) the string itself.
+    let mut head = [0u8; 13];
+    let (head_len, tail): (usize, &[u8]) = match a.value {
+        AttrValue::I64(i) => {
+            head[2] = key_byte(3, VARINT);
+            (1 + varint_into(&mut head[3..], i as u64), &[])
         }
-        Value::Bool(b) => {
-            head[..2].copy_from_slice(&[key_byte(2, VARINT), u8::from(*b)]);
+        AttrValue::Bool(b) => {
+            head[2..4].copy_from_slice(&[key_byte(2, VARINT), u8::from(b)]);
             (2, &[])
         }
-        Value::String(s) => {
-            let value = s.as_str().as_bytes();
-            head[..2].copy_from_slice(&[key_byte(1, LEN), value.len() as u8]);
+        AttrValue::Str(s) => {
+            let value = s.as_bytes();
+            head[2..4].copy_from_slice(&[key_byte(1, LEN), value.len() as u8]);
             (2, value)
         }
-        _ => return false,
+        AttrValue::F64(_) => return false,
     };
     let value_len = head_len + tail.len();
     let kv_len = 2 + key.len() + 2 + value_len;
@@ -173,6 +129,8 @@ fn put_kv_short(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) -> bool {
     if field >= 16 || kv_len >= 0x80 {
         return false;
     }
+    head[0] = key_byte(2, LEN);
+    head[1] = value_len as u8;
     buf.reserve(2 + kv_len);
     buf.extend_from_slice(&[
         key_byte(field, LEN),
@@ -181,19 +139,22 @@ fn put_kv_short(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) -> bool {
         key.len() as u8,
     ]);
     buf.extend_from_slice(key);
-    buf.extend_from_slice(&[key_byte(2, LEN), value_len as u8]);
-    buf.extend_from_slice(&head[..head_len]);
+    buf.extend_from_slice(&head[..2 + head_len]);
     buf.extend_from_slice(tail);
     true
 }
 
-/// [`put_kv`] field by field, for any attribute.
-fn put_kv_fields(buf: &mut Vec<u8>, field: u32, kv: &KeyValue) {
-    let value_len = any_len(&kv.value);
-    put_len(buf, field, kv_len(kv, value_len));
-    put_bytes(buf, 1, kv.key.as_str().as_bytes());
+/// [`put_attr`] field by field, for any attribute.
+fn put_attr_fields(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
+    let value_len = any_len(&a.value);
+    put_len(
+        buf,
+        field,
+        len_field(1, a.key.len()) + len_field(2, value_len),
+    );
+    put_bytes(buf, 1, a.key.as_bytes());
     put_len(buf, 2, value_len);
-    put_any(buf, &kv.value);
+    put_any(buf, &a.value);
 }
 
 /// A tag that takes one byte (`field` < 16).
@@ -225,7 +186,10 @@ pub(crate) struct SpanRef<'a> {
     pub name: &'a str,
     pub start_ns: u64,
     pub end_ns: u64,
-    pub attributes: &'a [KeyValue],
+    /// Attributes already encoded (a run of `Span.attributes` fields: what a root or an open span collected).
+    pub encoded: &'a [u8],
+    /// Attributes still to encode (after `encoded`).
+    pub attributes: &'a [Attr<'a>],
     /// The error status message (`Some("")` is an error without a message).
     pub error: Option<&'a str>,
 }
@@ -247,6 +211,7 @@ impl SpanRef<'static> {
             name: "s",
             start_ns: 1,
             end_ns: 2,
+            encoded: &[],
             attributes: &[],
             error: None,
         }
@@ -262,22 +227,55 @@ fn status_len(message: &str) -> usize {
     msg + 2
 }
 
+/// The tag of `Span.flags` (field 16, fixed 32 bits): two bytes.
+const FLAGS_TAG: [u8; 2] = {
+    let tag = (16 << 3) | FIXED32 as u32;
+    [(tag as u8 & 0x7f) | 0x80, (tag >> 7) as u8]
+};
+
+/// `Span.attributes` is field 9.
+pub(crate) const ATTRIBUTES_FIELD: u32 = 9;
+
+/// The bytes in front of a span's name: its trace id, its span id and (for a child) its parent's, each a field of
+/// fixed size.
+const IDS_LEN: usize = 2 * 3 + 16 + 8 + 8;
+
 /// Appends the `Span` message of `s` (its content: no tag, no length) to `out`, in one pass: only the lengths of
 /// attribute values are computed ahead, so a span is encoded without walking its attributes twice, and may be
-/// encoded outside the lock of the batch it goes to.
+/// encoded outside the lock of the batch it goes to. The fields of fixed size are laid out in arrays and
+/// appended as runs, not one by one.
 fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
-    out.reserve(64 + s.name.len() + 48 * s.attributes.len());
-    put_bytes(out, 1, &s.trace_id);
-    put_bytes(out, 2, &s.span_id);
-    if let Some(p) = &s.parent {
-        put_bytes(out, 4, p);
-    }
+    let mut ids = [0u8; IDS_LEN];
+    ids[..2].copy_from_slice(&[key_byte(1, LEN), 16]);
+    ids[2..18].copy_from_slice(&s.trace_id);
+    ids[18..20].copy_from_slice(&[key_byte(2, LEN), 8]);
+    ids[20..28].copy_from_slice(&s.span_id);
+    let ids_len = match &s.parent {
+        Some(p) => {
+            ids[28..30].copy_from_slice(&[key_byte(4, LEN), 8]);
+            ids[30..38].copy_from_slice(p);
+            IDS_LEN
+        }
+        None => 28,
+    };
+    let mut times = [0u8; 20];
+    times[..3].copy_from_slice(&[
+        key_byte(6, VARINT),
+        KIND_INTERNAL as u8,
+        key_byte(7, FIXED64),
+    ]);
+    times[3..11].copy_from_slice(&s.start_ns.to_le_bytes());
+    times[11] = key_byte(8, FIXED64);
+    times[12..20].copy_from_slice(&s.end_ns.to_le_bytes());
+    out.reserve(
+        ids_len + 4 + s.name.len() + times.len() + s.encoded.len() + 48 * s.attributes.len() + 8,
+    );
+    out.extend_from_slice(&ids[..ids_len]);
     put_bytes(out, 5, s.name.as_bytes());
-    out.extend_from_slice(&[key(6, VARINT) as u8, KIND_INTERNAL as u8]);
-    put_fixed64(out, 7, s.start_ns);
-    put_fixed64(out, 8, s.end_ns);
-    for kv in s.attributes {
-        put_kv(out, 9, kv);
+    out.extend_from_slice(&times);
+    out.extend_from_slice(s.encoded);
+    for a in s.attributes {
+        put_attr(out, ATTRIBUTES_FIELD, a);
     }
     if let Some(m) = s.error {
         put_len(out, 15, status_len(m));
@@ -286,8 +284,8 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
         }
         out.extend_from_slice(&[key(3, VARINT) as u8, STATUS_ERROR as u8]);
     }
-    put_varint(out, key(16, FIXED32));
-    out.extend_from_slice(&FLAGS.to_le_bytes());
+    let f = FLAGS.to_le_bytes();
+    out.extend_from_slice(&[FLAGS_TAG[0], FLAGS_TAG[1], f[0], f[1], f[2], f[3]]);
 }
 
 /// Bytes of the length prefix [`put_span`] leaves room for: what a span of 128 to 16,383 bytes needs.
@@ -324,13 +322,10 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    pub(crate) fn new<'a>(
-        resource: impl IntoIterator<Item = &'a KeyValue>,
-        scope_name: &str,
-    ) -> Header {
+    pub(crate) fn new(resource: &[Attr<'_>], scope_name: &str) -> Header {
         let mut attrs = Vec::new();
-        for kv in resource {
-            put_kv(&mut attrs, 1, kv);
+        for a in resource {
+            put_attr(&mut attrs, 1, a);
         }
         let mut r = Vec::with_capacity(attrs.len() + 4);
         put_bytes(&mut r, 1, &attrs);

@@ -5,8 +5,8 @@
 
 use super::*;
 
-/// Root-span attributes of a URL.
-fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [KeyValue; 3] {
+/// Root-span attributes of a URL (`url` redacted).
+fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [Attr<'_>; 3] {
     let kind = match kind {
         JobKind::Page => "page",
         JobKind::Embed => "embed",
@@ -15,17 +15,17 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [KeyValue; 3] {
         JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep | JobKind::Trap(_) => "excluded",
     };
     [
-        KeyValue::new("url.full", redact_url(url)),
-        KeyValue::new("crawl.kind", kind),
-        KeyValue::new("crawl.depth", i64::from(depth)),
+        Attr::new("url.full", url),
+        Attr::new("crawl.kind", kind),
+        Attr::new("crawl.depth", i64::from(depth)),
     ]
 }
 
 /// A new root span for a URL, started at `start`.
 fn root_span(url: &str, kind: JobKind, depth: u32, start: impl Into<Stamp>) -> TraceCtx {
-    let t = trace::root("crawl.url", start, Vec::new());
+    let t = trace::root("crawl.url", start, &[]);
     if t.is_sampled() {
-        t.set_attributes(url_attributes(url, kind, depth));
+        t.set_attributes(url_attributes(&redact_url(url), kind, depth));
     }
     t
 }
@@ -53,17 +53,17 @@ impl Crawl {
         };
         let t = retried.unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
         if t.is_sampled() {
-            let host = KeyValue::new("crawl.host", self.queues.host_name(host).to_owned());
+            let host = Attr::new("crawl.host", self.queues.host_name(host));
             if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
                     "allowed"
                 } else {
                     "not_checked"
                 };
-                let verdict = KeyValue::new("robots.verdict", verdict);
-                t.span("frontier.wait", queued, now, [host, verdict]);
+                let verdict = Attr::new("robots.verdict", verdict);
+                t.span("frontier.wait", queued, now, &[host, verdict]);
             } else {
-                t.span("frontier.wait", queued, now, [host]);
+                t.span("frontier.wait", queued, now, &[host]);
             }
         }
         t
@@ -84,7 +84,7 @@ impl Crawl {
                 "frontier.wait",
                 queued,
                 now,
-                [KeyValue::new("robots.verdict", verdict)],
+                &[Attr::new("robots.verdict", verdict)],
             );
         }
         t
@@ -121,13 +121,13 @@ impl Crawl {
             return;
         }
         let always = [
-            KeyValue::new("crawl.outcome", record.outcome.as_str()),
-            KeyValue::new("crawl.attempt", i64::from(record.attempts)),
+            Attr::new("crawl.outcome", record.outcome.as_str()),
+            Attr::new("crawl.attempt", i64::from(record.attempts)),
         ];
-        let reason_kv = (!reason.is_empty()).then(|| KeyValue::new("crawl.reason", reason));
+        let reason_kv = (!reason.is_empty()).then(|| Attr::new("crawl.reason", reason));
         let status = record
             .status
-            .map(|s| KeyValue::new("http.response.status_code", i64::from(s)));
+            .map(|s| Attr::new("http.response.status_code", i64::from(s)));
         trace.set_attributes(always.into_iter().chain(reason_kv).chain(status));
         if record.outcome == Outcome::Failed {
             trace.set_error(record.error.as_deref().unwrap_or(reason));
@@ -149,7 +149,7 @@ impl Crawl {
                 break;
             };
             if t.is_sampled() {
-                t.set_attributes([KeyValue::new(
+                t.set_attributes([Attr::new(
                     "crawl.jsonl_line",
                     i64::try_from(seq).unwrap_or(i64::MAX),
                 )]);

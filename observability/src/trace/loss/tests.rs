@@ -3,10 +3,10 @@
 //! gate.
 
 use super::*;
+use crate::trace::Attr;
 use crate::trace::export::{Request, Transport};
 use crate::trace::wire::SpanRef;
 use crate::trace::{Exporter, SCOPE};
-use opentelemetry::KeyValue;
 use std::future::Future;
 use tokio::sync::Semaphore;
 
@@ -86,7 +86,7 @@ fn exporter(fake: &Fake, limit: u64, batch: usize) -> Exporter {
         fake.clone(),
         (limit, batch),
         Duration::from_secs(3600),
-        &[KeyValue::new("service.name", "loss-test")],
+        &[Attr::new("service.name", "loss-test")],
     )
 }
 

@@ -6,19 +6,14 @@ use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use prost::Message as _;
 
-fn attrs() -> Vec<KeyValue> {
+fn attrs(big: &str) -> Vec<Attr<'_>> {
     vec![
-        KeyValue::new("url.full", "http://a.test/é?x=1"),
-        KeyValue::new("crawl.depth", 3_i64),
-        KeyValue::new("crawl.negative", -7_i64),
-        KeyValue::new("dns.polluted", false),
-        KeyValue::new("ratio", 0.25),
-        KeyValue::new("big", "x".repeat(300)),
-        KeyValue::new(
-            "list",
-            Value::Array(Array::String(vec!["a".into(), "bc".into()])),
-        ),
-        KeyValue::new("ints", Value::Array(Array::I64(vec![1, -2, 300]))),
+        Attr::new("url.full", "http://a.test/é?x=1"),
+        Attr::new("crawl.depth", 3_i64),
+        Attr::new("crawl.negative", -7_i64),
+        Attr::new("dns.polluted", false),
+        Attr::new("ratio", 0.25),
+        Attr::new("big", big),
     ]
 }
 
@@ -26,12 +21,19 @@ fn attrs() -> Vec<KeyValue> {
 fn spans_decode_to_what_was_encoded() {
     let header = Header::new(
         &[
-            KeyValue::new("service.name", "crawl-engine"),
-            KeyValue::new("service.version", "0.1.0"),
+            Attr::new("service.name", "crawl-engine"),
+            Attr::new("service.version", "0.1.0"),
+            Attr::new("process.pid", 42_i64),
         ],
         "crawl-engine",
     );
-    let attributes = attrs();
+    let big = "x".repeat(300);
+    let attributes = attrs(&big);
+    // The first three as a root keeps them (encoded as they were set), the rest given when the span ends.
+    let mut encoded = Vec::new();
+    for a in &attributes[..3] {
+        put_attr(&mut encoded, ATTRIBUTES_FIELD, a);
+    }
     let mut spans = Vec::new();
     let root = SpanRef {
         trace_id: [7; 16],
@@ -40,7 +42,8 @@ fn spans_decode_to_what_was_encoded() {
         name: "crawl.url",
         start_ns: 1_700_000_000_000_000_000,
         end_ns: 1_700_000_000_123_456_789,
-        attributes: &attributes,
+        encoded: &encoded,
+        attributes: &attributes[3..],
         error: Some("connection refused"),
     };
     put_span(&mut spans, &root);
@@ -51,6 +54,7 @@ fn spans_decode_to_what_was_encoded() {
         name: "parse",
         start_ns: 5,
         end_ns: 0,
+        encoded: &[],
         attributes: &[],
         error: Some(""),
     };
@@ -67,8 +71,15 @@ fn spans_decode_to_what_was_encoded() {
     assert_eq!(req.resource_spans.len(), 1);
     let rs = &req.resource_spans[0];
     let resource = rs.resource.as_ref().expect("resource");
-    assert_eq!(resource.attributes.len(), 2);
+    assert_eq!(resource.attributes.len(), 3);
     assert_eq!(resource.attributes[0].key, "service.name");
+    assert_eq!(
+        resource.attributes[2]
+            .value
+            .as_ref()
+            .and_then(|v| v.value.clone()),
+        Some(any_value::Value::IntValue(42))
+    );
     assert_eq!(rs.scope_spans.len(), 1);
     let ss = &rs.scope_spans[0];
     assert_eq!(ss.scope.as_ref().expect("scope").name, "crawl-engine");
@@ -109,27 +120,7 @@ fn spans_decode_to_what_was_encoded() {
     assert_eq!(got[3], ("dns.polluted", Some(V::BoolValue(false))));
     assert_eq!(got[4], ("ratio", Some(V::DoubleValue(0.25))));
     assert_eq!(got[5], ("big", Some(V::StringValue("x".repeat(300)))));
-    let items = |i: usize| -> Vec<Option<V>> {
-        let Some(V::ArrayValue(list)) = &got[i].1 else {
-            panic!("array: {:?}", got[i]);
-        };
-        list.values.iter().map(|v| v.value.clone()).collect()
-    };
-    assert_eq!(
-        items(6),
-        vec![
-            Some(V::StringValue("a".into())),
-            Some(V::StringValue("bc".into()))
-        ]
-    );
-    assert_eq!(
-        items(7),
-        vec![
-            Some(V::IntValue(1)),
-            Some(V::IntValue(-2)),
-            Some(V::IntValue(300))
-        ]
-    );
+    assert_eq!(got.len(), 6);
 
     let c = &ss.spans[1];
     assert_eq!(c.parent_span_id, vec![1; 8]);
@@ -162,55 +153,65 @@ fn varint_sizes_match_the_encoding() {
 #[test]
 fn attribute_shortcuts_write_the_general_encoding_at_every_length_edge() {
     let key = |n: usize| "k".repeat(n);
+    let keys: Vec<String> = [1, 8, 20, 60, 99, 100, 101, 127, 128]
+        .into_iter()
+        .map(key)
+        .collect();
+    let values: Vec<String> = [
+        0, 1, 58, 59, 60, 61, 111, 118, 119, 120, 121, 126, 127, 128, 200,
+    ]
+    .into_iter()
+    .map(|n| "v".repeat(n))
+    .collect();
     let mut cases = Vec::new();
-    for k in [1, 20, 99, 100, 101, 127, 128] {
+    for k in &keys {
         for v in [i64::MIN, -1, 0, 1, 127, 128, 300, i64::MAX] {
-            cases.push(KeyValue::new(key(k), v));
+            cases.push(Attr::new(k, v));
         }
-        cases.push(KeyValue::new(key(k), true));
-        cases.push(KeyValue::new(key(k), false));
-    }
-    for k in [1, 8, 60] {
-        for v in [
-            0, 1, 58, 59, 60, 61, 111, 118, 119, 120, 121, 126, 127, 128, 200,
-        ] {
-            cases.push(KeyValue::new(key(k), "v".repeat(v)));
+        cases.push(Attr::new(k, true));
+        cases.push(Attr::new(k, false));
+        cases.push(Attr::new(k, -0.5));
+        if k.len() <= 60 {
+            for v in &values {
+                cases.push(Attr::new(k, v));
+            }
         }
     }
     for field in [1, 9, 15, 16] {
         for kv in &cases {
             let (mut fast, mut general) = (Vec::new(), Vec::new());
-            let short = put_kv_short(&mut fast, field, kv);
+            let short = put_attr_short(&mut fast, field, kv);
             if !short {
                 assert!(
                     fast.is_empty(),
                     "nothing written when the shortcut is not taken"
                 );
-                put_kv(&mut fast, field, kv);
+                put_attr(&mut fast, field, kv);
             }
-            put_kv_fields(&mut general, field, kv);
+            put_attr_fields(&mut general, field, kv);
             assert_eq!(fast, general, "field {field}, {kv:?}");
             // The shortcut is taken for every attribute whose tag and lengths all fit one byte.
-            let fits = field < 16 && general.len() < 2 + 0x80;
+            let fits =
+                field < 16 && general.len() < 2 + 0x80 && !matches!(kv.value, AttrValue::F64(_));
             assert_eq!(short, fits, "field {field}, {kv:?}");
         }
     }
-    // And the result decodes as the KeyValue it was.
+    // And the result decodes as the attribute it was.
     let mut msg = Vec::new();
     for kv in &cases {
-        put_kv(&mut msg, 1, kv);
+        put_attr(&mut msg, 1, kv);
     }
     let decoded = opentelemetry_proto::tonic::common::v1::KeyValueList::decode(msg.as_slice())
         .expect("decodes");
     assert_eq!(decoded.values.len(), cases.len());
     for (d, kv) in decoded.values.iter().zip(&cases) {
-        assert_eq!(d.key, kv.key.as_str());
+        assert_eq!(d.key, kv.key);
         let v = d.value.as_ref().and_then(|v| v.value.clone());
-        let want = match &kv.value {
-            Value::I64(i) => any_value::Value::IntValue(*i),
-            Value::Bool(b) => any_value::Value::BoolValue(*b),
-            Value::String(s) => any_value::Value::StringValue(s.as_str().to_owned()),
-            other => panic!("unexpected {other:?}"),
+        let want = match kv.value {
+            AttrValue::I64(i) => any_value::Value::IntValue(i),
+            AttrValue::Bool(b) => any_value::Value::BoolValue(b),
+            AttrValue::F64(f) => any_value::Value::DoubleValue(f),
+            AttrValue::Str(s) => any_value::Value::StringValue(s.to_owned()),
         };
         assert_eq!(v, Some(want));
     }
@@ -234,9 +235,10 @@ fn framing(one: &[u8]) -> (usize, usize) {
 /// one, two or three bytes, around each edge, decode whole and in order, and each prefix is the shortest varint.
 #[test]
 fn in_place_lengths_fit_every_size_class() {
-    let header = Header::new(&[KeyValue::new("service.name", "t")], "t");
+    let header = Header::new(&[Attr::new("service.name", "t")], "t");
     let one = |fill: usize| {
-        let attributes = vec![KeyValue::new("v", "v".repeat(fill))];
+        let value = "v".repeat(fill);
+        let attributes = [Attr::new("v", &value)];
         let mut out = Vec::new();
         put_span(
             &mut out,
@@ -247,6 +249,7 @@ fn in_place_lengths_fit_every_size_class() {
                 name: "n",
                 start_ns: 1,
                 end_ns: 2,
+                encoded: &[],
                 attributes: &attributes,
                 error: None,
             },
