@@ -199,11 +199,16 @@ pub fn wall(at: Instant) -> SystemTime {
 }
 
 /// A trace id as 32 lowercase hex digits (what its `Display` writes, without the formatter's generic path: every
-/// record and exemplar takes one).
+/// record takes one).
 fn hex_id(id: TraceId) -> String {
+    hex_bytes(id.to_bytes())
+}
+
+/// 16 bytes (a trace id) as 32 lowercase hex digits.
+pub(crate) fn hex_bytes(id: [u8; 16]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = [0u8; 32];
-    for (pair, b) in out.chunks_exact_mut(2).zip(id.to_bytes()) {
+    for (pair, b) in out.chunks_exact_mut(2).zip(id) {
         pair[0] = DIGITS[usize::from(b >> 4)];
         pair[1] = DIGITS[usize::from(b & 0xf)];
     }
@@ -427,6 +432,11 @@ impl TraceCtx {
             Inner::Ids(id) => Some(hex_id(*id)),
             Inner::Sampled(root) => Some(hex_id(root.trace_id)),
         }
+    }
+
+    /// The trace id of an exported trace, as its 16 bytes (None when it is not exported).
+    pub fn exported_id(&self) -> Option<[u8; 16]> {
+        self.sampled().map(|root| root.trace_id.to_bytes())
     }
 
     /// Whether this trace is exported.

@@ -43,7 +43,10 @@ fn the_registry_encodes_every_family_and_exemplars() {
     m.fetch_duration(
         "fetched",
         0.02,
-        Some("0af7651916cd43dd8448eb211c80319c".into()),
+        Some([
+            0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80,
+            0x31, 0x9c,
+        ]),
     );
     let om = m.openmetrics();
     assert!(

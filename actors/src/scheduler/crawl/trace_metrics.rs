@@ -98,9 +98,7 @@ impl Crawl {
     /// The latency histogram's sample of a fetch that made `record`: the measured duration in seconds (not the
     /// record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is exported.
     pub(super) fn observe_latency(record: &Record, latency: Duration, trace: Option<&TraceCtx>) {
-        let exemplar = trace
-            .filter(|t| t.is_sampled())
-            .and_then(TraceCtx::trace_id);
+        let exemplar = trace.and_then(TraceCtx::exported_id);
         metrics().fetch_duration(record.outcome.as_str(), latency.as_secs_f64(), exemplar);
     }
 
