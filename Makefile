@@ -61,7 +61,8 @@ bench-polite: release
 bench-drain: release
 	bash tests/scripts/bench_drain.sh
 
-# The crawl of bench-crawl without a trace exporter and with one (sample_ratio 1) sending to a loopback OTLP sink.
+# The crawl of bench-crawl without a trace exporter and with one (sample_ratio 1) sending to a loopback OTLP sink
+# (CALLGRIND=1: also the instructions a response of both, under callgrind).
 bench-otlp: release
 	$(CARGO) build --release -p crawl-tests --bin otlpsink
 	bash tests/scripts/bench_otlp.sh

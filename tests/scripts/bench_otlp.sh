@@ -5,7 +5,10 @@
 # collector on another machine and takes little of the two cores the crawl runs on). Alternates REPEATS runs of
 # each (default 3, in ABBA order); prints each run's CPU seconds per 1,000 pages and peak RSS, the medians, the
 # ratios (exporter / none), and per run the spans the sink received, the spans the engine counted dropped (its
-# "trace exporter shut down" line at exit) and the sink's CPU.
+# "trace exporter shut down" line at exit) and the sink's CPU, and the median of the per-pair CPU ratios. With
+# CALLGRIND=1 it then counts instructions per response under valgrind --tool=callgrind for both modes on a smaller
+# site (2 hosts x 1,500 pages), whole and outside redb's commit (whose cost follows the size of the group commits,
+# and so the timing): a count that does not move with the load of the machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
@@ -13,46 +16,65 @@ bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
 out=.bench-otlp
 rm -rf "$out" && mkdir -p "$out"
-"$bin/testsite" --hosts 8 --pages 2600 --first-octet 30 --page-bytes 4000 --seeds-file "$out/seeds" --all-seeds \
-  > "$out/testsite.log" 2>&1 &
-site=$!
+site=
 sink=
-trap 'kill $site ${sink:-} 2>/dev/null || true' EXIT
-wait_for "$out/seeds"
-read_seeds "$out/seeds"
+trap 'kill ${site:-} ${sink:-} 2>/dev/null || true' EXIT
+start_site() { # HOSTS PAGES
+  rm -f "$out/seeds"
+  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 30 --page-bytes 4000 --seeds-file "$out/seeds" \
+    --all-seeds > "$out/testsite.log" 2>&1 &
+  site=$!
+  wait_for "$out/seeds"
+  read_seeds "$out/seeds"
+}
 config() {
   bench_config "" "warn,crawl_observability::trace=info"
   if [ -n "$1" ]; then
     printf 'otlp_endpoint = "%s"\nsample_ratio = 1.0\n' "$1"
   fi
 }
+# crawl MODE TAG [PREFIX...]: one crawl from a fresh data_dir, with a fresh sink in mode otlp.
+crawl() {
+  local mode=$1 tag=$2 endpoint=
+  shift 2
+  rm -rf "$out/crawl-data" "$out/crawl.jsonl"
+  if [ "$mode" = otlp ]; then
+    "$bin/otlpsink" > "$out/sink-$tag.log" 2>&1 &
+    sink=$!
+    for _ in $(seq 1 100); do grep -q ready "$out/sink-$tag.log" 2>/dev/null && break; sleep 0.05; done
+    endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$tag.log")
+  fi
+  config "$endpoint" > "$out/config.toml"
+  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress \
+    --summary-json "$out/summary-$mode-$tag.json" "${seeds[@]}" > /dev/null 2> "$out/engine-$mode-$tag.log"
+  if [ "$mode" = otlp ]; then
+    kill -TERM "$sink"; wait "$sink" || true
+    sink=
+  fi
+}
+start_site 8 2600
 for i in $(seq 1 "$REPEATS"); do
   # ABBA order (none first in odd runs, OTLP first in even ones), so that whatever favours the first or the second
   # crawl of a pair falls on both modes alike.
   order="none otlp"
   if [ $((i % 2)) -eq 0 ]; then order="otlp none"; fi
-  for mode in $order; do
-    rm -rf "$out/crawl-data" "$out/crawl.jsonl"
-    endpoint=
-    if [ "$mode" = otlp ]; then
-      "$bin/otlpsink" > "$out/sink-$i.log" 2>&1 &
-      sink=$!
-      for _ in $(seq 1 100); do grep -q ready "$out/sink-$i.log" 2>/dev/null && break; sleep 0.05; done
-      endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$i.log")
-    fi
-    config "$endpoint" > "$out/config.toml"
-    OTEL_EXPORTER_OTLP_ENDPOINT= ${CRAWL_PREFIX:-} "$bin/crawl-engine" --config "$out/config.toml" --no-progress \
-      --summary-json "$out/summary-$mode-$i.json" "${seeds[@]}" > /dev/null 2> "$out/engine-$mode-$i.log"
-    if [ "$mode" = otlp ]; then
-      kill -TERM "$sink"; wait "$sink" || true
-      sink=
-    fi
-  done
+  # shellcheck disable=SC2086 # CRAWL_PREFIX is a command line (perf stat ..., say), split on purpose.
+  for mode in $order; do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
 done
-kill $site; wait $site 2>/dev/null || true
+kill "$site"; wait "$site" 2>/dev/null || true
+site=
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  command -v valgrind > /dev/null || { echo "bench-otlp: CALLGRIND=1 needs valgrind" >&2; exit 1; }
+  start_site 2 1500
+  for mode in none otlp; do
+    crawl "$mode" cg valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-$mode.out"
+  done
+  kill "$site"; wait "$site" 2>/dev/null || true
+  site=
+fi
 trap - EXIT
-REPEATS="$REPEATS" OUT="$out" python3 - <<'PY'
-import json, os, re, statistics
+REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
+import json, os, re, statistics, subprocess
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
 rows = {"none": [], "otlp": []}
 for i in range(1, n + 1):
@@ -81,4 +103,34 @@ for m in ("none", "otlp"):
           f"{med[m][2]:.0f} pages/s")
 print(f"bench-otlp: otlp / none: CPU per page {med['otlp'][0] / med['none'][0]:.3f}, "
       f"peak RSS +{med['otlp'][1] - med['none'][1]:.1f} MiB, pages/s {med['otlp'][2] / med['none'][2]:.2f}")
+pairs = [o[0] / x[0] for x, o in zip(rows["none"], rows["otlp"]) if x[0] > 0]
+if pairs:
+    print(f"bench-otlp: CPU per page, median of the {len(pairs)} pairs' ratios: {statistics.median(pairs):.3f} "
+          f"(from {min(pairs):.3f} to {max(pairs):.3f})")
+if os.environ["CALLGRIND"] == "1":
+    counts = {}
+    for mode in ("none", "otlp"):
+        s = json.load(open(f"{out}/summary-{mode}-cg.json"))
+        resp = max(s["fetched"], 1)
+        path = f"{out}/callgrind-{mode}.out"
+        total = commit = 0
+        for line in open(path):
+            m = re.match(r"^(summary|totals): (\d+)", line)
+            if m:
+                total = int(m.group(2))
+                break
+        # redb's commit, inclusive: what the group commits cost (their number follows the timing).
+        ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", path],
+                             capture_output=True, text=True).stdout
+        for line in ann.splitlines():
+            if "WriteTransaction::commit " in line:
+                commit = int(line.split()[0].replace(",", ""))
+                break
+        counts[mode] = (total / resp, (total - commit) / resp)
+        print(f"bench-otlp: callgrind {mode}: {total / resp:,.0f} instructions a response, "
+              f"{(total - commit) / resp:,.0f} outside redb's commit ({resp} responses)")
+    for k, what in ((0, "whole"), (1, "outside redb's commit")):
+        added = counts["otlp"][k] - counts["none"][k]
+        print(f"bench-otlp: callgrind, the exporter adds ({what}): {added:,.0f} instructions a response, "
+              f"{100 * added / counts['none'][k]:+.1f} %")
 PY
