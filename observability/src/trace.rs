@@ -459,17 +459,7 @@ impl TraceCtx {
         end: impl Into<Stamp>,
         attributes: &[Attr<'_>],
     ) {
-        if let Some(root) = self.sampled() {
-            root.child(
-                name,
-                (start.into(), end.into()),
-                Attributes {
-                    encoded: &[],
-                    list: attributes,
-                },
-                None,
-            );
-        }
+        self.finished(name, (start.into(), end.into()), attributes, None);
     }
 
     /// Records a finished child span that failed.
@@ -481,16 +471,22 @@ impl TraceCtx {
         attributes: &[Attr<'_>],
         error: &str,
     ) {
+        self.finished(name, (start.into(), end.into()), attributes, Some(error));
+    }
+
+    fn finished(
+        &self,
+        name: &'static str,
+        times: (Stamp, Stamp),
+        attributes: &[Attr<'_>],
+        error: Option<&str>,
+    ) {
         if let Some(root) = self.sampled() {
-            root.child(
-                name,
-                (start.into(), end.into()),
-                Attributes {
-                    encoded: &[],
-                    list: attributes,
-                },
-                Some(error),
-            );
+            let attributes = Attributes {
+                encoded: &[],
+                list: attributes,
+            };
+            root.child(name, times, attributes, error);
         }
     }
 

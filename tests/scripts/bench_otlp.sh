@@ -54,24 +54,12 @@ crawl() {
 }
 start_site 8 2600
 for i in $(seq 1 "$REPEATS"); do
-  # ABBA order (none first in odd runs, OTLP first in even ones), so that whatever favours the first or the second
-  # crawl of a pair falls on both modes alike.
-  order="none otlp"
-  if [ $((i % 2)) -eq 0 ]; then order="otlp none"; fi
   # shellcheck disable=SC2086 # CRAWL_PREFIX is a command line (perf stat ..., say), split on purpose.
-  for mode in $order; do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
+  for mode in $(abba "$i" none otlp); do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
 done
 kill "$site"; wait "$site" 2>/dev/null || true
 site=
-if [ "${CALLGRIND:-0}" = 1 ]; then
-  command -v valgrind > /dev/null || { echo "bench-otlp: CALLGRIND=1 needs valgrind" >&2; exit 1; }
-  start_site 2 1500
-  for mode in none otlp; do
-    crawl "$mode" cg valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-$mode.out"
-  done
-  kill "$site"; wait "$site" 2>/dev/null || true
-  site=
-fi
+if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-otlp 2 1500 cg none otlp; fi
 trap - EXIT
 REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
 import json, os, re, statistics, subprocess

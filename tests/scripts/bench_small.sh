@@ -42,22 +42,12 @@ crawl() {
 
 start_site 8 2600
 for i in $(seq 1 "$REPEATS"); do
-  order="inline threads"
-  if [ $((i % 2)) -eq 0 ]; then order="threads inline"; fi
-  for mode in $order; do crawl "$mode" "$mode-$i"; done
+  for mode in $(abba "$i" inline threads); do crawl "$mode" "$mode-$i"; done
 done
 kill "$site"; wait "$site" 2>/dev/null || true
 site=
 
-if [ "${CALLGRIND:-0}" = 1 ]; then
-  command -v valgrind > /dev/null || { echo "bench-small: CALLGRIND=1 needs valgrind" >&2; exit 1; }
-  start_site 4 1500
-  for mode in inline threads; do
-    crawl "$mode" "cg-$mode" valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-$mode.out"
-  done
-  kill "$site"; wait "$site" 2>/dev/null || true
-  site=
-fi
+if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-small 4 1500 cg-%s inline threads; fi
 trap - EXIT
 
 REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'

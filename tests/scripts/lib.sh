@@ -41,3 +41,26 @@ allow_private_networks = true
 log_level = "${2:-warn}"
 TOML
 }
+
+# abba I A B: the order of the two modes in pair I of an ABBA series (A first in odd pairs, B first in even ones),
+# so that whatever favours the first or the second crawl of a pair falls on both modes alike.
+abba() {
+  if [ $(($1 % 2)) -eq 0 ]; then echo "$3 $2"; else echo "$2 $3"; fi
+}
+
+# callgrind_crawls BENCH HOSTS PAGES TAG_FORMAT MODE...: one crawl of each MODE under valgrind --tool=callgrind
+# (its counts in $out/callgrind-MODE.out), on a site of HOSTS x PAGES; uses the caller's start_site, crawl (given
+# MODE, the tag TAG_FORMAT makes of MODE, and the command to run the engine under) and $site.
+callgrind_crawls() {
+  local bench=$1 hosts=$2 pages=$3 format=$4 mode
+  shift 4
+  command -v valgrind > /dev/null || { echo "$bench: CALLGRIND=1 needs valgrind" >&2; exit 1; }
+  start_site "$hosts" "$pages"
+  for mode in "$@"; do
+    # shellcheck disable=SC2059 # the format is the caller's
+    crawl "$mode" "$(printf "$format" "$mode")" \
+      valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-$mode.out"
+  done
+  kill "$site"; wait "$site" 2>/dev/null || true
+  site=
+}
