@@ -72,9 +72,7 @@ impl Actor for StoreActor {
 impl Handler<Commit> for StoreActor {
     type Result = Result<Committed, FrontierError>;
 
-    fn handle(&mut self, msg: Commit, ctx: &mut SyncContext<Self>) -> Self::Result {
-        // A commit may leave work for the idle time after it (the embedded store's runs to merge).
-        self.keep_idle_work_going(ctx);
+    fn handle(&mut self, msg: Commit, _ctx: &mut SyncContext<Self>) -> Self::Result {
         if self.faults.has(Stage::Store) {
             for d in &msg.batch.discovered {
                 self.faults.hit(Stage::Store, &d.url);

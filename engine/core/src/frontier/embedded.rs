@@ -296,7 +296,7 @@ impl EmbeddedFrontier {
                     hosts.insert(h, codec::encode_host(pending, &name).as_slice())?;
                 }
             }
-            prepared = self.index.prepare()?;
+            prepared = self.index.flush_if_full()?;
             let mut meta = txn.open_table(META)?;
             meta.insert(key::FORMAT, FORMAT)?;
             meta.insert(key::NEXT_RECORD, next_record)?;
@@ -318,9 +318,7 @@ impl EmbeddedFrontier {
                 let l = p.listing(&self.index);
                 txn.open_table(BLOBS)?.insert(RUN_LIST, l.list.as_slice())?;
                 meta.insert(key::NEXT_RUN, l.next_id)?;
-                if let Some(covered) = l.covered {
-                    meta.insert(key::RUN_ROWS, covered)?;
-                }
+                meta.insert(key::RUN_ROWS, l.covered)?;
             }
         }
         if let Err(e) = txn.commit() {
@@ -591,17 +589,6 @@ impl FrontierStore for EmbeddedFrontier {
     }
 
     fn idle_work(&mut self) -> bool {
-        // The filter first (until it is whole every link is looked up), then the runs' merge.
-        if self.rebuild.is_some() {
-            return self.rebuild_step() || self.index.merge_step();
-        }
-        self.index.merge_step()
-    }
-}
-
-impl EmbeddedFrontier {
-    /// One step of the dedup filter's rebuild; true while there is more.
-    fn rebuild_step(&mut self) -> bool {
         let Some(from) = self.rebuild else {
             return false;
         };

@@ -100,13 +100,10 @@ fn known_urls_are_found_in_runs_after_reopen_and_runs_merge_by_size() {
                 .collect();
             let c = discover(&mut f, urls);
             assert_eq!(c.added.len() as u64, n);
-            // 1 + 20,000 pairs flushed; two runs of about equal size merge in the idle time after (and the next
-            // commit lists the merged run); a run more than twice as large as the new one stays.
-            while f.idle_work() {}
-            discover(&mut f, Vec::new());
+            // 1 + 20,000 pairs flushed; two runs of about equal size merge; a run more than twice as large as
+            // the new one stays.
             let expected = [vec![n + 1], vec![2 * n + 1], vec![2 * n + 1, n]];
             assert_eq!(f.index.counts(), expected[batch as usize]);
-            assert!(!f.index.merging());
         }
         let c = discover(
             &mut f,
@@ -230,134 +227,4 @@ fn a_commit_that_fails_leaves_no_url_behind() {
     assert_eq!(c.added.len(), super::super::known::FLUSH_AT);
     assert_eq!(f.index.counts(), vec![super::super::known::FLUSH_AT as u64]);
     assert!(f.is_known("http://a/5").unwrap());
-}
-
-/// A merge moves a slice at a time between requests: every URL is found at every step, the runs it merges stay
-/// listed until a commit lists the merged run, a store closed in the middle of a merge leaves no file of it, and
-/// after a reopen the merge starts again and completes.
-#[test]
-fn runs_merge_a_step_at_a_time_and_a_merge_cut_short_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let per = super::super::known::FLUSH_AT as u64;
-    let url = |i: u64| format!("http://a/m/{i}");
-    let files = || -> Vec<String> {
-        let mut v: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .filter_map(|e| e.unwrap().file_name().into_string().ok())
-            .filter(|n| n.starts_with("fp-"))
-            .collect();
-        v.sort();
-        v
-    };
-    // Two runs, of 3 and 2 flushes' worth (one run per commit): the second merges into the first, 5 x 16,384
-    // pairs, more than one step of the merge.
-    {
-        let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-        f.recover().unwrap();
-        discover(&mut f, (0..3 * per).map(|i| page(url(i), None)).collect());
-        assert!(!f.idle_work(), "one run: nothing to merge");
-        discover(
-            &mut f,
-            (3 * per..5 * per).map(|i| page(url(i), None)).collect(),
-        );
-        assert_eq!(f.index.counts(), vec![3 * per, 2 * per]);
-        // A step at a time: nothing changes in the list until a commit, and every URL is found between steps.
-        let mut steps = 0;
-        while f.idle_work() {
-            steps += 1;
-            assert_eq!(f.index.counts(), vec![3 * per, 2 * per]);
-            for i in [0, per, 5 * per - 1, 3 * per + 5] {
-                assert!(f.is_known(&url(i)).unwrap(), "{i} at step {steps}");
-            }
-        }
-        assert!(steps >= 1, "{steps} steps");
-        // Cut short: the store closes with the merged run written but not listed.
-        assert!(f.index.merging());
-        assert_eq!(files().len(), 3, "{:?}", files());
-    }
-    let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-    f.recover().unwrap();
-    assert_eq!(
-        files().len(),
-        2,
-        "the unlisted merge is gone: {:?}",
-        files()
-    );
-    assert_eq!(f.index.counts(), vec![3 * per, 2 * per]);
-    while f.idle_work() {}
-    discover(&mut f, Vec::new());
-    assert_eq!(f.index.counts(), vec![5 * per]);
-    assert_eq!(
-        files().len(),
-        1,
-        "the merged runs' files are deleted: {:?}",
-        files()
-    );
-    for i in (0..5 * per).step_by(997) {
-        assert!(f.is_known(&url(i)).unwrap(), "{i}");
-    }
-    assert!(!f.is_known(&url(5 * per)).unwrap());
-    // And a merge dropped before its last step leaves no temporary file.
-    drop(f);
-    let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-    f.recover().unwrap();
-    discover(
-        &mut f,
-        (5 * per..10 * per).map(|i| page(url(i), None)).collect(),
-    );
-    assert_eq!(f.index.counts(), vec![5 * per, 5 * per]);
-    // (The dedup filter's rebuild after the reopen comes first.)
-    while !f.index.merging() {
-        assert!(f.idle_work());
-    }
-    assert!(
-        f.idle_work(),
-        "a merge of {} pairs takes more than a step",
-        10 * per
-    );
-    assert!(
-        files().iter().any(|n| n.ends_with(".run.tmp")),
-        "{:?}",
-        files()
-    );
-    drop(f);
-    assert!(
-        !files().iter().any(|n| n.ends_with(".run.tmp")),
-        "{:?}",
-        files()
-    );
-}
-
-/// A merge that finds a run corrupt fails the next commit with the reason, as a merge inside the commit did.
-#[test]
-fn a_merge_that_finds_a_corrupt_run_fails_the_next_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let per = super::super::known::FLUSH_AT as u64;
-    let url = |i: u64| format!("http://a/c/{i}");
-    let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
-    f.recover().unwrap();
-    for r in 0..2 {
-        discover(
-            &mut f,
-            (r * per..(r + 1) * per)
-                .map(|i| page(url(i), None))
-                .collect(),
-        );
-    }
-    assert_eq!(f.index.counts(), vec![per, per]);
-    // A byte flipped in the older run's body, past its first block: order kept, the checksum differs.
-    let path = super::super::fpruns::run_path(dir.path(), 1);
-    let mut raw = std::fs::read(&path).unwrap();
-    raw[32 + 4096 + 8] ^= 0x01;
-    std::fs::write(&path, raw).unwrap();
-    while f.idle_work() {}
-    let err = f
-        .commit(Batch {
-            discovered: vec![page(url(2 * per), None)],
-            ..Batch::default()
-        })
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("checksum"), "{err}");
-    assert!(!f.is_known(&url(2 * per)).unwrap());
 }

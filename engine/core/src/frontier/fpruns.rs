@@ -1,11 +1,10 @@
 //! Sorted runs of (URL fingerprint, row) pairs: the embedded frontier's index from a fingerprint to the rows of the
 //! URLs that have it, in files written once and never changed.
 //!
-//! New pairs are kept in memory first; when there are enough of them they are written out as a run, in the commit
-//! whose rows they complete (see [`super::known`]). The newest runs merge with the one before them while that one
-//! is at most twice their size together, so a crawl of n URLs keeps O(log n) runs and rewrites each pair O(log n)
-//! times, sequentially, instead of copying a random B-tree page for every new URL. A merge ([`Merge`]) goes a step
-//! at a time, in the store's idle time.
+//! New pairs go to a small redb table first; when it is full its pairs are written out as a run, in the commit that
+//! empties the table (see [`super::embedded`]). The newest run merges into the one before it while that one is at
+//! most twice its size, so a crawl of n URLs keeps O(log n) runs and rewrites each pair O(log n) times, sequentially,
+//! instead of copying a random B-tree page for every new URL.
 //!
 //! A run file (`fp-<id>.run`): a 32-byte header (magic, pair count, body checksum, index checksum), the pairs in
 //! ascending order (fingerprint and row, little-endian u64 each), then the first fingerprint of each block of
@@ -15,7 +14,6 @@
 use super::FrontierError;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::ops::Deref;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use twox_hash::XxHash3_64;
@@ -89,12 +87,80 @@ impl Run {
         count: u64,
         pairs: impl Iterator<Item = Result<(u64, u64), FrontierError>>,
     ) -> Result<Run, FrontierError> {
-        let mut w = RunWriter::new(dir, id, count)?;
+        let path = run_path(dir, id);
+        let tmp = path.with_extension("run.tmp");
+        let written = Self::write(&path, &tmp, count, pairs);
+        if written.is_err() {
+            // Best effort: a leftover temporary file is removed when the store opens.
+            let _ = std::fs::remove_file(&tmp);
+        }
+        let firsts = written?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(dir))?;
+        let file = File::open(&path).map_err(io(&path))?;
+        Ok(Run {
+            id,
+            count,
+            file,
+            path,
+            firsts,
+        })
+    }
+
+    fn write(
+        path: &Path,
+        tmp: &Path,
+        count: u64,
+        pairs: impl Iterator<Item = Result<(u64, u64), FrontierError>>,
+    ) -> Result<Vec<u64>, FrontierError> {
+        let file = File::create(tmp).map_err(io(tmp))?;
+        let mut w = BufWriter::with_capacity(64 * 1024, &file);
+        w.write_all(&[0u8; HEADER]).map_err(io(tmp))?;
+        let mut block = Vec::with_capacity(BLOCK * PAIR);
+        let mut firsts = Vec::new();
+        let mut body = 0u64;
+        let mut n = 0u64;
+        let mut last = None;
         for pair in pairs {
             let (fp, row) = pair?;
-            w.push(fp, row)?;
+            if last.is_some_and(|l| l > (fp, row)) {
+                return Err(corrupt(path, "pairs out of order"));
+            }
+            last = Some((fp, row));
+            if block.is_empty() {
+                firsts.push(fp);
+            }
+            block.extend_from_slice(&fp.to_le_bytes());
+            block.extend_from_slice(&row.to_le_bytes());
+            n += 1;
+            if block.len() == BLOCK * PAIR {
+                body = chain(body, &block);
+                w.write_all(&block).map_err(io(tmp))?;
+                block.clear();
+            }
         }
-        w.finish()
+        if !block.is_empty() {
+            body = chain(body, &block);
+            w.write_all(&block).map_err(io(tmp))?;
+        }
+        if n != count {
+            return Err(corrupt(path, "pair count differs from the one announced"));
+        }
+        for f in &firsts {
+            w.write_all(&f.to_le_bytes()).map_err(io(tmp))?;
+        }
+        w.flush().map_err(io(tmp))?;
+        drop(w);
+        let mut header = [0u8; HEADER];
+        header[..8].copy_from_slice(MAGIC);
+        header[8..16].copy_from_slice(&count.to_le_bytes());
+        header[16..24].copy_from_slice(&body.to_le_bytes());
+        header[24..32].copy_from_slice(&index_sum(count, &firsts).to_le_bytes());
+        file.write_all_at(&header, 0).map_err(io(tmp))?;
+        file.sync_all().map_err(io(tmp))?;
+        Ok(firsts)
     }
 
     /// Opens run `id`, which the store's list says holds `count` pairs: reads its header and block index.
@@ -162,26 +228,9 @@ impl Run {
     }
 
     /// The run's pairs in order, read a block at a time; the body checksum is checked at the end.
-    #[cfg(test)]
-    pub fn pairs(&self) -> Pairs<&Run> {
-        Pairs::of(self)
-    }
-}
-
-/// Iterator over a run's pairs ([`Run::pairs`]), of a run borrowed or shared.
-pub struct Pairs<R> {
-    run: R,
-    block: usize,
-    buf: Vec<u8>,
-    at: usize,
-    sum: u64,
-    done: bool,
-}
-
-impl<R: Deref<Target = Run>> Pairs<R> {
-    pub fn of(run: R) -> Pairs<R> {
+    pub fn pairs(&self) -> Pairs<'_> {
         Pairs {
-            run,
+            run: self,
             block: 0,
             buf: Vec::new(),
             at: 0,
@@ -189,7 +238,19 @@ impl<R: Deref<Target = Run>> Pairs<R> {
             done: false,
         }
     }
+}
 
+/// Iterator over a run's pairs ([`Run::pairs`]).
+pub struct Pairs<'a> {
+    run: &'a Run,
+    block: usize,
+    buf: Vec<u8>,
+    at: usize,
+    sum: u64,
+    done: bool,
+}
+
+impl Pairs<'_> {
     /// Compares the checksum of the blocks read with the one in the header.
     fn check_sum(&self) -> Result<(), FrontierError> {
         let mut header = [0u8; HEADER];
@@ -205,7 +266,7 @@ impl<R: Deref<Target = Run>> Pairs<R> {
     }
 }
 
-impl<R: Deref<Target = Run>> Iterator for Pairs<R> {
+impl Iterator for Pairs<'_> {
     type Item = Result<(u64, u64), FrontierError>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -232,193 +293,21 @@ impl<R: Deref<Target = Run>> Iterator for Pairs<R> {
 }
 
 /// Merges runs `a` and `b` into a new run `id`.
-#[cfg(test)]
 pub fn merge(dir: &Path, id: u64, a: &Run, b: &Run) -> Result<Run, FrontierError> {
-    let mut m = Merge::new(dir, id, vec![a, b])?;
-    while !m.step(usize::MAX)? {}
-    m.finish()
-}
-
-/// A merge of several runs into a new one, done a step at a time (the embedded store moves a slice of it between
-/// requests, so that no commit waits for a whole merge). Dropped unfinished, it leaves no file behind.
-pub struct Merge<R: Deref<Target = Run>> {
-    inputs: Vec<std::iter::Peekable<Pairs<R>>>,
-    out: RunWriter,
-}
-
-impl<R: Deref<Target = Run>> Merge<R> {
-    /// A merge of `runs` into run `id` under `dir` (its temporary file is created here).
-    pub fn new(dir: &Path, id: u64, runs: Vec<R>) -> Result<Merge<R>, FrontierError> {
-        let count = runs.iter().map(|r| r.count).sum();
-        Ok(Merge {
-            out: RunWriter::new(dir, id, count)?,
-            inputs: runs.into_iter().map(|r| Pairs::of(r).peekable()).collect(),
-        })
-    }
-
-    /// Moves at most `max` pairs to the new run, smallest first; true when every pair is there.
-    pub fn step(&mut self, max: usize) -> Result<bool, FrontierError> {
-        for _ in 0..max {
-            let mut least: Option<(usize, (u64, u64))> = None;
-            for (i, input) in self.inputs.iter_mut().enumerate() {
-                match input.peek() {
-                    None => {}
-                    Some(Err(_)) => {
-                        return match input.next() {
-                            Some(Err(e)) => Err(e),
-                            _ => Err(corrupt(&self.out.path, "a merged run failed to read")),
-                        };
-                    }
-                    Some(Ok(p)) if least.is_none_or(|(_, l)| *p < l) => least = Some((i, *p)),
-                    Some(Ok(_)) => {}
-                }
-            }
-            let Some((i, (fp, row))) = least else {
-                return Ok(true);
-            };
-            self.inputs[i].next();
-            self.out.push(fp, row)?;
-        }
-        Ok(self.inputs.iter_mut().all(|i| i.peek().is_none()))
-    }
-
-    /// The new run, durable, once [`Merge::step`] said every pair is in it.
-    pub fn finish(self) -> Result<Run, FrontierError> {
-        self.out.finish()
-    }
-}
-
-/// A run being written: pairs in ascending order into a temporary file, which [`RunWriter::finish`] makes durable
-/// and renames into place. Dropped unfinished, its temporary file is deleted.
-pub struct RunWriter {
-    dir: PathBuf,
-    id: u64,
-    path: PathBuf,
-    tmp: PathBuf,
-    count: u64,
-    out: Option<BufWriter<File>>,
-    block: Vec<u8>,
-    firsts: Vec<u64>,
-    body: u64,
-    n: u64,
-    last: Option<(u64, u64)>,
-    /// Renamed into place: the drop leaves the file.
-    placed: bool,
-}
-
-impl RunWriter {
-    pub fn new(dir: &Path, id: u64, count: u64) -> Result<RunWriter, FrontierError> {
-        let path = run_path(dir, id);
-        let tmp = path.with_extension("run.tmp");
-        let file = File::create(&tmp).map_err(io(&tmp))?;
-        let mut out = BufWriter::with_capacity(64 * 1024, file);
-        let mut w = RunWriter {
-            dir: dir.to_path_buf(),
-            id,
-            path,
-            tmp,
-            count,
-            out: None,
-            block: Vec::with_capacity(BLOCK * PAIR),
-            firsts: Vec::new(),
-            body: 0,
-            n: 0,
-            last: None,
-            placed: false,
+    let mut x = a.pairs().peekable();
+    let mut y = b.pairs().peekable();
+    let merged = std::iter::from_fn(move || {
+        let take_x = match (x.peek(), y.peek()) {
+            (None, None) => return None,
+            (Some(Err(_)), _) | (Some(Ok(_)), None) => true,
+            (_, Some(Err(_))) | (None, Some(Ok(_))) => false,
+            (Some(Ok(p)), Some(Ok(q))) => p <= q,
         };
-        // Set before the first write: a failed one still leaves the file to the drop, which deletes it.
-        let header = out.write_all(&[0u8; HEADER]);
-        w.out = Some(out);
-        header.map_err(io(&w.tmp))?;
-        Ok(w)
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<(), FrontierError> {
-        match self.out.as_mut() {
-            Some(out) => out.write_all(bytes).map_err(io(&self.tmp)),
-            None => Err(corrupt(&self.path, "written after it was finished")),
-        }
-    }
-
-    /// Appends a pair (not below the one before).
-    pub fn push(&mut self, fp: u64, row: u64) -> Result<(), FrontierError> {
-        if self.last.is_some_and(|l| l > (fp, row)) {
-            return Err(corrupt(&self.path, "pairs out of order"));
-        }
-        self.last = Some((fp, row));
-        if self.block.is_empty() {
-            self.firsts.push(fp);
-        }
-        self.block.extend_from_slice(&fp.to_le_bytes());
-        self.block.extend_from_slice(&row.to_le_bytes());
-        self.n += 1;
-        if self.block.len() == BLOCK * PAIR {
-            self.flush_block()?;
-        }
-        Ok(())
-    }
-
-    fn flush_block(&mut self) -> Result<(), FrontierError> {
-        self.body = chain(self.body, &self.block);
-        let block = std::mem::take(&mut self.block);
-        let written = self.write(&block);
-        self.block = block;
-        self.block.clear();
-        written
-    }
-
-    /// Writes the block index and the header, syncs the file, renames it into place and syncs the directory.
-    pub fn finish(mut self) -> Result<Run, FrontierError> {
-        if !self.block.is_empty() {
-            self.flush_block()?;
-        }
-        if self.n != self.count {
-            return Err(corrupt(
-                &self.path,
-                "pair count differs from the one announced",
-            ));
-        }
-        let mut index = Vec::with_capacity(self.firsts.len() * 8);
-        for f in &self.firsts {
-            index.extend_from_slice(&f.to_le_bytes());
-        }
-        self.write(&index)?;
-        let Some(out) = self.out.take() else {
-            return Err(corrupt(&self.path, "finished twice"));
-        };
-        let tmp = self.tmp.clone();
-        let file = out.into_inner().map_err(|e| io(&tmp)(e.into_error()))?;
-        let mut header = [0u8; HEADER];
-        header[..8].copy_from_slice(MAGIC);
-        header[8..16].copy_from_slice(&self.count.to_le_bytes());
-        header[16..24].copy_from_slice(&self.body.to_le_bytes());
-        header[24..32].copy_from_slice(&index_sum(self.count, &self.firsts).to_le_bytes());
-        file.write_all_at(&header, 0).map_err(io(&tmp))?;
-        file.sync_all().map_err(io(&tmp))?;
-        drop(file);
-        std::fs::rename(&tmp, &self.path).map_err(io(&self.path))?;
-        self.placed = true;
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(&self.dir))?;
-        let file = File::open(&self.path).map_err(io(&self.path))?;
-        Ok(Run {
-            id: self.id,
-            count: self.count,
-            file,
-            path: self.path.clone(),
-            firsts: std::mem::take(&mut self.firsts),
-        })
-    }
-}
-
-impl Drop for RunWriter {
-    fn drop(&mut self) {
-        if !self.placed {
-            // Best effort: a leftover temporary file is removed when the store opens.
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
+        if take_x { x.next() } else { y.next() }
+    });
+    let count = a.count + b.count;
+    let run = Run::create(dir, id, count, merged)?;
+    Ok(run)
 }
 
 /// Whether the newest of runs with these pair counts (oldest first) should merge into the one before it.

@@ -205,37 +205,3 @@ fn strays_are_removed_and_listed_runs_kept() {
     left.sort();
     assert_eq!(left, vec!["fp-1.run", "fp-notes", "frontier.redb"]);
 }
-
-/// A merge of several runs a few pairs at a time gives the sorted union, shared runs (`Arc`) as inputs; one dropped
-/// before it is finished leaves neither its file nor its temporary file.
-#[test]
-fn a_merge_in_steps_of_three_runs_gives_their_union_and_a_dropped_one_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let parts = [sample(4, 2000), sample(5, 700), sample(6, 1500)];
-    let runs: Vec<std::sync::Arc<Run>> = parts
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let run = Run::create(dir.path(), i as u64 + 1, p.len() as u64, ok(p)).unwrap();
-            std::sync::Arc::new(run)
-        })
-        .collect();
-    let mut m = Merge::new(dir.path(), 9, runs.clone()).unwrap();
-    let mut steps = 1;
-    while !m.step(333).unwrap() {
-        steps += 1;
-    }
-    let total: usize = parts.iter().map(Vec::len).sum();
-    assert_eq!(steps, total.div_ceil(333), "{steps} steps");
-    let merged = m.finish().unwrap();
-    let mut all = parts.concat();
-    all.sort_unstable();
-    assert_eq!(merged.pairs().map(|p| p.unwrap()).collect::<Vec<_>>(), all);
-
-    let mut m = Merge::new(dir.path(), 10, runs).unwrap();
-    assert!(!m.step(100).unwrap());
-    assert!(run_path(dir.path(), 10).with_extension("run.tmp").exists());
-    drop(m);
-    assert!(!run_path(dir.path(), 10).with_extension("run.tmp").exists());
-    assert!(!run_path(dir.path(), 10).exists());
-}

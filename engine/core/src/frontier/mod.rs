@@ -342,7 +342,7 @@ pub trait FrontierStore: Send {
     ) -> Result<Vec<Entry>, FrontierError>;
     /// True when the canonical URL was ever added (exact).
     fn is_known(&mut self, url: &str) -> Result<bool, FrontierError>;
-    /// Work to do while idle (rebuilding an in-memory filter, merging runs); returns true while there is more.
+    /// Work to do while idle (e.g. rebuilding an in-memory filter); returns true while there is more.
     fn idle_work(&mut self) -> bool {
         false
     }
