@@ -8,6 +8,8 @@
 # restarted, against the site restarted with --wide-siblings (its pages then link only URLs already linked, so the
 # frontier keeps its size while the resumed crawl is measured; link extraction and dedup still run). Measured:
 #   build_s      wall time of the first run until the frontier held the size, and the pages it fetched for that
+#   commits_0.25s  the store's commits in that run that took 0.25 s or more, and max_commit the bucket bound (s) of
+#                the slowest (crawl_store_request_duration_seconds{op="commit"})
 #   rss_build    peak RSS (VmHWM) of that run; rss_restart: median peak RSS of the restarted runs at the end of the window
 #   disk_B/url   bytes the data_dir takes on disk (du --block-size=1) per known URL at the kill; apparent_B/url the
 #                same from the files' lengths (du -sb: the store's file grows in doubling steps whose unwritten tail
@@ -78,6 +80,22 @@ metric() {
     awk -v m="$1" 'index($0, m) == 1 { s += $NF; n++ } END { if (n) printf "%d\n", s }'
 }
 known() { metric 'crawl_frontier_urls{state="known"}'; }
+# The store's commits so far from the crawler's /metrics: "SLOW MAX", the commits that took 0.25 s or more, and the
+# bucket bound of the slowest (the first bucket holding every commit; ">5" past the last).
+commits() {
+  curl -s --max-time 1 "http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null | awk '
+    /^crawl_store_request_duration_seconds_bucket/ && /op="commit"/ {
+      match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5); n++; les[n] = le; counts[n] = $NF
+      if (le == "0.25") below = $NF
+    }
+    /^crawl_store_request_duration_seconds_count/ && /op="commit"/ { total = $NF }
+    END {
+      if (total == "") { print "? ?"; exit }
+      max = ">5"
+      for (i = 1; i <= n; i++) if (counts[i] == total && les[i] != "+Inf") { max = les[i]; break }
+      printf "%d %s\n", total - below, max
+    }'
+}
 answers() { metric 'crawl_responses_total{'; }
 hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
@@ -112,6 +130,7 @@ for size in $SIZES; do
   done
   build_s=$(calc "$(now) - $t0")
   fetched=$(answers); fetched=${fetched:-0}
+  read -r slow_commits max_commit <<< "$(commits)"
   rss_build=$(hwm_kib "$crawler")
   kill_crawler
   known_at_kill=$k
@@ -170,14 +189,15 @@ for size in $SIZES; do
   rate_med=$(echo "$rates" | median)
   rss_r_med=$(echo "$rss_restart" | median)
   [ -n "$base_rate" ] || base_rate=$rate_med
-  rows+=("$(printf '%10d %10d %8.1f %9d %10.1f %12.1f %10.1f %14.1f %10.1f %12.3f %9.0f %7.2f' \
-    "$size" "$known_at_kill" "$build_s" "$fetched" "$(calc "$rss_build / 1024")" \
+  rows+=("$(printf '%10d %10d %8.1f %9d %12s %10s %10.1f %12.1f %10.1f %14.1f %10.1f %12.3f %9.0f %7.2f' \
+    "$size" "$known_at_kill" "$build_s" "$fetched" "$slow_commits" "$max_commit" "$(calc "$rss_build / 1024")" \
     "$(calc "$rss_r_med / 1024")" "$(calc "$disk / $known_at_kill")" "$(calc "$apparent / $known_at_kill")" \
     "$(calc "$jsonl / 1048576")" "$first_med" "$rate_med" "$(calc "$rate_med / $base_rate")")")
   echo "bench-scale: size $size: first request after restart (s):$firsts; pages/s:$rates" >&2
 done
 
-printf '%10s %10s %8s %9s %10s %12s %10s %14s %10s %12s %9s %7s\n' size known build_s fetched rss_build_MiB \
+printf '%10s %10s %8s %9s %12s %10s %10s %12s %10s %14s %10s %12s %9s %7s\n' size known build_s fetched \
+  commits_0.25s max_commit rss_build_MiB \
   rss_restart_MiB disk_B/url apparent_B/url jsonl_MiB first_req_s pages/s "vs ${SIZES%% *}"
 for row in "${rows[@]}"; do echo "$row"; done
 [ -z "$short" ] || echo "note: the queue ran down before WINDOW_S ended, so windows were shorter, at size(s):$short"
