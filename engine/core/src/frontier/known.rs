@@ -214,15 +214,7 @@ impl FpIndex {
         let mut tail = Run::create(&self.dir, next_id, self.fresh.len() as u64, pairs)?;
         next_id += 1;
         let mut keep = self.runs.len();
-        loop {
-            let counts: Vec<u64> = self.runs[..keep]
-                .iter()
-                .map(Run::count)
-                .chain([tail.count()])
-                .collect();
-            if !fpruns::should_merge(&counts) {
-                break;
-            }
+        while keep > 0 && fpruns::should_merge(&[self.runs[keep - 1].count(), tail.count()]) {
             let older = &self.runs[keep - 1];
             let merged = fpruns::merge(&self.dir, next_id, older, &tail);
             // The tail was never listed: it goes whether the merge worked or not.
