@@ -16,6 +16,7 @@
 
 use super::bloom::Bloom;
 use super::codec::{self, Parent, QueuedValue, Row};
+use super::fpruns::{self, Run};
 use super::known::{FpIndex, ROWS};
 use super::outbox;
 use super::recent::RecentUrls;
@@ -27,6 +28,7 @@ use crate::output::JsonlCheckpoint;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const QUEUE: TableDefinition<(u64, u32, u64), &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("hosts");
@@ -72,13 +74,21 @@ pub struct EmbeddedFrontier {
     recent: RecentUrls,
     index: FpIndex,
     /// Where the Bloom rebuild after a restart stands: None when the filter is complete.
-    rebuild: Option<Option<u64>>,
+    rebuild: Option<Rebuild>,
     counters: Counters,
     next_record: u64,
     next_entry: u64,
     trimmed_upto: u64,
     dir: PathBuf,
     _lock: DirLock,
+}
+
+/// The Bloom filter's rebuild after a restart: the runs listed then (held open, so that a merge deleting one does
+/// not cut the rebuild short), and the next block to read.
+struct Rebuild {
+    runs: Vec<Arc<Run>>,
+    run: usize,
+    block: usize,
 }
 
 impl std::fmt::Debug for EmbeddedFrontier {
@@ -451,7 +461,7 @@ impl FrontierStore for EmbeddedFrontier {
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {
                 // A store that never committed a URL: no run is listed, and any run file is a stray.
-                crate::frontier::fpruns::remove_strays(&self.dir, &[])?;
+                fpruns::remove_strays(&self.dir, &[])?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -496,14 +506,21 @@ impl FrontierStore for EmbeddedFrontier {
             Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        // Size the filter for what is known and rebuild it from the URL table while the crawl runs.
-        // Sized for what is known plus a quarter: the filter grows by layers past that.
+        // Size the filter for what is known and rebuild it while the crawl runs: the pairs in memory now, the
+        // runs' in the idle time. Sized for what is known plus a quarter: the filter grows by layers past that.
         self.bloom = Bloom::new(
             (self.counters.known as usize)
                 .saturating_add(self.counters.known as usize / 4)
                 .max(1 << 16),
         );
-        self.rebuild = (self.counters.known > 0).then_some(None);
+        for fp in self.index.fresh_fps() {
+            self.bloom.insert(fp);
+        }
+        self.rebuild = (self.counters.known > 0).then(|| Rebuild {
+            runs: self.index.runs(),
+            run: 0,
+            block: 0,
+        });
         rec.checkpoint = checkpoint;
         rec.next_record = self.next_record;
         rec.counters = self.counters;
@@ -589,49 +606,39 @@ impl FrontierStore for EmbeddedFrontier {
     }
 
     fn idle_work(&mut self) -> bool {
-        let Some(from) = self.rebuild else {
+        let Some(r) = &mut self.rebuild else {
             return false;
         };
-        let mut step = || -> Result<Option<u64>, FrontierError> {
-            let txn = self.db.begin_read()?;
-            let rows = match txn.open_table(ROWS) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            let range = match from {
-                Some(last) => rows.range((Bound::Excluded(last), Bound::Unbounded))?,
-                None => rows.range::<u64>(..)?,
-            };
-            let mut last = None;
-            let mut fps = Vec::with_capacity(REBUILD_STEP);
-            for item in range.take(REBUILD_STEP) {
-                let (k, v) = item?;
-                let url = codec::row_url(v.value()).map_err(|e| corrupt("url row", e))?;
-                fps.push(url_fp(url));
-                last = Some(k.value());
+        // The fingerprints are read from the runs, a block at a time: no URL is read or hashed again.
+        let mut fps = Vec::with_capacity(REBUILD_STEP + fpruns::BLOCK);
+        let mut failed = None;
+        while fps.len() < REBUILD_STEP && r.run < r.runs.len() {
+            let run = &r.runs[r.run];
+            if r.block == run.blocks() {
+                r.run += 1;
+                r.block = 0;
+                continue;
             }
-            for fp in fps {
-                self.bloom.insert(fp);
+            if let Err(e) = run.block_fps(r.block, &mut fps) {
+                failed = Some(e);
+                break;
             }
-            Ok(last)
-        };
-        match step() {
-            Ok(Some(last)) => {
-                self.rebuild = Some(Some(last));
-                true
-            }
-            Ok(None) => {
-                tracing::debug!(bytes = self.bloom.bytes(), "dedup filter rebuilt");
-                self.rebuild = None;
-                false
-            }
-            Err(e) => {
-                // The filter stays incomplete: every link is looked up, which is correct, only slower.
-                tracing::warn!(error = %e, "dedup filter rebuild stopped");
-                false
-            }
+            r.block += 1;
         }
+        let more = r.run < r.runs.len();
+        for fp in fps {
+            self.bloom.insert(fp);
+        }
+        if let Some(e) = failed {
+            // The filter stays incomplete: every link is looked up, which is correct, only slower.
+            tracing::warn!(error = %e, "dedup filter rebuild stopped");
+            return false;
+        }
+        if !more {
+            tracing::debug!(bytes = self.bloom.bytes(), "dedup filter rebuilt");
+            self.rebuild = None;
+        }
+        more
     }
 }
 

@@ -149,6 +149,10 @@ fn known_urls_are_found_in_runs_after_reopen_and_runs_merge_by_size() {
     assert_eq!(got[1].parent_ref, Some(parent_ref));
     while f.idle_work() {}
     assert!(f.bloom.may_contain(url_fp(&url(2 * n))));
+    // The rebuilt filter holds the fingerprints of both runs and of the pairs in memory.
+    for i in (0..3 * n + 500).step_by(7) {
+        assert!(f.bloom.may_contain(url_fp(&url(i))), "{i}");
+    }
 }
 
 #[test]

@@ -204,6 +204,19 @@ impl Run {
             .map_err(io(&self.path))
     }
 
+    /// Blocks in the run.
+    pub fn blocks(&self) -> usize {
+        self.firsts.len()
+    }
+
+    /// Appends to `out` the fingerprints of block `b`, in order (its pairs' rows left out).
+    pub fn block_fps(&self, b: usize, out: &mut Vec<u64>) -> Result<(), FrontierError> {
+        let mut buf = Vec::new();
+        self.read_block(b, &mut buf)?;
+        out.extend(buf.chunks_exact(PAIR).map(|pair| u64_at(pair, 0)));
+        Ok(())
+    }
+
     /// Appends to `out` the rows paired with `fp`.
     pub fn rows(&self, fp: u64, out: &mut Vec<u64>) -> Result<(), FrontierError> {
         // The pairs of `fp` start in the last block whose first fingerprint is below it, or in the first block

@@ -17,6 +17,7 @@ use redb::{ReadableTable, TableDefinition};
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub const ROWS: TableDefinition<u64, &[u8]> = TableDefinition::new("url_rows");
 
@@ -52,7 +53,9 @@ pub struct FpIndex {
     dir: PathBuf,
     fresh: BTreeSet<(u64, u64)>,
     pending: Vec<(u64, u64)>,
-    runs: Vec<Run>,
+    /// Shared with a reader of their pairs that outlives a merge (the filter's rebuild); a merged-away run's
+    /// file is deleted, and read on through the handle it keeps open.
+    runs: Vec<Arc<Run>>,
     next_id: u64,
 }
 
@@ -118,7 +121,7 @@ impl FpIndex {
         fpruns::remove_strays(dir, &ids)?;
         let runs = list
             .iter()
-            .map(|&(id, count)| Run::open(dir, id, count))
+            .map(|&(id, count)| Run::open(dir, id, count).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let mut fresh = BTreeSet::new();
         for item in rows.range((Bound::Excluded(covered), Bound::Unbounded))? {
@@ -182,11 +185,21 @@ impl FpIndex {
                 for r in self.runs.drain(p.keep..) {
                     remove(&self.dir, r.id());
                 }
-                self.runs.push(p.tail);
+                self.runs.push(Arc::new(p.tail));
                 self.next_id = p.next_id;
             }
             None => self.pending.clear(),
         }
+    }
+
+    /// The runs as listed now, oldest first.
+    pub fn runs(&self) -> Vec<Arc<Run>> {
+        self.runs.clone()
+    }
+
+    /// The fingerprints of the pairs held in memory.
+    pub fn fresh_fps(&self) -> impl Iterator<Item = u64> + '_ {
+        self.fresh.iter().map(|p| p.0)
     }
 
     /// Pairs held in memory.
@@ -198,7 +211,7 @@ impl FpIndex {
     /// The pair counts of the runs, oldest first.
     #[cfg(test)]
     pub fn counts(&self) -> Vec<u64> {
-        self.runs.iter().map(Run::count).collect()
+        self.runs.iter().map(|r| r.count()).collect()
     }
 
     /// Writes the pairs in memory as a new run when there are [`FLUSH_AT`] of them, merging runs as
