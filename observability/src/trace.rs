@@ -563,7 +563,7 @@ impl ChildSpan {
 
     pub fn set(&mut self, a: Attr<'_>) {
         if let Some(s) = &mut self.0 {
-            put_attr(&mut s.attributes, ATTRIBUTES_FIELD, &a);
+            encode_attributes(&mut s.attributes, [a]);
         }
     }
 

@@ -170,21 +170,16 @@ pub struct Row {
 /// A row: a byte saying what the parent is, the URL, then the parent (a reference or a URL).
 pub fn encode_row(url: &str, parent: &Parent) -> Vec<u8> {
     let mut out = Vec::with_capacity(url.len() + 12);
+    out.push(match parent {
+        Parent::None => NO_PARENT,
+        Parent::Ref(_) => PARENT_REF,
+        Parent::Url(_) => PARENT_URL,
+    });
+    put_str(&mut out, url);
     match parent {
-        Parent::None => {
-            out.push(NO_PARENT);
-            put_str(&mut out, url);
-        }
-        Parent::Ref(r) => {
-            out.push(PARENT_REF);
-            put_str(&mut out, url);
-            put_ref(&mut out, *r);
-        }
-        Parent::Url(u) => {
-            out.push(PARENT_URL);
-            put_str(&mut out, url);
-            put_str(&mut out, u);
-        }
+        Parent::None => {}
+        Parent::Ref(r) => put_ref(&mut out, *r),
+        Parent::Url(u) => put_str(&mut out, u),
     }
     out
 }
