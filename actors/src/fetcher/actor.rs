@@ -12,33 +12,71 @@ use crate::faults::{Faults, Stage};
 use crate::job::panic_text;
 use crate::parser::pool::ParserPool;
 use crate::protocol::JobDone;
+use crate::protocol::JobId;
 use crate::protocol::Parse;
 use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Fetch, Ping};
 use crate::protocol::{Job, JobResult};
 use crate::resolver::logic::{Outcome, Rule};
 use crate::resolver::messages::Resolve;
-use actix::{
-    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture,
-};
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Recipient};
 use crawl_core::frontier::JobKind;
 use crawl_core::record::DnsInfo;
 use crawl_core::record::Reason;
 use crawl_core::robots::MAX_ROBOTS_REDIRECTS;
 use futures_util::FutureExt;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use tokio::task::AbortHandle;
 
 /// One fetcher.
+///
+/// Each fetch runs as a task of its own on the fetcher's thread, not as a future spawned into the actor's context:
+/// actix polls every future of a context whenever any of them is woken, so with dozens of fetches in flight each
+/// readiness event polled them all (about nine polls a fetch where three do). A task is polled only when its own
+/// socket or timer wakes it. The tasks end with the fetcher: they are aborted when it stops.
 pub struct Fetcher {
     index: usize,
     resolver: Option<Recipient<Resolve>>,
     client: HttpClient,
+    /// Where a finished fetch goes, shared with the fetches' tasks.
+    deliver: Rc<Deliver>,
+    /// The fetches in flight, by job (ids rise, so a B-tree appends), to abort when the fetcher stops.
+    running: Rc<RefCell<BTreeMap<JobId, AbortHandle>>>,
+    supervisor: Recipient<ChildFailed>,
+    faults: Faults,
+}
+
+/// What a fetch's task hands its result to.
+struct Deliver {
     parser: ParserPool,
     /// Parses small pages on this fetcher's thread; the rest go to `parser`.
     inline: crate::parser::Parser,
     scheduler: Recipient<JobDone>,
-    supervisor: Recipient<ChildFailed>,
-    faults: Faults,
+}
+
+impl Deliver {
+    fn step(&self, step: Step) {
+        match step {
+            Step::Parse(p) => {
+                if let Some(p) = self.inline.try_inline(*p) {
+                    self.parser.send(p);
+                }
+            }
+            Step::Done(d) => self.scheduler.do_send(d),
+        }
+    }
+}
+
+/// A fetch's task caught a panic: the fetcher reports it and stops.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct JobPanicked {
+    job: JobId,
+    url: String,
+    detail: String,
 }
 
 impl Fetcher {
@@ -55,9 +93,12 @@ impl Fetcher {
             index,
             resolver,
             client,
-            inline: parser.inline_parser(),
-            parser,
-            scheduler,
+            deliver: Rc::new(Deliver {
+                inline: parser.inline_parser(),
+                parser,
+                scheduler,
+            }),
+            running: Rc::default(),
             supervisor,
             faults,
         }
@@ -69,6 +110,13 @@ impl Actor for Fetcher {
 
     fn started(&mut self, _ctx: &mut Context<Self>) {
         tracing::debug!(fetcher = self.index, "fetcher started");
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // A stopped fetcher's jobs are re-driven by the scheduler: none of them may go on here.
+        for (_, task) in std::mem::take(&mut *self.running.borrow_mut()) {
+            task.abort();
+        }
     }
 }
 
@@ -329,36 +377,58 @@ impl Handler<Fetch> for Fetcher {
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) {
         let id = msg.job.id;
         let url = msg.job.entry.url.clone();
-        let fut = AssertUnwindSafe(run_job(
-            self.client.clone(),
-            msg.job,
-            self.faults.clone(),
-            self.resolver.clone(),
-        ))
-        .catch_unwind();
-        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
-            Ok(Step::Parse(p)) => {
-                if let Some(p) = act.inline.try_inline(*p) {
-                    act.parser.send(p);
+        // Boxed at once: the fetch's future is kilobytes, and the task would otherwise be moved whole twice.
+        let fut = Box::pin(
+            AssertUnwindSafe(run_job(
+                self.client.clone(),
+                msg.job,
+                self.faults.clone(),
+                self.resolver.clone(),
+            ))
+            .catch_unwind(),
+        );
+        let (deliver, running, me) = (
+            self.deliver.clone(),
+            self.running.clone(),
+            ctx.address().downgrade(),
+        );
+        let task = tokio::task::spawn_local(async move {
+            let res = fut.await;
+            running.borrow_mut().remove(&id);
+            match res {
+                Ok(step) => deliver.step(step),
+                Err(payload) => {
+                    let detail = panic_text(payload.as_ref());
+                    if let Some(me) = me.upgrade() {
+                        me.do_send(JobPanicked {
+                            job: id,
+                            url,
+                            detail,
+                        });
+                    }
                 }
             }
-            Ok(Step::Done(d)) => act.scheduler.do_send(d),
-            Err(payload) => {
-                let detail = panic_text(payload.as_ref());
-                tracing::error!(
-                    fetcher = act.index,
-                    url,
-                    detail,
-                    "fetcher panicked; stopping it"
-                );
-                act.supervisor.do_send(ChildFailed {
-                    child: ChildId::Fetcher(act.index),
-                    job: Some(id),
-                    detail,
-                });
-                ctx.stop();
-            }
-        }));
+        });
+        self.running.borrow_mut().insert(id, task.abort_handle());
+    }
+}
+
+impl Handler<JobPanicked> for Fetcher {
+    type Result = ();
+
+    fn handle(&mut self, msg: JobPanicked, ctx: &mut Context<Self>) {
+        tracing::error!(
+            fetcher = self.index,
+            url = msg.url,
+            detail = msg.detail,
+            "fetcher panicked; stopping it"
+        );
+        self.supervisor.do_send(ChildFailed {
+            child: ChildId::Fetcher(self.index),
+            job: Some(msg.job),
+            detail: msg.detail,
+        });
+        ctx.stop();
     }
 }
 
@@ -367,3 +437,7 @@ impl Handler<Ping> for Fetcher {
 
     fn handle(&mut self, _msg: Ping, _ctx: &mut Context<Self>) {}
 }
+
+#[cfg(test)]
+#[path = "actor_tests.rs"]
+mod tests;
