@@ -279,6 +279,9 @@ pub fn start_locked(
     let resolver_parts = crate::resolver::setup::build(config)?;
     let resolver_bogus = resolver_parts.ctx.bogus.clone();
     let resolver_faults = faults.clone();
+    // What the resolver shares with the fetchers' copies of its answers.
+    let copies = crate::resolver::local::Shared::new();
+    let copies_r = copies.clone();
     let resolver = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
         crate::resolver::Resolver::new(
             resolver_parts.settings,
@@ -286,6 +289,7 @@ pub fn start_locked(
             resolver_parts.doh,
         )
         .with_faults(resolver_faults)
+        .with_local(copies.clone())
     });
     let resolve_r: actix::Recipient<Resolve> = resolver.clone().recipient();
     let mut http = http;
@@ -388,7 +392,7 @@ pub fn start_locked(
             sched_r.clone(),
             sup_r,
             faults.clone(),
-            Some(resolve_r.clone()),
+            Some((resolve_r.clone(), copies_r.clone())),
         )
     });
     let mut supervisor = Supervisor::new(restart, handles, factory, done_tx);

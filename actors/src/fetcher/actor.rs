@@ -17,6 +17,7 @@ use crate::protocol::Parse;
 use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Fetch, Ping};
 use crate::protocol::{Job, JobResult};
+use crate::resolver::local::{LocalAnswers, Shared};
 use crate::resolver::logic::{Outcome, Rule};
 use crate::resolver::messages::Resolve;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Recipient};
@@ -29,6 +30,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
+use std::sync::Arc;
 use tokio::task::AbortHandle;
 
 /// One fetcher.
@@ -39,7 +41,8 @@ use tokio::task::AbortHandle;
 /// socket or timer wakes it. The tasks end with the fetcher: they are aborted when it stops.
 pub struct Fetcher {
     index: usize,
-    resolver: Option<Recipient<Resolve>>,
+    /// The resolver and this fetcher's copy of its answers; None when names are not resolved (tests).
+    dns: Option<Rc<Dns>>,
     client: HttpClient,
     /// Where a finished fetch goes, shared with the fetches' tasks.
     deliver: Rc<Deliver>,
@@ -47,6 +50,13 @@ pub struct Fetcher {
     running: Rc<RefCell<BTreeMap<JobId, AbortHandle>>>,
     supervisor: Recipient<ChildFailed>,
     faults: Faults,
+}
+
+/// The resolver actor (on its own thread), and the answers it gave this fetcher, kept until their TTL runs out
+/// ([`crate::resolver::local`]): a fetch of a known name does not wait for another thread.
+struct Dns {
+    resolver: Recipient<Resolve>,
+    answers: RefCell<LocalAnswers>,
 }
 
 /// What a fetch's task hands its result to.
@@ -87,11 +97,16 @@ impl Fetcher {
         scheduler: Recipient<JobDone>,
         supervisor: Recipient<ChildFailed>,
         faults: Faults,
-        resolver: Option<Recipient<Resolve>>,
+        resolver: Option<(Recipient<Resolve>, Arc<Shared>)>,
     ) -> Fetcher {
         Fetcher {
             index,
-            resolver,
+            dns: resolver.map(|(resolver, shared)| {
+                Rc::new(Dns {
+                    resolver,
+                    answers: RefCell::new(LocalAnswers::new(shared)),
+                })
+            }),
             client,
             deliver: Rc::new(Deliver {
                 inline: parser.inline_parser(),
@@ -173,15 +188,20 @@ pub fn dns_info(outcome: &Outcome) -> DnsInfo {
 /// The answer is awaited for at most `deadline` (the request's total deadline): a resolver that never answers (its
 /// thread blocked) fails the job with a retryable DNS error instead of holding it forever.
 async fn resolve_host(
-    resolver: Option<&Recipient<Resolve>>,
+    dns: Option<&Dns>,
     url: &url::Url,
     trace: &crawl_observability::trace::TraceCtx,
     deadline: std::time::Duration,
 ) -> Result<Option<DnsInfo>, (JobResult, Option<DnsInfo>)> {
-    let (Some(resolver), Some(url::Host::Domain(name))) = (resolver, url.host()) else {
+    let (Some(dns), Some(url::Host::Domain(name))) = (dns, url.host()) else {
         return Ok(None);
     };
-    let ask = resolver.send(Resolve {
+    let now = std::time::Instant::now();
+    if let Some((outcome, info)) = dns.answers.borrow_mut().get(name, now) {
+        crate::resolver::actor::served_from_copy(trace, name, outcome);
+        return Ok(Some(info));
+    }
+    let ask = dns.resolver.send(Resolve {
         name: name.to_owned(),
         trace: trace.clone(),
     });
@@ -207,6 +227,9 @@ async fn resolve_host(
             return Err((result, None));
         }
     };
+    dns.answers
+        .borrow_mut()
+        .put(name, &outcome, std::time::Instant::now());
     let info = dns_info(&outcome);
     match outcome {
         Outcome::Resolved(_) => Ok(Some(info)),
@@ -241,12 +264,7 @@ async fn resolve_host(
     }
 }
 
-async fn run_job(
-    client: HttpClient,
-    job: Job,
-    faults: Faults,
-    resolver: Option<Recipient<Resolve>>,
-) -> Step {
+async fn run_job(client: HttpClient, job: Job, faults: Faults, dns: Option<Rc<Dns>>) -> Step {
     faults.hit(Stage::Fetcher, &job.entry.url);
     let url = match crawl_core::urlparts::parse(&job.entry.url) {
         Ok(u) => u,
@@ -267,7 +285,7 @@ async fn run_job(
         }
     };
     let deadline = client.settings().total_timeout;
-    let dns = match resolve_host(resolver.as_ref(), &url, &job.trace, deadline).await {
+    let dns = match resolve_host(dns.as_deref(), &url, &job.trace, deadline).await {
         Ok(dns) => dns,
         Err((result, dns)) => {
             return Step::Done(JobDone {
@@ -383,7 +401,7 @@ impl Handler<Fetch> for Fetcher {
                 self.client.clone(),
                 msg.job,
                 self.faults.clone(),
-                self.resolver.clone(),
+                self.dns.clone(),
             ))
             .catch_unwind(),
         );

@@ -52,6 +52,8 @@ pub struct Resolver {
     stats: ResolverStats,
     /// Fault injection (tests): panic or freeze on a name.
     faults: Faults,
+    /// Shared with the fetchers' copies of its answers ([`super::local`]).
+    local: Arc<super::local::Shared>,
 }
 
 fn probe_ctx(settings: Arc<Settings>, base: DetectCtx) -> CtxFuture {
@@ -151,6 +153,24 @@ fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     }
 }
 
+/// An answer a fetcher served from its copy ([`super::local`]): the lookup counted and the URL's root span given
+/// its attributes, as for an answer from the resolver's cache.
+pub fn served_from_copy(
+    trace: &crawl_observability::trace::TraceCtx,
+    name: &str,
+    outcome: &Outcome,
+) {
+    let (source, what) = labels(outcome, true);
+    metrics().dns_lookup(source, what);
+    if trace.is_sampled() {
+        end_span(
+            trace.start("dns.resolve", &[Attr::new("dns.name", name)]),
+            outcome,
+            true,
+        );
+    }
+}
+
 impl Resolver {
     pub fn new(settings: Settings, ctx: DetectCtx, doh: Option<DohClient>) -> Resolver {
         let settings = Arc::new(settings);
@@ -164,7 +184,14 @@ impl Resolver {
             inflight: HashMap::new(),
             stats: ResolverStats::default(),
             faults: Faults::default(),
+            local: super::local::Shared::new(),
         }
+    }
+
+    /// Shares this resolver's generation and counters with the fetchers' copies of its answers.
+    pub fn with_local(mut self, local: Arc<super::local::Shared>) -> Resolver {
+        self.local = local;
+        self
     }
 
     /// Sets the fault-injection hook (tests); kept across restarts.
@@ -197,6 +224,7 @@ impl Resolver {
     fn apply(&mut self, parts: Parts) {
         let settings = Arc::new(parts.settings);
         self.generation = self.generation.wrapping_add(1);
+        self.local.invalidate();
         self.ctx = probe_ctx(settings.clone(), parts.ctx.clone());
         self.cache = new_cache(&settings);
         self.base_ctx = parts.ctx;
@@ -376,7 +404,9 @@ impl Handler<GetResolverStats> for Resolver {
     type Result = MessageResult<GetResolverStats>;
 
     fn handle(&mut self, _msg: GetResolverStats, _ctx: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.stats.clone())
+        let mut stats = self.stats.clone();
+        self.local.add_hits(&mut stats);
+        MessageResult(stats)
     }
 }
 

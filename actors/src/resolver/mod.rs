@@ -11,6 +11,7 @@ pub mod doh;
 pub mod error;
 pub mod family;
 pub mod ipset;
+pub mod local;
 pub mod logic;
 pub mod lookup;
 pub mod messages;

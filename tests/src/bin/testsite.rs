@@ -96,6 +96,10 @@ struct Args {
     /// styles) over the same link graph; --page-bytes is ignored
     #[arg(long)]
     realistic: bool,
+    /// absolute URLs name host i `h{i}.test` instead of its IP (the crawler maps the names, e.g. in
+    /// `[resolver] hosts`)
+    #[arg(long)]
+    host_names: bool,
     /// at exit write every request here, one line each: host, start and end in ms since the first request, status,
     /// path (implies --log-requests)
     #[arg(long)]
@@ -155,6 +159,7 @@ fn spec(args: &Args) -> SiteSpec {
         embeds: args.embeds,
         delay_ms: args.delay_ms,
         realistic: args.realistic,
+        host_names: args.host_names,
     }
 }
 

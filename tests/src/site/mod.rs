@@ -129,6 +129,10 @@ pub struct SiteSpec {
     pub delay_ms: u64,
     /// Realistic corpus: pages laid out like documentation (see the module docs); `page_bytes` is ignored.
     pub realistic: bool,
+    /// Absolute URLs (links, seeds, sitemaps, the expected crawl) name host `i` `h{i}.test` instead of its IP, so
+    /// that a crawler resolves a name for every URL (given `h{i}.test` = `127.0.0.{first_octet + i}`, say in its
+    /// hosts table).
+    pub host_names: bool,
 }
 
 impl Default for SiteSpec {
@@ -156,6 +160,7 @@ impl Default for SiteSpec {
             embeds: false,
             delay_ms: 0,
             realistic: false,
+            host_names: false,
         }
     }
 }
@@ -296,7 +301,11 @@ impl SiteBuilder {
             let local = listener
                 .local_addr()
                 .map_err(|source| SiteError::Bind { addr, source })?;
-            bases.push(format!("http://{local}"));
+            bases.push(if spec.host_names {
+                format!("http://h{host}.test:{}", local.port())
+            } else {
+                format!("http://{local}")
+            });
             listeners.push((listener, local));
         }
         let routes: Vec<RwLock<HashMap<String, Arc<Route>>>> = (0..spec.hosts)
@@ -372,7 +381,8 @@ impl Site {
         self.addrs.get(host).copied()
     }
 
-    /// `http://127.0.0.{x}:{port}` (no trailing slash); empty for an unknown host.
+    /// `http://127.0.0.{x}:{port}` (`http://h{i}.test:{port}` with [`SiteSpec::host_names`]; no trailing slash);
+    /// empty for an unknown host.
     pub fn base(&self, host: usize) -> &str {
         self.shared
             .render

@@ -102,3 +102,34 @@ async fn slow_mode_holds_every_answer_for_its_delay() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_names_mode_names_every_host_in_absolute_urls() {
+    let site = Site::start(SiteSpec {
+        hosts: 2,
+        first_octet: 26,
+        cross_host_ratio: 0.5,
+        host_names: true,
+        ..spec(false, false)
+    })
+    .await
+    .unwrap();
+    for host in 0..2 {
+        let port = site.addr(host).unwrap().port();
+        assert_eq!(site.base(host), format!("http://h{host}.test:{port}"));
+    }
+    // The pages are served on the hosts' IPs as before; their absolute links name the hosts.
+    let ip_url = format!("http://{}/", site.addr(0).unwrap());
+    let (status, _, body) = fetch(&client(), &ip_url).await;
+    assert_eq!(status, 200);
+    let html = text(&body);
+    assert!(html.contains("href=\"http://h"), "{html}");
+    assert!(!html.contains("href=\"http://127."), "{html}");
+    let exp = site.expected(ExpectOptions::default());
+    assert!(!exp.fetched_ok.is_empty());
+    assert!(
+        exp.fetched_ok.iter().all(|u| u.starts_with("http://h")),
+        "{:?}",
+        exp.fetched_ok
+    );
+}
