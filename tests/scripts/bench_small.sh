@@ -2,8 +2,10 @@
 # make bench-small: what a small page costs end to end. The crawl of make bench-crawl (8 hosts x 2,600 pages on
 # 127.0.0.30-37, politeness off, concurrency 64, durable frontier and JSONL) on pages of ~600 bytes (testsite
 # --page-bytes 190 --links 3 --no-gzip), REPEATS times (default 4) with the default config and with
-# `parser.inline_max_bytes = 0` (every page handed to a parser thread), alternating in ABBA order. Prints each run's
-# CPU microseconds per response (user + system of the crawler), wall time and peak RSS, the medians and the ratio.
+# `parser.inline_max_bytes = 0` (every page handed to a parser thread), and with the default config on the same
+# site with named hosts (testsite --host-names on 127.0.0.40-47, `h{i}.test` in the crawler's `[resolver] hosts`:
+# every URL's host is looked up, as in a crawl of the web), alternating in ABBA order. Prints each run's CPU
+# microseconds per response (user + system of the crawler), wall time and peak RSS, the medians and the ratios.
 # With CALLGRIND=1 it then counts instructions per response under valgrind --tool=callgrind for both modes on a
 # smaller site (4 hosts x 1,500 pages): a count that does not move with the load of the machine.
 set -euo pipefail
@@ -14,7 +16,8 @@ REPEATS="${REPEATS:-4}"
 out=.bench-small
 rm -rf "$out" && mkdir -p "$out"
 site=
-trap 'kill ${site:-} 2>/dev/null || true' EXIT
+named=
+trap 'kill ${site:-} ${named:-} 2>/dev/null || true' EXIT
 
 start_site() { # HOSTS PAGES
   rm -f "$out/seeds"
@@ -23,11 +26,25 @@ start_site() { # HOSTS PAGES
   site=$!
   wait_for "$out/seeds"
   read_seeds "$out/seeds"
+  ip_seeds=("${seeds[@]}")
+}
+
+# The same site with named hosts, h0.test ... on 127.0.0.40 ...
+start_named() { # HOSTS PAGES
+  rm -f "$out/seeds-named"
+  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 40 --page-bytes 190 --links 3 --no-gzip \
+    --host-names --seeds-file "$out/seeds-named" --all-seeds > "$out/testsite-named.log" 2>&1 &
+  named=$!
+  wait_for "$out/seeds-named"
+  read_seeds "$out/seeds-named"
+  named_seeds=("${seeds[@]}")
+  named_hosts=$(for h in $(seq 0 $(($1 - 1))); do printf '"h%s.test" = ["127.0.0.%s"], ' "$h" $((40 + h)); done)
 }
 
 config() { # MODE
   bench_config
   if [ "$1" = threads ]; then printf '[parser]\ninline_max_bytes = 0\n'; fi
+  if [ "$1" = names ]; then printf '[resolver]\nhosts = { %s }\n' "${named_hosts%, }"; fi
 }
 
 # crawl MODE TAG [PREFIX...]: one crawl from a fresh data_dir.
@@ -36,16 +53,19 @@ crawl() {
   shift 2
   rm -rf "$out/crawl-data" "$out/crawl.jsonl"
   config "$mode" > "$out/config.toml"
+  if [ "$mode" = names ]; then seeds=("${named_seeds[@]}"); else seeds=("${ip_seeds[@]}"); fi
   "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$tag.json" \
     "${seeds[@]}" > /dev/null 2> "$out/engine-$tag.log"
 }
 
 start_site 8 2600
+start_named 8 2600
 for i in $(seq 1 "$REPEATS"); do
-  for mode in $(abba "$i" inline threads); do crawl "$mode" "$mode-$i"; done
+  for mode in $(abba "$i" inline threads names); do crawl "$mode" "$mode-$i"; done
 done
-kill "$site"; wait "$site" 2>/dev/null || true
+kill "$site" "$named"; wait "$site" "$named" 2>/dev/null || true
 site=
+named=
 
 if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-small 4 1500 cg-%s inline threads; fi
 trap - EXIT
@@ -53,11 +73,12 @@ trap - EXIT
 REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
 import json, os, re, statistics
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
-rows = {"inline": [], "threads": []}
+rows = {"inline": [], "threads": [], "names": []}
 names = {"inline": "default (small pages parsed on the fetcher's thread)",
-         "threads": "inline_max_bytes = 0 (every page to a parser thread)"}
+         "threads": "inline_max_bytes = 0 (every page to a parser thread)",
+         "names": "default, hosts by name (a lookup for every URL)"}
 for i in range(1, n + 1):
-    for mode in ("inline", "threads"):
+    for mode in ("inline", "threads", "names"):
         s = json.load(open(f"{out}/summary-{mode}-{i}.json"))
         resp = max(s["fetched"], 1)
         us = (s["cpu_seconds"] or 0) * 1e6 / resp
@@ -65,11 +86,13 @@ for i in range(1, n + 1):
         print(f"bench-small: {mode:7} run {i}: {resp} responses in {s['elapsed_s']:.2f}s, "
               f"{us:.1f} us of CPU a response, peak RSS {rows[mode][-1][2]:.1f} MiB")
 med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in rows}
-for m in ("inline", "threads"):
+for m in ("inline", "threads", "names"):
     print(f"bench-small: median {names[m]}: {med[m][0]:.1f} us of CPU a response, wall {med[m][1]:.2f}s, "
           f"peak RSS {med[m][2]:.1f} MiB")
 print(f"bench-small: default / inline_max_bytes = 0: CPU a response {med['inline'][0] / med['threads'][0]:.2f}, "
       f"wall {med['inline'][1] / med['threads'][1]:.2f}")
+print(f"bench-small: hosts by name / by IP: CPU a response {med['names'][0] / med['inline'][0]:.2f}, "
+      f"wall {med['names'][1] / med['inline'][1]:.2f}")
 if os.environ["CALLGRIND"] == "1":
     for mode in ("inline", "threads"):
         s = json.load(open(f"{out}/summary-cg-{mode}.json"))

@@ -42,10 +42,18 @@ log_level = "${2:-warn}"
 TOML
 }
 
-# abba I A B: the order of the two modes in pair I of an ABBA series (A first in odd pairs, B first in even ones),
-# so that whatever favours the first or the second crawl of a pair falls on both modes alike.
+# abba I MODE...: the order of the modes in round I of an ABBA series (as given in odd rounds, reversed in even
+# ones), so that whatever favours the first or the last crawl of a round falls on every mode alike.
 abba() {
-  if [ $(($1 % 2)) -eq 0 ]; then echo "$3 $2"; else echo "$2 $3"; fi
+  local i=$1
+  shift
+  if [ $((i % 2)) -eq 0 ]; then
+    local out=() m
+    for m in "$@"; do out=("$m" "${out[@]}"); done
+    echo "${out[@]}"
+  else
+    echo "$@"
+  fi
 }
 
 # callgrind_crawls BENCH HOSTS PAGES TAG_FORMAT MODE...: one crawl of each MODE under valgrind --tool=callgrind
