@@ -395,35 +395,31 @@ impl Handler<Fetch> for Fetcher {
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) {
         let id = msg.job.id;
         let url = msg.job.entry.url.clone();
-        // Boxed at once: the fetch's future is kilobytes, and the task would otherwise be moved whole twice.
-        let fut = Box::pin(
-            AssertUnwindSafe(run_job(
-                self.client.clone(),
-                msg.job,
-                self.faults.clone(),
-                self.dns.clone(),
-            ))
-            .catch_unwind(),
-        );
         let (deliver, running, me) = (
             self.deliver.clone(),
             self.running.clone(),
             ctx.address().downgrade(),
         );
+        let job = run_job(
+            self.client.clone(),
+            msg.job,
+            self.faults.clone(),
+            self.dns.clone(),
+        );
+        // The fetch and the hand-over of its end, under one containment; boxed at once: the future is kilobytes,
+        // and the task would otherwise be moved whole twice.
+        let fut = Box::pin(AssertUnwindSafe(async move { deliver.step(job.await) }).catch_unwind());
         let task = tokio::task::spawn_local(async move {
             let res = fut.await;
             running.borrow_mut().remove(&id);
-            match res {
-                Ok(step) => deliver.step(step),
-                Err(payload) => {
-                    let detail = panic_text(payload.as_ref());
-                    if let Some(me) = me.upgrade() {
-                        me.do_send(JobPanicked {
-                            job: id,
-                            url,
-                            detail,
-                        });
-                    }
+            if let Err(payload) = res {
+                let detail = panic_text(payload.as_ref());
+                if let Some(me) = me.upgrade() {
+                    me.do_send(JobPanicked {
+                        job: id,
+                        url,
+                        detail,
+                    });
                 }
             }
         });
