@@ -153,15 +153,13 @@ fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     }
 }
 
-/// An answer a fetcher served from its copy ([`super::local`]): the lookup counted and the URL's root span given
-/// its attributes, as for an answer from the resolver's cache.
+/// An answer a fetcher served from its copy ([`super::local`], which counted it): the URL's root span is given its
+/// attributes, as for an answer from the resolver's cache.
 pub fn served_from_copy(
     trace: &crawl_observability::trace::TraceCtx,
     name: &str,
     outcome: &Outcome,
 ) {
-    let (source, what) = labels(outcome, true);
-    metrics().dns_lookup(source, what);
     if trace.is_sampled() {
         end_span(
             trace.start("dns.resolve", &[Attr::new("dns.name", name)]),

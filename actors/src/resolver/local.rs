@@ -9,6 +9,7 @@
 use super::logic::{Outcome, Source};
 use super::stats::ResolverStats;
 use crawl_core::record::DnsInfo;
+use crawl_observability::metrics::{Counter, metrics};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,29 +65,39 @@ struct Entry {
 pub struct LocalAnswers {
     shared: Arc<Shared>,
     names: HashMap<String, Entry>,
+    /// The lookup metric's counters of the answers a copy serves (`cache/resolved`, `hosts/resolved`).
+    counters: [Counter; 2],
 }
 
 impl LocalAnswers {
     pub fn new(shared: Arc<Shared>) -> LocalAnswers {
+        let m = metrics();
         LocalAnswers {
             shared,
             names: HashMap::new(),
+            counters: [
+                m.dns_lookup_counter(Source::Cache.as_str(), "resolved"),
+                m.dns_lookup_counter(Source::Hosts.as_str(), "resolved"),
+            ],
         }
     }
 
-    /// The answer kept for `name` at `now`, counted as a lookup served from the cache; None when there is none,
-    /// it expired or the resolver was reconfigured since.
+    /// The answer kept for `name` at `now`, counted as a lookup served from the cache (in the resolver's counters
+    /// and the lookup metric); None when there is none, it expired or the resolver was reconfigured since.
     pub fn get(&mut self, name: &str, now: Instant) -> Option<(&Outcome, DnsInfo)> {
         let generation = self.shared.generation.load(Ordering::Acquire);
         let e = self.names.get(name)?;
         if e.generation != generation || e.expires <= now {
             return None;
         }
-        let hits = match &e.outcome {
-            Outcome::Resolved(r) if r.source == Source::Hosts => &self.shared.hosts_hits,
-            _ => &self.shared.cache_hits,
+        let (hits, counter) = match &e.outcome {
+            Outcome::Resolved(r) if r.source == Source::Hosts => {
+                (&self.shared.hosts_hits, &self.counters[1])
+            }
+            _ => (&self.shared.cache_hits, &self.counters[0]),
         };
         hits.fetch_add(1, Ordering::Relaxed);
+        counter.inc();
         Some((&e.outcome, e.info.clone()))
     }
 
@@ -142,6 +153,8 @@ mod tests {
         let t0 = Instant::now();
         assert!(a.get("a.test", t0).is_none());
         a.put("a.test", &resolved(Source::Plain, 30), t0);
+        // The metric is the process's own: other tests may count in it too, never less.
+        let counted = metrics().dns_lookup_counter("cache", "resolved").get();
         let (outcome, info) = a.get("a.test", t0 + Duration::from_secs(29)).unwrap();
         let Outcome::Resolved(r) = outcome else {
             panic!("{outcome:?}")
@@ -154,6 +167,7 @@ mod tests {
         assert_eq!(info.source, "cache");
         assert_eq!(info.addresses, ["192.0.2.7"]);
         assert_eq!(info.rules, ["bogus_ip"]);
+        assert!(metrics().dns_lookup_counter("cache", "resolved").get() > counted);
         assert!(a.get("a.test", t0 + Duration::from_secs(30)).is_none());
         assert!(a.get("b.test", t0).is_none());
         let mut stats = ResolverStats::default();

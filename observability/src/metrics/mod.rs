@@ -4,7 +4,7 @@
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabel as _, EncodeLabelSet, LabelSetEncoder};
-use prometheus_client::metrics::counter::Counter;
+pub use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::exemplar::HistogramWithExemplars;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -549,6 +549,17 @@ impl Metrics {
 
     pub fn parse_failure(&self, kind: &str) {
         self.parse_failures.get_or_create(&l1("kind", kind)).inc();
+    }
+
+    /// The counter of `dns_lookup(source, outcome)`, to count with one atomic add where the same pair is counted
+    /// again and again (a fetcher's copy of the resolver's answers).
+    pub fn dns_lookup_counter(&self, source: &str, outcome: &str) -> Counter {
+        self.dns_lookups
+            .get_or_create(&vec![
+                ("source", source.to_owned()),
+                ("outcome", outcome.to_owned()),
+            ])
+            .clone()
     }
 
     pub fn dns_lookup(&self, source: &str, outcome: &str) {
