@@ -18,7 +18,7 @@ use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Fetch, Ping};
 use crate::protocol::{Job, JobResult};
 use crate::resolver::local::{LocalAnswers, Shared};
-use crate::resolver::logic::{Outcome, Rule};
+use crate::resolver::logic::Outcome;
 use crate::resolver::messages::Resolve;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Recipient};
 use crawl_core::frontier::JobKind;
@@ -155,33 +155,6 @@ enum Step {
     Done(JobDone),
 }
 
-/// The record's view of a resolver outcome.
-pub fn dns_info(outcome: &Outcome) -> DnsInfo {
-    let rules = |r: &[Rule]| r.iter().map(|x| x.as_str().to_owned()).collect::<Vec<_>>();
-    match outcome {
-        Outcome::Resolved(r) => DnsInfo {
-            source: r.source.as_str().to_owned(),
-            addresses: r.addrs.iter().map(|a| a.to_string()).collect(),
-            polluted: r.polluted,
-            rules: rules(&r.rules),
-        },
-        Outcome::NxDomain { rules: r } => DnsInfo {
-            source: "lookup".into(),
-            addresses: Vec::new(),
-            polluted: !r.is_empty(),
-            rules: rules(r),
-        },
-        Outcome::Unresolved {
-            polluted, rules: r, ..
-        } => DnsInfo {
-            source: "lookup".into(),
-            addresses: Vec::new(),
-            polluted: *polluted,
-            rules: rules(r),
-        },
-    }
-}
-
 /// Resolves the job's host through the resolver actor (IP literals and a missing resolver skip this). An error is
 /// the job's result: NXDOMAIN is final, no clean answer is retried (the URL waits).
 ///
@@ -201,6 +174,7 @@ async fn resolve_host(
         crate::resolver::actor::served_from_copy(trace, name, outcome);
         return Ok(Some(info));
     }
+    let asked = dns.answers.borrow().generation();
     let ask = dns.resolver.send(Resolve {
         name: name.to_owned(),
         trace: trace.clone(),
@@ -229,8 +203,8 @@ async fn resolve_host(
     };
     dns.answers
         .borrow_mut()
-        .put(name, &outcome, std::time::Instant::now());
-    let info = dns_info(&outcome);
+        .put(name, &outcome, std::time::Instant::now(), asked);
+    let info = outcome.dns_info();
     match outcome {
         Outcome::Resolved(_) => Ok(Some(info)),
         Outcome::NxDomain { rules } => {

@@ -85,7 +85,7 @@ impl LocalAnswers {
     /// The answer kept for `name` at `now`, counted as a lookup served from the cache (in the resolver's counters
     /// and the lookup metric); None when there is none, it expired or the resolver was reconfigured since.
     pub fn get(&mut self, name: &str, now: Instant) -> Option<(&Outcome, DnsInfo)> {
-        let generation = self.shared.generation.load(Ordering::Acquire);
+        let generation = self.generation();
         let e = self.names.get(name)?;
         if e.generation != generation || e.expires <= now {
             return None;
@@ -101,8 +101,15 @@ impl LocalAnswers {
         Some((&e.outcome, e.info.clone()))
     }
 
-    /// Keeps the resolver's answer for `name` (a resolved one) until its TTL runs out.
-    pub fn put(&mut self, name: &str, outcome: &Outcome, now: Instant) {
+    /// The resolver's generation now: read before asking it, and given to [`LocalAnswers::put`] with its answer.
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::Acquire)
+    }
+
+    /// Keeps the resolver's answer for `name` (a resolved one) until its TTL runs out. `asked` is the generation
+    /// read before the resolver was asked: the answer is kept under it, so that an answer of a resolver
+    /// reconfigured since (maybe found with the settings of before) is never served.
+    pub fn put(&mut self, name: &str, outcome: &Outcome, now: Instant, asked: u64) {
         let Outcome::Resolved(r) = outcome else {
             return;
         };
@@ -120,9 +127,9 @@ impl LocalAnswers {
         self.names.insert(
             name.to_owned(),
             Entry {
-                generation: self.shared.generation.load(Ordering::Acquire),
+                generation: asked,
                 expires: now + r.ttl,
-                info: crate::fetcher::actor::dns_info(&outcome),
+                info: outcome.dns_info(),
                 outcome,
             },
         );
@@ -152,7 +159,7 @@ mod tests {
         let mut a = LocalAnswers::new(shared.clone());
         let t0 = Instant::now();
         assert!(a.get("a.test", t0).is_none());
-        a.put("a.test", &resolved(Source::Plain, 30), t0);
+        a.put("a.test", &resolved(Source::Plain, 30), t0, 0);
         // The metric is the process's own: other tests may count in it too, never less.
         let counted = metrics().dns_lookup_counter("cache", "resolved").get();
         let (outcome, info) = a.get("a.test", t0 + Duration::from_secs(29)).unwrap();
@@ -180,8 +187,8 @@ mod tests {
         let shared = Shared::new();
         let mut a = LocalAnswers::new(shared.clone());
         let t0 = Instant::now();
-        a.put("h.test", &resolved(Source::Hosts, 60), t0);
-        a.put("gone.test", &Outcome::NxDomain { rules: Vec::new() }, t0);
+        a.put("h.test", &resolved(Source::Hosts, 60), t0, 0);
+        a.put("gone.test", &Outcome::NxDomain { rules: Vec::new() }, t0, 0);
         a.put(
             "down.test",
             &Outcome::Unresolved {
@@ -190,8 +197,9 @@ mod tests {
                 detail: "timeout".into(),
             },
             t0,
+            0,
         );
-        a.put("zero.test", &resolved(Source::Doh, 0), t0);
+        a.put("zero.test", &resolved(Source::Doh, 0), t0, 0);
         assert_eq!(a.get("h.test", t0).unwrap().1.source, "hosts");
         assert!(a.get("gone.test", t0).is_none());
         assert!(a.get("down.test", t0).is_none());
@@ -204,20 +212,24 @@ mod tests {
     }
 
     #[test]
-    fn a_reconfigured_resolver_empties_every_copy() {
+    fn a_reconfigured_resolver_empties_every_copy_and_its_older_answers_are_not_kept() {
         let shared = Shared::new();
         let (mut a, mut b) = (
             LocalAnswers::new(shared.clone()),
             LocalAnswers::new(shared.clone()),
         );
         let t0 = Instant::now();
-        a.put("a.test", &resolved(Source::Plain, 300), t0);
-        b.put("a.test", &resolved(Source::Plain, 300), t0);
+        a.put("a.test", &resolved(Source::Plain, 300), t0, 0);
+        b.put("a.test", &resolved(Source::Plain, 300), t0, 0);
+        let asked = a.generation();
         shared.invalidate();
         assert!(a.get("a.test", t0).is_none());
         assert!(b.get("a.test", t0).is_none());
-        // Answers given after the reconfiguration are kept again.
-        a.put("a.test", &resolved(Source::Plain, 300), t0);
+        // An answer asked for before the reconfiguration and given after it is not kept.
+        a.put("a.test", &resolved(Source::Plain, 300), t0, asked);
+        assert!(a.get("a.test", t0).is_none());
+        // Answers asked for after it are kept again.
+        a.put("a.test", &resolved(Source::Plain, 300), t0, a.generation());
         assert!(a.get("a.test", t0).is_some());
     }
 
@@ -226,7 +238,7 @@ mod tests {
         let mut a = LocalAnswers::new(Shared::new());
         let t0 = Instant::now();
         for i in 0..MAX_NAMES + 10 {
-            a.put(&format!("n{i}.test"), &resolved(Source::Plain, 300), t0);
+            a.put(&format!("n{i}.test"), &resolved(Source::Plain, 300), t0, 0);
             assert!(a.names.len() <= MAX_NAMES);
         }
         assert!(a.get(&format!("n{}.test", MAX_NAMES + 9), t0).is_some());

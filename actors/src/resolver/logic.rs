@@ -5,6 +5,7 @@
 //!
 //! Nothing here does I/O: the actor feeds in the answers its transports collected.
 
+use crawl_core::record::DnsInfo;
 use std::collections::HashSet;
 use std::fmt;
 use std::net::IpAddr;
@@ -210,6 +211,33 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The record's view of this outcome.
+    pub fn dns_info(&self) -> DnsInfo {
+        let rules = |r: &[Rule]| r.iter().map(|x| x.as_str().to_owned()).collect::<Vec<_>>();
+        match self {
+            Outcome::Resolved(r) => DnsInfo {
+                source: r.source.as_str().to_owned(),
+                addresses: r.addrs.iter().map(|a| a.to_string()).collect(),
+                polluted: r.polluted,
+                rules: rules(&r.rules),
+            },
+            Outcome::NxDomain { rules: r } => DnsInfo {
+                source: "lookup".into(),
+                addresses: Vec::new(),
+                polluted: !r.is_empty(),
+                rules: rules(r),
+            },
+            Outcome::Unresolved {
+                polluted, rules: r, ..
+            } => DnsInfo {
+                source: "lookup".into(),
+                addresses: Vec::new(),
+                polluted: *polluted,
+                rules: rules(r),
+            },
+        }
+    }
+
     /// The addresses to connect to (empty unless resolved).
     pub fn addrs(&self) -> &[IpAddr] {
         match self {
