@@ -23,6 +23,8 @@ pub mod parser;
 pub mod protocol;
 pub mod proxy;
 pub mod reconfigure;
+#[cfg(test)]
+mod recorder;
 pub mod resolver;
 pub mod scheduler;
 pub mod sink;

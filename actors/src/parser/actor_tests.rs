@@ -4,41 +4,13 @@
 
 use super::*;
 use crate::parser::logic::tests::{HTML, job, resp, settings};
-use actix::{Actor, Context, Handler};
+use crate::recorder::{Recorder, Seen, until};
 use crawl_core::frontier::JobKind;
 use std::sync::Mutex;
 
-/// What the stand-ins received.
-#[derive(Default)]
-struct Seen {
-    done: Vec<JobDone>,
-    failed: Vec<ChildFailed>,
-}
-
-struct Recorder(Arc<Mutex<Seen>>);
-
-impl Actor for Recorder {
-    type Context = Context<Self>;
-}
-
-impl Handler<JobDone> for Recorder {
-    type Result = ();
-    fn handle(&mut self, msg: JobDone, _ctx: &mut Context<Self>) {
-        self.0.lock().unwrap().done.push(msg);
-    }
-}
-
-impl Handler<ChildFailed> for Recorder {
-    type Result = ();
-    fn handle(&mut self, msg: ChildFailed, _ctx: &mut Context<Self>) {
-        self.0.lock().unwrap().failed.push(msg);
-    }
-}
-
 /// A fetcher's parser with `inline_max_bytes` and `faults`, and what it sends.
 fn parser(inline_max_bytes: usize, faults: &str) -> (Parser, Arc<Mutex<Seen>>) {
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let addr = Recorder(seen.clone()).start();
+    let (addr, seen) = Recorder::start_new();
     let mut s = settings(None, 100);
     s.inline_max_bytes = inline_max_bytes;
     let p = Parser::new(
@@ -66,15 +38,11 @@ fn page(url: &str, body: &str) -> Parse {
 
 /// Waits until the recorder holds `done` job ends and `failed` failures (or a few seconds pass).
 async fn settle(seen: &Arc<Mutex<Seen>>, done: usize, failed: usize) {
-    for _ in 0..200 {
-        {
-            let s = seen.lock().unwrap();
-            if s.done.len() >= done && s.failed.len() >= failed {
-                return;
-            }
-        }
-        actix_rt::time::sleep(Duration::from_millis(10)).await;
-    }
+    until(|| {
+        let s = seen.lock().unwrap();
+        s.done.len() >= done && s.failed.len() >= failed
+    })
+    .await;
 }
 
 #[actix_rt::test]
