@@ -19,24 +19,29 @@ site=
 named=
 trap 'kill ${site:-} ${named:-} 2>/dev/null || true' EXIT
 
+# serve NAME OCTET HOSTS PAGES [ARGS...]: a tiny-page test site on 127.0.0.OCTET onwards (testsite ARGS added), its
+# pid in $served and its seeds in $seeds.
+serve() {
+  local name=$1 octet=$2 hosts=$3 pages=$4
+  shift 4
+  rm -f "$out/seeds-$name"
+  "$bin/testsite" --hosts "$hosts" --pages "$pages" --first-octet "$octet" --page-bytes 190 --links 3 --no-gzip \
+    "$@" --seeds-file "$out/seeds-$name" --all-seeds > "$out/testsite-$name.log" 2>&1 &
+  served=$!
+  wait_for "$out/seeds-$name"
+  read_seeds "$out/seeds-$name"
+}
+
 start_site() { # HOSTS PAGES
-  rm -f "$out/seeds"
-  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 30 --page-bytes 190 --links 3 --no-gzip \
-    --seeds-file "$out/seeds" --all-seeds > "$out/testsite.log" 2>&1 &
-  site=$!
-  wait_for "$out/seeds"
-  read_seeds "$out/seeds"
+  serve ip 30 "$1" "$2"
+  site=$served
   ip_seeds=("${seeds[@]}")
 }
 
 # The same site with named hosts, h0.test ... on 127.0.0.40 ...
 start_named() { # HOSTS PAGES
-  rm -f "$out/seeds-named"
-  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 40 --page-bytes 190 --links 3 --no-gzip \
-    --host-names --seeds-file "$out/seeds-named" --all-seeds > "$out/testsite-named.log" 2>&1 &
-  named=$!
-  wait_for "$out/seeds-named"
-  read_seeds "$out/seeds-named"
+  serve named 40 "$1" "$2" --host-names
+  named=$served
   named_seeds=("${seeds[@]}")
   named_hosts=$(for h in $(seq 0 $(($1 - 1))); do printf '"h%s.test" = ["127.0.0.%s"], ' "$h" $((40 + h)); done)
 }
