@@ -6,6 +6,7 @@
 //! A panic inside a fetch is caught; the fetcher tells the supervisor which job it held and stops, the supervisor
 //! re-drives its jobs through the scheduler and starts a new fetcher after a backoff.
 
+use super::connector::{ConnProbe, with_probe};
 use super::error::FetchError;
 use super::http::{HttpClient, RawResponse};
 use crate::faults::{Faults, Stage};
@@ -20,7 +21,7 @@ use crate::protocol::{Job, JobResult};
 use crate::resolver::local::{LocalAnswers, Shared};
 use crate::resolver::logic::Outcome;
 use crate::resolver::messages::Resolve;
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Recipient};
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Recipient, WeakAddr};
 use crawl_core::frontier::JobKind;
 use crawl_core::record::DnsInfo;
 use crawl_core::record::Reason;
@@ -32,6 +33,9 @@ use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::task::AbortHandle;
+
+/// The fetcher's tasks still running, by job: aborted when the fetcher stops.
+type Running = Rc<RefCell<BTreeMap<JobId, AbortHandle>>>;
 
 /// One fetcher.
 ///
@@ -47,7 +51,7 @@ pub struct Fetcher {
     /// Where a finished fetch goes, shared with the fetches' tasks.
     deliver: Rc<Deliver>,
     /// The fetches in flight, by job (ids rise, so a B-tree appends), to abort when the fetcher stops.
-    running: Rc<RefCell<BTreeMap<JobId, AbortHandle>>>,
+    running: Running,
     supervisor: Recipient<ChildFailed>,
     faults: Faults,
 }
@@ -292,18 +296,7 @@ async fn run_job(client: HttpClient, job: Job, faults: Faults, dns: Option<Rc<Dn
             _ => client.get(&url, referer).await,
         }
     };
-    // For an exported trace the connectors add their spans (connect, TLS, first byte) through the probe; for the
-    // others nothing is measured.
-    let result = if job.trace.is_sampled() {
-        let probe = super::connector::ConnProbe::new(job.trace.clone());
-        // The probe's scope hands its future's poll result back through a few layers at every poll, by value:
-        // boxed, the request future is moved in as a pointer, and its answer (a few hundred bytes, copied at every
-        // layer and poll even while pending) comes back as one.
-        let boxed = Box::pin(async { Box::new(fetch().await) });
-        *super::connector::with_probe(probe, boxed).await
-    } else {
-        fetch().await
-    };
+    let result = fetch().await;
     match result {
         Ok(response) => Step::Parse(Box::new(Parse {
             job,
@@ -369,6 +362,11 @@ impl Handler<Fetch> for Fetcher {
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) {
         let id = msg.job.id;
         let url = msg.job.entry.url.clone();
+        let probe = msg
+            .job
+            .trace
+            .is_sampled()
+            .then(|| ConnProbe::new(msg.job.trace.clone()));
         let (deliver, running, me) = (
             self.deliver.clone(),
             self.running.clone(),
@@ -383,22 +381,40 @@ impl Handler<Fetch> for Fetcher {
         // The fetch and the hand-over of its end, under one containment; boxed at once: the future is kilobytes,
         // and the task would otherwise be moved whole twice.
         let fut = Box::pin(AssertUnwindSafe(async move { deliver.step(job.await) }).catch_unwind());
-        let task = tokio::task::spawn_local(async move {
-            let res = fut.await;
-            running.borrow_mut().remove(&id);
-            if let Err(payload) = res {
-                let detail = panic_text(payload.as_ref());
-                if let Some(me) = me.upgrade() {
-                    me.do_send(JobPanicked {
-                        job: id,
-                        url,
-                        detail,
-                    });
-                }
-            }
-        });
+        // For an exported trace the connectors add their spans (connect, TLS, first byte) through the probe, in
+        // the task's scope (around the boxed future: a pointer, not the request's future, is wrapped and moved);
+        // for the others nothing is measured.
+        let task = match probe {
+            Some(probe) => spawn_job(with_probe(probe, fut), id, running, me, url),
+            None => spawn_job(fut, id, running, me, url),
+        };
         self.running.borrow_mut().insert(id, task.abort_handle());
     }
+}
+
+/// Runs a job's future (the fetch and the hand-over of its end, its panic caught) as a task of the fetcher's
+/// thread: it leaves the fetcher's running set when it ends, and a panic is reported to the fetcher.
+fn spawn_job(
+    fut: impl Future<Output = std::thread::Result<()>> + 'static,
+    id: JobId,
+    running: Running,
+    me: WeakAddr<Fetcher>,
+    url: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_local(async move {
+        let res = fut.await;
+        running.borrow_mut().remove(&id);
+        if let Err(payload) = res {
+            let detail = panic_text(payload.as_ref());
+            if let Some(me) = me.upgrade() {
+                me.do_send(JobPanicked {
+                    job: id,
+                    url,
+                    detail,
+                });
+            }
+        }
+    })
 }
 
 impl Handler<JobPanicked> for Fetcher {

@@ -3,7 +3,9 @@
 //!
 //! A span costs one encoding, straight into a buffer of the thread that ends it, under that thread's own lock;
 //! every [`CHUNK_SPANS`] spans the thread hands its buffer (not a copy) to the batch being filled, under the
-//! shared lock (taken once a span, that lock was contended by every thread that ends spans). Nothing of a span is
+//! shared lock (taken once a span, that lock was contended by every thread that ends spans). The bound on pending
+//! spans is checked at that hand-over too, for the whole chunk: a shared counter written at every span cost each
+//! span a cache line taken from another core. Nothing of a span is
 //! kept but its bytes (about 100 to 300 a span), so the bound on pending spans ([`QUEUE_SPANS`]) is a bound of a
 //! few MiB at most, allocated only as spans come. An export takes a batch of [`BATCH_SPANS`] when one is full,
 //! and whatever is pending every [`EXPORT_EVERY`]; up to [`IN_FLIGHT`] requests are in flight at a time, so that
@@ -21,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// Spans encoded and not yet settled by an export at most; past that a span is dropped (and counted).
+/// Spans handed over and not yet settled by an export at most; past that a thread's chunk of spans is dropped
+/// (and counted) when it is handed over.
 pub(crate) const QUEUE_SPANS: u64 = 16_384;
 /// Spans per export request.
 pub(crate) const BATCH_SPANS: usize = 2_048;
@@ -55,8 +58,9 @@ struct Chunk {
 }
 
 /// One thread's chunk. Its lock is the thread's own but when the export task drains it (on its tick and at the
-/// end), so taking it costs no cache line from another core.
+/// end), so taking it costs no cache line from another core (nor does it share one with another thread's shard).
 #[derive(Debug, Default)]
+#[repr(align(128))]
 struct Shard {
     chunk: Mutex<Chunk>,
 }
@@ -68,13 +72,19 @@ thread_local! {
     static SHARDS: RefCell<Vec<(u64, Arc<Shard>)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A value on cache lines of its own, so that writing it does not take the lines of the fields beside it from the
+/// other cores (the fields read at every span share none with those written at every hand-over).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Apart<T>(T);
+
 /// Where ended spans go: shared by the threads that end spans and the export task.
 #[derive(Debug)]
 pub(crate) struct Batches {
     id: u64,
-    pending: Mutex<Pending>,
+    pending: Apart<Mutex<Pending>>,
     /// Every thread's shard, for the export task to drain.
-    shards: Mutex<Vec<Arc<Shard>>>,
+    shards: Apart<Mutex<Vec<Arc<Shard>>>>,
     /// No span is taken any more (the exporter is shutting down).
     closed: AtomicBool,
     wake: Notify,
@@ -89,8 +99,8 @@ impl Batches {
     pub(crate) fn new(limit: u64, batch: usize) -> Arc<Batches> {
         Arc::new(Batches {
             id: NEXT_BATCHES.fetch_add(1, Ordering::Relaxed),
-            pending: Mutex::new(Pending::default()),
-            shards: Mutex::new(Vec::new()),
+            pending: Apart::default(),
+            shards: Apart::default(),
             closed: AtomicBool::new(false),
             wake: Notify::new(),
             loss: Loss::new(),
@@ -104,13 +114,10 @@ impl Batches {
         &self.loss
     }
 
-    /// Encodes an ended span into this thread's chunk (or drops and counts it when the pending spans are at their
-    /// bound); a full chunk goes to the batch being filled. Spans ended while the thread's locals are being torn
-    /// down (a trace dropped in a thread-local destructor) go to the batch directly.
+    /// Encodes an ended span into this thread's chunk; a full chunk goes to the batch being filled (or is dropped
+    /// and counted when the pending spans are at their bound). Spans ended while the thread's locals are being
+    /// torn down (a trace dropped in a thread-local destructor) go to the batch directly.
     pub(crate) fn push(&self, span: &SpanRef<'_>) {
-        if !self.loss.admit(self.limit) {
-            return;
-        }
         let pushed = SHARDS.try_with(|shards| {
             let Ok(mut shards) = shards.try_borrow_mut() else {
                 return false;
@@ -121,7 +128,7 @@ impl Batches {
                     // Shards of exporters that are gone (only this thread holds them) are forgotten here.
                     shards.retain(|(_, s)| Arc::strong_count(s) > 1);
                     let shard = Arc::new(Shard::default());
-                    let Ok(mut all) = self.shards.lock() else {
+                    let Ok(mut all) = self.shards.0.lock() else {
                         return false;
                     };
                     all.push(shard.clone());
@@ -143,8 +150,6 @@ impl Batches {
         };
         // Checked under the shard's lock: the last drain, after the exporter closed, cannot miss this span.
         if self.closed.load(Ordering::Acquire) {
-            drop(chunk);
-            self.loss.unadmit();
             return true;
         }
         put_span(&mut chunk.bytes, span);
@@ -155,15 +160,18 @@ impl Batches {
         true
     }
 
-    /// Encodes `span` into the batch being filled.
+    /// Encodes `span` into the batch being filled (if the pending spans are under their bound).
     fn push_shared(&self, span: &SpanRef<'_>) {
-        let Ok(mut p) = self.pending.lock() else {
-            self.loss.unadmit();
+        if !self.loss.admit(1, self.limit) {
+            return;
+        }
+        let Ok(mut p) = self.pending.0.lock() else {
+            self.loss.unadmit(1);
             return;
         };
         if self.closed.load(Ordering::Acquire) {
             drop(p);
-            self.loss.unadmit();
+            self.loss.unadmit(1);
             return;
         }
         let mut one = Vec::new();
@@ -174,13 +182,20 @@ impl Batches {
     }
 
     /// Moves a chunk's spans to the batch being filled, without a copy: the chunk's buffer becomes part of the
-    /// batch and the chunk starts a new one of the same size.
+    /// batch and the chunk starts a new one of the same size. A chunk that finds the pending spans at their bound
+    /// is dropped (and counted) instead, and its buffer kept for the next spans.
     fn hand_over(&self, chunk: &mut Chunk) {
         if chunk.spans == 0 {
             return;
         }
+        if !self.loss.admit(chunk.spans as u64, self.limit) {
+            chunk.bytes.clear();
+            chunk.spans = 0;
+            return;
+        }
         let fresh = Vec::with_capacity(chunk.bytes.capacity());
-        let Ok(mut p) = self.pending.lock() else {
+        let Ok(mut p) = self.pending.0.lock() else {
+            self.loss.unadmit(chunk.spans as u64);
             return;
         };
         p.current.push(std::mem::replace(&mut chunk.bytes, fresh));
@@ -203,14 +218,14 @@ impl Batches {
     /// first; None when there is none.
     pub(crate) fn take(&self, partial: bool) -> Option<(Vec<Vec<u8>>, usize)> {
         if partial {
-            let shards = self.shards.lock().ok()?.clone();
+            let shards = self.shards.0.lock().ok()?.clone();
             for shard in shards {
                 if let Ok(mut chunk) = shard.chunk.lock() {
                     self.hand_over(&mut chunk);
                 }
             }
         }
-        let mut p = self.pending.lock().ok()?;
+        let mut p = self.pending.0.lock().ok()?;
         if let Some(full) = p.full.pop_front() {
             return Some(full);
         }

@@ -86,14 +86,14 @@ impl Loss {
         self.accepted.load(Ordering::Acquire)
     }
 
-    /// Takes one span if fewer than `limit` are pending; otherwise it is dropped and counted.
-    pub(crate) fn admit(&self, limit: u64) -> bool {
-        let accepted = self.accepted.fetch_add(1, Ordering::AcqRel) + 1;
+    /// Takes `spans` spans if that leaves at most `limit` pending; otherwise they are dropped and counted.
+    pub(crate) fn admit(&self, spans: u64, limit: u64) -> bool {
+        let accepted = self.accepted.fetch_add(spans, Ordering::AcqRel) + spans;
         let settled = self.settled.load(Ordering::Acquire);
         if accepted.saturating_sub(settled) > limit {
-            self.accepted.fetch_sub(1, Ordering::AcqRel);
+            self.accepted.fetch_sub(spans, Ordering::AcqRel);
             self.lose(
-                1,
+                spans,
                 "export queue full",
                 "the collector is slower than the crawl",
             );
@@ -102,9 +102,9 @@ impl Loss {
         true
     }
 
-    /// Gives back a span [`Loss::admit`] took but that went nowhere (the exporter had shut down).
-    pub(crate) fn unadmit(&self) {
-        self.accepted.fetch_sub(1, Ordering::AcqRel);
+    /// Gives back spans [`Loss::admit`] took but that went nowhere (the exporter had shut down).
+    pub(crate) fn unadmit(&self, spans: u64) {
+        self.accepted.fetch_sub(spans, Ordering::AcqRel);
     }
 
     /// Counts `spans` lost for `reason` and warns unless a warning went out less than a minute ago.

@@ -133,19 +133,23 @@ fn a_failed_export_counts_its_spans() {
 
 #[test]
 fn spans_past_the_pending_bound_are_counted_not_lost_silently() {
-    // The collector hangs: the first full batch (4) blocks the export, so every further span finds the bound reached.
+    // The collector hangs: the first full batch (4) blocks the export. A thread's spans are admitted a chunk at a
+    // time (here a batch, 4): the second chunk finds the bound reached and is dropped; the last two wait in the
+    // thread's chunk.
     let fake = Fake::new(false, false);
     let e = exporter(&fake, 4, 4);
     let loss = e.batches.loss().clone();
     end_spans(&e, 10);
-    assert_eq!(loss.dropped(), 6);
+    assert_eq!(loss.dropped(), 4);
+    assert_eq!(loss.accepted(), 4);
     fake.open();
     eventually("the first batch is sent", || fake.exported() == 4);
-    // There is room again.
-    end_spans(&e, 3);
+    // There is room again: the two waiting and two more make a chunk, sent.
+    end_spans(&e, 2);
     e.shutdown_within(Duration::from_secs(10));
-    assert_eq!(fake.exported(), 7);
-    assert_eq!(loss.dropped(), 6);
+    assert_eq!(fake.exported(), 8);
+    assert_eq!(loss.dropped(), 4);
+    assert_eq!(loss.accepted(), 8);
 }
 
 #[test]
