@@ -131,6 +131,12 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
                 .otlp_endpoint
                 .as_ref()
                 .map(|u| u.as_str().trim_end_matches('/').to_owned()),
+            protocol: obs.otlp_protocol.map(|p| match p {
+                crawl_core::config::OtlpProtocol::Grpc => crawl_observability::Protocol::Grpc,
+                crawl_core::config::OtlpProtocol::HttpProtobuf => {
+                    crawl_observability::Protocol::HttpProtobuf
+                }
+            }),
             service_name: obs.service_name.clone(),
             service_version: env!("CARGO_PKG_VERSION").to_owned(),
             sample_ratio: obs.sample_ratio,
@@ -140,6 +146,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
     if guard.exporting() {
         tracing::info!(
             endpoint = %crawl_observability::resolve_endpoint(obs.otlp_endpoint.as_ref().map(|u| u.as_str().trim_end_matches('/'))).unwrap_or_default(),
+            protocol = guard.protocol().map_or("", crawl_observability::Protocol::as_str),
             sample_ratio = obs.sample_ratio,
             "exporting traces over otlp"
         );

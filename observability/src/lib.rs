@@ -21,7 +21,7 @@ pub mod server;
 pub mod trace;
 pub mod usage;
 
-pub use trace::{Attr, AttrValue};
+pub use trace::{Attr, AttrValue, Protocol};
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -42,8 +42,10 @@ pub enum Format {
 /// Where and how spans are exported.
 #[derive(Debug, Clone)]
 pub struct OtlpSettings {
-    /// `http://host:port` of an OTLP/gRPC collector; None = `OTEL_EXPORTER_OTLP_ENDPOINT`, else no export.
+    /// `http://host:port` of an OTLP collector; None = `OTEL_EXPORTER_OTLP_ENDPOINT`, else no export.
     pub endpoint: Option<String>,
+    /// How spans are sent; None = `OTEL_EXPORTER_OTLP_PROTOCOL`, else gRPC.
+    pub protocol: Option<Protocol>,
     /// `service.name` (OTEL_SERVICE_NAME, when set, wins).
     pub service_name: String,
     pub service_version: String,
@@ -152,6 +154,14 @@ impl Guard {
         self.otel.as_ref().is_some_and(|o| o.exporter.is_some())
     }
 
+    /// The protocol spans are exported over (None: no export).
+    pub fn protocol(&self) -> Option<Protocol> {
+        self.otel
+            .as_ref()
+            .and_then(|o| o.exporter.as_ref())
+            .map(trace::Exporter::protocol)
+    }
+
     /// Flushes and stops the exporter. Runs the blocking shutdown on a thread of its own: on a runtime thread it
     /// could not wait for the exporter's runtime.
     pub fn shutdown(&mut self) {
@@ -171,6 +181,23 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// The export protocol in use: the configured one, else `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` or
+/// `http/protobuf`), else gRPC; an error names a protocol of the environment that is not supported.
+pub fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
+    if let Some(p) = configured {
+        return Ok(p);
+    }
+    match std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL") {
+        Ok(v) if !v.trim().is_empty() => Protocol::parse(&v).ok_or_else(|| {
+            format!(
+                "OTEL_EXPORTER_OTLP_PROTOCOL={:?} is not supported (grpc or http/protobuf)",
+                v.trim()
+            )
+        }),
+        _ => Ok(Protocol::Grpc),
     }
 }
 
@@ -210,8 +237,9 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
             _ => Attr::new(key, text.as_ref()),
         })
         .collect();
-    let exporter =
-        trace::Exporter::start(&endpoint, &resource).map_err(|detail| TelemetryError::Otlp {
+    let exporter = resolve_protocol(s.protocol)
+        .and_then(|protocol| trace::Exporter::start(&endpoint, protocol, &resource))
+        .map_err(|detail| TelemetryError::Otlp {
             endpoint: endpoint.clone(),
             detail,
         })?;

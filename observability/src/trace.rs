@@ -6,7 +6,7 @@
 //! inside hyper's connector), and because at one trace per URL the SDK's path (a `SpanData` per span, a bounded
 //! channel, a copy of every batch, protobuf messages built from it) cost the crawl about a quarter of its CPU. A
 //! child span is encoded into OTLP protobuf when it ends ([`wire`]) and the encoded batches go to the collector
-//! over OTLP/gRPC ([`export`]). Log events stay on `tracing` and carry `trace_id` fields.
+//! over OTLP/gRPC or OTLP/HTTP ([`export`]). Log events stay on `tracing` and carry `trace_id` fields.
 
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
@@ -21,6 +21,7 @@ mod loss;
 mod wire;
 
 pub use attr::{Attr, AttrValue};
+pub use export::Protocol;
 
 use export::Batches;
 use wire::{ATTRIBUTES_FIELD, SpanRef, put_attr};
@@ -89,6 +90,7 @@ pub(crate) fn install(t: Tracer) {
 /// The running span exporter: its batches, the task that sends them and the runtime of that task and of the gRPC
 /// connection.
 pub(crate) struct Exporter {
+    protocol: Protocol,
     batches: Arc<Batches>,
     stop: Arc<tokio::sync::Notify>,
     task: tokio::task::JoinHandle<()>,
@@ -105,9 +107,13 @@ impl std::fmt::Debug for Exporter {
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 impl Exporter {
-    /// Starts exporting to the OTLP/gRPC collector at `endpoint` on a runtime thread of its own (`otlp`), spans
-    /// carrying `resource`.
-    pub(crate) fn start(endpoint: &str, resource: &[Attr<'_>]) -> Result<Exporter, String> {
+    /// Starts exporting to the OTLP collector at `endpoint` over `protocol` on a runtime thread of its own
+    /// (`otlp`), spans carrying `resource`.
+    pub(crate) fn start(
+        endpoint: &str,
+        protocol: Protocol,
+        resource: &[Attr<'_>],
+    ) -> Result<Exporter, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("otlp")
@@ -117,11 +123,11 @@ impl Exporter {
         // Built inside the runtime whose tasks carry its connection.
         let transport = {
             let _enter = runtime.enter();
-            export::Grpc::new(endpoint, export::EXPORT_TIMEOUT)?
+            export::Otlp::new(endpoint, protocol, export::EXPORT_TIMEOUT)?
         };
         Ok(Exporter::launch(
             runtime,
-            transport,
+            (transport, protocol),
             (export::QUEUE_SPANS, export::BATCH_SPANS),
             export::EXPORT_EVERY,
             resource,
@@ -131,7 +137,7 @@ impl Exporter {
     /// Starts the export task on `runtime`: at most `limit` spans pending, `batch` spans a request.
     fn launch<T: export::Transport>(
         runtime: tokio::runtime::Runtime,
-        transport: T,
+        (transport, protocol): (T, Protocol),
         (limit, batch): (u64, usize),
         every: Duration,
         resource: &[Attr<'_>],
@@ -146,11 +152,17 @@ impl Exporter {
             stop.clone(),
         ));
         Exporter {
+            protocol,
             batches,
             stop,
             task,
             runtime,
         }
+    }
+
+    /// How spans are sent.
+    pub(crate) fn protocol(&self) -> Protocol {
+        self.protocol
     }
 
     /// The tracer that exports here.

@@ -233,16 +233,66 @@ impl TraceService for Service {
     }
 }
 
-/// Binds the listener and returns the server future (ends when `stop` fires or is dropped).
+/// Serves OTLP/HTTP (protobuf bodies POSTed to `/v1/traces`, HTTP/1.1) on `listener` into `store`, until the
+/// future is dropped.
+async fn serve_http(listener: tokio::net::TcpListener, store: Arc<Store>) {
+    use http_body_util::BodyExt as _;
+    use prost::Message as _;
+    while let Ok((stream, _)) = listener.accept().await {
+        let store = store.clone();
+        let service =
+            hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let store = store.clone();
+                async move {
+                    let answer = |status: u16| {
+                        let mut resp =
+                            http::Response::new(http_body_util::Full::new(bytes::Bytes::new()));
+                        *resp.status_mut() = http::StatusCode::from_u16(status)
+                            .unwrap_or(http::StatusCode::BAD_REQUEST);
+                        resp
+                    };
+                    let is_protobuf = req
+                        .headers()
+                        .get(http::header::CONTENT_TYPE)
+                        .is_some_and(|v| v == "application/x-protobuf");
+                    if req.method() != http::Method::POST || req.uri().path() != "/v1/traces" {
+                        return Ok::<_, std::convert::Infallible>(answer(404));
+                    }
+                    if !is_protobuf {
+                        return Ok(answer(415));
+                    }
+                    let Ok(body) = req.into_body().collect().await else {
+                        return Ok(answer(400));
+                    };
+                    let Ok(request) = ExportTraceServiceRequest::decode(body.to_bytes()) else {
+                        return Ok(answer(400));
+                    };
+                    store.lock().extend(records(&request));
+                    store.changed.notify_all();
+                    Ok(answer(200))
+                }
+            });
+        tokio::spawn(
+            hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+        );
+    }
+}
+
+/// Binds the listeners (OTLP/gRPC, and OTLP/HTTP on a port of its own) and returns the server future (ends when
+/// `stop` fires or is dropped).
 async fn bind(
     store: Arc<Store>,
     stop: oneshot::Receiver<()>,
 ) -> std::io::Result<(
-    SocketAddr,
+    (SocketAddr, SocketAddr),
     impl Future<Output = Result<(), tonic::transport::Error>>,
 )> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
+    let http_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let http_addr = http_listener.local_addr()?;
+    let http = serve_http(http_listener, store.clone());
     let svc = TraceServiceServer::new(Service(store)).max_decoding_message_size(64 << 20);
     let server = tonic::transport::Server::builder()
         .add_service(svc)
@@ -252,7 +302,14 @@ async fn bind(
                 let _ = stop.await;
             },
         );
-    Ok((addr, server))
+    // The HTTP side ends with the gRPC one.
+    let both = async move {
+        tokio::select! {
+            r = server => r,
+            () = http => Ok(()),
+        }
+    };
+    Ok(((addr, http_addr), both))
 }
 
 enum Runner {
@@ -262,9 +319,11 @@ enum Runner {
     Thread(std::thread::JoinHandle<()>),
 }
 
-/// An OTLP/gRPC trace receiver on `127.0.0.1:PORT`. Dropping it stops the server.
+/// An OTLP trace receiver: gRPC on `127.0.0.1:PORT` and OTLP/HTTP on a port of its own. Dropping it stops the
+/// server.
 pub struct OtlpReceiver {
     addr: SocketAddr,
+    http_addr: SocketAddr,
     store: Arc<Store>,
     stop: Option<oneshot::Sender<()>>,
     runner: Option<Runner>,
@@ -275,7 +334,7 @@ impl OtlpReceiver {
     pub async fn start() -> OtlpReceiver {
         let store = Arc::new(Store::default());
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (addr, server) = bind(store.clone(), stop_rx)
+        let ((addr, http_addr), server) = bind(store.clone(), stop_rx)
             .await
             .expect("OTLP receiver: bind 127.0.0.1:0");
         let task = tokio::spawn(async move {
@@ -285,6 +344,7 @@ impl OtlpReceiver {
         });
         OtlpReceiver {
             addr,
+            http_addr,
             store,
             stop: Some(stop_tx),
             runner: Some(Runner::Task(task)),
@@ -296,7 +356,8 @@ impl OtlpReceiver {
     pub fn start_background() -> OtlpReceiver {
         let store = Arc::new(Store::default());
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
+        let (ready_tx, ready_rx) =
+            std::sync::mpsc::channel::<std::io::Result<(SocketAddr, SocketAddr)>>();
         let thread_store = store.clone();
         let thread = std::thread::Builder::new()
             .name("otlp-receiver".into())
@@ -314,14 +375,14 @@ impl OtlpReceiver {
                     }
                 };
                 rt.block_on(async move {
-                    let (addr, server) = match bind(thread_store, stop_rx).await {
+                    let (addrs, server) = match bind(thread_store, stop_rx).await {
                         Ok(x) => x,
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
                             return;
                         }
                     };
-                    let _ = ready_tx.send(Ok(addr));
+                    let _ = ready_tx.send(Ok(addrs));
                     // After the stop signal the server drains its connections; cut them after a grace period.
                     let server = tokio::spawn(server);
                     match server.await {
@@ -334,12 +395,13 @@ impl OtlpReceiver {
                 rt.shutdown_timeout(DRAIN_GRACE);
             })
             .expect("OTLP receiver: spawn its thread");
-        let addr = ready_rx
+        let (addr, http_addr) = ready_rx
             .recv()
             .expect("OTLP receiver: its thread ended before it was ready")
             .expect("OTLP receiver: start (runtime, bind 127.0.0.1:0)");
         OtlpReceiver {
             addr,
+            http_addr,
             store,
             stop: Some(stop_tx),
             runner: Some(Runner::Thread(thread)),
@@ -349,6 +411,11 @@ impl OtlpReceiver {
     /// `http://127.0.0.1:PORT`, for `observability.otlp_endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`.
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT` of the OTLP/HTTP side (`observability.otlp_protocol = "http/protobuf"`).
+    pub fn http_endpoint(&self) -> String {
+        format!("http://{}", self.http_addr)
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -23,6 +23,7 @@ async fn https_fetch_records_connect_tls_and_first_byte_spans() {
         format: Format::Text,
         otlp: Some(OtlpSettings {
             endpoint: Some(rx.endpoint()),
+            protocol: None,
             service_name: "fetch-spans-test".into(),
             service_version: "0".into(),
             sample_ratio: 1.0,

@@ -1,16 +1,45 @@
 //! `otlpsink`, the benchmark's collector, counts what the engine's own exporter sends it: spans from the
-//! process-wide tracer go over OTLP/gRPC to the binary cargo built, which reports them at SIGTERM.
+//! process-wide tracer go over OTLP/gRPC, or OTLP/HTTP, to the binary cargo built, which reports them at SIGTERM.
 //!
-//! Its own test binary: it installs the process-wide tracer.
+//! Its own test binary: it installs the process-wide tracer, once a process, so each protocol's run is this binary
+//! run again for the one test that exports, the protocol named in `OTEL_EXPORTER_OTLP_PROTOCOL` (which the
+//! exporter reads when the config names none).
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use crawl_observability::{Format, OtlpSettings, TelemetryConfig, trace};
+use crawl_observability::{Format, OtlpSettings, Protocol, TelemetryConfig, trace};
+
+/// Runs [`exports_to_the_sink`] in a process of its own with `protocol` in the environment.
+fn in_a_process_of_its_own(protocol: &str) {
+    let out = Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["exports_to_the_sink", "--exact", "--ignored", "--nocapture"])
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        .output()
+        .expect("the test binary runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 passed"), "{text}");
+}
 
 #[test]
-fn the_sink_counts_every_span_the_engine_exports() {
+fn the_sink_counts_every_span_the_engine_exports_over_grpc() {
+    in_a_process_of_its_own("grpc");
+}
+
+#[test]
+fn the_sink_counts_every_span_the_engine_exports_over_http() {
+    in_a_process_of_its_own("http/protobuf");
+}
+
+#[test]
+#[ignore = "run by the two tests above, each in a process of its own"]
+fn exports_to_the_sink() {
     let mut sink = Command::new(env!("CARGO_BIN_EXE_otlpsink"))
         .stdout(Stdio::piped())
         .spawn()
@@ -28,12 +57,15 @@ fn the_sink_counts_every_span_the_engine_exports() {
         format: Format::Text,
         otlp: Some(OtlpSettings {
             endpoint: Some(endpoint),
+            protocol: None,
             service_name: "otlpsink-test".into(),
             service_version: "0".into(),
             sample_ratio: 1.0,
         }),
     })
     .expect("telemetry");
+    let named = std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").expect("run with a protocol");
+    assert_eq!(guard.protocol().map(Protocol::as_str), Some(named.as_str()));
     for i in 0..40_i64 {
         let t0 = SystemTime::now();
         let root = trace::root("crawl.url", t0, &[]);

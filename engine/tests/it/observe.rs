@@ -276,6 +276,64 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
     site.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_otlp_http_every_record_s_trace_arrives_whole() {
+    let rx = OtlpReceiver::start().await;
+    let site = Site::builder(spec(193)).start().await.expect("site");
+    let overrides = format!(
+        "[observability]\notlp_endpoint = \"{}\"\notlp_protocol = \"http/protobuf\"\n",
+        rx.http_endpoint()
+    );
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let (c, run) = tokio::task::spawn_blocking(move || {
+        let r = c.run(DEADLINE);
+        (c, r)
+    })
+    .await
+    .expect("join");
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("http/protobuf"),
+        "the start line names the protocol: {}",
+        run.stderr
+    );
+    let records = c.records();
+    assert!(records.len() > 20, "{}", records.len());
+    let want = records.len();
+    // Every record's root (robots.txt fetches have traces too, and no record).
+    let roots = |spans: &[SpanRecord]| {
+        spans
+            .iter()
+            .filter(|s| s.is_root() && s.attr_str("crawl.kind") != Some("robots"))
+            .count()
+    };
+    rx.wait_for(|spans| roots(spans) >= want, Duration::from_secs(10));
+    let spans = rx.spans();
+    let by_trace = traces(&spans);
+    for r in &records {
+        let id = r.trace_id.as_deref().expect("trace id");
+        let trace = by_trace
+            .get(id)
+            .unwrap_or_else(|| panic!("no trace exported for {} ({id})", r.url));
+        let root = trace.iter().find(|s| s.is_root()).expect("root");
+        assert_eq!(root.attr_str("crawl.outcome"), Some(r.outcome.as_str()));
+        if r.outcome == Outcome::Fetched {
+            let n = names(trace);
+            for want in [
+                "frontier.wait",
+                "http.first_byte",
+                "http.body",
+                "parse",
+                "frontier.commit",
+            ] {
+                assert!(n.contains(want), "{}: {want} missing from {n:?}", r.url);
+            }
+        }
+    }
+    assert_eq!(roots(&spans), want, "one root a record, none twice");
+    site.shutdown().await;
+}
+
 /// Waits until the JSONL has `n` lines and stays so for a moment.
 fn wait_lines(c: &TestCrawl, n: usize, deadline: Duration) -> Vec<Record> {
     let start = Instant::now();

@@ -1,5 +1,6 @@
 //! The span exporter: spans are encoded into OTLP protobuf when they end ([`Batches::push`], on the thread that
-//! ends them) and sent in batches by one task on the exporter's runtime ([`run`]), over OTLP/gRPC ([`Grpc`]).
+//! ends them) and sent in batches by one task on the exporter's runtime ([`run`]), over OTLP/gRPC or OTLP/HTTP
+//! ([`Otlp`]).
 //!
 //! A span costs one encoding, straight into a buffer of the thread that ends it, under that thread's own lock;
 //! every [`CHUNK_SPANS`] spans the thread hands its buffer (not a copy) to the batch being filled, under the
@@ -335,23 +336,60 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
 
 /// The gRPC method of OTLP trace export.
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+/// The path of OTLP/HTTP trace export, after the endpoint's.
+const HTTP_PATH: &str = "/v1/traces";
 
 type Connector = hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
 
-/// OTLP/gRPC over one pooled HTTP/2 connection (hyper; `http://` with prior knowledge, `https://` over rustls with
-/// the system's trust roots, else the bundled Mozilla ones), the request already encoded: its head and its chunks of
-/// spans go out as the pieces of its body.
+/// How spans go to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// OTLP/gRPC: HTTP/2, the request in a gRPC message, the status in the trailers (the collector's port 4317).
+    Grpc,
+    /// OTLP/HTTP with protobuf bodies: a POST to `/v1/traces` over HTTP/1.1 (port 4318). A batch goes out in a
+    /// few large writes, where HTTP/2 cuts it into frames of the collector's size (16 KiB), each a write and
+    /// its own pass through flow control.
+    HttpProtobuf,
+}
+
+impl Protocol {
+    /// The protocol named as `OTEL_EXPORTER_OTLP_PROTOCOL` names it (`grpc`, `http/protobuf`).
+    pub fn parse(name: &str) -> Option<Protocol> {
+        match name.trim() {
+            "grpc" => Some(Protocol::Grpc),
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Grpc => "grpc",
+            Protocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+/// OTLP over one pooled connection (hyper; `http://` in the clear, HTTP/2 with prior knowledge for gRPC;
+/// `https://` over rustls with the system's trust roots, else the bundled Mozilla ones), the request already
+/// encoded: its head and its chunks of spans go out as the pieces of its body.
 #[derive(Debug, Clone)]
-pub(crate) struct Grpc {
+pub(crate) struct Otlp {
     client: hyper_util::client::legacy::Client<Connector, Frames>,
     uri: http::Uri,
+    protocol: Protocol,
     timeout: Duration,
 }
 
-impl Grpc {
-    /// A lazily connecting client of `endpoint` (`http(s)://host:port`, any path ignored); must be called inside a
-    /// tokio runtime, whose tasks then carry the connection.
-    pub(crate) fn new(endpoint: &str, timeout: Duration) -> Result<Grpc, String> {
+impl Otlp {
+    /// A lazily connecting client of `endpoint` (`http(s)://host:port`; for gRPC any path is ignored, for
+    /// OTLP/HTTP `/v1/traces` goes after it); must be called inside a tokio runtime, whose tasks then carry the
+    /// connection.
+    pub(crate) fn new(
+        endpoint: &str,
+        protocol: Protocol,
+        timeout: Duration,
+    ) -> Result<Otlp, String> {
         let base: http::Uri = endpoint
             .parse()
             .map_err(|e| format!("invalid endpoint: {e}"))?;
@@ -363,10 +401,14 @@ impl Grpc {
         let Some(authority) = base.authority().cloned() else {
             return Err("invalid endpoint: no host".into());
         };
+        let path = match protocol {
+            Protocol::Grpc => EXPORT_PATH.to_owned(),
+            Protocol::HttpProtobuf => format!("{}{HTTP_PATH}", base.path().trim_end_matches('/')),
+        };
         let uri = http::Uri::builder()
             .scheme(scheme.as_str())
             .authority(authority)
-            .path_and_query(EXPORT_PATH)
+            .path_and_query(path)
             .build()
             .map_err(|e| format!("invalid endpoint: {e}"))?;
         let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -386,32 +428,45 @@ impl Grpc {
                     .with_no_client_auth(),
             )
         };
-        let connector = tls.https_or_http().enable_http2().wrap_connector(connector);
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        let tls = tls.https_or_http();
+        let mut builder =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
+        builder.pool_max_idle_per_host(1);
+        let client = match protocol {
+            Protocol::Grpc => builder
                 .http2_only(true)
-                .pool_max_idle_per_host(1)
-                .build(connector);
-        Ok(Grpc {
+                .build(tls.enable_http2().wrap_connector(connector)),
+            Protocol::HttpProtobuf => builder.build(tls.enable_http1().wrap_connector(connector)),
+        };
+        Ok(Otlp {
             client,
             uri,
+            protocol,
             timeout,
         })
     }
 
     async fn call(&self, request: Request) -> Result<(), String> {
-        let len = request.head.len() + request.spans_len();
-        let len = u32::try_from(len).map_err(|_| format!("request of {len} bytes is too large"))?;
-        // The gRPC message prefix: not compressed, then the length.
-        let mut head = Vec::with_capacity(5 + request.head.len());
-        head.push(0);
-        head.extend_from_slice(&len.to_be_bytes());
-        head.extend_from_slice(&request.head);
-        let req = http::Request::post(self.uri.clone())
-            .header(http::header::CONTENT_TYPE, "application/grpc")
-            .header(http::header::TE, "trailers")
-            .body(Frames::new(head, request.spans))
-            .map_err(|e| e.to_string())?;
+        let req = match self.protocol {
+            Protocol::Grpc => {
+                let len = request.head.len() + request.spans_len();
+                let len = u32::try_from(len)
+                    .map_err(|_| format!("request of {len} bytes is too large"))?;
+                // The gRPC message prefix: not compressed, then the length.
+                let mut head = Vec::with_capacity(5 + request.head.len());
+                head.push(0);
+                head.extend_from_slice(&len.to_be_bytes());
+                head.extend_from_slice(&request.head);
+                http::Request::post(self.uri.clone())
+                    .header(http::header::CONTENT_TYPE, "application/grpc")
+                    .header(http::header::TE, "trailers")
+                    .body(Frames::new(head, request.spans))
+            }
+            Protocol::HttpProtobuf => http::Request::post(self.uri.clone())
+                .header(http::header::CONTENT_TYPE, "application/x-protobuf")
+                .body(Frames::new(request.head, request.spans)),
+        }
+        .map_err(|e| e.to_string())?;
         let resp = self
             .client
             .request(req)
@@ -422,6 +477,14 @@ impl Grpc {
         let collected = http_body_util::BodyExt::collect(body)
             .await
             .map_err(|e| format!("collector answer cut short: {e}"))?;
+        if self.protocol == Protocol::HttpProtobuf {
+            // Any 2xx is a success (its body, an ExportTraceServiceResponse, may only report a partial one).
+            return if status.is_success() {
+                Ok(())
+            } else {
+                Err(format!("collector answered HTTP {status}"))
+            };
+        }
         if status != http::StatusCode::OK {
             return Err(format!("collector answered HTTP {status}"));
         }
@@ -444,7 +507,7 @@ impl Grpc {
     }
 }
 
-impl Transport for Grpc {
+impl Transport for Otlp {
     fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send {
         let this = self.clone();
         async move {

@@ -1,10 +1,11 @@
-//! `otlpsink`: an OTLP/gRPC trace receiver on loopback that only counts what it is sent, for `make bench-otlp`.
+//! `otlpsink`: an OTLP trace receiver on loopback (gRPC, and OTLP/HTTP with protobuf bodies at `/v1/traces`, on
+//! the same port) that only counts what it is sent, for `make bench-otlp`.
 //!
 //! Listens on `127.0.0.1:0` (or `--port`), prints `otlpsink ready endpoint=http://127.0.0.1:PORT` once it accepts,
 //! serves until SIGTERM/SIGINT, then prints `otlpsink received spans=N requests=N bytes=N cpu_s=S` and exits 0.
 //!
 //! It stands for a collector on another machine, so it should take as little as possible of the cores the crawl
-//! being measured runs on: it serves gRPC over HTTP/2 with hyper and counts the spans of each
+//! being measured runs on: it serves with hyper and counts the spans of each
 //! `ExportTraceServiceRequest` by walking the protobuf fields down to `ScopeSpans.spans`, without decoding a span
 //! (decoding every span with prost cost it a tenth of the crawler's CPU). A request that is not well-formed
 //! protobuf, or is compressed, is answered with a gRPC error and counted apart.
@@ -41,8 +42,10 @@ struct Counts {
     rejected: AtomicU64,
 }
 
-/// The one method served.
+/// The one method served over gRPC.
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+/// The one path served over OTLP/HTTP.
+const HTTP_PATH: &str = "/v1/traces";
 
 /// Protobuf wire types.
 const VARINT: u64 = 0;
@@ -161,25 +164,64 @@ fn reply(status: u32, message: &str) -> Reply {
     resp
 }
 
+/// An OTLP/HTTP answer: 200 with an empty `ExportTraceServiceResponse`, or `status` with the reason as text.
+fn http_reply(status: u16, message: &str) -> Reply {
+    let frames = if message.is_empty() {
+        Vec::new()
+    } else {
+        vec![Ok(Frame::data(Bytes::from(message.to_owned())))]
+    };
+    let mut resp = Response::new(StreamBody::new(futures_util::stream::iter(frames)));
+    *resp.status_mut() =
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST);
+    let kind = if status == 200 {
+        "application/x-protobuf"
+    } else {
+        "text/plain"
+    };
+    resp.headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    resp
+}
+
 async fn handle(counts: Arc<Counts>, req: Request<Incoming>) -> Result<Reply, Infallible> {
-    if req.uri().path() != EXPORT_PATH {
-        return Ok(reply(12, "only trace export is served"));
-    }
+    let grpc = match req.uri().path() {
+        EXPORT_PATH => true,
+        HTTP_PATH => false,
+        _ if req.version() == http::Version::HTTP_2 => {
+            return Ok(reply(12, "only trace export is served"));
+        }
+        _ => return Ok(http_reply(404, "only trace export is served")),
+    };
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return Ok(reply(13, &format!("reading the request: {e}"))),
+        Err(e) if grpc => return Ok(reply(13, &format!("reading the request: {e}"))),
+        Err(e) => return Ok(http_reply(400, &format!("reading the request: {e}"))),
     };
     let len = body.len() as u64;
-    match count_body(body) {
+    let counted = if grpc {
+        count_body(body)
+    } else {
+        count_spans(&body)
+    };
+    match counted {
         Ok(spans) => {
             counts.spans.fetch_add(spans, Ordering::Relaxed);
             counts.requests.fetch_add(1, Ordering::Relaxed);
             counts.bytes.fetch_add(len, Ordering::Relaxed);
-            Ok(reply(0, ""))
+            Ok(if grpc {
+                reply(0, "")
+            } else {
+                http_reply(200, "")
+            })
         }
         Err(e) => {
             counts.rejected.fetch_add(1, Ordering::Relaxed);
-            Ok(reply(3, &e))
+            Ok(if grpc {
+                reply(3, &e)
+            } else {
+                http_reply(400, &e)
+            })
         }
     }
 }
@@ -232,9 +274,9 @@ async fn main() -> ExitCode {
         let counts = counts.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| handle(counts.clone(), req));
-            let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), svc);
-            if let Err(e) = conn.await {
+            // HTTP/2 with prior knowledge (gRPC) or HTTP/1.1 (OTLP/HTTP), told apart by the connection's preface.
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            if let Err(e) = builder.serve_connection(TokioIo::new(stream), svc).await {
                 eprintln!("otlpsink: connection: {e}");
             }
         });

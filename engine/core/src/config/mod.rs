@@ -547,6 +547,25 @@ impl fmt::Display for LogFormat {
     }
 }
 
+/// How traces go to the collector (`observability.otlp_protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// OTLP/gRPC (the collector's port 4317).
+    Grpc,
+    /// OTLP/HTTP with protobuf bodies, POSTed to the endpoint's `/v1/traces` (port 4318).
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    /// The name used in the config file (and in `OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpProtocol::Grpc => "grpc",
+            OtlpProtocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
 /// Default `observability.service_name`.
 pub const DEFAULT_SERVICE_NAME: &str = "crawl-engine";
 
@@ -563,9 +582,11 @@ pub struct ObservabilityConfig {
     pub log_format: LogFormat,
     /// Progress log-line interval when stderr is not a TTY.
     pub progress_interval: Duration,
-    /// OTLP/gRPC collector, `http(s)://host:port` with an explicit port and no path; `None`
+    /// OTLP collector, `http(s)://host:port` with an explicit port and no path; `None`
     /// (`""` in the file) = use `OTEL_EXPORTER_OTLP_ENDPOINT` if set, else no export.
     pub otlp_endpoint: Option<url::Url>,
+    /// How spans are sent; `None` (`""` in the file) = `OTEL_EXPORTER_OTLP_PROTOCOL` if set, else gRPC.
+    pub otlp_protocol: Option<OtlpProtocol>,
     /// The `service.name` resource attribute (non-empty, no control characters).
     pub service_name: String,
     /// Share of URL traces exported, `0.0..=1.0`.
@@ -583,6 +604,7 @@ impl Default for ObservabilityConfig {
             log_format: LogFormat::Auto,
             progress_interval: Duration::from_secs(10),
             otlp_endpoint: None,
+            otlp_protocol: None,
             service_name: DEFAULT_SERVICE_NAME.to_owned(),
             sample_ratio: 1.0,
             metrics_listen: Some(DEFAULT_METRICS_LISTEN),

@@ -1,4 +1,4 @@
-//! Tests of the telemetry keys of `[observability]` (`otlp_endpoint`, `service_name`,
+//! Tests of the telemetry keys of `[observability]` (`otlp_endpoint`, `otlp_protocol`, `service_name`,
 //! `sample_ratio`, `metrics_listen`): accepted values and every error at its line:column.
 
 use std::net::SocketAddr;
@@ -83,7 +83,7 @@ fn otlp_endpoint_errors() {
         ),
         (
             "http://collector.example:4318/v1/traces",
-            "OTLP endpoint `http://collector.example:4318/v1/traces` must not have a path, found `/v1/traces` (OTLP/gRPC takes none)",
+            "OTLP endpoint `http://collector.example:4318/v1/traces` must not have a path, found `/v1/traces` (the exporter adds the path of its protocol)",
         ),
         (
             "http://collector.example:4317/?x=1",
@@ -126,6 +126,34 @@ fn otlp_endpoint_credentials_are_rejected_without_showing_them() {
         "otlp_endpoint = \"http://user:s3cret@collector.example:99999\"",
     );
     assert!(!m.contains("s3cret") && !m.contains("user"), "{m}");
+}
+
+#[test]
+fn otlp_protocol_values() {
+    assert_eq!(obs("").otlp_protocol, None);
+    assert_eq!(obs("otlp_protocol = \"\"").otlp_protocol, None);
+    assert_eq!(
+        obs("otlp_protocol = \"grpc\"").otlp_protocol,
+        Some(OtlpProtocol::Grpc)
+    );
+    assert_eq!(
+        obs("otlp_protocol = \"http/protobuf\"").otlp_protocol,
+        Some(OtlpProtocol::HttpProtobuf)
+    );
+    for p in [OtlpProtocol::Grpc, OtlpProtocol::HttpProtobuf] {
+        assert_eq!(
+            obs(&format!("otlp_protocol = {:?}", p.as_str())).otlp_protocol,
+            Some(p)
+        );
+    }
+    let (m, k) = obs_error("otlp_protocol", "otlp_protocol = \"http/json\"");
+    assert_eq!(
+        (m.as_str(), k),
+        (
+            "unknown value `http/json`, expected one of `grpc`, `http/protobuf`",
+            ErrorKind::InvalidValue
+        )
+    );
 }
 
 #[test]

@@ -347,6 +347,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         log_format => "log_format",
         progress_interval => "progress_interval_s",
         otlp_endpoint => "otlp_endpoint",
+        otlp_protocol => "otlp_protocol",
         service_name => "service_name",
         sample_ratio => "sample_ratio",
         metrics_listen => "metrics_listen",

@@ -232,6 +232,7 @@ log_level = "warn,crawl_core=debug,crawl_actors::fetcher=trace"
 log_format = "json"
 progress_interval_s = 1
 otlp_endpoint = "http://127.0.0.1:4317"
+otlp_protocol = "grpc"
 service_name = "crawl-test"
 sample_ratio = 0.25
 metrics_listen = "[::1]:0"
@@ -452,6 +453,7 @@ fn every_key_is_parsed() {
             log_format: LogFormat::Json,
             progress_interval: Duration::from_secs(1),
             otlp_endpoint: Some(url::Url::parse("http://127.0.0.1:4317").expect("url")),
+            otlp_protocol: Some(OtlpProtocol::Grpc),
             service_name: "crawl-test".to_owned(),
             sample_ratio: 0.25,
             metrics_listen: Some("[::1]:0".parse().expect("addr")),
@@ -509,7 +511,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 102);
+    assert_eq!(keys.len(), 103);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::proxy::{DIRECT, is_scheme, redact_credentials};
-use super::{LogFormat, ProxyHop, ResolveAt, ResolverMode, Secret, SelectPolicy};
+use super::{LogFormat, OtlpProtocol, ProxyHop, ResolveAt, ResolverMode, Secret, SelectPolicy};
 use crate::scope::ScopeMode;
 
 /// A seed: an absolute `http`/`https` URL with a host.
@@ -179,6 +179,21 @@ pub(super) fn log_format(s: &str) -> Result<LogFormat, String> {
     )
 }
 
+/// `grpc` or `http/protobuf`; `""` = from the environment.
+pub(super) fn otlp_protocol(s: &str) -> Result<Option<OtlpProtocol>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    one_of(
+        s,
+        &[
+            ("grpc", OtlpProtocol::Grpc),
+            ("http/protobuf", OtlpProtocol::HttpProtobuf),
+        ],
+    )
+    .map(Some)
+}
+
 /// `detect`, `doh`, `doh-first` or `plain`.
 pub(super) fn resolver_mode(s: &str) -> Result<ResolverMode, String> {
     one_of(
@@ -336,7 +351,7 @@ pub(super) fn otlp_endpoint(s: &str) -> Result<Option<url::Url>, String> {
     }
     if url.path() != "/" {
         return bad(&format!(
-            "must not have a path, found `{}` (OTLP/gRPC takes none)",
+            "must not have a path, found `{}` (the exporter adds the path of its protocol)",
             url.path()
         ));
     }

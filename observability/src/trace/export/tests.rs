@@ -1,6 +1,7 @@
-//! The gRPC transport against an HTTP/2 server on loopback that answers as a collector would, or would not: the
+//! The transports against servers on loopback that answer as a collector would, or would not. gRPC (HTTP/2): the
 //! request as it arrives (path, headers, the message prefix and every part of the body), a status in the
-//! trailers or in a trailers-only answer, an HTTP error, and endpoints that cannot be used.
+//! trailers or in a trailers-only answer, an HTTP error, and endpoints that cannot be used. OTLP/HTTP (HTTP/1.1):
+//! the request as it arrives, on one kept-alive connection, and an HTTP error.
 
 use super::*;
 use http_body_util::BodyExt as _;
@@ -105,7 +106,7 @@ fn request() -> Request {
 #[tokio::test]
 async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
     let (endpoint, seen) = collector(Answer::Ok).await;
-    let grpc = Grpc::new(&endpoint, Duration::from_secs(5)).unwrap();
+    let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
     for _ in 0..3 {
         grpc.send(request()).await.unwrap();
     }
@@ -128,14 +129,14 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
 #[tokio::test]
 async fn a_refusal_in_a_trailers_only_answer_and_an_http_error_are_errors() {
     let (endpoint, _) = collector(Answer::Unavailable).await;
-    let grpc = Grpc::new(&endpoint, Duration::from_secs(5)).unwrap();
+    let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
     let err = grpc.send(request()).await.unwrap_err();
     assert!(
         err.contains("grpc-status 14") && err.contains("overloaded"),
         "{err}"
     );
     let (endpoint, _) = collector(Answer::Http503).await;
-    let grpc = Grpc::new(&endpoint, Duration::from_secs(5)).unwrap();
+    let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
     let err = grpc.send(request()).await.unwrap_err();
     assert!(err.contains("HTTP 503"), "{err}");
 }
@@ -145,7 +146,12 @@ async fn a_collector_that_does_not_listen_is_unavailable() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let grpc = Grpc::new(&format!("http://{addr}"), Duration::from_secs(5)).unwrap();
+    let grpc = Otlp::new(
+        &format!("http://{addr}"),
+        Protocol::Grpc,
+        Duration::from_secs(5),
+    )
+    .unwrap();
     let err = grpc.send(request()).await.unwrap_err();
     assert!(err.starts_with("collector unavailable"), "{err}");
 }
@@ -158,10 +164,15 @@ fn endpoints_that_cannot_be_used_are_refused_with_the_reason() {
         ("http://", "invalid endpoint"),
         ("not a uri", "invalid endpoint"),
     ] {
-        let err = Grpc::new(endpoint, Duration::from_secs(1)).unwrap_err();
+        let err = Otlp::new(endpoint, Protocol::Grpc, Duration::from_secs(1)).unwrap_err();
         assert!(err.contains(says), "{endpoint}: {err}");
     }
-    Grpc::new("http://127.0.0.1:4317/some/path", Duration::from_secs(1)).unwrap();
+    Otlp::new(
+        "http://127.0.0.1:4317/some/path",
+        Protocol::Grpc,
+        Duration::from_secs(1),
+    )
+    .unwrap();
 }
 
 #[tokio::test]
@@ -176,10 +187,112 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
         stream.read_exact(&mut head).await.unwrap();
         head
     });
-    let grpc = Grpc::new(&format!("https://{addr}"), Duration::from_millis(500)).unwrap();
+    let grpc = Otlp::new(
+        &format!("https://{addr}"),
+        Protocol::Grpc,
+        Duration::from_millis(500),
+    )
+    .unwrap();
     let err = grpc.send(request()).await.unwrap_err();
     assert!(!err.is_empty());
     let head = first.await.unwrap();
     assert_eq!(head[0], 0x16, "a TLS handshake record, not {head:?}");
     assert_eq!(head[1], 0x03);
+}
+
+/// An OTLP/HTTP collector (HTTP/1.1) answering `status` to every request: its endpoint, what it saw (path, content
+/// type, body) and how many connections it accepted.
+async fn http_collector(status: u16) -> (String, Seen, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Seen = Arc::default();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (keep, count) = (seen.clone(), accepted.clone());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            let seen = keep.clone();
+            let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+                let seen = seen.clone();
+                async move {
+                    let ct = req.headers().get(http::header::CONTENT_TYPE).cloned();
+                    let path = req.uri().path().to_owned();
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    let ct = ct.and_then(|v| v.to_str().ok().map(str::to_owned));
+                    seen.lock().unwrap().push((
+                        path,
+                        ct.unwrap_or_default(),
+                        String::new(),
+                        body.to_vec(),
+                    ));
+                    let mut resp = http::Response::new(Reply(VecDeque::new()));
+                    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                    Ok::<_, std::convert::Infallible>(resp)
+                }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(io, service));
+        }
+    });
+    (format!("http://{addr}"), seen, accepted)
+}
+
+#[tokio::test]
+async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_connection() {
+    let (endpoint, seen, accepted) = http_collector(200).await;
+    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    for _ in 0..3 {
+        http.send(request()).await.unwrap();
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "one connection, kept alive"
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        for (path, ct, _, body) in seen.iter() {
+            assert_eq!(path, "/v1/traces");
+            assert_eq!(ct, "application/x-protobuf");
+            // No gRPC prefix: the message itself, both chunks in order.
+            assert_eq!(&body[..4], b"HEAD");
+            assert_eq!(body.len(), 4 + 70_000);
+            assert!(body[4..30_004].iter().all(|b| *b == 7));
+            assert!(body[30_004..].iter().all(|b| *b == 8));
+        }
+    }
+    // A path in the endpoint (a collector behind a proxy) goes before the signal's.
+    let (endpoint, seen, _) = http_collector(200).await;
+    let http = Otlp::new(
+        &format!("{endpoint}/otlp/"),
+        Protocol::HttpProtobuf,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    http.send(request()).await.unwrap();
+    assert_eq!(seen.lock().unwrap()[0].0, "/otlp/v1/traces");
+}
+
+#[tokio::test]
+async fn over_http_an_error_status_is_an_error_and_any_success_is_not() {
+    let (endpoint, _, _) = http_collector(503).await;
+    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let err = http.send(request()).await.unwrap_err();
+    assert!(err.contains("HTTP 503"), "{err}");
+    let (endpoint, _, _) = http_collector(202).await;
+    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    http.send(request()).await.unwrap();
+}
+
+#[test]
+fn protocols_are_named_as_the_environment_names_them() {
+    for p in [Protocol::Grpc, Protocol::HttpProtobuf] {
+        assert_eq!(Protocol::parse(p.as_str()), Some(p));
+    }
+    assert_eq!(
+        Protocol::parse(" http/protobuf "),
+        Some(Protocol::HttpProtobuf)
+    );
+    assert_eq!(Protocol::parse("http/json"), None);
 }
