@@ -99,48 +99,65 @@ pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
 }
 
 /// The common attribute, a number, a flag or a string whose tags and lengths all take one byte (field < 16, the
-/// whole `KeyValue` under 128 bytes), written as a few runs of bytes rather than field by field; false (nothing
-/// written) for any other.
+/// whole `KeyValue` under 128 bytes), written as a few runs of bytes rather than field by field (each value type
+/// its own runs, so that only the key and a string's bytes are copies of a length known at run time); false
+/// (nothing written) for any other.
 #[inline]
 fn put_attr_short(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
     let key = a.key.as_bytes();
-    // The value's field (tag and length, filled in below), then the `AnyValue` content: its field's tag and
-    // value bytes, then (for a string) the string itself.
-    let mut head = [0u8; 13];
-    let (head_len, tail): (usize, &[u8]) = match a.value {
-        AttrValue::I64(i) => {
-            head[2] = key_byte(3, VARINT);
-            (1 + varint_into(&mut head[3..], i as u64), &[])
-        }
-        AttrValue::Bool(b) => {
-            head[2..4].copy_from_slice(&[key_byte(2, VARINT), u8::from(b)]);
-            (2, &[])
-        }
-        AttrValue::Str(s) => {
-            let value = s.as_bytes();
-            head[2..4].copy_from_slice(&[key_byte(1, LEN), value.len() as u8]);
-            (2, value)
-        }
-        AttrValue::F64(_) => return false,
-    };
-    let value_len = head_len + tail.len();
-    let kv_len = 2 + key.len() + 2 + value_len;
-    // Every length below is at most `kv_len`, so one byte holds each.
-    if field >= 16 || kv_len >= 0x80 {
+    if field >= 16 {
         return false;
     }
-    head[0] = key_byte(2, LEN);
-    head[1] = value_len as u8;
-    buf.reserve(2 + kv_len);
-    buf.extend_from_slice(&[
-        key_byte(field, LEN),
-        kv_len as u8,
-        key_byte(1, LEN),
-        key.len() as u8,
-    ]);
-    buf.extend_from_slice(key);
-    buf.extend_from_slice(&head[..2 + head_len]);
-    buf.extend_from_slice(tail);
+    // The `KeyValue`'s tag and length, then its key field (tag, length, bytes).
+    let head = |buf: &mut Vec<u8>, value_len: usize| {
+        let kv_len = 2 + key.len() + 2 + value_len;
+        buf.reserve(2 + kv_len);
+        buf.extend_from_slice(&[
+            key_byte(field, LEN),
+            kv_len as u8,
+            key_byte(1, LEN),
+            key.len() as u8,
+        ]);
+        buf.extend_from_slice(key);
+    };
+    // Every length below is at most the `KeyValue`'s, checked under 128, so one byte holds each.
+    let fits = |value_len: usize| 2 + key.len() + 2 + value_len < 0x80;
+    match a.value {
+        AttrValue::Str(s) => {
+            let value = s.as_bytes();
+            let value_len = 2 + value.len();
+            if !fits(value_len) {
+                return false;
+            }
+            head(buf, value_len);
+            buf.extend_from_slice(&[
+                key_byte(2, LEN),
+                value_len as u8,
+                key_byte(1, LEN),
+                value.len() as u8,
+            ]);
+            buf.extend_from_slice(value);
+        }
+        AttrValue::Bool(b) => {
+            if !fits(2) {
+                return false;
+            }
+            head(buf, 2);
+            buf.extend_from_slice(&[key_byte(2, LEN), 2, key_byte(2, VARINT), u8::from(b)]);
+        }
+        AttrValue::I64(i) => {
+            let mut value = [0u8; 13];
+            let n = varint_into(&mut value[3..], i as u64);
+            let value_len = 1 + n;
+            if !fits(value_len) {
+                return false;
+            }
+            value[..3].copy_from_slice(&[key_byte(2, LEN), value_len as u8, key_byte(3, VARINT)]);
+            head(buf, value_len);
+            buf.extend_from_slice(&value[..3 + n]);
+        }
+        AttrValue::F64(_) => return false,
+    }
     true
 }
 
