@@ -100,6 +100,32 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the_start() {
+    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "");
+    let mut cmd = c.command();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    let res = run_cmd(cmd).await;
+    assert_ne!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && res.stderr.contains("http/json"),
+        "stderr:\n{}",
+        res.stderr
+    );
+    // The config's protocol wins over the environment's.
+    let c = TestCrawl::new(
+        ENGINE,
+        &["http://127.0.0.65:9/".to_owned()],
+        "[observability]\notlp_protocol = \"http/protobuf\"\n",
+    );
+    let mut cmd = c.command();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_version_and_unreadable_config() {
     let mut help = engine();
     help.arg("--help");
