@@ -431,12 +431,16 @@ impl Otlp {
         let tls = tls.https_or_http();
         let mut builder =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
-        builder.pool_max_idle_per_host(1);
         let client = match protocol {
+            // One HTTP/2 connection carries every request in flight.
             Protocol::Grpc => builder
+                .pool_max_idle_per_host(1)
                 .http2_only(true)
                 .build(tls.enable_http2().wrap_connector(connector)),
-            Protocol::HttpProtobuf => builder.build(tls.enable_http1().wrap_connector(connector)),
+            // HTTP/1.1 carries one request at a time: a connection for each request in flight stays open.
+            Protocol::HttpProtobuf => builder
+                .pool_max_idle_per_host(IN_FLIGHT)
+                .build(tls.enable_http1().wrap_connector(connector)),
         };
         Ok(Otlp {
             client,

@@ -200,9 +200,13 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
     assert_eq!(head[1], 0x03);
 }
 
-/// An OTLP/HTTP collector (HTTP/1.1) answering `status` to every request: its endpoint, what it saw (path, content
-/// type, body) and how many connections it accepted.
-async fn http_collector(status: u16) -> (String, Seen, Arc<std::sync::atomic::AtomicUsize>) {
+/// An OTLP/HTTP collector (HTTP/1.1) answering `status` to every request, each answer held until `together`
+/// requests are open: its endpoint, what it saw (path, content type, body) and how many connections it accepted.
+async fn http_collector(
+    status: u16,
+    together: usize,
+) -> (String, Seen, Arc<std::sync::atomic::AtomicUsize>) {
+    let barrier = Arc::new(tokio::sync::Barrier::new(together));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Seen = Arc::default();
@@ -211,10 +215,11 @@ async fn http_collector(status: u16) -> (String, Seen, Arc<std::sync::atomic::At
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
-            let seen = keep.clone();
+            let (seen, barrier) = (keep.clone(), barrier.clone());
             let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                let seen = seen.clone();
+                let (seen, barrier) = (seen.clone(), barrier.clone());
                 async move {
+                    barrier.wait().await;
                     let ct = req.headers().get(http::header::CONTENT_TYPE).cloned();
                     let path = req.uri().path().to_owned();
                     let body = req.into_body().collect().await.unwrap().to_bytes();
@@ -239,7 +244,7 @@ async fn http_collector(status: u16) -> (String, Seen, Arc<std::sync::atomic::At
 
 #[tokio::test]
 async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_connection() {
-    let (endpoint, seen, accepted) = http_collector(200).await;
+    let (endpoint, seen, accepted) = http_collector(200, 1).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
     for _ in 0..3 {
         http.send(request()).await.unwrap();
@@ -263,7 +268,7 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
         }
     }
     // A path in the endpoint (a collector behind a proxy) goes before the signal's.
-    let (endpoint, seen, _) = http_collector(200).await;
+    let (endpoint, seen, _) = http_collector(200, 1).await;
     let http = Otlp::new(
         &format!("{endpoint}/otlp/"),
         Protocol::HttpProtobuf,
@@ -276,13 +281,38 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
 
 #[tokio::test]
 async fn over_http_an_error_status_is_an_error_and_any_success_is_not() {
-    let (endpoint, _, _) = http_collector(503).await;
+    let (endpoint, _, _) = http_collector(503, 1).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
     let err = http.send(request()).await.unwrap_err();
     assert!(err.contains("HTTP 503"), "{err}");
-    let (endpoint, _, _) = http_collector(202).await;
+    let (endpoint, _, _) = http_collector(202, 1).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
     http.send(request()).await.unwrap();
+}
+
+#[tokio::test]
+async fn over_http_each_request_in_flight_keeps_its_connection_for_the_next() {
+    // Every answer waits until IN_FLIGHT requests are open: each round needs IN_FLIGHT connections at once.
+    let (endpoint, seen, accepted) = http_collector(200, IN_FLIGHT).await;
+    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    assert_eq!(IN_FLIGHT, 4, "four sends at once below");
+    for _ in 0..2 {
+        let (a, b, c, d) = tokio::join!(
+            http.send(request()),
+            http.send(request()),
+            http.send(request()),
+            http.send(request())
+        );
+        for result in [a, b, c, d] {
+            result.unwrap();
+        }
+    }
+    assert_eq!(seen.lock().unwrap().len(), 2 * IN_FLIGHT);
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        IN_FLIGHT,
+        "the second round reuses the first round's connections"
+    );
 }
 
 #[test]
