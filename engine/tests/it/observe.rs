@@ -6,6 +6,7 @@
 //!
 //! Hosts use 127.0.0.190..=199 (this file's range).
 
+use super::crawl::run_cmd;
 use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -15,8 +16,6 @@ use crawl_tests::engine::TestCrawl;
 use crawl_tests::otlp::{OtlpReceiver, SpanRecord, traces};
 use crawl_tests::prom;
 use crawl_tests::site::{Route, Site, SiteSpec};
-
-const DEADLINE: Duration = Duration::from_secs(60);
 
 fn spec(first_octet: u8) -> SiteSpec {
     SiteSpec {
@@ -59,12 +58,7 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
         rx.endpoint()
     );
     let c = TestCrawl::new(ENGINE, &seeds, &overrides);
-    let (c, run) = tokio::task::spawn_blocking(move || {
-        let r = c.run(DEADLINE);
-        (c, r)
-    })
-    .await
-    .expect("join");
+    let run = run_cmd(c.command()).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let records: Vec<Record> = c.records();
     assert!(records.len() > 20, "{}", records.len());
@@ -257,12 +251,7 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
         rx.endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
-    let (c, run) = tokio::task::spawn_blocking(move || {
-        let r = c.run(DEADLINE);
-        (c, r)
-    })
-    .await
-    .expect("join");
+    let run = run_cmd(c.command()).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let records = c.records();
     assert!(!records.is_empty());
@@ -285,12 +274,7 @@ async fn over_otlp_http_every_record_s_trace_arrives_whole() {
         rx.http_endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
-    let (c, run) = tokio::task::spawn_blocking(move || {
-        let r = c.run(DEADLINE);
-        (c, r)
-    })
-    .await
-    .expect("join");
+    let run = run_cmd(c.command()).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(
         run.stderr.contains("http/protobuf"),
