@@ -5,7 +5,7 @@
 //!   used by the integration tests, `make demo` and `make bench`.
 //! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
 //! - [`socks`]: in-test SOCKS5 servers that behave and misbehave, for the proxy-chain tests.
-//! - [`otlp`]: an in-process OTLP/gRPC trace receiver that keeps the spans it is sent.
+//! - [`otlp`]: an in-process OTLP trace receiver (gRPC and OTLP/HTTP) that keeps the spans it is sent.
 //! - [`redis`]: `redis-server`s (and clusters) started by a test, killed, restarted with or without their data.
 //! - [`prom`]: a Prometheus text-format parser, a blocking `/metrics` scraper and `promtool check metrics`.
 //! - [`warcio`]: warcio, the Python WARC library, reading the archives the crawler writes.

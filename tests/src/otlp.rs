@@ -1,5 +1,6 @@
-//! An in-process OTLP/gRPC trace receiver for tests: a tonic `TraceService` on `127.0.0.1:0` that keeps every span
-//! it is sent, flattened into [`SpanRecord`]s (ids as lowercase hex, attributes and resource attributes as maps).
+//! An in-process OTLP trace receiver for tests: a tonic `TraceService` on `127.0.0.1:0`, and OTLP/HTTP (protobuf
+//! bodies POSTed to `/v1/traces`) on a port of its own, that keeps every span it is sent, flattened into
+//! [`SpanRecord`]s (ids as lowercase hex, attributes and resource attributes as maps).
 //!
 //! Two ways to start it:
 //! - [`OtlpReceiver::start`] from async code: the server runs as a task of the caller's tokio runtime;
