@@ -127,7 +127,8 @@ impl Exporter {
         };
         Ok(Exporter::launch(
             runtime,
-            (transport, protocol),
+            transport,
+            protocol,
             (export::QUEUE_SPANS, export::BATCH_SPANS),
             export::EXPORT_EVERY,
             resource,
@@ -137,7 +138,8 @@ impl Exporter {
     /// Starts the export task on `runtime`: at most `limit` spans pending, `batch` spans a request.
     fn launch<T: export::Transport>(
         runtime: tokio::runtime::Runtime,
-        (transport, protocol): (T, Protocol),
+        transport: T,
+        protocol: Protocol,
         (limit, batch): (u64, usize),
         every: Duration,
         resource: &[Attr<'_>],
