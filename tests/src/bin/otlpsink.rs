@@ -188,15 +188,22 @@ async fn handle(counts: Arc<Counts>, req: Request<Incoming>) -> Result<Reply, In
     let grpc = match req.uri().path() {
         EXPORT_PATH => true,
         HTTP_PATH => false,
-        _ if req.version() == http::Version::HTTP_2 => {
-            return Ok(reply(12, "only trace export is served"));
-        }
-        _ => return Ok(http_reply(404, "only trace export is served")),
+        _ => req.version() == http::Version::HTTP_2,
     };
+    // The answer in the request's protocol: a gRPC status, or an HTTP one.
+    let answer = |grpc_status: u32, http_status: u16, message: &str| {
+        Ok(if grpc {
+            reply(grpc_status, message)
+        } else {
+            http_reply(http_status, message)
+        })
+    };
+    if !matches!(req.uri().path(), EXPORT_PATH | HTTP_PATH) {
+        return answer(12, 404, "only trace export is served");
+    }
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) if grpc => return Ok(reply(13, &format!("reading the request: {e}"))),
-        Err(e) => return Ok(http_reply(400, &format!("reading the request: {e}"))),
+        Err(e) => return answer(13, 400, &format!("reading the request: {e}")),
     };
     let len = body.len() as u64;
     let counted = if grpc {
@@ -209,19 +216,11 @@ async fn handle(counts: Arc<Counts>, req: Request<Incoming>) -> Result<Reply, In
             counts.spans.fetch_add(spans, Ordering::Relaxed);
             counts.requests.fetch_add(1, Ordering::Relaxed);
             counts.bytes.fetch_add(len, Ordering::Relaxed);
-            Ok(if grpc {
-                reply(0, "")
-            } else {
-                http_reply(200, "")
-            })
+            answer(0, 200, "")
         }
         Err(e) => {
             counts.rejected.fetch_add(1, Ordering::Relaxed);
-            Ok(if grpc {
-                reply(3, &e)
-            } else {
-                http_reply(400, &e)
-            })
+            answer(3, 400, &e)
         }
     }
 }
