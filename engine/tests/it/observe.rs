@@ -277,7 +277,10 @@ async fn over_otlp_http_every_record_s_trace_arrives_whole() {
     let run = run_cmd(c.command()).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(
-        run.stderr.contains("http/protobuf"),
+        run.stderr
+            .lines()
+            .any(|l| l.contains("exporting traces over otlp")
+                && l.contains(r#""protocol":"http/protobuf""#)),
         "the start line names the protocol: {}",
         run.stderr
     );
