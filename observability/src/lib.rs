@@ -44,7 +44,7 @@ pub enum Format {
 pub struct OtlpSettings {
     /// `http://host:port` of an OTLP collector; None = `OTEL_EXPORTER_OTLP_ENDPOINT`, else no export.
     pub endpoint: Option<String>,
-    /// How spans are sent; None = `OTEL_EXPORTER_OTLP_PROTOCOL`, else gRPC.
+    /// How spans are sent; None = `OTEL_EXPORTER_OTLP_PROTOCOL`, else OTLP/HTTP.
     pub protocol: Option<Protocol>,
     /// `service.name` (OTEL_SERVICE_NAME, when set, wins).
     pub service_name: String,
@@ -185,7 +185,8 @@ impl Drop for Guard {
 }
 
 /// The export protocol in use: the configured one, else `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` or
-/// `http/protobuf`), else gRPC; an error names a protocol of the environment that is not supported.
+/// `http/protobuf`), else OTLP/HTTP, the OpenTelemetry specification's default (and the cheaper of the two for the
+/// crawl); an error names a protocol of the environment that is not supported.
 pub fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
     if let Some(p) = configured {
         return Ok(p);
@@ -197,8 +198,31 @@ pub fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String
                 v.trim()
             )
         }),
-        _ => Ok(Protocol::Grpc),
+        _ => Ok(Protocol::HttpProtobuf),
     }
+}
+
+/// The collectors' well-known ports: 4317 takes OTLP/gRPC, 4318 OTLP/HTTP.
+const GRPC_PORT: u16 = 4317;
+const HTTP_PORT: u16 = 4318;
+
+/// A warning when `endpoint`'s port is the well-known port of the other protocol (an endpoint left on 4317 from a
+/// gRPC setup, now that OTLP/HTTP is the default, would see every export fail): None when the port is another one
+/// or matches.
+pub fn port_mismatch(endpoint: &str, protocol: Protocol) -> Option<String> {
+    let port = endpoint.parse::<http::Uri>().ok()?.port_u16()?;
+    let (expected, other) = match (protocol, port) {
+        (Protocol::HttpProtobuf, GRPC_PORT) => (HTTP_PORT, Protocol::Grpc),
+        (Protocol::Grpc, HTTP_PORT) => (GRPC_PORT, Protocol::HttpProtobuf),
+        _ => return None,
+    };
+    Some(format!(
+        "the otlp endpoint's port {port} is the collectors' {} port, but traces are sent over {}: set \
+         [observability] otlp_protocol = \"{}\" (or OTEL_EXPORTER_OTLP_PROTOCOL), or use the collector's port {expected}",
+        other.as_str(),
+        protocol.as_str(),
+        other.as_str(),
+    ))
 }
 
 /// The collector endpoint in use: the configured one, else `OTEL_EXPORTER_OTLP_ENDPOINT`.
@@ -314,5 +338,39 @@ mod tests {
             resolve_endpoint(Some("  ")),
             None.or_else(|| resolve_endpoint(None))
         );
+    }
+
+    #[test]
+    fn configured_protocol_wins_and_otlp_http_is_the_default() {
+        assert_eq!(resolve_protocol(Some(Protocol::Grpc)), Ok(Protocol::Grpc));
+        // The environment is the process's: only judged when the test runs without the variable.
+        if std::env::var_os("OTEL_EXPORTER_OTLP_PROTOCOL").is_none() {
+            assert_eq!(resolve_protocol(None), Ok(Protocol::HttpProtobuf));
+        }
+    }
+
+    #[test]
+    fn an_endpoint_on_the_other_protocol_s_port_is_named() {
+        let fix = port_mismatch("http://tempo:4317", Protocol::HttpProtobuf).unwrap_or_default();
+        assert!(
+            fix.contains("4317")
+                && fix.contains("otlp_protocol = \"grpc\"")
+                && fix.contains("4318"),
+            "{fix}"
+        );
+        let fix = port_mismatch("https://tempo:4318/prefix", Protocol::Grpc).unwrap_or_default();
+        assert!(
+            fix.contains("otlp_protocol = \"http/protobuf\"") && fix.contains("4317"),
+            "{fix}"
+        );
+        for (endpoint, protocol) in [
+            ("http://tempo:4318", Protocol::HttpProtobuf),
+            ("http://tempo:4317", Protocol::Grpc),
+            ("http://tempo:9000", Protocol::HttpProtobuf),
+            ("http://tempo", Protocol::Grpc),
+            ("not a uri", Protocol::HttpProtobuf),
+        ] {
+            assert_eq!(port_mismatch(endpoint, protocol), None, "{endpoint}");
+        }
     }
 }

@@ -126,6 +126,44 @@ async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_on_the_grpc_port_under_the_default_protocol_is_warned_about() {
+    // Nothing listens there: the exports fail at once, the crawl (of a refused seed) ends all the same.
+    let endpoint = "http://127.0.0.65:4317";
+    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "");
+    let mut cmd = c.command();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let warning = res
+        .stderr
+        .lines()
+        .find(|l| l.contains("otlp endpoint is on the other protocol's port"))
+        .unwrap_or_else(|| panic!("no warning:\n{}", res.stderr));
+    assert!(
+        warning.contains(r#""protocol":"http/protobuf""#)
+            && warning.contains(r#"otlp_protocol = \"grpc\""#)
+            && warning.contains("4318"),
+        "{warning}"
+    );
+    // The same endpoint with the protocol it is the port of: no warning.
+    let c = TestCrawl::new(
+        ENGINE,
+        &["http://127.0.0.65:9/".to_owned()],
+        "[observability]\notlp_protocol = \"grpc\"\n",
+    );
+    let mut cmd = c.command();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        !res.stderr.contains("other protocol's port"),
+        "{}",
+        res.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_version_and_unreadable_config() {
     let mut help = engine();
     help.arg("--help");

@@ -55,11 +55,25 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
     let seeds = vec![site.seed_url(), named.clone(), secret.clone()];
     let overrides = format!(
         "[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-site.test\" = [\"127.0.0.190\"]\n",
-        rx.endpoint()
+        rx.http_endpoint()
     );
     let c = TestCrawl::new(ENGINE, &seeds, &overrides);
     let run = run_cmd(c.command()).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    // No protocol configured: OTLP/HTTP, the specification's default, and no warning about the port.
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("exporting traces over otlp")
+                && l.contains(r#""protocol":"http/protobuf""#)),
+        "the start line names the default protocol: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("other protocol's port"),
+        "{}",
+        run.stderr
+    );
     let records: Vec<Record> = c.records();
     assert!(records.len() > 20, "{}", records.len());
 
@@ -248,7 +262,7 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
     let site = Site::builder(spec(191)).start().await.expect("site");
     let overrides = format!(
         "[observability]\notlp_endpoint = \"{}\"\nsample_ratio = 0\n",
-        rx.endpoint()
+        rx.http_endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let run = run_cmd(c.command()).await;
@@ -266,12 +280,12 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_otlp_http_every_record_s_trace_arrives_whole() {
+async fn over_otlp_grpc_every_record_s_trace_arrives_whole() {
     let rx = OtlpReceiver::start().await;
     let site = Site::builder(spec(193)).start().await.expect("site");
     let overrides = format!(
-        "[observability]\notlp_endpoint = \"{}\"\notlp_protocol = \"http/protobuf\"\n",
-        rx.http_endpoint()
+        "[observability]\notlp_endpoint = \"{}\"\notlp_protocol = \"grpc\"\n",
+        rx.endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let run = run_cmd(c.command()).await;
@@ -280,7 +294,7 @@ async fn over_otlp_http_every_record_s_trace_arrives_whole() {
         run.stderr
             .lines()
             .any(|l| l.contains("exporting traces over otlp")
-                && l.contains(r#""protocol":"http/protobuf""#)),
+                && l.contains(r#""protocol":"grpc""#)),
         "the start line names the protocol: {}",
         run.stderr
     );
@@ -364,7 +378,7 @@ async fn metrics_match_the_jsonl_pass_promtool_and_carry_exemplars() {
         .expect("site");
     let overrides = format!(
         "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:0\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
-        rx.endpoint()
+        rx.http_endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
     let run = c.start();

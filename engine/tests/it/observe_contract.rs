@@ -258,7 +258,7 @@ async fn every_exported_span_name_attribute_and_value_is_documented() {
     let overrides = format!(
         "[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-doc.test\" = [\"127.0.0.198\"]\n\
          [fetch]\nmax_retries = 1\n{PROXY_DIRECT}",
-        rx.endpoint()
+        rx.http_endpoint()
     );
     let c = TestCrawl::new(ENGINE, &[site.seed_url(), named, unknown], &overrides);
     let (c, run) = tokio::task::spawn_blocking(move || {

@@ -295,7 +295,7 @@ async fn sighup_turns_tracing_on_and_raises_the_log_level() {
     let obs = |ratio: u32, level: &str| {
         format!(
             "[observability]\notlp_endpoint = \"{}\"\nsample_ratio = {ratio}\nlog_level = \"{level}\"\n",
-            rx.endpoint()
+            rx.http_endpoint()
         )
     };
     let c = TestCrawl::new(

@@ -310,7 +310,7 @@ async fn debug_and_trace_leave_the_exporter_transport_out_of_the_log() {
         format!(
             "{}otlp_endpoint = \"{}\"\nsample_ratio = 1\n",
             overrides(&dns, level, ""),
-            rx.endpoint()
+            rx.http_endpoint()
         )
     };
     let c = TestCrawl::new(ENGINE, &[seed(&site)], &obs("debug"));

@@ -376,7 +376,7 @@ use = "{chain_refuse}"
 hosts = ["127.0.4.6"]
 use = "drop"
 "#,
-        otlp = rx.endpoint(),
+        otlp = rx.http_endpoint(),
         refuse_url = refuse.url(),
         drop_url = drop.url(),
     );

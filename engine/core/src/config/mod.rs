@@ -585,7 +585,8 @@ pub struct ObservabilityConfig {
     /// OTLP collector, `http(s)://host:port` with an explicit port and no path; `None`
     /// (`""` in the file) = use `OTEL_EXPORTER_OTLP_ENDPOINT` if set, else no export.
     pub otlp_endpoint: Option<url::Url>,
-    /// How spans are sent; `None` (`""` in the file) = `OTEL_EXPORTER_OTLP_PROTOCOL` if set, else gRPC.
+    /// How spans are sent; `None` (`""` in the file) = `OTEL_EXPORTER_OTLP_PROTOCOL` if set, else OTLP/HTTP (the
+    /// OpenTelemetry specification's default).
     pub otlp_protocol: Option<OtlpProtocol>,
     /// The `service.name` resource attribute (non-empty, no control characters).
     pub service_name: String,
