@@ -47,7 +47,9 @@ pub struct Fetcher {
     index: usize,
     /// The resolver and this fetcher's copy of its answers; None when names are not resolved (tests).
     dns: Option<Rc<Dns>>,
-    client: HttpClient,
+    /// Shared by this fetcher's fetches (a count of this thread's, where cloning the client took one atomic
+    /// count for each of its parts a fetch, and made each fetch's future the client's 440 bytes larger).
+    client: Rc<HttpClient>,
     /// Where a finished fetch goes, shared with the fetches' tasks.
     deliver: Rc<Deliver>,
     /// The fetches in flight, by job (ids rise, so a B-tree appends), to abort when the fetcher stops.
@@ -111,7 +113,7 @@ impl Fetcher {
                     answers: RefCell::new(LocalAnswers::new(shared)),
                 })
             }),
-            client,
+            client: Rc::new(client),
             deliver: Rc::new(Deliver {
                 inline: parser.inline_parser(),
                 parser,
@@ -242,7 +244,7 @@ async fn resolve_host(
     }
 }
 
-async fn run_job(client: HttpClient, job: Job, faults: Faults, dns: Option<Rc<Dns>>) -> Step {
+async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<Rc<Dns>>) -> Step {
     faults.hit(Stage::Fetcher, &job.entry.url);
     let url = match crawl_core::urlparts::parse(&job.entry.url) {
         Ok(u) => u,
@@ -288,7 +290,7 @@ async fn run_job(client: HttpClient, job: Job, faults: Faults, dns: Option<Rc<Dn
     let page_url =
         (!matches!(job.entry.kind, JobKind::Robots | JobKind::Sitemap)).then(|| url.clone());
     // The request's future is made where it is awaited (a few KiB: every move of it is a copy).
-    let (kind, referer, client) = (job.entry.kind, job.entry.parent.as_deref(), &client);
+    let (kind, referer, client) = (job.entry.kind, job.entry.parent.as_deref(), &*client);
     let fetch = move || async move {
         match kind {
             JobKind::Robots => get_following(client, url, MAX_ROBOTS_REDIRECTS).await,
