@@ -22,7 +22,7 @@ async fn https_fetch_records_connect_tls_and_first_byte_spans() {
         log_level: "warn".into(),
         format: Format::Text,
         otlp: Some(OtlpSettings {
-            endpoint: Some(rx.endpoint()),
+            endpoint: Some(rx.http_endpoint()),
             protocol: None,
             service_name: "fetch-spans-test".into(),
             service_version: "0".into(),
