@@ -7,8 +7,10 @@
 //! - [`OtlpReceiver::start_background`] from a plain `#[test]` (the integration tests run the real binary and are
 //!   synchronous): the server gets its own tokio runtime on its own thread.
 //!
-//! Point the engine at [`OtlpReceiver::endpoint`] (`observability.otlp_endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`),
+//! Point the engine at [`OtlpReceiver::http_endpoint`] (OTLP/HTTP, the engine's default protocol) or
+//! [`OtlpReceiver::endpoint`] (gRPC) (`observability.otlp_endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`),
 //! then read [`OtlpReceiver::spans`] or wait with [`OtlpReceiver::wait_for`]. Dropping the receiver stops the server.
+//! [`OtlpReceiver::refuse_next`] makes the OTLP/HTTP side answer a few exports as an overloaded collector does.
 
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
@@ -207,6 +209,10 @@ fn records(req: &ExportTraceServiceRequest) -> Vec<SpanRecord> {
 struct Store {
     spans: Mutex<Vec<SpanRecord>>,
     changed: Condvar,
+    /// OTLP/HTTP exports still to refuse (503, `Retry-After: 0`), as an overloaded collector does.
+    refuse: std::sync::atomic::AtomicUsize,
+    /// OTLP/HTTP exports refused so far.
+    refused: std::sync::atomic::AtomicUsize,
 }
 
 impl Store {
@@ -268,6 +274,20 @@ async fn serve_http(listener: tokio::net::TcpListener, store: Arc<Store>) {
                     let Ok(request) = ExportTraceServiceRequest::decode(body.to_bytes()) else {
                         return Ok(answer(400));
                     };
+                    use std::sync::atomic::Ordering::SeqCst;
+                    if store
+                        .refuse
+                        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                        .is_ok()
+                    {
+                        store.refused.fetch_add(1, SeqCst);
+                        let mut resp = answer(503);
+                        resp.headers_mut().insert(
+                            http::header::RETRY_AFTER,
+                            http::HeaderValue::from_static("0"),
+                        );
+                        return Ok(resp);
+                    }
                     store.lock().extend(records(&request));
                     store.changed.notify_all();
                     Ok(answer(200))
@@ -417,6 +437,19 @@ impl OtlpReceiver {
     /// `http://127.0.0.1:PORT` of the OTLP/HTTP side (`observability.otlp_protocol = "http/protobuf"`).
     pub fn http_endpoint(&self) -> String {
         format!("http://{}", self.http_addr)
+    }
+
+    /// Makes the OTLP/HTTP side refuse the next `n` exports with 503 and `Retry-After: 0` (their spans are not
+    /// kept), as an overloaded collector does.
+    pub fn refuse_next(&self, n: usize) {
+        self.store
+            .refuse
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// OTLP/HTTP exports refused so far ([`OtlpReceiver::refuse_next`]).
+    pub fn refused(&self) -> usize {
+        self.store.refused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn addr(&self) -> SocketAddr {

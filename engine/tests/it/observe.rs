@@ -301,14 +301,7 @@ async fn over_otlp_grpc_every_record_s_trace_arrives_whole() {
     let records = c.records();
     assert!(records.len() > 20, "{}", records.len());
     let want = records.len();
-    // Every record's root (robots.txt fetches have traces too, and no record).
-    let roots = |spans: &[SpanRecord]| {
-        spans
-            .iter()
-            .filter(|s| s.is_root() && s.attr_str("crawl.kind") != Some("robots"))
-            .count()
-    };
-    rx.wait_for(|spans| roots(spans) >= want, Duration::from_secs(10));
+    rx.wait_for(|spans| record_roots(spans) >= want, Duration::from_secs(10));
     let spans = rx.spans();
     let by_trace = traces(&spans);
     for r in &records {
@@ -331,8 +324,54 @@ async fn over_otlp_grpc_every_record_s_trace_arrives_whole() {
             }
         }
     }
-    assert_eq!(roots(&spans), want, "one root a record, none twice");
+    assert_eq!(record_roots(&spans), want, "one root a record, none twice");
     site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_overloaded_for_a_moment_loses_no_span() {
+    let rx = OtlpReceiver::start().await;
+    // The first exports are refused with 503 and `Retry-After: 0`: each is sent again.
+    rx.refuse_next(3);
+    let site = Site::builder(spec(194)).start().await.expect("site");
+    let overrides = format!(
+        "[observability]\notlp_endpoint = \"{}\"\n",
+        rx.http_endpoint()
+    );
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let run = run_cmd(c.command()).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_eq!(rx.refused(), 3, "the collector refused three exports");
+    let records = c.records();
+    assert!(records.len() > 20, "{}", records.len());
+    let want = records.len();
+    rx.wait_for(|spans| record_roots(spans) >= want, Duration::from_secs(10));
+    assert_eq!(
+        record_roots(&rx.spans()),
+        want,
+        "every record's trace, once"
+    );
+    // The exporter's own account at exit: nothing dropped, and no warning about dropped spans.
+    let end = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("trace exporter shut down"))
+        .unwrap_or_else(|| panic!("no account at exit:\n{}", run.stderr));
+    assert!(end.contains(r#""dropped":0"#), "{end}");
+    assert!(
+        !run.stderr.contains("trace spans dropped"),
+        "{}",
+        run.stderr
+    );
+    site.shutdown().await;
+}
+
+/// Root spans of records (robots.txt fetches have traces too, and no record).
+fn record_roots(spans: &[SpanRecord]) -> usize {
+    spans
+        .iter()
+        .filter(|s| s.is_root() && s.attr_str("crawl.kind") != Some("robots"))
+        .count()
 }
 
 /// Waits until the JSONL has `n` lines and stays so for a moment.

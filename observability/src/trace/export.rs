@@ -24,6 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+mod retry;
+pub(crate) use retry::Failure;
+
 /// Spans handed over and not yet settled by an export at most; past that a thread's chunk of spans is dropped
 /// (and counted) when it is handed over.
 pub(crate) const QUEUE_SPANS: u64 = 16_384;
@@ -244,29 +247,38 @@ impl Batches {
 }
 
 /// One encoded `ExportTraceServiceRequest`: its head (resource, scope, lengths) and its spans, in the chunks they
-/// were encoded in, kept apart so that the spans are copied once, into the transport's buffer.
+/// were encoded in, kept apart so that the spans are copied once, into the transport's buffer (shared, not
+/// copied, when the request is sent again).
 #[derive(Debug)]
 pub(crate) struct Request {
-    pub head: Vec<u8>,
-    pub spans: Vec<Vec<u8>>,
+    pub head: bytes::Bytes,
+    pub spans: Vec<bytes::Bytes>,
 }
 
 impl Request {
     /// The request of `spans`, its head made by `header`.
     fn new(header: &Header, spans: Vec<Vec<u8>>) -> Request {
         let head = header.prefix(spans.iter().map(Vec::len).sum());
-        Request { head, spans }
+        Request::of(head, spans)
+    }
+
+    /// The request of a head and chunks of spans (no copy).
+    pub(crate) fn of(head: Vec<u8>, spans: Vec<Vec<u8>>) -> Request {
+        Request {
+            head: head.into(),
+            spans: spans.into_iter().map(bytes::Bytes::from).collect(),
+        }
     }
 
     /// Bytes of spans.
     pub(crate) fn spans_len(&self) -> usize {
-        self.spans.iter().map(Vec::len).sum()
+        self.spans.iter().map(bytes::Bytes::len).sum()
     }
 }
 
-/// Sends one request.
+/// Sends one request (and may be asked to send it again: [`retry::send`]).
 pub(crate) trait Transport: Send + Sync + 'static {
-    fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send;
+    fn send(&self, request: &Request) -> impl Future<Output = Result<(), Failure>> + Send;
 }
 
 /// The export loop: sends every full batch as soon as it is full, the partial one every `every` (not after each
@@ -284,6 +296,7 @@ pub(crate) async fn run<T: Transport>(
         header,
         transport,
         slots: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
+        halt: retry::Halt::default(),
     });
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -295,6 +308,10 @@ pub(crate) async fn run<T: Transport>(
             () = out.batches.wake.notified() => (false, false),
             _ = tick.tick() => (false, true),
         };
+        if stopping {
+            // The requests waiting to be tried again are tried at once, and so are the last ones after a failure.
+            out.halt.halt();
+        }
         // Full batches (and at the end everything), then on a tick the batch being filled, once.
         while let Some(batch) = out.batches.take(stopping) {
             dispatch(&out, batch).await;
@@ -315,12 +332,13 @@ struct Out<T> {
     batches: Arc<Batches>,
     header: Header,
     transport: T,
-    /// One permit per request in flight.
+    /// One permit per request in flight (a request waiting to be tried again keeps its permit).
     slots: Arc<tokio::sync::Semaphore>,
+    halt: retry::Halt,
 }
 
-/// Sends `batch` as a task of its own once fewer than [`IN_FLIGHT`] requests are in flight, and settles its spans
-/// when it is answered.
+/// Sends `batch` as a task of its own once fewer than [`IN_FLIGHT`] requests are in flight (again after a failure
+/// that may pass), and settles its spans when it is answered or given up.
 async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, usize)) {
     let Ok(slot) = out.slots.clone().acquire_owned().await else {
         return;
@@ -328,7 +346,7 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
     let out = out.clone();
     tokio::spawn(async move {
         let request = Request::new(&out.header, spans);
-        let result = out.transport.send(request).await;
+        let result = retry::send(&out.transport, &request, &out.halt).await;
         out.batches.loss.settle(n as u64, &result);
         drop(slot);
     });
@@ -450,12 +468,21 @@ impl Otlp {
         })
     }
 
-    async fn call(&self, request: Request) -> Result<(), String> {
-        let req = match self.protocol {
+    /// The HTTP request of `request` (its pieces shared, not copied).
+    fn http_request(&self, request: &Request) -> Result<http::Request<Frames>, Failure> {
+        let pieces = |head: bytes::Bytes| {
+            Frames(
+                std::iter::once(head)
+                    .chain(request.spans.iter().cloned())
+                    .filter(|f| !f.is_empty())
+                    .collect(),
+            )
+        };
+        match self.protocol {
             Protocol::Grpc => {
                 let len = request.head.len() + request.spans_len();
                 let len = u32::try_from(len)
-                    .map_err(|_| format!("request of {len} bytes is too large"))?;
+                    .map_err(|_| Failure::fatal(format!("request of {len} bytes is too large")))?;
                 // The gRPC message prefix: not compressed, then the length.
                 let mut head = Vec::with_capacity(5 + request.head.len());
                 head.push(0);
@@ -464,33 +491,38 @@ impl Otlp {
                 http::Request::post(self.uri.clone())
                     .header(http::header::CONTENT_TYPE, "application/grpc")
                     .header(http::header::TE, "trailers")
-                    .body(Frames::new(head, request.spans))
+                    .body(pieces(head.into()))
             }
             Protocol::HttpProtobuf => http::Request::post(self.uri.clone())
                 .header(http::header::CONTENT_TYPE, "application/x-protobuf")
-                .body(Frames::new(request.head, request.spans)),
+                .body(pieces(request.head.clone())),
         }
-        .map_err(|e| e.to_string())?;
-        let resp = self
-            .client
-            .request(req)
-            .await
-            .map_err(|e| format!("collector unavailable: {}", chain_message(&e)))?;
+        .map_err(|e| Failure::fatal(e.to_string()))
+    }
+
+    async fn call(&self, req: http::Request<Frames>) -> Result<(), Failure> {
+        let resp = self.client.request(req).await.map_err(|e| {
+            Failure::transient(format!("collector unavailable: {}", chain_message(&e)))
+        })?;
         let status = resp.status();
         let (parts, body) = resp.into_parts();
         let collected = http_body_util::BodyExt::collect(body)
             .await
-            .map_err(|e| format!("collector answer cut short: {e}"))?;
+            .map_err(|e| Failure::transient(format!("collector answer cut short: {e}")))?;
+        let http_error = || Failure {
+            detail: format!("collector answered HTTP {status}"),
+            retry: retry::http_retry(status, &parts.headers),
+        };
         if self.protocol == Protocol::HttpProtobuf {
             // Any 2xx is a success (its body, an ExportTraceServiceResponse, may only report a partial one).
             return if status.is_success() {
                 Ok(())
             } else {
-                Err(format!("collector answered HTTP {status}"))
+                Err(http_error())
             };
         }
         if status != http::StatusCode::OK {
-            return Err(format!("collector answered HTTP {status}"));
+            return Err(http_error());
         }
         // A trailers-only answer carries the status in its headers.
         let trailers = collected.trailers();
@@ -502,25 +534,29 @@ impl Otlp {
         };
         match grpc("grpc-status") {
             Some("0") => Ok(()),
-            Some(code) => Err(format!(
-                "collector refused the spans: grpc-status {code}: {}",
-                grpc("grpc-message").unwrap_or("")
-            )),
-            None => Err("collector answered without a grpc-status".into()),
+            Some(code) => Err(Failure {
+                detail: format!(
+                    "collector refused the spans: grpc-status {code}: {}",
+                    grpc("grpc-message").unwrap_or("")
+                ),
+                retry: retry::grpc_retry(code),
+            }),
+            None => Err(Failure::fatal("collector answered without a grpc-status")),
         }
     }
 }
 
 impl Transport for Otlp {
-    fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send {
+    fn send(&self, request: &Request) -> impl Future<Output = Result<(), Failure>> + Send {
         let this = self.clone();
+        let req = self.http_request(request);
         async move {
-            match tokio::time::timeout(this.timeout, this.call(request)).await {
+            match tokio::time::timeout(this.timeout, this.call(req?)).await {
                 Ok(result) => result,
-                Err(_) => Err(format!(
+                Err(_) => Err(Failure::transient(format!(
                     "the collector did not answer within {} ms",
                     this.timeout.as_millis()
-                )),
+                ))),
             }
         }
     }
@@ -532,18 +568,6 @@ impl Transport for Otlp {
 /// its own pass through flow control and framing.
 #[derive(Debug)]
 pub(crate) struct Frames(VecDeque<bytes::Bytes>);
-
-impl Frames {
-    fn new(head: Vec<u8>, spans: Vec<Vec<u8>>) -> Frames {
-        Frames(
-            std::iter::once(head)
-                .chain(spans)
-                .filter(|f| !f.is_empty())
-                .map(bytes::Bytes::from)
-                .collect(),
-        )
-    }
-}
 
 impl hyper::body::Body for Frames {
     type Data = bytes::Bytes;

@@ -3,6 +3,7 @@
 //! trailers or in a trailers-only answer, an HTTP error, and endpoints that cannot be used. OTLP/HTTP (HTTP/1.1):
 //! the request as it arrives, on one kept-alive connection, and an HTTP error.
 
+use super::retry::Retry;
 use super::*;
 use http_body_util::BodyExt as _;
 use hyper::body::{Frame, Incoming};
@@ -97,10 +98,7 @@ async fn collector(answer: Answer) -> (String, Seen) {
 }
 
 fn request() -> Request {
-    Request {
-        head: b"HEAD".to_vec(),
-        spans: vec![vec![7; 30_000], vec![8; 40_000]],
-    }
+    Request::of(b"HEAD".to_vec(), vec![vec![7; 30_000], vec![8; 40_000]])
 }
 
 #[tokio::test]
@@ -108,7 +106,7 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
     let (endpoint, seen) = collector(Answer::Ok).await;
     let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
     for _ in 0..3 {
-        grpc.send(request()).await.unwrap();
+        grpc.send(&request()).await.unwrap();
     }
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
@@ -130,15 +128,17 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
 async fn a_refusal_in_a_trailers_only_answer_and_an_http_error_are_errors() {
     let (endpoint, _) = collector(Answer::Unavailable).await;
     let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
-    let err = grpc.send(request()).await.unwrap_err();
+    let err = grpc.send(&request()).await.unwrap_err();
     assert!(
-        err.contains("grpc-status 14") && err.contains("overloaded"),
-        "{err}"
+        err.detail.contains("grpc-status 14") && err.detail.contains("overloaded"),
+        "{err:?}"
     );
+    assert_eq!(err.retry, Retry::Backoff, "UNAVAILABLE may pass");
     let (endpoint, _) = collector(Answer::Http503).await;
     let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
-    let err = grpc.send(request()).await.unwrap_err();
-    assert!(err.contains("HTTP 503"), "{err}");
+    let err = grpc.send(&request()).await.unwrap_err();
+    assert!(err.detail.contains("HTTP 503"), "{err:?}");
+    assert_eq!(err.retry, Retry::Backoff);
 }
 
 #[tokio::test]
@@ -152,8 +152,9 @@ async fn a_collector_that_does_not_listen_is_unavailable() {
         Duration::from_secs(5),
     )
     .unwrap();
-    let err = grpc.send(request()).await.unwrap_err();
-    assert!(err.starts_with("collector unavailable"), "{err}");
+    let err = grpc.send(&request()).await.unwrap_err();
+    assert!(err.detail.starts_with("collector unavailable"), "{err:?}");
+    assert_eq!(err.retry, Retry::Backoff, "it may come up");
 }
 
 #[test]
@@ -193,19 +194,21 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
         Duration::from_millis(500),
     )
     .unwrap();
-    let err = grpc.send(request()).await.unwrap_err();
-    assert!(!err.is_empty());
+    let err = grpc.send(&request()).await.unwrap_err();
+    assert!(!err.detail.is_empty());
     let head = first.await.unwrap();
     assert_eq!(head[0], 0x16, "a TLS handshake record, not {head:?}");
     assert_eq!(head[1], 0x03);
 }
 
-/// An OTLP/HTTP collector (HTTP/1.1) answering `status` to every request, each answer held until `together`
-/// requests are open: its endpoint, what it saw (path, content type, body) and how many connections it accepted.
+/// An OTLP/HTTP collector (HTTP/1.1) answering the `answers` in turn (a status and a `Retry-After`; the last one
+/// from then on), each answer held until `together` requests are open: its endpoint, what it saw (path, content
+/// type, body) and how many connections it accepted.
 async fn http_collector(
-    status: u16,
+    answers: &[(u16, Option<&'static str>)],
     together: usize,
 ) -> (String, Seen, Arc<std::sync::atomic::AtomicUsize>) {
+    let answers: Arc<Vec<_>> = Arc::new(answers.to_vec());
     let barrier = Arc::new(tokio::sync::Barrier::new(together));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -215,9 +218,9 @@ async fn http_collector(
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
-            let (seen, barrier) = (keep.clone(), barrier.clone());
+            let (seen, barrier, answers) = (keep.clone(), barrier.clone(), answers.clone());
             let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                let (seen, barrier) = (seen.clone(), barrier.clone());
+                let (seen, barrier, answers) = (seen.clone(), barrier.clone(), answers.clone());
                 async move {
                     barrier.wait().await;
                     let ct = req.headers().get(http::header::CONTENT_TYPE).cloned();
@@ -230,8 +233,16 @@ async fn http_collector(
                         String::new(),
                         body.to_vec(),
                     ));
+                    let (status, retry_after) = {
+                        let seen = seen.lock().unwrap();
+                        answers[(seen.len() - 1).min(answers.len() - 1)]
+                    };
                     let mut resp = http::Response::new(Reply(VecDeque::new()));
                     *resp.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                    if let Some(after) = retry_after {
+                        resp.headers_mut()
+                            .insert(http::header::RETRY_AFTER, after.parse().unwrap());
+                    }
                     Ok::<_, std::convert::Infallible>(resp)
                 }
             });
@@ -244,10 +255,10 @@ async fn http_collector(
 
 #[tokio::test]
 async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_connection() {
-    let (endpoint, seen, accepted) = http_collector(200, 1).await;
+    let (endpoint, seen, accepted) = http_collector(&[(200, None)], 1).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
     for _ in 0..3 {
-        http.send(request()).await.unwrap();
+        http.send(&request()).await.unwrap();
     }
     assert_eq!(
         accepted.load(Ordering::SeqCst),
@@ -268,40 +279,64 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
         }
     }
     // A path in the endpoint (a collector behind a proxy) goes before the signal's.
-    let (endpoint, seen, _) = http_collector(200, 1).await;
+    let (endpoint, seen, _) = http_collector(&[(200, None)], 1).await;
     let http = Otlp::new(
         &format!("{endpoint}/otlp/"),
         Protocol::HttpProtobuf,
         Duration::from_secs(5),
     )
     .unwrap();
-    http.send(request()).await.unwrap();
+    http.send(&request()).await.unwrap();
     assert_eq!(seen.lock().unwrap()[0].0, "/otlp/v1/traces");
 }
 
 #[tokio::test]
 async fn over_http_an_error_status_is_an_error_and_any_success_is_not() {
-    let (endpoint, _, _) = http_collector(503, 1).await;
+    let (endpoint, _, _) = http_collector(&[(503, None)], 1).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
-    let err = http.send(request()).await.unwrap_err();
-    assert!(err.contains("HTTP 503"), "{err}");
-    let (endpoint, _, _) = http_collector(202, 1).await;
+    let err = http.send(&request()).await.unwrap_err();
+    assert!(err.detail.contains("HTTP 503"), "{err:?}");
+    assert_eq!(err.retry, Retry::Backoff);
+    let (endpoint, _, _) = http_collector(&[(400, None)], 1).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
-    http.send(request()).await.unwrap();
+    let err = http.send(&request()).await.unwrap_err();
+    assert_eq!(err.retry, Retry::Never, "a bad request stays bad");
+    let (endpoint, _, _) = http_collector(&[(202, None)], 1).await;
+    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    http.send(&request()).await.unwrap();
+}
+
+#[tokio::test]
+async fn over_http_an_overloaded_collector_gets_the_same_request_again() {
+    // Both refusals ask for no wait (the waits themselves are tested with paused time in `retry`).
+    let (endpoint, seen, _) =
+        http_collector(&[(503, Some("0")), (429, Some("0")), (200, None)], 1).await;
+    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    retry::send(&http, &request(), &retry::Halt::default())
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "sent three times");
+    assert!(
+        seen.iter()
+            .all(|(_, _, _, body)| *body == seen[0].3 && body.len() == 4 + 70_000),
+        "the same request each time"
+    );
 }
 
 #[tokio::test]
 async fn over_http_each_request_in_flight_keeps_its_connection_for_the_next() {
     // Every answer waits until IN_FLIGHT requests are open: each round needs IN_FLIGHT connections at once.
-    let (endpoint, seen, accepted) = http_collector(200, IN_FLIGHT).await;
+    let (endpoint, seen, accepted) = http_collector(&[(200, None)], IN_FLIGHT).await;
     let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
     assert_eq!(IN_FLIGHT, 4, "four sends at once below");
     for _ in 0..2 {
+        let req = request();
         let (a, b, c, d) = tokio::join!(
-            http.send(request()),
-            http.send(request()),
-            http.send(request()),
-            http.send(request())
+            http.send(&req),
+            http.send(&req),
+            http.send(&req),
+            http.send(&req)
         );
         for result in [a, b, c, d] {
             result.unwrap();

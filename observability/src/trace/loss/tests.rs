@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::trace::Attr;
-use crate::trace::export::{Request, Transport};
+use crate::trace::export::{Failure, Request, Transport};
 use crate::trace::wire::SpanRef;
 use crate::trace::{Exporter, SCOPE};
 use std::future::Future;
@@ -55,15 +55,22 @@ impl Fake {
 }
 
 impl Transport for Fake {
-    fn send(&self, request: Request) -> impl Future<Output = Result<(), String>> + Send {
+    fn send(&self, request: &Request) -> impl Future<Output = Result<(), Failure>> + Send {
         let fake = self.clone();
-        let mut bytes = request.head;
-        bytes.extend_from_slice(&request.spans.concat());
+        let mut bytes = request.head.to_vec();
+        for chunk in &request.spans {
+            bytes.extend_from_slice(chunk);
+        }
         async move {
             // A hung collector: the export waits here.
-            let _permit = fake.gate.acquire().await.map_err(|e| e.to_string())?;
+            let _permit = fake
+                .gate
+                .acquire()
+                .await
+                .map_err(|e| Failure::fatal(e.to_string()))?;
             if fake.fail {
-                return Err("connection refused".into());
+                // Refused for good: not tried again (retries are `export::retry`'s tests).
+                return Err(Failure::fatal("bad request"));
             }
             fake.sent.lock().unwrap().push(bytes);
             Ok(())
