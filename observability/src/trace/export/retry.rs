@@ -1,7 +1,8 @@
 //! Sending a request again after a failure that may pass, as the OTLP specification asks: the answers it names
 //! retryable (HTTP 429, 502, 503 and 504; gRPC CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE and
 //! DATA_LOSS) and a collector that could not be reached or did not answer in time, after the wait the collector
-//! asks for (`Retry-After` in seconds) or an exponential backoff, [`RETRIES`] times at most, and without waiting
+//! asks for (`Retry-After` in seconds) or an exponential backoff with jitter (so that the processes of a crawl,
+//! refused together, do not come back together), [`RETRIES`] times at most, and without waiting
 //! once the exporter stops (its shutdown's own wait bounds the tries then). While a request waits it keeps its place among those in flight and its spans stay pending: a
 //! collector that stays down fills the bound on pending spans, and what comes past it is dropped and counted.
 
@@ -93,6 +94,17 @@ impl Halt {
     }
 }
 
+/// Between half of `wait` and all of it, drawn anew at each call.
+fn jittered(wait: Duration) -> Duration {
+    use std::hash::BuildHasher as _;
+    // A hash with a random key of a counter: random enough to spread retries, and no generator to keep.
+    static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let draw = std::collections::hash_map::RandomState::new()
+        .hash_one(DRAWS.fetch_add(1, Ordering::Relaxed));
+    // The top 16 bits as a fraction of one half.
+    wait / 2 + (wait / 2).mul_f64((draw >> 48) as f64 / 65_536.0)
+}
+
 /// Sends `request`, and again after each failure that may pass, at most [`RETRIES`] more times; the last
 /// failure's detail otherwise (with the number of tries when there were more than one).
 pub(crate) async fn send<T: Transport>(
@@ -109,7 +121,7 @@ pub(crate) async fn send<T: Transport>(
         };
         let wait = match failure.retry {
             Retry::Never => return Err(failure.detail),
-            Retry::Backoff => backoff,
+            Retry::Backoff => jittered(backoff),
             Retry::After(asked) => asked.min(MAX_WAIT),
         };
         if tries > RETRIES {

@@ -61,9 +61,16 @@ async fn a_failure_that_may_pass_is_tried_again_after_the_backoff_or_the_asked_w
     ]);
     send(&script, &request(), &Halt::default()).await.unwrap();
     let ms = |n| Duration::from_millis(n);
-    // 0.5 s of backoff, the 2 s asked for, then the backoff, doubled at each try (2 s): 0.5, 2.5 and 4.5 s after
-    // the first.
-    assert_eq!(script.waits(), vec![ms(500), ms(2_500), ms(4_500)]);
+    let w = script.waits();
+    assert_eq!(w.len(), 3, "{w:?}");
+    // The backoff's 0.5 s (jittered down to half), the 2 s asked for (as asked), then the backoff doubled at each
+    // try, 2 s (jittered down to half).
+    assert!(w[0] >= ms(250) && w[0] <= ms(500), "{w:?}");
+    assert_eq!(w[1] - w[0], ms(2_000), "{w:?}");
+    assert!(
+        w[2] - w[1] >= ms(1_000) && w[2] - w[1] <= ms(2_000),
+        "{w:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -112,6 +119,27 @@ async fn a_halt_ends_the_wait_and_the_tries_left_come_at_once() {
         script.waits(),
         vec![second; 3],
         "the three tries left, at the halt"
+    );
+}
+
+#[test]
+fn the_backoff_is_jittered_between_half_and_all_of_it() {
+    let wait = Duration::from_secs(2);
+    let draws: Vec<Duration> = (0..200).map(|_| jittered(wait)).collect();
+    assert!(
+        draws.iter().all(|d| *d >= wait / 2 && *d <= wait),
+        "{draws:?}"
+    );
+    let distinct: std::collections::BTreeSet<_> = draws.iter().collect();
+    assert!(
+        distinct.len() > 100,
+        "spread: {} distinct of 200",
+        distinct.len()
+    );
+    let low = draws.iter().filter(|d| **d < wait * 3 / 4).count();
+    assert!(
+        (40..=160).contains(&low),
+        "{low} of 200 in the lower half of the range"
     );
 }
 
