@@ -120,13 +120,23 @@ pub(crate) async fn send<T: Transport>(
             Err(f) => f,
         };
         let wait = match failure.retry {
-            Retry::Never => return Err(failure.detail),
-            Retry::Backoff => jittered(backoff),
-            Retry::After(asked) => asked.min(MAX_WAIT),
+            Retry::Never => None,
+            Retry::Backoff => Some(jittered(backoff)),
+            Retry::After(asked) => Some(asked.min(MAX_WAIT)),
         };
-        if tries > RETRIES {
-            return Err(format!("{} (tried {tries} times)", failure.detail));
-        }
+        let Some(wait) = wait.filter(|_| tries <= RETRIES) else {
+            return Err(if tries == 1 {
+                failure.detail
+            } else {
+                format!("{} (tried {tries} times)", failure.detail)
+            });
+        };
+        tracing::debug!(
+            tries,
+            wait_ms = wait.as_millis() as u64,
+            error = %failure.detail,
+            "trace export failed, to be tried again"
+        );
         // Registered before the flag is read: a halt between the two still ends the wait.
         let woken = halt.wake.notified();
         tokio::pin!(woken);

@@ -95,6 +95,16 @@ async fn a_failure_that_cannot_pass_is_not_tried_again() {
         .unwrap_err();
     assert_eq!(err, "HTTP 400");
     assert!(script.waits().is_empty(), "one try");
+    // After tries that may pass: the tries are named.
+    let script = Script::new(vec![
+        Err(Failure::transient("refused")),
+        Err(Failure::fatal("HTTP 400")),
+        Ok(()),
+    ]);
+    let err = send(&script, &request(), &Halt::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err, "HTTP 400 (tried 2 times)");
 }
 
 #[tokio::test(start_paused = true)]
