@@ -356,6 +356,11 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 /// The path of OTLP/HTTP trace export, after the endpoint's.
 const HTTP_PATH: &str = "/v1/traces";
+/// The `User-Agent` of export requests: the exporter, its language and its version, as the OTLP specification asks.
+pub(crate) const USER_AGENT: &str = concat!(
+    "OTel-OTLP-Exporter-Rust-crawl-engine/",
+    env!("CARGO_PKG_VERSION")
+);
 
 type Connector = hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
 
@@ -489,11 +494,13 @@ impl Otlp {
                 head.extend_from_slice(&len.to_be_bytes());
                 head.extend_from_slice(&request.head);
                 http::Request::post(self.uri.clone())
+                    .header(http::header::USER_AGENT, USER_AGENT)
                     .header(http::header::CONTENT_TYPE, "application/grpc")
                     .header(http::header::TE, "trailers")
                     .body(pieces(head.into()))
             }
             Protocol::HttpProtobuf => http::Request::post(self.uri.clone())
+                .header(http::header::USER_AGENT, USER_AGENT)
                 .header(http::header::CONTENT_TYPE, "application/x-protobuf")
                 .body(pieces(request.head.clone())),
         }

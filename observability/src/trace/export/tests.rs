@@ -59,8 +59,8 @@ fn reply(answer: Answer) -> http::Response<Reply> {
     .unwrap()
 }
 
-/// What the collector saw of each request: path, content type, te, body.
-type Seen = Arc<Mutex<Vec<(String, String, String, Vec<u8>)>>>;
+/// What the collector saw of each request: path, content type, te, user agent, body.
+type Seen = Arc<Mutex<Vec<(String, String, String, String, Vec<u8>)>>>;
 
 async fn collector(answer: Answer) -> (String, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -77,13 +77,14 @@ async fn collector(answer: Answer) -> (String, Seen) {
                         let v = req.headers().get(n).and_then(|v| v.to_str().ok());
                         v.unwrap_or("").to_owned()
                     };
-                    let (path, ct, te) = (
+                    let (path, ct, te, ua) = (
                         req.uri().path().to_owned(),
                         header(http::header::CONTENT_TYPE),
                         header(http::header::TE),
+                        header(http::header::USER_AGENT),
                     );
                     let body = req.into_body().collect().await.unwrap().to_bytes();
-                    seen.lock().unwrap().push((path, ct, te, body.to_vec()));
+                    seen.lock().unwrap().push((path, ct, te, ua, body.to_vec()));
                     Ok::<_, std::convert::Infallible>(reply(answer))
                 }
             });
@@ -110,9 +111,10 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
     }
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
-    for (path, ct, te, body) in seen.iter() {
+    for (path, ct, te, ua, body) in seen.iter() {
         assert_eq!(path, EXPORT_PATH);
         assert_eq!((ct.as_str(), te.as_str()), ("application/grpc", "trailers"));
+        assert_eq!(ua, USER_AGENT, "the exporter, its language and version");
         let len = 4 + 70_000u32;
         assert_eq!(body[0], 0, "not compressed");
         assert_eq!(body[1..5], len.to_be_bytes());
@@ -223,16 +225,19 @@ async fn http_collector(
                 let (seen, barrier, answers) = (seen.clone(), barrier.clone(), answers.clone());
                 async move {
                     barrier.wait().await;
-                    let ct = req.headers().get(http::header::CONTENT_TYPE).cloned();
+                    let header = |n: http::header::HeaderName| {
+                        let v = req.headers().get(n).and_then(|v| v.to_str().ok());
+                        v.unwrap_or("").to_owned()
+                    };
+                    let (ct, ua) = (
+                        header(http::header::CONTENT_TYPE),
+                        header(http::header::USER_AGENT),
+                    );
                     let path = req.uri().path().to_owned();
                     let body = req.into_body().collect().await.unwrap().to_bytes();
-                    let ct = ct.and_then(|v| v.to_str().ok().map(str::to_owned));
-                    seen.lock().unwrap().push((
-                        path,
-                        ct.unwrap_or_default(),
-                        String::new(),
-                        body.to_vec(),
-                    ));
+                    seen.lock()
+                        .unwrap()
+                        .push((path, ct, String::new(), ua, body.to_vec()));
                     let (status, retry_after) = {
                         let seen = seen.lock().unwrap();
                         answers[(seen.len() - 1).min(answers.len() - 1)]
@@ -268,9 +273,10 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
     {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 3);
-        for (path, ct, _, body) in seen.iter() {
+        for (path, ct, _, ua, body) in seen.iter() {
             assert_eq!(path, "/v1/traces");
             assert_eq!(ct, "application/x-protobuf");
+            assert_eq!(ua, USER_AGENT);
             // No gRPC prefix: the message itself, both chunks in order.
             assert_eq!(&body[..4], b"HEAD");
             assert_eq!(body.len(), 4 + 70_000);
@@ -319,7 +325,7 @@ async fn over_http_an_overloaded_collector_gets_the_same_request_again() {
     assert_eq!(seen.len(), 3, "sent three times");
     assert!(
         seen.iter()
-            .all(|(_, _, _, body)| *body == seen[0].3 && body.len() == 4 + 70_000),
+            .all(|(_, _, _, _, body)| *body == seen[0].4 && body.len() == 4 + 70_000),
         "the same request each time"
     );
 }
