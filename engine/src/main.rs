@@ -143,21 +143,16 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }),
     })
     .map_err(EngineError::from)?;
-    if let Some(protocol) = guard.protocol() {
-        let endpoint = crawl_observability::resolve_endpoint(
-            obs.otlp_endpoint
-                .as_ref()
-                .map(|u| u.as_str().trim_end_matches('/')),
-        )
-        .unwrap_or_default();
+    if let Some(target) = guard.export_target() {
+        let (endpoint, protocol) = (&target.endpoint, target.protocol.as_str());
         tracing::info!(
             endpoint = %endpoint,
-            protocol = protocol.as_str(),
+            protocol,
             sample_ratio = obs.sample_ratio,
             "exporting traces over otlp"
         );
-        if let Some(fix) = crawl_observability::port_mismatch(&endpoint, protocol) {
-            tracing::warn!(endpoint = %endpoint, protocol = protocol.as_str(), fix = %fix, "otlp endpoint is on the other protocol's port");
+        if let Some(fix) = target.port_mismatch() {
+            tracing::warn!(endpoint = %endpoint, protocol, fix = %fix, "otlp endpoint is on the other protocol's port");
         }
     }
     // Every configured chain's series exist at 0 from the first scrape on (the proxy actor starts later).

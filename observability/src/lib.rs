@@ -123,8 +123,17 @@ impl LogControl {
 }
 
 struct OtelPipeline {
-    /// The span exporter (None: trace ids only); outlives the actor system so the last spans still go out.
-    exporter: Option<trace::Exporter>,
+    /// The span exporter and where it sends (None: trace ids only); outlives the actor system so the last spans
+    /// still go out.
+    exporter: Option<(trace::Exporter, ExportTarget)>,
+}
+
+/// Where spans are exported: the endpoint and protocol in use, each the configured one or the environment's, as
+/// resolved once when the exporter started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportTarget {
+    pub endpoint: String,
+    pub protocol: Protocol,
 }
 
 /// Keeps telemetry alive; [`Guard::shutdown`] (or drop) flushes the spans still buffered.
@@ -151,21 +160,21 @@ impl Guard {
 
     /// Whether spans are exported.
     pub fn exporting(&self) -> bool {
-        self.otel.as_ref().is_some_and(|o| o.exporter.is_some())
+        self.export_target().is_some()
     }
 
-    /// The protocol spans are exported over (None: no export).
-    pub fn protocol(&self) -> Option<Protocol> {
+    /// Where spans are exported (None: no export).
+    pub fn export_target(&self) -> Option<&ExportTarget> {
         self.otel
             .as_ref()
             .and_then(|o| o.exporter.as_ref())
-            .map(trace::Exporter::protocol)
+            .map(|(_, target)| target)
     }
 
     /// Flushes and stops the exporter. Runs the blocking shutdown on a thread of its own: on a runtime thread it
     /// could not wait for the exporter's runtime.
     pub fn shutdown(&mut self) {
-        let Some(exporter) = self.otel.take().and_then(|o| o.exporter) else {
+        let Some((exporter, _)) = self.otel.take().and_then(|o| o.exporter) else {
             return;
         };
         let joined = std::thread::Builder::new()
@@ -187,7 +196,7 @@ impl Drop for Guard {
 /// The export protocol in use: the configured one, else `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` or
 /// `http/protobuf`), else OTLP/HTTP, the OpenTelemetry specification's default (and the cheaper of the two for the
 /// crawl); an error names a protocol of the environment that is not supported.
-pub fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
+fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
     if let Some(p) = configured {
         return Ok(p);
     }
@@ -206,10 +215,16 @@ pub fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String
 const GRPC_PORT: u16 = 4317;
 const HTTP_PORT: u16 = 4318;
 
-/// A warning when `endpoint`'s port is the well-known port of the other protocol (an endpoint left on 4317 from a
-/// gRPC setup, now that OTLP/HTTP is the default, would see every export fail): None when the port is another one
-/// or matches.
-pub fn port_mismatch(endpoint: &str, protocol: Protocol) -> Option<String> {
+impl ExportTarget {
+    /// The fix to name when the endpoint's port is the well-known port of the other protocol (an endpoint left on
+    /// 4317 from a gRPC setup, now that OTLP/HTTP is the default, would see every export fail): None when the port
+    /// is another one or matches.
+    pub fn port_mismatch(&self) -> Option<String> {
+        port_mismatch(&self.endpoint, self.protocol)
+    }
+}
+
+fn port_mismatch(endpoint: &str, protocol: Protocol) -> Option<String> {
     let port = endpoint.parse::<http::Uri>().ok()?.port_u16()?;
     let (expected, other) = match (protocol, port) {
         (Protocol::HttpProtobuf, GRPC_PORT) => (HTTP_PORT, Protocol::Grpc),
@@ -226,7 +241,7 @@ pub fn port_mismatch(endpoint: &str, protocol: Protocol) -> Option<String> {
 }
 
 /// The collector endpoint in use: the configured one, else `OTEL_EXPORTER_OTLP_ENDPOINT`.
-pub fn resolve_endpoint(configured: Option<&str>) -> Option<String> {
+fn resolve_endpoint(configured: Option<&str>) -> Option<String> {
     configured
         .map(str::to_owned)
         .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
@@ -261,15 +276,15 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
             _ => Attr::new(key, text.as_ref()),
         })
         .collect();
-    let exporter = resolve_protocol(s.protocol)
-        .and_then(|protocol| trace::Exporter::start(&endpoint, protocol, &resource))
-        .map_err(|detail| TelemetryError::Otlp {
-            endpoint: endpoint.clone(),
-            detail,
-        })?;
+    let otlp_error = |detail| TelemetryError::Otlp {
+        endpoint: endpoint.clone(),
+        detail,
+    };
+    let protocol = resolve_protocol(s.protocol).map_err(otlp_error)?;
+    let exporter = trace::Exporter::start(&endpoint, protocol, &resource).map_err(otlp_error)?;
     trace::install(exporter.tracer());
     Ok(OtelPipeline {
-        exporter: Some(exporter),
+        exporter: Some((exporter, ExportTarget { endpoint, protocol })),
     })
 }
 
@@ -351,14 +366,21 @@ mod tests {
 
     #[test]
     fn an_endpoint_on_the_other_protocol_s_port_is_named() {
-        let fix = port_mismatch("http://tempo:4317", Protocol::HttpProtobuf).unwrap_or_default();
+        let mismatch = |endpoint: &str, protocol| {
+            ExportTarget {
+                endpoint: endpoint.to_owned(),
+                protocol,
+            }
+            .port_mismatch()
+        };
+        let fix = mismatch("http://tempo:4317", Protocol::HttpProtobuf).unwrap_or_default();
         assert!(
             fix.contains("4317")
                 && fix.contains("otlp_protocol = \"grpc\"")
                 && fix.contains("4318"),
             "{fix}"
         );
-        let fix = port_mismatch("https://tempo:4318/prefix", Protocol::Grpc).unwrap_or_default();
+        let fix = mismatch("https://tempo:4318/prefix", Protocol::Grpc).unwrap_or_default();
         assert!(
             fix.contains("otlp_protocol = \"http/protobuf\"") && fix.contains("4317"),
             "{fix}"
@@ -370,7 +392,7 @@ mod tests {
             ("http://tempo", Protocol::Grpc),
             ("not a uri", Protocol::HttpProtobuf),
         ] {
-            assert_eq!(port_mismatch(endpoint, protocol), None, "{endpoint}");
+            assert_eq!(mismatch(endpoint, protocol), None, "{endpoint}");
         }
     }
 }

@@ -90,7 +90,6 @@ pub(crate) fn install(t: Tracer) {
 /// The running span exporter: its batches, the task that sends them and the runtime of that task and of the gRPC
 /// connection.
 pub(crate) struct Exporter {
-    protocol: Protocol,
     batches: Arc<Batches>,
     stop: Arc<tokio::sync::Notify>,
     task: tokio::task::JoinHandle<()>,
@@ -128,7 +127,6 @@ impl Exporter {
         Ok(Exporter::launch(
             runtime,
             transport,
-            protocol,
             (export::QUEUE_SPANS, export::BATCH_SPANS),
             export::EXPORT_EVERY,
             resource,
@@ -139,7 +137,6 @@ impl Exporter {
     fn launch<T: export::Transport>(
         runtime: tokio::runtime::Runtime,
         transport: T,
-        protocol: Protocol,
         (limit, batch): (u64, usize),
         every: Duration,
         resource: &[Attr<'_>],
@@ -154,17 +151,11 @@ impl Exporter {
             stop.clone(),
         ));
         Exporter {
-            protocol,
             batches,
             stop,
             task,
             runtime,
         }
-    }
-
-    /// How spans are sent.
-    pub(crate) fn protocol(&self) -> Protocol {
-        self.protocol
     }
 
     /// The tracer that exports here.

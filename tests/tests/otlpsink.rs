@@ -9,7 +9,7 @@ use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use crawl_observability::{Format, OtlpSettings, Protocol, TelemetryConfig, trace};
+use crawl_observability::{Format, OtlpSettings, TelemetryConfig, trace};
 
 /// Runs [`exports_to_the_sink`] in a process of its own with `protocol` in the environment.
 fn in_a_process_of_its_own(protocol: &str) {
@@ -56,7 +56,7 @@ fn exports_to_the_sink() {
         log_level: "warn".into(),
         format: Format::Text,
         otlp: Some(OtlpSettings {
-            endpoint: Some(endpoint),
+            endpoint: Some(endpoint.clone()),
             protocol: None,
             service_name: "otlpsink-test".into(),
             service_version: "0".into(),
@@ -65,7 +65,11 @@ fn exports_to_the_sink() {
     })
     .expect("telemetry");
     let named = std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").expect("run with a protocol");
-    assert_eq!(guard.protocol().map(Protocol::as_str), Some(named.as_str()));
+    let target = guard.export_target().expect("exporting");
+    assert_eq!(
+        (target.endpoint.as_str(), target.protocol.as_str()),
+        (endpoint.as_str(), named.as_str())
+    );
     for i in 0..40_i64 {
         let t0 = SystemTime::now();
         let root = trace::root("crawl.url", t0, &[]);

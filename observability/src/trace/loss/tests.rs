@@ -91,7 +91,6 @@ fn exporter(fake: &Fake, limit: u64, batch: usize) -> Exporter {
     Exporter::launch(
         runtime(),
         fake.clone(),
-        crate::trace::Protocol::Grpc,
         (limit, batch),
         Duration::from_secs(3600),
         &[Attr::new("service.name", "loss-test")],
