@@ -220,6 +220,12 @@ impl Store {
         // A test that panicked while holding the lock must not hide the spans from the others.
         self.spans.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Keeps the spans of an export (from either protocol) and wakes the waiting tests.
+    fn keep(&self, request: &ExportTraceServiceRequest) {
+        self.lock().extend(records(request));
+        self.changed.notify_all();
+    }
 }
 
 #[derive(Clone)]
@@ -231,9 +237,7 @@ impl TraceService for Service {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let new = records(request.get_ref());
-        self.0.lock().extend(new);
-        self.0.changed.notify_all();
+        self.0.keep(request.get_ref());
         Ok(tonic::Response::new(ExportTraceServiceResponse {
             partial_success: None,
         }))
@@ -288,8 +292,7 @@ async fn serve_http(listener: tokio::net::TcpListener, store: Arc<Store>) {
                         );
                         return Ok(resp);
                     }
-                    store.lock().extend(records(&request));
-                    store.changed.notify_all();
+                    store.keep(&request);
                     Ok(answer(200))
                 }
             });
@@ -434,7 +437,7 @@ impl OtlpReceiver {
         format!("http://{}", self.addr)
     }
 
-    /// `http://127.0.0.1:PORT` of the OTLP/HTTP side (`observability.otlp_protocol = "http/protobuf"`).
+    /// `http://127.0.0.1:PORT` of the OTLP/HTTP side (the engine's default protocol).
     pub fn http_endpoint(&self) -> String {
         format!("http://{}", self.http_addr)
     }

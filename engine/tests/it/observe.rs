@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crawl_core::record::{Outcome, Record};
-use crawl_tests::engine::TestCrawl;
+use crawl_tests::engine::{RunResult, TestCrawl};
 use crawl_tests::otlp::{OtlpReceiver, SpanRecord, traces};
 use crawl_tests::prom;
 use crawl_tests::site::{Route, Site, SiteSpec};
@@ -57,18 +57,9 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
         "[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-site.test\" = [\"127.0.0.190\"]\n",
         rx.http_endpoint()
     );
-    let c = TestCrawl::new(ENGINE, &seeds, &overrides);
-    let run = run_cmd(c.command()).await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let (c, run) = crawl_ok(&seeds, &overrides).await;
     // No protocol configured: OTLP/HTTP, the specification's default, and no warning about the port.
-    assert!(
-        run.stderr
-            .lines()
-            .any(|l| l.contains("exporting traces over otlp")
-                && l.contains(r#""protocol":"http/protobuf""#)),
-        "the start line names the default protocol: {}",
-        run.stderr
-    );
+    assert_start_line_names(&run.stderr, "http/protobuf");
     assert!(
         !run.stderr.contains("other protocol's port"),
         "{}",
@@ -264,9 +255,7 @@ async fn sample_ratio_zero_exports_nothing_but_every_record_keeps_a_trace_id() {
         "[observability]\notlp_endpoint = \"{}\"\nsample_ratio = 0\n",
         rx.http_endpoint()
     );
-    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
-    let run = run_cmd(c.command()).await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let (c, _) = crawl_ok(&[site.seed_url()], &overrides).await;
     let records = c.records();
     assert!(!records.is_empty());
     assert!(
@@ -287,17 +276,8 @@ async fn over_otlp_grpc_every_record_s_trace_arrives_whole() {
         "[observability]\notlp_endpoint = \"{}\"\notlp_protocol = \"grpc\"\n",
         rx.endpoint()
     );
-    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
-    let run = run_cmd(c.command()).await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr);
-    assert!(
-        run.stderr
-            .lines()
-            .any(|l| l.contains("exporting traces over otlp")
-                && l.contains(r#""protocol":"grpc""#)),
-        "the start line names the protocol: {}",
-        run.stderr
-    );
+    let (c, run) = crawl_ok(&[site.seed_url()], &overrides).await;
+    assert_start_line_names(&run.stderr, "grpc");
     let records = c.records();
     assert!(records.len() > 20, "{}", records.len());
     let want = records.len();
@@ -338,9 +318,7 @@ async fn a_collector_overloaded_for_a_moment_loses_no_span() {
         "[observability]\notlp_endpoint = \"{}\"\n",
         rx.http_endpoint()
     );
-    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
-    let run = run_cmd(c.command()).await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let (c, run) = crawl_ok(&[site.seed_url()], &overrides).await;
     assert_eq!(rx.refused(), 3, "the collector refused three exports");
     let records = c.records();
     assert!(records.len() > 20, "{}", records.len());
@@ -364,6 +342,26 @@ async fn a_collector_overloaded_for_a_moment_loses_no_span() {
         run.stderr
     );
     site.shutdown().await;
+}
+
+/// Crawls `seeds` with the config `overrides` to the end, which must be a success.
+async fn crawl_ok(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
+    let c = TestCrawl::new(ENGINE, seeds, overrides);
+    let run = run_cmd(c.command()).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    (c, run)
+}
+
+/// The engine's start line names `protocol` as the one traces are exported over (a field of that line, not any
+/// mention of it on stderr).
+fn assert_start_line_names(stderr: &str, protocol: &str) {
+    let field = format!(r#""protocol":"{protocol}""#);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("exporting traces over otlp") && l.contains(&field)),
+        "the start line names {protocol}: {stderr}"
+    );
 }
 
 /// Root spans of records (robots.txt fetches have traces too, and no record).

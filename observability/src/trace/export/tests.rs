@@ -98,6 +98,11 @@ async fn collector(answer: Answer) -> (String, Seen) {
     (format!("http://{addr}"), seen)
 }
 
+/// A client of `endpoint` over `protocol` that waits 5 s for an answer.
+fn client(endpoint: &str, protocol: Protocol) -> Otlp {
+    Otlp::new(endpoint, protocol, Duration::from_secs(5)).unwrap()
+}
+
 fn request() -> Request {
     Request::of(b"HEAD".to_vec(), vec![vec![7; 30_000], vec![8; 40_000]])
 }
@@ -105,7 +110,7 @@ fn request() -> Request {
 #[tokio::test]
 async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
     let (endpoint, seen) = collector(Answer::Ok).await;
-    let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
+    let grpc = client(&endpoint, Protocol::Grpc);
     for _ in 0..3 {
         grpc.send(&request()).await.unwrap();
     }
@@ -129,7 +134,7 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
 #[tokio::test]
 async fn a_refusal_in_a_trailers_only_answer_and_an_http_error_are_errors() {
     let (endpoint, _) = collector(Answer::Unavailable).await;
-    let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
+    let grpc = client(&endpoint, Protocol::Grpc);
     let err = grpc.send(&request()).await.unwrap_err();
     assert!(
         err.detail.contains("grpc-status 14") && err.detail.contains("overloaded"),
@@ -137,7 +142,7 @@ async fn a_refusal_in_a_trailers_only_answer_and_an_http_error_are_errors() {
     );
     assert_eq!(err.retry, Retry::Backoff, "UNAVAILABLE may pass");
     let (endpoint, _) = collector(Answer::Http503).await;
-    let grpc = Otlp::new(&endpoint, Protocol::Grpc, Duration::from_secs(5)).unwrap();
+    let grpc = client(&endpoint, Protocol::Grpc);
     let err = grpc.send(&request()).await.unwrap_err();
     assert!(err.detail.contains("HTTP 503"), "{err:?}");
     assert_eq!(err.retry, Retry::Backoff);
@@ -148,12 +153,7 @@ async fn a_collector_that_does_not_listen_is_unavailable() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let grpc = Otlp::new(
-        &format!("http://{addr}"),
-        Protocol::Grpc,
-        Duration::from_secs(5),
-    )
-    .unwrap();
+    let grpc = client(&format!("http://{addr}"), Protocol::Grpc);
     let err = grpc.send(&request()).await.unwrap_err();
     assert!(err.detail.starts_with("collector unavailable"), "{err:?}");
     assert_eq!(err.retry, Retry::Backoff, "it may come up");
@@ -261,7 +261,7 @@ async fn http_collector(
 #[tokio::test]
 async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_connection() {
     let (endpoint, seen, accepted) = http_collector(&[(200, None)], 1).await;
-    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let http = client(&endpoint, Protocol::HttpProtobuf);
     for _ in 0..3 {
         http.send(&request()).await.unwrap();
     }
@@ -286,12 +286,7 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
     }
     // A path in the endpoint (a collector behind a proxy) goes before the signal's.
     let (endpoint, seen, _) = http_collector(&[(200, None)], 1).await;
-    let http = Otlp::new(
-        &format!("{endpoint}/otlp/"),
-        Protocol::HttpProtobuf,
-        Duration::from_secs(5),
-    )
-    .unwrap();
+    let http = client(&format!("{endpoint}/otlp/"), Protocol::HttpProtobuf);
     http.send(&request()).await.unwrap();
     assert_eq!(seen.lock().unwrap()[0].0, "/otlp/v1/traces");
 }
@@ -299,16 +294,16 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
 #[tokio::test]
 async fn over_http_an_error_status_is_an_error_and_any_success_is_not() {
     let (endpoint, _, _) = http_collector(&[(503, None)], 1).await;
-    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let http = client(&endpoint, Protocol::HttpProtobuf);
     let err = http.send(&request()).await.unwrap_err();
     assert!(err.detail.contains("HTTP 503"), "{err:?}");
     assert_eq!(err.retry, Retry::Backoff);
     let (endpoint, _, _) = http_collector(&[(400, None)], 1).await;
-    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let http = client(&endpoint, Protocol::HttpProtobuf);
     let err = http.send(&request()).await.unwrap_err();
     assert_eq!(err.retry, Retry::Never, "a bad request stays bad");
     let (endpoint, _, _) = http_collector(&[(202, None)], 1).await;
-    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let http = client(&endpoint, Protocol::HttpProtobuf);
     http.send(&request()).await.unwrap();
 }
 
@@ -317,7 +312,7 @@ async fn over_http_an_overloaded_collector_gets_the_same_request_again() {
     // Both refusals ask for no wait (the waits themselves are tested with paused time in `retry`).
     let (endpoint, seen, _) =
         http_collector(&[(503, Some("0")), (429, Some("0")), (200, None)], 1).await;
-    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let http = client(&endpoint, Protocol::HttpProtobuf);
     retry::send(&http, &request(), &retry::Halt::default())
         .await
         .unwrap();
@@ -334,7 +329,7 @@ async fn over_http_an_overloaded_collector_gets_the_same_request_again() {
 async fn over_http_each_request_in_flight_keeps_its_connection_for_the_next() {
     // Every answer waits until IN_FLIGHT requests are open: each round needs IN_FLIGHT connections at once.
     let (endpoint, seen, accepted) = http_collector(&[(200, None)], IN_FLIGHT).await;
-    let http = Otlp::new(&endpoint, Protocol::HttpProtobuf, Duration::from_secs(5)).unwrap();
+    let http = client(&endpoint, Protocol::HttpProtobuf);
     assert_eq!(IN_FLIGHT, 4, "four sends at once below");
     for _ in 0..2 {
         let req = request();
