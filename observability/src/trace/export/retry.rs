@@ -97,10 +97,9 @@ impl Halt {
 /// Between half of `wait` and all of it, drawn anew at each call.
 fn jittered(wait: Duration) -> Duration {
     use std::hash::BuildHasher as _;
-    // A hash with a random key of a counter: random enough to spread retries, and no generator to keep.
-    static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let draw = std::collections::hash_map::RandomState::new()
-        .hash_one(DRAWS.fetch_add(1, Ordering::Relaxed));
+    // Each `RandomState` has keys of its own (random per thread, then stepped at every new one): a hash under
+    // them is random enough to spread retries, with no generator or counter to keep.
+    let draw = std::collections::hash_map::RandomState::new().hash_one(());
     // The top 16 bits as a fraction of one half.
     wait / 2 + (wait / 2).mul_f64((draw >> 48) as f64 / 65_536.0)
 }
