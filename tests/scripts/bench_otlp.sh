@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench-otlp: the crawl of make bench-crawl (8 hosts x 2,600 pages on 127.0.0.30-37, politeness off,
 # concurrency 64) without a trace exporter (none) and with one (sample_ratio 1, every URL one trace) sending over
-# OTLP/gRPC (otlp) and over OTLP/HTTP (http, otlp_protocol = "http/protobuf") to otlpsink, a loopback OTLP receiver
+# OTLP/gRPC (grpc, otlp_protocol = "grpc") and over OTLP/HTTP (http, otlp_protocol = "http/protobuf") to otlpsink, a loopback OTLP receiver
 # of both that only counts spans (walking the protobuf, decoding no span: it stands for a collector on another
 # machine and takes little of the two cores the crawl runs on). Alternates REPEATS runs of each (default 3, in ABBA
 # order); prints each run's CPU seconds per 1,000 pages and peak RSS, the medians, the ratios (exporter / none),
@@ -48,7 +48,7 @@ crawl() {
     for _ in $(seq 1 100); do grep -q ready "$out/sink-$mode-$tag.log" 2>/dev/null && break; sleep 0.05; done
     endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$mode-$tag.log")
   fi
-  local protocol=grpc
+  local protocol=$mode
   if [ "$mode" = http ]; then protocol=http/protobuf; fi
   config "$endpoint" "$protocol" > "$out/config.toml"
   OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress \
@@ -61,17 +61,17 @@ crawl() {
 start_site 8 2600
 for i in $(seq 1 "$REPEATS"); do
   # shellcheck disable=SC2086 # CRAWL_PREFIX is a command line (perf stat ..., say), split on purpose.
-  for mode in $(abba "$i" none otlp http); do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
+  for mode in $(abba "$i" none grpc http); do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
 done
 kill "$site"; wait "$site" 2>/dev/null || true
 site=
-if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-otlp 2 1500 cg-%s none otlp http; fi
+if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-otlp 2 1500 cg-%s none grpc http; fi
 trap - EXIT
 REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
 import json, os, re, statistics, subprocess
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
-modes = ("none", "otlp", "http")
-names = {"otlp": "OTLP/gRPC", "http": "OTLP/HTTP"}
+modes = ("none", "grpc", "http")
+names = {"grpc": "OTLP/gRPC", "http": "OTLP/HTTP"}
 rows = {m: [] for m in modes}
 for i in range(1, n + 1):
     for mode in modes:
@@ -97,7 +97,7 @@ med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in 
 for m in modes:
     print(f"bench-otlp: median {m:4}: {med[m][0]:.3f} CPU s per 1000 pages, peak RSS {med[m][1]:.1f} MiB, "
           f"{med[m][2]:.0f} pages/s")
-for m in ("otlp", "http"):
+for m in ("grpc", "http"):
     print(f"bench-otlp: {names[m]} / none: CPU per page {med[m][0] / med['none'][0]:.3f}, "
           f"peak RSS +{med[m][1] - med['none'][1]:.1f} MiB, pages/s {med[m][2] / med['none'][2]:.2f}")
     pairs = [o[0] / x[0] for x, o in zip(rows["none"], rows[m]) if x[0] > 0]
@@ -130,7 +130,7 @@ if os.environ["CALLGRIND"] == "1":
         print(f"bench-otlp: callgrind {mode}: {total / resp:,.0f} instructions a response, "
               f"{(total - commit) / resp:,.0f} outside redb's commit, "
               f"{(total - commit - sha1) / resp:,.0f} outside it and SHA-1 ({resp} responses)")
-    for m in ("otlp", "http"):
+    for m in ("grpc", "http"):
         for k, what in ((0, "whole"), (1, "outside redb's commit"), (2, "outside it and SHA-1")):
             added = counts[m][k] - counts["none"][k]
             print(f"bench-otlp: callgrind, {names[m]} adds ({what}): {added:,.0f} instructions a response, "
