@@ -251,6 +251,15 @@ impl Stamp {
     }
 }
 
+impl std::ops::Add<Duration> for Stamp {
+    type Output = Stamp;
+
+    /// `d` later (saturating): a span measured as offsets from one instant converts that instant once.
+    fn add(self, d: Duration) -> Stamp {
+        Stamp(self.0.saturating_add(nanos(d)))
+    }
+}
+
 impl From<Instant> for Stamp {
     fn from(at: Instant) -> Stamp {
         let (i0, _, ns0) = *ANCHOR;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use crawl_observability::trace::Stamp;
 use http::header::{self, HeaderMap, HeaderValue};
 use http_body::Body as _;
 use http_body_util::{BodyExt as _, Empty};
@@ -509,15 +510,16 @@ impl HttpClient {
         let headers_at = start.elapsed();
         if let Some(p) = &probe {
             let seen = p.times();
-            let from = if seen.opened {
-                seen.conn_done.unwrap_or(start)
-            } else {
-                start
+            // The start converted once: the end is an offset from it.
+            let started = Stamp::from(start);
+            let from = match seen.conn_done {
+                Some(done) if seen.opened => Stamp::from(done),
+                _ => started,
             };
             p.trace.span(
                 "http.first_byte",
                 from,
-                start + headers_at,
+                started + headers_at,
                 &[
                     crawl_observability::Attr::new("http.request.method", "GET"),
                     crawl_observability::Attr::new("net.connection.reused", !seen.opened),

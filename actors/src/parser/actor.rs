@@ -126,6 +126,8 @@ fn record_spans(
         _ => None,
     };
     if let Some(started) = body.timings.started {
+        // One conversion of the start instant; the ends are offsets from it.
+        let started = Stamp::from(started);
         let (from, to) = (started + body.timings.headers, started + body.timings.total);
         let size = Attr::new("http.response.body.size", body.wire_bytes as i64);
         let version = Attr::new("network.protocol.version", version_str(body.version));

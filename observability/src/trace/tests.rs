@@ -310,3 +310,21 @@ fn span_ids_are_unique_and_never_zero() {
         assert!(seen.insert(id), "a span id of another thread repeated");
     }
 }
+
+#[test]
+fn a_stamp_and_a_duration_make_the_stamp_of_the_later_instant() {
+    let at = Instant::now();
+    for d in [
+        Duration::ZERO,
+        Duration::from_nanos(1),
+        Duration::from_micros(1_234_567),
+        Duration::from_secs(86_400),
+    ] {
+        assert_eq!(Stamp::from(at) + d, Stamp::from(at + d), "{d:?}");
+    }
+    assert_eq!(
+        (Stamp::from(at) + Duration::MAX).unix_nanos(),
+        u64::MAX,
+        "saturates"
+    );
+}
