@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+mod mismatch;
 mod retry;
 pub(crate) use retry::Failure;
 
@@ -279,6 +280,12 @@ impl Request {
 /// Sends one request (and may be asked to send it again: [`retry::send`]).
 pub(crate) trait Transport: Send + Sync + 'static {
     fn send(&self, request: &Request) -> impl Future<Output = Result<(), Failure>> + Send;
+
+    /// After an export failed: the fix to name when the collector speaks the other OTLP protocol (None when it
+    /// does not, or cannot be asked).
+    fn other_protocol(&self) -> impl Future<Output = Option<String>> + Send {
+        std::future::ready(None)
+    }
 }
 
 /// The export loop: sends every full batch as soon as it is full, the partial one every `every` (not after each
@@ -297,6 +304,7 @@ pub(crate) async fn run<T: Transport>(
         transport,
         slots: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
         halt: retry::Halt::default(),
+        asked: AtomicBool::new(false),
     });
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -335,6 +343,8 @@ struct Out<T> {
     /// One permit per request in flight (a request waiting to be tried again keeps its permit).
     slots: Arc<tokio::sync::Semaphore>,
     halt: retry::Halt,
+    /// Whether the collector was asked, after the first failed export, which protocol it speaks.
+    asked: AtomicBool,
 }
 
 /// Sends `batch` as a task of its own once fewer than [`IN_FLIGHT`] requests are in flight (again after a failure
@@ -348,6 +358,13 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
         let request = Request::new(&out.header, spans);
         let result = retry::send(&out.transport, &request, &out.halt).await;
         out.batches.loss.settle(n as u64, &result);
+        // Asked once, holding the slot: the exporter's shutdown waits for the answer.
+        if result.is_err()
+            && !out.asked.swap(true, Ordering::AcqRel)
+            && let Some(fix) = out.transport.other_protocol().await
+        {
+            tracing::warn!(fix = %fix, "trace export failed: the collector speaks the other otlp protocol");
+        }
         drop(slot);
     });
 }
@@ -554,6 +571,12 @@ impl Otlp {
 }
 
 impl Transport for Otlp {
+    fn other_protocol(&self) -> impl Future<Output = Option<String>> + Send {
+        let uri = self.uri.clone();
+        let protocol = self.protocol;
+        async move { mismatch::other_protocol(&uri, protocol).await }
+    }
+
     fn send(&self, request: &Request) -> impl Future<Output = Result<(), Failure>> + Send {
         let this = self.clone();
         let req = self.http_request(request);

@@ -362,3 +362,37 @@ fn protocols_are_named_as_the_environment_names_them() {
     );
     assert_eq!(Protocol::parse("http/json"), None);
 }
+
+#[tokio::test]
+async fn a_collector_speaking_the_other_protocol_is_named_with_the_fix() {
+    let (h2, _) = collector(Answer::Ok).await;
+    let (h1, _, _) = http_collector(&[(200, None)], 1).await;
+    // Each protocol's exports to the other's collector fail; the collector's first bytes tell why.
+    assert!(
+        client(&h2, Protocol::HttpProtobuf)
+            .send(&request())
+            .await
+            .is_err()
+    );
+    let fix = client(&h2, Protocol::HttpProtobuf).other_protocol().await;
+    let fix = fix.unwrap_or_default();
+    assert!(fix.contains("otlp_protocol = \"grpc\""), "{fix}");
+    assert!(client(&h1, Protocol::Grpc).send(&request()).await.is_err());
+    let fix = client(&h1, Protocol::Grpc).other_protocol().await;
+    let fix = fix.unwrap_or_default();
+    assert!(fix.contains("otlp_protocol = \"http/protobuf\""), "{fix}");
+    // The matching protocols, and a collector that does not listen: nothing to name.
+    assert_eq!(client(&h2, Protocol::Grpc).other_protocol().await, None);
+    assert_eq!(
+        client(&h1, Protocol::HttpProtobuf).other_protocol().await,
+        None
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    assert_eq!(
+        client(&gone, Protocol::HttpProtobuf).other_protocol().await,
+        None
+    );
+    assert_eq!(client(&gone, Protocol::Grpc).other_protocol().await, None);
+}
