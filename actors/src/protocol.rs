@@ -53,6 +53,26 @@ impl StartGate {
     pub fn is_open(&self) -> bool {
         self.shards.may_start(self.host)
     }
+
+    /// True while this process holds the host's shard lease on the local clock (a hand-over in progress included):
+    /// checked by the connection at each write, so that a request held up after [`is_open`](Self::is_open) (in the
+    /// pool's checkout, the connect, a pause of the whole process) does not go out once the lease ran out.
+    pub fn may_send(&self) -> bool {
+        self.shards.may_send(self.host)
+    }
+
+    /// The host (by fingerprint) this gate is of.
+    pub fn host(&self) -> Fp {
+        self.host
+    }
+
+    /// The gate of another host, from the same shards.
+    pub fn for_host(&self, host: Fp) -> StartGate {
+        StartGate {
+            shards: self.shards.clone(),
+            host,
+        }
+    }
 }
 
 /// A link found in a page, canonicalised and judged against the scope.

@@ -6,7 +6,7 @@
 //! A panic inside a fetch is caught; the fetcher tells the supervisor which job it held and stops, the supervisor
 //! re-drives its jobs through the scheduler and starts a new fetcher after a backoff.
 
-use super::connector::{ConnProbe, with_probe};
+use super::connector::{ConnProbe, with_gate, with_probe};
 use super::error::FetchError;
 use super::http::{HttpClient, RawResponse};
 use crate::faults::{Faults, Stage};
@@ -306,6 +306,14 @@ async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<R
             page_url,
             dns,
         })),
+        // A connection refused to send: the host's lease ran out after the start check above (nothing went out).
+        Err(FetchError::LeaseLost(_)) => Step::Done(JobDone {
+            job: job.id,
+            url: job.entry.url,
+            result: JobResult::NotStarted,
+            dns,
+            archive: None,
+        }),
         // The answer went past max_body_bytes: the parser records it too large (and archives what was read).
         Err(FetchError::TooLarge {
             partial: Some(response),
@@ -369,6 +377,7 @@ impl Handler<Fetch> for Fetcher {
             .trace
             .is_sampled()
             .then(|| ConnProbe::new(msg.job.trace.clone()));
+        let gate = msg.job.gate.clone();
         let (deliver, running, me) = (
             self.deliver.clone(),
             self.running.clone(),
@@ -386,9 +395,18 @@ impl Handler<Fetch> for Fetcher {
         // For an exported trace the connectors add their spans (connect, TLS, first byte) through the probe, in
         // the task's scope (around the boxed future: a pointer, not the request's future, is wrapped and moved);
         // for the others nothing is measured.
-        let task = match probe {
-            Some(probe) => spawn_job(with_probe(probe, fut), id, running, me, url),
-            None => spawn_job(fut, id, running, me, url),
+        // In a crawl shared by many processes, the connections it opens check the host's lease at each write.
+        let task = match (probe, gate) {
+            (Some(probe), Some(gate)) => spawn_job(
+                with_gate(gate, with_probe(probe, fut)),
+                id,
+                running,
+                me,
+                url,
+            ),
+            (Some(probe), None) => spawn_job(with_probe(probe, fut), id, running, me, url),
+            (None, Some(gate)) => spawn_job(with_gate(gate, fut), id, running, me, url),
+            (None, None) => spawn_job(fut, id, running, me, url),
         };
         self.running.borrow_mut().insert(id, task.abort_handle());
     }

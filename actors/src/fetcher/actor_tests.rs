@@ -235,3 +235,74 @@ async fn a_name_answered_once_is_not_asked_again_while_the_answer_lasts() {
         assert_eq!(source(id).as_deref(), Some("cache"), "job {id}");
     }
 }
+
+/// A host's shard lease as the test sets it: whether a request may start (the job's start check) and whether
+/// bytes may still go out (the connection's check at each write).
+#[derive(Debug)]
+struct Lease {
+    start: std::sync::atomic::AtomicBool,
+    send: std::sync::atomic::AtomicBool,
+}
+
+impl crawl_core::frontier::ShardGate for Lease {
+    fn shard_of(&self, _: crawl_core::frontier::Fp) -> u32 {
+        0
+    }
+    fn may_start(&self, _: crawl_core::frontier::Fp) -> bool {
+        self.start.load(Ordering::SeqCst)
+    }
+    fn may_send(&self, _: crawl_core::frontier::Fp) -> bool {
+        self.send.load(Ordering::SeqCst)
+    }
+    fn owns(&self, _: u32) -> bool {
+        true
+    }
+    fn owned_count(&self) -> usize {
+        1
+    }
+    fn handoffs(&self) -> Vec<u32> {
+        Vec::new()
+    }
+    fn quiet(&self, _: u32) {}
+}
+
+/// A fetch of `path` on `base` under `lease` (the host 127.0.0.1's).
+fn gated(base: std::net::SocketAddr, path: &str, id: JobId, lease: &Arc<Lease>) -> Fetch {
+    let mut f = fetch(base, path, id);
+    let host = crawl_core::frontier::host_fp("127.0.0.1");
+    f.job.gate = Some(crate::protocol::StartGate::new(lease.clone(), host));
+    f
+}
+
+#[actix_rt::test]
+async fn a_request_whose_lease_ran_out_after_its_start_check_does_not_go_out() {
+    let (base, site_seen) = site(1).await;
+    let (other, other_seen) = site(1).await;
+    let lease = Arc::new(Lease {
+        start: true.into(),
+        send: true.into(),
+    });
+    let (f, seen) = fetcher("", None);
+    f.do_send(gated(base, "/p/1", 1, &lease));
+    assert!(until(|| seen.lock().unwrap().done.len() == 1).await);
+    assert_eq!(site_seen.lock().unwrap().answered, ["/p/1"]);
+    // The lease runs out after the start check: the kept-alive connection refuses the write, and a new one is not
+    // opened. Neither request goes out, and both jobs end not started (no attempt, nothing recorded).
+    lease.send.store(false, Ordering::SeqCst);
+    f.do_send(gated(base, "/p/2", 2, &lease));
+    f.do_send(gated(other, "/p/3", 3, &lease));
+    assert!(until(|| seen.lock().unwrap().done.len() == 3).await);
+    let s = seen.lock().unwrap();
+    for d in &s.done[1..] {
+        assert!(
+            matches!(d.result, JobResult::NotStarted),
+            "job {}: {:?}",
+            d.job,
+            d.result
+        );
+    }
+    assert!(matches!(s.done[0].result, JobResult::Page(_)));
+    assert_eq!(site_seen.lock().unwrap().answered, ["/p/1"]);
+    assert!(other_seen.lock().unwrap().answered.is_empty());
+    assert!(s.failed.is_empty());
+}

@@ -5,9 +5,12 @@
 //! is up, the handshake has `connect_timeout` of its own and otherwise ends as `tls: handshake timed out`.
 
 use super::dial::{Dialer, host_port};
+use super::error::LeaseLost;
+use crate::protocol::StartGate;
 use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
 use actix::Recipient;
+use crawl_core::frontier::host_fp;
 use crawl_observability::Attr;
 use crawl_observability::trace::TraceCtx;
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -70,6 +73,9 @@ impl ConnProbe {
 
 tokio::task_local! {
     static PROBE: Arc<ConnProbe>;
+    /// The job's shard-lease gate (a crawl shared by many processes): the connections opened for the fetch check
+    /// it again at each write.
+    static GATE: StartGate;
     /// Set (synchronously) around the TLS connector's call of [`ProxyConnector::call`]: notified when the transport
     /// is up, which starts the handshake deadline.
     static TRANSPORT_READY: Arc<Notify>;
@@ -86,6 +92,32 @@ fn transport_ready(ready: Option<&Arc<Notify>>) {
 /// `async fn`: a request's future is several KiB, and every future layer around it is one more copy of it.
 pub fn with_probe<F: Future>(probe: Arc<ConnProbe>, fut: F) -> impl Future<Output = F::Output> {
     PROBE.scope(probe, fut)
+}
+
+/// Runs `fut` (a job's fetch) with its host's lease `gate` visible to the connectors it calls (see [`Conn`]).
+pub fn with_gate<F: Future>(gate: StartGate, fut: F) -> impl Future<Output = F::Output> {
+    GATE.scope(gate, fut)
+}
+
+/// The lease gate of a connection to `uri`'s host opened for the enclosing fetch: the job's gate for its own host
+/// (which must still be open: a lease that ran out after the job's start check opens nothing), and for another
+/// host (a robots.txt redirect's target) the gate of that host when this process holds it; None outside a crawl
+/// shared by many processes, or for a host of another process's shards (nothing of it is this process's to
+/// guard).
+fn connection_gate(uri: &http::Uri) -> Result<Option<StartGate>, LeaseLost> {
+    let Ok(job) = GATE.try_with(Clone::clone) else {
+        return Ok(None);
+    };
+    let host = host_fp(uri.host().unwrap_or(""));
+    let gate = job.for_host(host);
+    if host == job.host() {
+        return if gate.may_send() {
+            Ok(Some(gate))
+        } else {
+            Err(LeaseLost)
+        };
+    }
+    Ok(gate.may_send().then_some(gate))
 }
 
 /// The probe of the enclosing request, if any.
@@ -232,16 +264,24 @@ pub enum ProxyConnectError {
     Target(String),
 }
 
-/// Direct or tunnelled.
-pub enum Conn {
+/// A connection, direct or tunnelled. In a crawl shared by many processes it holds its host's lease gate and
+/// refuses every write once the lease has run out on the local clock: the job's start check comes before the
+/// pool's checkout, the connect and the request's write, and a request held up in between (or by a pause of the
+/// whole process) must not go out to a host another process may be crawling by then.
+pub struct Conn {
+    link: Link,
+    gate: Option<StartGate>,
+}
+
+enum Link {
     Direct(TokioIo<TcpStream>, bool),
     Chain(TokioIo<ChainStream>, String),
 }
 
 impl Connection for Conn {
     fn connected(&self) -> Connected {
-        match self {
-            Conn::Direct(io, proxied_config) => {
+        match &self.link {
+            Link::Direct(io, proxied_config) => {
                 let c = io.connected();
                 if *proxied_config {
                     c.extra(ProxyUsed("direct".into()))
@@ -249,7 +289,7 @@ impl Connection for Conn {
                     c
                 }
             }
-            Conn::Chain(_, chain) => Connected::new().extra(ProxyUsed(chain.clone())),
+            Link::Chain(_, chain) => Connected::new().extra(ProxyUsed(chain.clone())),
         }
     }
 }
@@ -260,9 +300,9 @@ impl Read for Conn {
         cx: &mut Context<'_>,
         buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Conn::Direct(io, _) => Pin::new(io).poll_read(cx, buf),
-            Conn::Chain(io, _) => Pin::new(io).poll_read(cx, buf),
+        match &mut self.get_mut().link {
+            Link::Direct(io, _) => Pin::new(io).poll_read(cx, buf),
+            Link::Chain(io, _) => Pin::new(io).poll_read(cx, buf),
         }
     }
 }
@@ -273,21 +313,27 @@ impl Write for Conn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Conn::Direct(io, _) => Pin::new(io).poll_write(cx, buf),
-            Conn::Chain(io, _) => Pin::new(io).poll_write(cx, buf),
+        let this = self.get_mut();
+        if let Some(gate) = &this.gate
+            && !gate.may_send()
+        {
+            return Poll::Ready(Err(io::Error::other(LeaseLost)));
+        }
+        match &mut this.link {
+            Link::Direct(io, _) => Pin::new(io).poll_write(cx, buf),
+            Link::Chain(io, _) => Pin::new(io).poll_write(cx, buf),
         }
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Conn::Direct(io, _) => Pin::new(io).poll_flush(cx),
-            Conn::Chain(io, _) => Pin::new(io).poll_flush(cx),
+        match &mut self.get_mut().link {
+            Link::Direct(io, _) => Pin::new(io).poll_flush(cx),
+            Link::Chain(io, _) => Pin::new(io).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Conn::Direct(io, _) => Pin::new(io).poll_shutdown(cx),
-            Conn::Chain(io, _) => Pin::new(io).poll_shutdown(cx),
+        match &mut self.get_mut().link {
+            Link::Direct(io, _) => Pin::new(io).poll_shutdown(cx),
+            Link::Chain(io, _) => Pin::new(io).poll_shutdown(cx),
         }
     }
 }
@@ -311,6 +357,10 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let gate = match connection_gate(&uri) {
+            Ok(gate) => gate,
+            Err(lost) => return Box::pin(std::future::ready(Err(Box::new(lost) as BoxError))),
+        };
         let mut direct = self.direct.clone();
         let probe = probe();
         let ready = TRANSPORT_READY.try_with(Arc::clone).ok();
@@ -323,7 +373,10 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                     Ok(io) => {
                         record_tcp(probe.as_ref(), &host, port, start, Ok(&io));
                         transport_ready(ready.as_ref());
-                        Ok(Conn::Direct(io, false))
+                        Ok(Conn {
+                            link: Link::Direct(io, false),
+                            gate,
+                        })
                     }
                     Err(e) => {
                         record_tcp(probe.as_ref(), &host, port, start, Err(&e.to_string()));
@@ -349,7 +402,10 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                             p.update(|t| t.transport_done = Some(now));
                         }
                         transport_ready(ready.as_ref());
-                        return Ok(Conn::Chain(TokioIo::new(stream), chain));
+                        return Ok(Conn {
+                            link: Link::Chain(TokioIo::new(stream), chain),
+                            gate,
+                        });
                     }
                     Ok(Ok(Opened::Direct { .. })) => {
                         let start = Instant::now();
@@ -357,7 +413,10 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                             Ok(io) => {
                                 record_tcp(probe.as_ref(), &host, port, start, Ok(&io));
                                 transport_ready(ready.as_ref());
-                                Ok(Conn::Direct(io, true))
+                                Ok(Conn {
+                                    link: Link::Direct(io, true),
+                                    gate,
+                                })
                             }
                             Err(e) => {
                                 record_tcp(probe.as_ref(), &host, port, start, Err(&e.to_string()));
@@ -389,5 +448,76 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawl_core::frontier::{Fp, ShardGate};
+
+    /// The hosts whose leases this process holds.
+    #[derive(Debug)]
+    struct Held(Vec<Fp>);
+
+    impl ShardGate for Held {
+        fn shard_of(&self, _: Fp) -> u32 {
+            0
+        }
+        fn may_start(&self, host: Fp) -> bool {
+            self.0.contains(&host)
+        }
+        fn owns(&self, _: u32) -> bool {
+            true
+        }
+        fn owned_count(&self) -> usize {
+            1
+        }
+        fn handoffs(&self) -> Vec<u32> {
+            Vec::new()
+        }
+        fn quiet(&self, _: u32) {}
+    }
+
+    /// The gate a connection to `url` gets in a fetch of `job`'s host, `held` the hosts held.
+    async fn gate_of(held: &[&str], job: &str, url: &str) -> Result<Option<Fp>, LeaseLost> {
+        let shards = Arc::new(Held(held.iter().map(|h| host_fp(h)).collect()));
+        let gate = StartGate::new(shards, host_fp(job));
+        let uri: http::Uri = url.parse().unwrap();
+        with_gate(gate, async move { connection_gate(&uri) })
+            .await
+            .map(|g| g.map(|g| g.host()))
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_gated_by_its_own_host_s_lease() {
+        let uri: http::Uri = "http://a.test/".parse().unwrap();
+        assert!(
+            matches!(connection_gate(&uri), Ok(None)),
+            "outside a crawl shared by many processes"
+        );
+        // The job's own host: gated while held, refused once the lease ran out.
+        let a = Ok(Some(host_fp("a.test")));
+        assert_eq!(
+            gate_of(&["a.test"], "a.test", "http://a.test:8080/x").await,
+            a
+        );
+        assert_eq!(
+            gate_of(&[], "a.test", "http://a.test/").await,
+            Err(LeaseLost)
+        );
+        // Another host (a robots.txt redirect's target): its own gate when held, none when another process's.
+        let b = Ok(Some(host_fp("b.test")));
+        assert_eq!(
+            gate_of(&["a.test", "b.test"], "a.test", "https://b.test/").await,
+            b
+        );
+        assert_eq!(
+            gate_of(&["a.test"], "a.test", "https://b.test/").await,
+            Ok(None)
+        );
+        // IPv6 hosts are named with their brackets, as the politeness key names them.
+        let v6 = Ok(Some(host_fp("[::1]")));
+        assert_eq!(gate_of(&["[::1]"], "[::1]", "http://[::1]:81/").await, v6);
     }
 }

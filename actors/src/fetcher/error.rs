@@ -79,7 +79,17 @@ pub enum FetchError {
     /// The client settings are unusable (bad user agent, TLS setup failure).
     #[error("invalid http settings: {0}")]
     Config(String),
+    /// Nothing was sent: the host's shard lease ran out (a crawl shared by many processes) between the job's start
+    /// check and the request's write.
+    #[error("{0}")]
+    LeaseLost(LeaseLost),
 }
+
+/// A connection refused to send to a host whose shard lease this process no longer holds; travels through
+/// hyper-util's error chain (from the connector, or inside the `io::Error` of a write) to `classify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the host's shard lease ran out before the request went out")]
+pub struct LeaseLost;
 
 impl FetchError {
     /// Stable lowercase label for metrics and records.
@@ -95,6 +105,7 @@ impl FetchError {
             FetchError::InvalidUrl(_) => "invalid_url",
             FetchError::Config(_) => "config",
             FetchError::Proxy(_) => "proxy",
+            FetchError::LeaseLost(_) => "lease_lost",
         }
     }
 
@@ -105,7 +116,8 @@ impl FetchError {
             | FetchError::Connect(_)
             | FetchError::Timeout(_)
             | FetchError::Protocol(_)
-            | FetchError::Proxy(_) => true,
+            | FetchError::Proxy(_)
+            | FetchError::LeaseLost(_) => true,
             FetchError::PrivateNetwork { .. }
             | FetchError::Tls(_)
             | FetchError::TooLarge { .. }
@@ -207,6 +219,11 @@ pub fn classify(err: &(dyn StdError + 'static), during_connect: bool) -> FetchEr
     let mut cur = Some(err);
     let mut depth = 0;
     while let Some(e) = cur {
+        // From the connector, or inside the error of a write the connection refused.
+        let lost = e.downcast_ref::<io::Error>().and_then(io::Error::get_ref);
+        if e.is::<LeaseLost>() || lost.is_some_and(|inner| inner.is::<LeaseLost>()) {
+            return FetchError::LeaseLost(LeaseLost);
+        }
         if let Some(p) = e.downcast_ref::<crate::fetcher::connector::ProxyConnectError>() {
             return match p {
                 crate::fetcher::connector::ProxyConnectError::Proxy(d) => {

@@ -193,6 +193,12 @@ pub trait ShardGate: Send + Sync + std::fmt::Debug {
     /// True while this process owns the host's shard, its lease has not run out on the local clock and the shard
     /// is not being handed over: only then may a request to the host start.
     fn may_start(&self, host: Fp) -> bool;
+    /// True while this process holds the host's shard and its lease has not run out on the local clock, a hand-over
+    /// in progress included: bytes of a request already started may still go to the host (checked at every write
+    /// of a connection, where [`may_start`](Self::may_start) is checked before a request starts).
+    fn may_send(&self, host: Fp) -> bool {
+        self.may_start(host)
+    }
     /// True while this process owns the shard (its lease may be about to be renewed).
     fn owns(&self, shard: u32) -> bool;
     /// How many shards this process owns.

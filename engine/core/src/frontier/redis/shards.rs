@@ -80,6 +80,16 @@ impl LeaseTable {
         self.may_start_shard(self.shard_of(host_fp))
     }
 
+    /// True while `host_fp`'s shard is held and its local lease deadline has not passed, whether or not it is being
+    /// handed over: what a connection to the host checks before each write.
+    pub fn may_send(&self, host_fp: Fp) -> bool {
+        let Some(slot) = self.slots.get(self.shard_of(host_fp) as usize) else {
+            return false;
+        };
+        slot.token.load(Ordering::Acquire) != 0
+            && clock::now_ms() < slot.deadline.load(Ordering::Acquire)
+    }
+
     /// [`Self::may_start`] for a stored entry (records-queue entries included: they live in every shard).
     pub fn may_start_entry(&self, e: &crate::frontier::Entry) -> bool {
         self.may_start_shard(self.shard_of_seq(e.seq))
@@ -399,6 +409,9 @@ impl crate::frontier::ShardGate for LeaseTable {
     fn may_start(&self, host: Fp) -> bool {
         LeaseTable::may_start(self, host)
     }
+    fn may_send(&self, host: Fp) -> bool {
+        LeaseTable::may_send(self, host)
+    }
     fn owns(&self, shard: u32) -> bool {
         self.token(shard).is_some()
     }
@@ -438,8 +451,10 @@ mod tests {
     fn the_gate_needs_a_token_a_deadline_and_no_handoff() {
         let g = LeaseTable::new(4);
         assert!(!g.may_start(5));
+        assert!(!g.may_send(5), "not held");
         g.hold(1, 7, clock::now_ms() + 10_000);
         assert!(g.may_start(5));
+        assert!(g.may_send(5));
         assert_eq!(g.shard_of(5), 1);
         assert_eq!(g.shard_of_seq(9), 1);
         let mut e = crate::frontier::Entry::page("http://r/", 0, None);
@@ -447,10 +462,15 @@ mod tests {
         assert!(g.may_start_entry(&e));
         g.slots[1].handoff.store(true, Ordering::Release);
         assert!(!g.may_start(5));
+        assert!(
+            g.may_send(5),
+            "a request started before the hand-over may still be sent"
+        );
         assert_eq!(g.handoffs(), vec![1]);
         g.slots[1].handoff.store(false, Ordering::Release);
         g.hold(1, 7, clock::now_ms().saturating_sub(1));
         assert!(!g.may_start(5), "deadline passed");
+        assert!(!g.may_send(5), "deadline passed");
         g.drop_shard(1, 6);
         assert_eq!(
             g.token(1),

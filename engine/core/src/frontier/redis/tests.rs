@@ -172,6 +172,10 @@ fn a_process_whose_lease_was_taken_over_is_fenced() {
         "b never took shard {shard}"
     );
     assert!(!ga.may_start(host_fp("h")), "a's local deadline has passed");
+    assert!(
+        !ga.may_send(host_fp("h")),
+        "nor may a request started before go out"
+    );
     let c = a
         .commit(Batch {
             finished: vec![finished(&q[0])],
