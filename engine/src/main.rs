@@ -137,6 +137,10 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
                     crawl_observability::Protocol::HttpProtobuf
                 }
             }),
+            compression: obs.otlp_compression.map(|c| match c {
+                crawl_core::config::OtlpCompression::None => crawl_observability::Compression::None,
+                crawl_core::config::OtlpCompression::Gzip => crawl_observability::Compression::Gzip,
+            }),
             service_name: obs.service_name.clone(),
             service_version: env!("CARGO_PKG_VERSION").to_owned(),
             sample_ratio: obs.sample_ratio,
@@ -148,6 +152,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         tracing::info!(
             endpoint = %endpoint,
             protocol,
+            compression = target.compression.as_str(),
             sample_ratio = obs.sample_ratio,
             "exporting traces over otlp"
         );

@@ -21,7 +21,7 @@ pub mod server;
 pub mod trace;
 pub mod usage;
 
-pub use trace::{Attr, AttrValue, Protocol};
+pub use trace::{Attr, AttrValue, Compression, Protocol};
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -46,6 +46,8 @@ pub struct OtlpSettings {
     pub endpoint: Option<String>,
     /// How spans are sent; None = `OTEL_EXPORTER_OTLP_PROTOCOL`, else OTLP/HTTP.
     pub protocol: Option<Protocol>,
+    /// How export requests are compressed; None = `OTEL_EXPORTER_OTLP_COMPRESSION`, else not at all.
+    pub compression: Option<Compression>,
     /// `service.name` (OTEL_SERVICE_NAME, when set, wins).
     pub service_name: String,
     pub service_version: String,
@@ -134,6 +136,7 @@ struct OtelPipeline {
 pub struct ExportTarget {
     pub endpoint: String,
     pub protocol: Protocol,
+    pub compression: Compression,
 }
 
 /// Keeps telemetry alive; [`Guard::shutdown`] (or drop) flushes the spans still buffered.
@@ -211,6 +214,23 @@ fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
     }
 }
 
+/// The compression in use: the configured one, else `OTEL_EXPORTER_OTLP_COMPRESSION` (`none` or `gzip`), else
+/// none; an error names a compression of the environment that is not supported.
+fn resolve_compression(configured: Option<Compression>) -> Result<Compression, String> {
+    if let Some(c) = configured {
+        return Ok(c);
+    }
+    match std::env::var("OTEL_EXPORTER_OTLP_COMPRESSION") {
+        Ok(v) if !v.trim().is_empty() => Compression::parse(&v).ok_or_else(|| {
+            format!(
+                "OTEL_EXPORTER_OTLP_COMPRESSION={:?} is not supported (none or gzip)",
+                v.trim()
+            )
+        }),
+        _ => Ok(Compression::None),
+    }
+}
+
 /// The collectors' well-known ports: 4317 takes OTLP/gRPC, 4318 OTLP/HTTP.
 const GRPC_PORT: u16 = 4317;
 const HTTP_PORT: u16 = 4318;
@@ -281,10 +301,17 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
         detail,
     };
     let protocol = resolve_protocol(s.protocol).map_err(otlp_error)?;
-    let exporter = trace::Exporter::start(&endpoint, protocol, &resource).map_err(otlp_error)?;
+    let compression = resolve_compression(s.compression).map_err(otlp_error)?;
+    let exporter = trace::Exporter::start(&endpoint, (protocol, compression), &resource)
+        .map_err(otlp_error)?;
     trace::install(exporter.tracer());
+    let target = ExportTarget {
+        endpoint,
+        protocol,
+        compression,
+    };
     Ok(OtelPipeline {
-        exporter: Some((exporter, ExportTarget { endpoint, protocol })),
+        exporter: Some((exporter, target)),
     })
 }
 
@@ -358,6 +385,16 @@ mod tests {
     #[test]
     fn configured_protocol_wins_and_otlp_http_is_the_default() {
         assert_eq!(resolve_protocol(Some(Protocol::Grpc)), Ok(Protocol::Grpc));
+        assert_eq!(
+            resolve_compression(Some(Compression::Gzip)),
+            Ok(Compression::Gzip)
+        );
+        if std::env::var_os("OTEL_EXPORTER_OTLP_COMPRESSION").is_none() {
+            assert_eq!(resolve_compression(None), Ok(Compression::None));
+        }
+        assert_eq!(Compression::parse(" gzip "), Some(Compression::Gzip));
+        assert_eq!(Compression::parse("none"), Some(Compression::None));
+        assert_eq!(Compression::parse("zstd"), None);
         // The environment is the process's: only judged when the test runs without the variable.
         if std::env::var_os("OTEL_EXPORTER_OTLP_PROTOCOL").is_none() {
             assert_eq!(resolve_protocol(None), Ok(Protocol::HttpProtobuf));
@@ -370,6 +407,7 @@ mod tests {
             ExportTarget {
                 endpoint: endpoint.to_owned(),
                 protocol,
+                compression: Compression::None,
             }
             .port_mismatch()
         };

@@ -21,7 +21,7 @@ mod loss;
 mod wire;
 
 pub use attr::{Attr, AttrValue};
-pub use export::Protocol;
+pub use export::{Compression, Protocol};
 
 use export::Batches;
 use wire::{ATTRIBUTES_FIELD, SpanRef, put_attr};
@@ -106,11 +106,11 @@ impl std::fmt::Debug for Exporter {
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 impl Exporter {
-    /// Starts exporting to the OTLP collector at `endpoint` over `protocol` on a runtime thread of its own
-    /// (`otlp`), spans carrying `resource`.
+    /// Starts exporting to the OTLP collector at `endpoint` over `protocol`, requests compressed as `compression`,
+    /// on a runtime thread of its own (`otlp`), spans carrying `resource`.
     pub(crate) fn start(
         endpoint: &str,
-        protocol: Protocol,
+        (protocol, compression): (Protocol, Compression),
         resource: &[Attr<'_>],
     ) -> Result<Exporter, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -122,7 +122,7 @@ impl Exporter {
         // Built inside the runtime whose tasks carry its connection.
         let transport = {
             let _enter = runtime.enter();
-            export::Otlp::new(endpoint, protocol, export::EXPORT_TIMEOUT)?
+            export::Otlp::new(endpoint, protocol, compression, export::EXPORT_TIMEOUT)?
         };
         Ok(Exporter::launch(
             runtime,

@@ -12,11 +12,14 @@
 # outside both the commit and the records' SHA-1 digests (valgrind has no SHA extensions: the sha1 crate's software
 # rounds count some 34,000 instructions a page there, which the hardware does in a small fraction; with them in the
 # denominator the exporter's share looks smaller than it is): counts that do not move with the load of the machine.
+# MODES="none grpc http gzip" adds gzip: OTLP/HTTP with otlp_compression = "gzip" (the sink inflates it; its bytes
+# are the compressed ones).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
+MODES="${MODES:-none grpc http}"
 out=.bench-otlp
 rm -rf "$out" && mkdir -p "$out"
 site=
@@ -30,11 +33,13 @@ start_site() { # HOSTS PAGES
   wait_for "$out/seeds"
   read_seeds "$out/seeds"
 }
-# config ENDPOINT PROTOCOL: the crawl's config, exporting to ENDPOINT over PROTOCOL when ENDPOINT is given.
+# config ENDPOINT PROTOCOL [COMPRESSION]: the crawl's config, exporting to ENDPOINT over PROTOCOL when ENDPOINT is
+# given.
 config() {
   bench_config "" "warn,crawl_observability::trace=info"
   if [ -n "$1" ]; then
-    printf 'otlp_endpoint = "%s"\notlp_protocol = "%s"\nsample_ratio = 1.0\n' "$1" "$2"
+    printf 'otlp_endpoint = "%s"\notlp_protocol = "%s"\notlp_compression = "%s"\nsample_ratio = 1.0\n' \
+      "$1" "$2" "${3:-none}"
   fi
 }
 # crawl MODE TAG [PREFIX...]: one crawl from a fresh data_dir, with a fresh sink in the modes that export.
@@ -48,9 +53,12 @@ crawl() {
     for _ in $(seq 1 100); do grep -q ready "$out/sink-$mode-$tag.log" 2>/dev/null && break; sleep 0.05; done
     endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$mode-$tag.log")
   fi
-  local protocol=$mode
-  if [ "$mode" = http ]; then protocol=http/protobuf; fi
-  config "$endpoint" "$protocol" > "$out/config.toml"
+  local protocol=$mode compression=none
+  case "$mode" in
+    http) protocol=http/protobuf ;;
+    gzip) protocol=http/protobuf compression=gzip ;;
+  esac
+  config "$endpoint" "$protocol" "$compression" > "$out/config.toml"
   OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress \
     --summary-json "$out/summary-$mode-$tag.json" "${seeds[@]}" > /dev/null 2> "$out/engine-$mode-$tag.log"
   if [ "$mode" != none ]; then
@@ -61,17 +69,20 @@ crawl() {
 start_site 8 2600
 for i in $(seq 1 "$REPEATS"); do
   # shellcheck disable=SC2086 # CRAWL_PREFIX is a command line (perf stat ..., say), split on purpose.
-  for mode in $(abba "$i" none grpc http); do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
+  # shellcheck disable=SC2086 # MODES is a list of words.
+  for mode in $(abba "$i" $MODES); do crawl "$mode" "$i" ${CRAWL_PREFIX:-}; done
 done
 kill "$site"; wait "$site" 2>/dev/null || true
 site=
-if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-otlp 2 1500 cg-%s none grpc http; fi
+# shellcheck disable=SC2086 # MODES is a list of words.
+if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-otlp 2 1500 cg-%s $MODES; fi
 trap - EXIT
-REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
+MODES="$MODES" REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
 import json, os, re, statistics, subprocess
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
-modes = ("none", "grpc", "http")
-names = {"grpc": "OTLP/gRPC", "http": "OTLP/HTTP"}
+modes = tuple(os.environ["MODES"].split())
+names = {"none": "none", "grpc": "OTLP/gRPC", "http": "OTLP/HTTP", "gzip": "OTLP/HTTP gzip"}
+exporting = [m for m in modes if m != "none"]
 rows = {m: [] for m in modes}
 for i in range(1, n + 1):
     for mode in modes:
@@ -85,19 +96,22 @@ for i in range(1, n + 1):
             sink_log = open(f"{out}/sink-{mode}-{i}.log").read()
             got = re.search(r"received spans=(\d+)", sink_log)
             sink_cpu = re.search(r"cpu_s=([\d.]+)", sink_log)
+            sink_bytes = re.search(r"bytes=(\d+)", sink_log)
             ends = [json.loads(l) for l in open(f"{out}/engine-{mode}-{i}.log")
                     if "trace exporter shut down" in l]
             extra = (f", spans received {got.group(1)} ({int(got.group(1)) / pages:.1f} per page)"
                      if got else ", spans received ?")
             extra += f", dropped {ends[-1]['dropped'] if ends else '?'}"
             extra += f", sink CPU {sink_cpu.group(1) if sink_cpu else '?'} s"
+            if sink_bytes:
+                extra += f", {int(sink_bytes.group(1)) / pages:.0f} bytes sent per page"
         print(f"bench-otlp: {mode:4} run {i}: {s['fetched']} pages in {s['elapsed_s']:.2f}s, "
               f"{cpu:.3f} CPU s per 1000 pages, peak RSS {rss:.1f} MiB{extra}")
 med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in rows}
 for m in modes:
     print(f"bench-otlp: median {m:4}: {med[m][0]:.3f} CPU s per 1000 pages, peak RSS {med[m][1]:.1f} MiB, "
           f"{med[m][2]:.0f} pages/s")
-for m in ("grpc", "http"):
+for m in exporting:
     print(f"bench-otlp: {names[m]} / none: CPU per page {med[m][0] / med['none'][0]:.3f}, "
           f"peak RSS +{med[m][1] - med['none'][1]:.1f} MiB, pages/s {med[m][2] / med['none'][2]:.2f}")
     pairs = [o[0] / x[0] for x, o in zip(rows["none"], rows[m]) if x[0] > 0]
@@ -130,7 +144,7 @@ if os.environ["CALLGRIND"] == "1":
         print(f"bench-otlp: callgrind {mode}: {total / resp:,.0f} instructions a response, "
               f"{(total - commit) / resp:,.0f} outside redb's commit, "
               f"{(total - commit - sha1) / resp:,.0f} outside it and SHA-1 ({resp} responses)")
-    for m in ("grpc", "http"):
+    for m in exporting:
         for k, what in ((0, "whole"), (1, "outside redb's commit"), (2, "outside it and SHA-1")):
             added = counts[m][k] - counts["none"][k]
             print(f"bench-otlp: callgrind, {names[m]} adds ({what}): {added:,.0f} instructions a response, "

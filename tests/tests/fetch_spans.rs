@@ -24,6 +24,7 @@ async fn https_fetch_records_connect_tls_and_first_byte_spans() {
         otlp: Some(OtlpSettings {
             endpoint: Some(rx.http_endpoint()),
             protocol: None,
+            compression: None,
             service_name: "fetch-spans-test".into(),
             service_version: "0".into(),
             sample_ratio: 1.0,

@@ -58,6 +58,7 @@ fn exports_to_the_sink() {
         otlp: Some(OtlpSettings {
             endpoint: Some(endpoint.clone()),
             protocol: None,
+            compression: None,
             service_name: "otlpsink-test".into(),
             service_version: "0".into(),
             sample_ratio: 1.0,

@@ -365,6 +365,35 @@ async fn a_grpc_collector_under_the_default_protocol_is_named_with_the_fix() {
     site.shutdown().await;
 }
 
+/// Exports compressed with gzip (over OTLP/HTTP, the default) arrive whole: the receiver inflates them.
+#[tokio::test]
+async fn gzip_compressed_exports_arrive_whole() {
+    let rx = OtlpReceiver::start().await;
+    let site = Site::builder(spec(199)).start().await.expect("site");
+    let overrides = format!(
+        "[observability]\notlp_endpoint = \"{}\"\notlp_compression = \"gzip\"\n",
+        rx.http_endpoint()
+    );
+    let (c, run) = crawl_ok(&[site.seed_url()], &overrides).await;
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("exporting traces over otlp")
+                && l.contains(r#""compression":"gzip""#)),
+        "the start line names the compression: {}",
+        run.stderr
+    );
+    let want = c.records().len();
+    assert!(want > 20, "{want}");
+    rx.wait_for(|spans| record_roots(spans) >= want, Duration::from_secs(10));
+    assert_eq!(
+        record_roots(&rx.spans()),
+        want,
+        "every record's trace, once"
+    );
+    site.shutdown().await;
+}
+
 /// Crawls `seeds` with the config `overrides` to the end, which must be a success.
 async fn crawl_ok(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
     let c = TestCrawl::new(ENGINE, seeds, overrides);

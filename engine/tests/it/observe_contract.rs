@@ -2,7 +2,7 @@
 //! known labels is scraped at 0 before any fetch has finished; spans the collector never takes are counted and
 //! warned about once; every span name, attribute and enumerated value a crawl exports is in docs/OBSERVABILITY.md.
 //!
-//! Hosts use 127.0.0.196..=199 (part of the observe range).
+//! Hosts use 127.0.0.196..=198 (part of the observe range).
 
 use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};

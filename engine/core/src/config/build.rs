@@ -364,6 +364,11 @@ fn observability(s: &mut Section<'_, '_, '_, '_>) -> ObservabilityConfig {
         progress_interval: s.secs("progress_interval_s", d.progress_interval, 1),
         otlp_endpoint: s.string("otlp_endpoint", d.otlp_endpoint, validate::otlp_endpoint),
         otlp_protocol: s.string("otlp_protocol", d.otlp_protocol, validate::otlp_protocol),
+        otlp_compression: s.string(
+            "otlp_compression",
+            d.otlp_compression,
+            validate::otlp_compression,
+        ),
         service_name: s.string("service_name", d.service_name, validate::service_name),
         sample_ratio: s.float("sample_ratio", d.sample_ratio, 0.0, 1.0),
         // Only the default is implied; a non-loopback address must be written out.

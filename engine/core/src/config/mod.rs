@@ -566,6 +566,25 @@ impl OtlpProtocol {
     }
 }
 
+/// How export requests are compressed (`observability.otlp_compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpCompression {
+    /// Sent as they are.
+    None,
+    /// gzip (`Content-Encoding: gzip` over OTLP/HTTP, the gRPC message's compressed flag and `grpc-encoding: gzip`).
+    Gzip,
+}
+
+impl OtlpCompression {
+    /// The name used in the config file (and in `OTEL_EXPORTER_OTLP_COMPRESSION`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpCompression::None => "none",
+            OtlpCompression::Gzip => "gzip",
+        }
+    }
+}
+
 /// Default `observability.service_name`.
 pub const DEFAULT_SERVICE_NAME: &str = "crawl-engine";
 
@@ -588,6 +607,9 @@ pub struct ObservabilityConfig {
     /// How spans are sent; `None` (`""` in the file) = `OTEL_EXPORTER_OTLP_PROTOCOL` if set, else OTLP/HTTP (the
     /// OpenTelemetry specification's default).
     pub otlp_protocol: Option<OtlpProtocol>,
+    /// How export requests are compressed; `None` (`""` in the file) = `OTEL_EXPORTER_OTLP_COMPRESSION` if set,
+    /// else not at all.
+    pub otlp_compression: Option<OtlpCompression>,
     /// The `service.name` resource attribute (non-empty, no control characters).
     pub service_name: String,
     /// Share of URL traces exported, `0.0..=1.0`.
@@ -606,6 +628,7 @@ impl Default for ObservabilityConfig {
             progress_interval: Duration::from_secs(10),
             otlp_endpoint: None,
             otlp_protocol: None,
+            otlp_compression: None,
             service_name: DEFAULT_SERVICE_NAME.to_owned(),
             sample_ratio: 1.0,
             metrics_listen: Some(DEFAULT_METRICS_LISTEN),

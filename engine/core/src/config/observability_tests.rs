@@ -157,6 +157,26 @@ fn otlp_protocol_values() {
 }
 
 #[test]
+fn otlp_compression_values() {
+    assert_eq!(obs("").otlp_compression, None);
+    assert_eq!(obs("otlp_compression = \"\"").otlp_compression, None);
+    for c in [OtlpCompression::None, OtlpCompression::Gzip] {
+        assert_eq!(
+            obs(&format!("otlp_compression = {:?}", c.as_str())).otlp_compression,
+            Some(c)
+        );
+    }
+    let (m, k) = obs_error("otlp_compression", "otlp_compression = \"zstd\"");
+    assert_eq!(
+        (m.as_str(), k),
+        (
+            "unknown value `zstd`, expected one of `none`, `gzip`",
+            ErrorKind::InvalidValue
+        )
+    );
+}
+
+#[test]
 fn service_name_values() {
     assert_eq!(obs("").service_name, DEFAULT_SERVICE_NAME);
     for good in ["crawl-eu-1", "crawl engine", "crawler.ü", "x"] {

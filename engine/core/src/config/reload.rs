@@ -348,6 +348,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         progress_interval => "progress_interval_s",
         otlp_endpoint => "otlp_endpoint",
         otlp_protocol => "otlp_protocol",
+        otlp_compression => "otlp_compression",
         service_name => "service_name",
         sample_ratio => "sample_ratio",
         metrics_listen => "metrics_listen",

@@ -233,6 +233,7 @@ log_format = "json"
 progress_interval_s = 1
 otlp_endpoint = "http://127.0.0.1:4317"
 otlp_protocol = "grpc"
+otlp_compression = "gzip"
 service_name = "crawl-test"
 sample_ratio = 0.25
 metrics_listen = "[::1]:0"
@@ -454,6 +455,7 @@ fn every_key_is_parsed() {
             progress_interval: Duration::from_secs(1),
             otlp_endpoint: Some(url::Url::parse("http://127.0.0.1:4317").expect("url")),
             otlp_protocol: Some(OtlpProtocol::Grpc),
+            otlp_compression: Some(OtlpCompression::Gzip),
             service_name: "crawl-test".to_owned(),
             sample_ratio: 0.25,
             metrics_listen: Some("[::1]:0".parse().expect("addr")),
@@ -511,7 +513,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 103);
+    assert_eq!(keys.len(), 104);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

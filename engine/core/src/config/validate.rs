@@ -10,7 +10,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::proxy::{DIRECT, is_scheme, redact_credentials};
-use super::{LogFormat, OtlpProtocol, ProxyHop, ResolveAt, ResolverMode, Secret, SelectPolicy};
+use super::{
+    LogFormat, OtlpCompression, OtlpProtocol, ProxyHop, ResolveAt, ResolverMode, Secret,
+    SelectPolicy,
+};
 use crate::scope::ScopeMode;
 
 /// A seed: an absolute `http`/`https` URL with a host.
@@ -189,6 +192,21 @@ pub(super) fn otlp_protocol(s: &str) -> Result<Option<OtlpProtocol>, String> {
         &[
             ("grpc", OtlpProtocol::Grpc),
             ("http/protobuf", OtlpProtocol::HttpProtobuf),
+        ],
+    )
+    .map(Some)
+}
+
+/// `none` or `gzip`; `""` = from the environment.
+pub(super) fn otlp_compression(s: &str) -> Result<Option<OtlpCompression>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    one_of(
+        s,
+        &[
+            ("none", OtlpCompression::None),
+            ("gzip", OtlpCompression::Gzip),
         ],
     )
     .map(Some)

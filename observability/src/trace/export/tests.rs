@@ -100,7 +100,13 @@ async fn collector(answer: Answer) -> (String, Seen) {
 
 /// A client of `endpoint` over `protocol` that waits 5 s for an answer.
 fn client(endpoint: &str, protocol: Protocol) -> Otlp {
-    Otlp::new(endpoint, protocol, Duration::from_secs(5)).unwrap()
+    Otlp::new(
+        endpoint,
+        protocol,
+        Compression::None,
+        Duration::from_secs(5),
+    )
+    .unwrap()
 }
 
 fn request() -> Request {
@@ -167,12 +173,19 @@ fn endpoints_that_cannot_be_used_are_refused_with_the_reason() {
         ("http://", "invalid endpoint"),
         ("not a uri", "invalid endpoint"),
     ] {
-        let err = Otlp::new(endpoint, Protocol::Grpc, Duration::from_secs(1)).unwrap_err();
+        let err = Otlp::new(
+            endpoint,
+            Protocol::Grpc,
+            Compression::None,
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
         assert!(err.contains(says), "{endpoint}: {err}");
     }
     Otlp::new(
         "http://127.0.0.1:4317/some/path",
         Protocol::Grpc,
+        Compression::None,
         Duration::from_secs(1),
     )
     .unwrap();
@@ -193,6 +206,7 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
     let grpc = Otlp::new(
         &format!("https://{addr}"),
         Protocol::Grpc,
+        Compression::None,
         Duration::from_millis(500),
     )
     .unwrap();
@@ -395,4 +409,101 @@ async fn a_collector_speaking_the_other_protocol_is_named_with_the_fix() {
         None
     );
     assert_eq!(client(&gone, Protocol::Grpc).other_protocol().await, None);
+}
+
+/// Headers and body of each request a collector received.
+type Raw = Arc<Mutex<Vec<(http::HeaderMap, Vec<u8>)>>>;
+
+/// A collector over HTTP/2 (`http2`, gRPC) or HTTP/1.1 (OTLP/HTTP) that answers OK and keeps every request whole.
+async fn raw_collector(http2: bool) -> (String, Raw) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Raw = Arc::default();
+    let keep = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = keep.clone();
+            let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+                let seen = seen.clone();
+                async move {
+                    let headers = req.headers().clone();
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    seen.lock().unwrap().push((headers, body.to_vec()));
+                    Ok::<_, std::convert::Infallible>(reply(Answer::Ok))
+                }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if http2 {
+                let http2 =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+                tokio::spawn(http2.serve_connection(io, service));
+            } else {
+                let http1 = hyper::server::conn::http1::Builder::new();
+                tokio::spawn(http1.serve_connection(io, service));
+            }
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+fn gunzip(body: &[u8]) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(body)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn a_gzip_request_says_so_and_inflates_to_the_request() {
+    let plain = request();
+    let mut whole = plain.head.to_vec();
+    for piece in &plain.spans {
+        whole.extend_from_slice(piece);
+    }
+    for protocol in [Protocol::HttpProtobuf, Protocol::Grpc] {
+        let (endpoint, seen) = raw_collector(protocol == Protocol::Grpc).await;
+        let gzip = Otlp::new(
+            &endpoint,
+            protocol,
+            Compression::Gzip,
+            Duration::from_secs(5),
+        );
+        let gzip = gzip.unwrap();
+        let prepared = gzip.prepare(request());
+        assert!(prepared.gzip && prepared.spans.is_empty());
+        assert!(
+            prepared.head.len() < whole.len() / 20,
+            "{}",
+            prepared.head.len()
+        );
+        gzip.send(&prepared).await.unwrap();
+        // Without compression the request goes as it is and says nothing of an encoding.
+        let none = client(&endpoint, protocol);
+        let prepared = none.prepare(request());
+        assert!(!prepared.gzip);
+        assert_eq!(prepared.spans.len(), 2);
+        none.send(&prepared).await.unwrap();
+        let seen = seen.lock().unwrap();
+        let (plain_headers, plain_body) = &seen[1];
+        assert!(!plain_headers.contains_key("grpc-encoding"));
+        assert!(!plain_headers.contains_key(http::header::CONTENT_ENCODING));
+        assert!(plain_body.ends_with(&whole), "{protocol:?}");
+        let (headers, body) = &seen[0];
+        let inflated = match protocol {
+            Protocol::Grpc => {
+                assert_eq!(headers["grpc-encoding"], "gzip");
+                assert_eq!(body[0], 1, "the message's compressed flag");
+                let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
+                assert_eq!(len, body.len() - 5);
+                gunzip(&body[5..])
+            }
+            Protocol::HttpProtobuf => {
+                assert_eq!(headers[http::header::CONTENT_ENCODING], "gzip");
+                gunzip(body)
+            }
+        };
+        assert_eq!(inflated, whole, "{protocol:?}");
+    }
 }
