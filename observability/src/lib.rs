@@ -200,34 +200,41 @@ impl Drop for Guard {
 /// `http/protobuf`), else OTLP/HTTP, the OpenTelemetry specification's default (and the cheaper of the two for the
 /// crawl); an error names a protocol of the environment that is not supported.
 fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
-    if let Some(p) = configured {
-        return Ok(p);
-    }
-    match std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL") {
-        Ok(v) if !v.trim().is_empty() => Protocol::parse(&v).ok_or_else(|| {
-            format!(
-                "OTEL_EXPORTER_OTLP_PROTOCOL={:?} is not supported (grpc or http/protobuf)",
-                v.trim()
-            )
-        }),
-        _ => Ok(Protocol::HttpProtobuf),
-    }
+    configured_or_env(
+        configured,
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc or http/protobuf"),
+        Protocol::parse,
+        Protocol::HttpProtobuf,
+    )
 }
 
 /// The compression in use: the configured one, else `OTEL_EXPORTER_OTLP_COMPRESSION` (`none` or `gzip`), else
 /// none; an error names a compression of the environment that is not supported.
 fn resolve_compression(configured: Option<Compression>) -> Result<Compression, String> {
+    configured_or_env(
+        configured,
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "none or gzip"),
+        Compression::parse,
+        Compression::None,
+    )
+}
+
+/// `configured`, else the environment variable `var` read by `parse` (a value it does not know is an error that
+/// names the `choices`), else `default`.
+fn configured_or_env<T>(
+    configured: Option<T>,
+    (var, choices): (&str, &str),
+    parse: fn(&str) -> Option<T>,
+    default: T,
+) -> Result<T, String> {
     if let Some(c) = configured {
         return Ok(c);
     }
-    match std::env::var("OTEL_EXPORTER_OTLP_COMPRESSION") {
-        Ok(v) if !v.trim().is_empty() => Compression::parse(&v).ok_or_else(|| {
-            format!(
-                "OTEL_EXPORTER_OTLP_COMPRESSION={:?} is not supported (none or gzip)",
-                v.trim()
-            )
-        }),
-        _ => Ok(Compression::None),
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => {
+            parse(&v).ok_or_else(|| format!("{var}={:?} is not supported ({choices})", v.trim()))
+        }
+        _ => Ok(default),
     }
 }
 

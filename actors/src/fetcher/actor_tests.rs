@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::fetcher::http::HttpSettings;
+use crate::fetcher::test_lease::TestLease;
 use crate::parser::actor::PoolRestarts;
 use crate::parser::logic::tests::{job, settings};
 use crate::parser::pool::{Busy, ParserFactory};
@@ -236,38 +237,8 @@ async fn a_name_answered_once_is_not_asked_again_while_the_answer_lasts() {
     }
 }
 
-/// A host's shard lease as the test sets it: whether a request may start (the job's start check) and whether
-/// bytes may still go out (the connection's check at each write).
-#[derive(Debug)]
-struct Lease {
-    start: std::sync::atomic::AtomicBool,
-    send: std::sync::atomic::AtomicBool,
-}
-
-impl crawl_core::frontier::ShardGate for Lease {
-    fn shard_of(&self, _: crawl_core::frontier::Fp) -> u32 {
-        0
-    }
-    fn may_start(&self, _: crawl_core::frontier::Fp) -> bool {
-        self.start.load(Ordering::SeqCst)
-    }
-    fn may_send(&self, _: crawl_core::frontier::Fp) -> bool {
-        self.send.load(Ordering::SeqCst)
-    }
-    fn owns(&self, _: u32) -> bool {
-        true
-    }
-    fn owned_count(&self) -> usize {
-        1
-    }
-    fn handoffs(&self) -> Vec<u32> {
-        Vec::new()
-    }
-    fn quiet(&self, _: u32) {}
-}
-
 /// A fetch of `path` on `base` under `lease` (the host 127.0.0.1's).
-fn gated(base: std::net::SocketAddr, path: &str, id: JobId, lease: &Arc<Lease>) -> Fetch {
+fn gated(base: std::net::SocketAddr, path: &str, id: JobId, lease: &Arc<TestLease>) -> Fetch {
     let mut f = fetch(base, path, id);
     let host = crawl_core::frontier::host_fp("127.0.0.1");
     f.job.gate = Some(crate::protocol::StartGate::new(lease.clone(), host));
@@ -278,10 +249,7 @@ fn gated(base: std::net::SocketAddr, path: &str, id: JobId, lease: &Arc<Lease>) 
 async fn a_request_whose_lease_ran_out_after_its_start_check_does_not_go_out() {
     let (base, site_seen) = site(1).await;
     let (other, other_seen) = site(1).await;
-    let lease = Arc::new(Lease {
-        start: true.into(),
-        send: true.into(),
-    });
+    let lease = Arc::new(TestLease::all());
     let (f, seen) = fetcher("", None);
     f.do_send(gated(base, "/p/1", 1, &lease));
     assert!(until(|| seen.lock().unwrap().done.len() == 1).await);

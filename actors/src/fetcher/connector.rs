@@ -454,34 +454,12 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crawl_core::frontier::{Fp, ShardGate};
-
-    /// The hosts whose leases this process holds.
-    #[derive(Debug)]
-    struct Held(Vec<Fp>);
-
-    impl ShardGate for Held {
-        fn shard_of(&self, _: Fp) -> u32 {
-            0
-        }
-        fn may_start(&self, host: Fp) -> bool {
-            self.0.contains(&host)
-        }
-        fn owns(&self, _: u32) -> bool {
-            true
-        }
-        fn owned_count(&self) -> usize {
-            1
-        }
-        fn handoffs(&self) -> Vec<u32> {
-            Vec::new()
-        }
-        fn quiet(&self, _: u32) {}
-    }
+    use crate::fetcher::test_lease::TestLease;
+    use crawl_core::frontier::Fp;
 
     /// The gate a connection to `url` gets in a fetch of `job`'s host, `held` the hosts held.
     async fn gate_of(held: &[&str], job: &str, url: &str) -> Result<Option<Fp>, LeaseLost> {
-        let shards = Arc::new(Held(held.iter().map(|h| host_fp(h)).collect()));
+        let shards = Arc::new(TestLease::of(held));
         let gate = StartGate::new(shards, host_fp(job));
         let uri: http::Uri = url.parse().unwrap();
         with_gate(gate, async move { connection_gate(&uri) })

@@ -11,3 +11,5 @@ pub use actor::Fetcher;
 mod credentials_tests;
 #[cfg(test)]
 mod proxy_tls_tests;
+#[cfg(test)]
+mod test_lease;

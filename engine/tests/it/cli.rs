@@ -126,6 +126,38 @@ async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_compression_from_the_environment_that_is_not_supported_stops_the_start() {
+    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "");
+    let mut cmd = c.command();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd");
+    let res = run_cmd(cmd).await;
+    assert_ne!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stderr
+            .contains("OTEL_EXPORTER_OTLP_COMPRESSION=\"zstd\" is not supported (none or gzip)"),
+        "stderr:\n{}",
+        res.stderr
+    );
+    // The config's compression wins over the environment's, and the start line names it.
+    let c = TestCrawl::new(
+        ENGINE,
+        &["http://127.0.0.65:9/".to_owned()],
+        "[observability]\notlp_compression = \"none\"\n",
+    );
+    let mut cmd = c.command();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stderr.contains(r#""compression":"none""#),
+        "{}",
+        res.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_on_the_grpc_port_under_the_default_protocol_is_warned_about() {
     // Nothing listens there: the exports fail at once, the crawl (of a refused seed) ends all the same.
     let endpoint = "http://127.0.0.65:4317";

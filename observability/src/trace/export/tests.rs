@@ -59,8 +59,9 @@ fn reply(answer: Answer) -> http::Response<Reply> {
     .unwrap()
 }
 
-/// What the collector saw of each request: path, content type, te, user agent, body.
-type Seen = Arc<Mutex<Vec<(String, String, String, String, Vec<u8>)>>>;
+/// What the collector saw of each request: path, content type, te, user agent, the body's encoding
+/// (`grpc-encoding` over gRPC, `Content-Encoding` over OTLP/HTTP), body.
+type Seen = Arc<Mutex<Vec<(String, String, String, String, String, Vec<u8>)>>>;
 
 async fn collector(answer: Answer) -> (String, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -77,14 +78,16 @@ async fn collector(answer: Answer) -> (String, Seen) {
                         let v = req.headers().get(n).and_then(|v| v.to_str().ok());
                         v.unwrap_or("").to_owned()
                     };
-                    let (path, ct, te, ua) = (
+                    let (path, ct, te, ua, encoding) = (
                         req.uri().path().to_owned(),
                         header(http::header::CONTENT_TYPE),
                         header(http::header::TE),
                         header(http::header::USER_AGENT),
+                        header(http::HeaderName::from_static("grpc-encoding")),
                     );
                     let body = req.into_body().collect().await.unwrap().to_bytes();
-                    seen.lock().unwrap().push((path, ct, te, ua, body.to_vec()));
+                    let got = (path, ct, te, ua, encoding, body.to_vec());
+                    seen.lock().unwrap().push(got);
                     Ok::<_, std::convert::Infallible>(reply(answer))
                 }
             });
@@ -122,8 +125,9 @@ async fn a_request_arrives_whole_with_the_grpc_prefix_and_an_ok_is_ok() {
     }
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
-    for (path, ct, te, ua, body) in seen.iter() {
+    for (path, ct, te, ua, encoding, body) in seen.iter() {
         assert_eq!(path, EXPORT_PATH);
+        assert_eq!(encoding, "", "no grpc-encoding");
         assert_eq!((ct.as_str(), te.as_str()), ("application/grpc", "trailers"));
         assert_eq!(ua, USER_AGENT, "the exporter, its language and version");
         let len = 4 + 70_000u32;
@@ -243,15 +247,15 @@ async fn http_collector(
                         let v = req.headers().get(n).and_then(|v| v.to_str().ok());
                         v.unwrap_or("").to_owned()
                     };
-                    let (ct, ua) = (
+                    let (ct, ua, encoding) = (
                         header(http::header::CONTENT_TYPE),
                         header(http::header::USER_AGENT),
+                        header(http::header::CONTENT_ENCODING),
                     );
                     let path = req.uri().path().to_owned();
                     let body = req.into_body().collect().await.unwrap().to_bytes();
-                    seen.lock()
-                        .unwrap()
-                        .push((path, ct, String::new(), ua, body.to_vec()));
+                    let got = (path, ct, String::new(), ua, encoding, body.to_vec());
+                    seen.lock().unwrap().push(got);
                     let (status, retry_after) = {
                         let seen = seen.lock().unwrap();
                         answers[(seen.len() - 1).min(answers.len() - 1)]
@@ -287,8 +291,9 @@ async fn over_http_a_request_is_posted_whole_to_v1_traces_on_one_kept_alive_conn
     {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 3);
-        for (path, ct, _, ua, body) in seen.iter() {
+        for (path, ct, _, ua, encoding, body) in seen.iter() {
             assert_eq!(path, "/v1/traces");
+            assert_eq!(encoding, "", "no Content-Encoding");
             assert_eq!(ct, "application/x-protobuf");
             assert_eq!(ua, USER_AGENT);
             // No gRPC prefix: the message itself, both chunks in order.
@@ -334,7 +339,7 @@ async fn over_http_an_overloaded_collector_gets_the_same_request_again() {
     assert_eq!(seen.len(), 3, "sent three times");
     assert!(
         seen.iter()
-            .all(|(_, _, _, _, body)| *body == seen[0].4 && body.len() == 4 + 70_000),
+            .all(|(_, _, _, _, _, body)| *body == seen[0].5 && body.len() == 4 + 70_000),
         "the same request each time"
     );
 }
@@ -411,41 +416,6 @@ async fn a_collector_speaking_the_other_protocol_is_named_with_the_fix() {
     assert_eq!(client(&gone, Protocol::Grpc).other_protocol().await, None);
 }
 
-/// Headers and body of each request a collector received.
-type Raw = Arc<Mutex<Vec<(http::HeaderMap, Vec<u8>)>>>;
-
-/// A collector over HTTP/2 (`http2`, gRPC) or HTTP/1.1 (OTLP/HTTP) that answers OK and keeps every request whole.
-async fn raw_collector(http2: bool) -> (String, Raw) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen: Raw = Arc::default();
-    let keep = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let seen = keep.clone();
-            let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                let seen = seen.clone();
-                async move {
-                    let headers = req.headers().clone();
-                    let body = req.into_body().collect().await.unwrap().to_bytes();
-                    seen.lock().unwrap().push((headers, body.to_vec()));
-                    Ok::<_, std::convert::Infallible>(reply(Answer::Ok))
-                }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if http2 {
-                let http2 =
-                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
-                tokio::spawn(http2.serve_connection(io, service));
-            } else {
-                let http1 = hyper::server::conn::http1::Builder::new();
-                tokio::spawn(http1.serve_connection(io, service));
-            }
-        }
-    });
-    (format!("http://{addr}"), seen)
-}
-
 fn gunzip(body: &[u8]) -> Vec<u8> {
     use std::io::Read as _;
     let mut out = Vec::new();
@@ -463,7 +433,13 @@ async fn a_gzip_request_says_so_and_inflates_to_the_request() {
         whole.extend_from_slice(piece);
     }
     for protocol in [Protocol::HttpProtobuf, Protocol::Grpc] {
-        let (endpoint, seen) = raw_collector(protocol == Protocol::Grpc).await;
+        let (endpoint, seen) = match protocol {
+            Protocol::Grpc => collector(Answer::Ok).await,
+            Protocol::HttpProtobuf => {
+                let (endpoint, seen, _) = http_collector(&[(200, None)], 1).await;
+                (endpoint, seen)
+            }
+        };
         let gzip = Otlp::new(
             &endpoint,
             protocol,
@@ -486,23 +462,19 @@ async fn a_gzip_request_says_so_and_inflates_to_the_request() {
         assert_eq!(prepared.spans.len(), 2);
         none.send(&prepared).await.unwrap();
         let seen = seen.lock().unwrap();
-        let (plain_headers, plain_body) = &seen[1];
-        assert!(!plain_headers.contains_key("grpc-encoding"));
-        assert!(!plain_headers.contains_key(http::header::CONTENT_ENCODING));
+        let (_, _, _, _, plain_encoding, plain_body) = &seen[1];
+        assert_eq!(plain_encoding, "");
         assert!(plain_body.ends_with(&whole), "{protocol:?}");
-        let (headers, body) = &seen[0];
+        let (_, _, _, _, encoding, body) = &seen[0];
+        assert_eq!(encoding, "gzip", "{protocol:?}");
         let inflated = match protocol {
             Protocol::Grpc => {
-                assert_eq!(headers["grpc-encoding"], "gzip");
                 assert_eq!(body[0], 1, "the message's compressed flag");
                 let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
                 assert_eq!(len, body.len() - 5);
                 gunzip(&body[5..])
             }
-            Protocol::HttpProtobuf => {
-                assert_eq!(headers[http::header::CONTENT_ENCODING], "gzip");
-                gunzip(body)
-            }
+            Protocol::HttpProtobuf => gunzip(body),
         };
         assert_eq!(inflated, whole, "{protocol:?}");
     }
