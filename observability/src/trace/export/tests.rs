@@ -3,6 +3,7 @@
 //! trailers or in a trailers-only answer, an HTTP error, and endpoints that cannot be used. OTLP/HTTP (HTTP/1.1):
 //! the request as it arrives, on one kept-alive connection, and an HTTP error.
 
+use super::otlp::{EXPORT_PATH, USER_AGENT};
 use super::retry::Retry;
 use super::*;
 use http_body_util::BodyExt as _;
