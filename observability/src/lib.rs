@@ -238,10 +238,6 @@ fn configured_or_env<T>(
     }
 }
 
-/// The collectors' well-known ports: 4317 takes OTLP/gRPC, 4318 OTLP/HTTP.
-const GRPC_PORT: u16 = 4317;
-const HTTP_PORT: u16 = 4318;
-
 impl ExportTarget {
     /// The fix to name when the endpoint's port is the well-known port of the other protocol (an endpoint left on
     /// 4317 from a gRPC setup, now that OTLP/HTTP is the default, would see every export fail): None when the port
@@ -253,11 +249,10 @@ impl ExportTarget {
 
 fn port_mismatch(endpoint: &str, protocol: Protocol) -> Option<String> {
     let port = endpoint.parse::<http::Uri>().ok()?.port_u16()?;
-    let (expected, other) = match (protocol, port) {
-        (Protocol::HttpProtobuf, GRPC_PORT) => (HTTP_PORT, Protocol::Grpc),
-        (Protocol::Grpc, HTTP_PORT) => (GRPC_PORT, Protocol::HttpProtobuf),
-        _ => return None,
-    };
+    let (expected, other) = (protocol.well_known_port(), protocol.other());
+    if port != other.well_known_port() {
+        return None;
+    }
     Some(format!(
         "the otlp endpoint's port {port} is the collectors' {} port, but traces are sent over {}: set \
          [observability] otlp_protocol = \"{}\" (or OTEL_EXPORTER_OTLP_PROTOCOL), or use the collector's port {expected}",

@@ -37,12 +37,11 @@ pub(crate) async fn other_protocol(uri: &http::Uri, protocol: Protocol) -> Optio
     })
     .await;
     let first = &first[..got];
-    let other = match protocol {
-        Protocol::HttpProtobuf if is_settings_frame(first) => Protocol::Grpc,
-        Protocol::Grpc if first.starts_with(b"HTTP/1.") => Protocol::HttpProtobuf,
-        _ => return None,
+    let speaks_other = match protocol {
+        Protocol::HttpProtobuf => is_settings_frame(first),
+        Protocol::Grpc => first.starts_with(b"HTTP/1."),
     };
-    Some(fix(protocol, other))
+    speaks_other.then(|| fix(protocol))
 }
 
 /// A frame header of HTTP/2's SETTINGS (type 4) on the connection's stream (0): a server's preface.
@@ -50,15 +49,14 @@ fn is_settings_frame(header: &[u8]) -> bool {
     header.len() == 9 && header[3] == 0x04 && header[5..9] == [0, 0, 0, 0]
 }
 
-fn fix(protocol: Protocol, other: Protocol) -> String {
+/// What to do when traces go over `protocol` to a collector of the other one.
+fn fix(protocol: Protocol) -> String {
+    let other = protocol.other();
     let spoken = match other {
         Protocol::Grpc => "HTTP/2 only, as an OTLP/gRPC endpoint does",
         Protocol::HttpProtobuf => "HTTP/1, as an OTLP/HTTP endpoint does",
     };
-    let own_port = match protocol {
-        Protocol::Grpc => 4317,
-        Protocol::HttpProtobuf => 4318,
-    };
+    let own_port = protocol.well_known_port();
     format!(
         "traces are sent over {} but the collector speaks {spoken}: set [observability] otlp_protocol = \"{}\" \
          (or OTEL_EXPORTER_OTLP_PROTOCOL), or give the collector's {} endpoint (its port {own_port})",
@@ -87,10 +85,10 @@ mod tests {
 
     #[test]
     fn the_fix_names_the_protocol_to_set_and_the_port_to_use() {
-        let f = fix(Protocol::HttpProtobuf, Protocol::Grpc);
+        let f = fix(Protocol::HttpProtobuf);
         assert!(f.contains("otlp_protocol = \"grpc\""), "{f}");
         assert!(f.contains("HTTP/2 only") && f.contains("port 4318"), "{f}");
-        let f = fix(Protocol::Grpc, Protocol::HttpProtobuf);
+        let f = fix(Protocol::Grpc);
         assert!(f.contains("otlp_protocol = \"http/protobuf\""), "{f}");
         assert!(f.contains("HTTP/1,") && f.contains("port 4317"), "{f}");
     }

@@ -46,6 +46,22 @@ impl Protocol {
             Protocol::HttpProtobuf => "http/protobuf",
         }
     }
+
+    /// The collectors' well-known port of the protocol: 4317 takes OTLP/gRPC, 4318 OTLP/HTTP.
+    pub fn well_known_port(self) -> u16 {
+        match self {
+            Protocol::Grpc => 4317,
+            Protocol::HttpProtobuf => 4318,
+        }
+    }
+
+    /// The other of the two protocols.
+    pub fn other(self) -> Protocol {
+        match self {
+            Protocol::Grpc => Protocol::HttpProtobuf,
+            Protocol::HttpProtobuf => Protocol::Grpc,
+        }
+    }
 }
 
 /// How export requests are compressed.
