@@ -83,11 +83,15 @@ impl LeaseTable {
     /// True while `host_fp`'s shard is held and its local lease deadline has not passed, whether or not it is being
     /// handed over: what a connection to the host checks before each write.
     pub fn may_send(&self, host_fp: Fp) -> bool {
-        let Some(slot) = self.slots.get(self.shard_of(host_fp) as usize) else {
-            return false;
-        };
-        slot.token.load(Ordering::Acquire) != 0
-            && clock::now_ms() < slot.deadline.load(Ordering::Acquire)
+        self.lease_live(self.shard_of(host_fp))
+    }
+
+    /// The shard is held and its local lease deadline has not passed.
+    fn lease_live(&self, shard: u32) -> bool {
+        self.slots.get(shard as usize).is_some_and(|slot| {
+            slot.token.load(Ordering::Acquire) != 0
+                && clock::now_ms() < slot.deadline.load(Ordering::Acquire)
+        })
     }
 
     /// [`Self::may_start`] for a stored entry (records-queue entries included: they live in every shard).
@@ -97,12 +101,11 @@ impl LeaseTable {
 
     /// [`Self::may_start`] for a shard.
     pub fn may_start_shard(&self, shard: u32) -> bool {
-        let Some(slot) = self.slots.get(shard as usize) else {
-            return false;
-        };
-        slot.token.load(Ordering::Acquire) != 0
-            && !slot.handoff.load(Ordering::Acquire)
-            && clock::now_ms() < slot.deadline.load(Ordering::Acquire)
+        self.lease_live(shard)
+            && self
+                .slots
+                .get(shard as usize)
+                .is_some_and(|slot| !slot.handoff.load(Ordering::Acquire))
     }
 
     /// Shards held now (whatever their deadline).
