@@ -213,6 +213,8 @@ struct Store {
     refuse: std::sync::atomic::AtomicUsize,
     /// OTLP/HTTP exports refused so far.
     refused: std::sync::atomic::AtomicUsize,
+    /// OTLP/HTTP exports kept that came gzip-compressed.
+    gzipped: std::sync::atomic::AtomicUsize,
 }
 
 impl Store {
@@ -311,6 +313,9 @@ async fn serve_http(listener: tokio::net::TcpListener, store: Arc<Store>) {
                             http::HeaderValue::from_static("0"),
                         );
                         return Ok(resp);
+                    }
+                    if gzip {
+                        store.gzipped.fetch_add(1, SeqCst);
                     }
                     store.keep(&request);
                     Ok(answer(200))
@@ -468,6 +473,11 @@ impl OtlpReceiver {
         self.store
             .refuse
             .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// OTLP/HTTP exports kept that came gzip-compressed (`Content-Encoding: gzip`).
+    pub fn gzipped(&self) -> usize {
+        self.store.gzipped.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// OTLP/HTTP exports refused so far ([`OtlpReceiver::refuse_next`]).

@@ -391,6 +391,7 @@ async fn gzip_compressed_exports_arrive_whole() {
         want,
         "every record's trace, once"
     );
+    assert!(rx.gzipped() > 0, "the exports came compressed");
     site.shutdown().await;
 }
 
