@@ -1,5 +1,6 @@
-//! One OpenTelemetry trace per URL: the root span lives in a [`TraceCtx`] that travels inside the actor messages,
-//! and every actor adds its child spans to it with measured start and end times.
+//! One OpenTelemetry trace per URL: the root span is a [`Trace`], which the actor that starts it keeps and ends;
+//! its [`TraceCtx`] (the ids, a plain value) travels inside the actor messages, and every actor adds its child
+//! spans with it, with measured start and end times.
 //!
 //! Spans are the engine's own records rather than `tracing` spans or the OpenTelemetry SDK's, because their start
 //! times are measured before the span can exist (the wait span starts when the URL was queued, the connect span
@@ -12,7 +13,7 @@ use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, LazyLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 mod attr;
@@ -73,24 +74,51 @@ pub fn ratio_admits(trace_id: TraceId, ratio: f64) -> bool {
 }
 
 /// The tracer in force: trace ids only (no exporter), or ids and spans exported to `Batches`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Tracer {
     Ids,
-    Export(Arc<Batches>),
+    Export(&'static Batches),
 }
 
 /// The installed tracer (`None` before [`install`]: no trace ids at all).
 static TRACER: RwLock<Option<Tracer>> = RwLock::new(None);
 
+/// Bumped by every [`install`]: a thread reads [`TRACER`] again only when this changed, and otherwise uses its own
+/// copy (a read lock taken at every root wrote a cache line shared by every thread that starts traces).
+static TRACER_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's copy of the tracer, with the generation it was read at.
+    static TRACER_SEEN: Cell<(u64, Option<Tracer>)> = const { Cell::new((0, None)) };
+}
+
 /// Installs `t` as the tracer of [`root`].
 pub(crate) fn install(t: Tracer) {
     *TRACER.write().unwrap_or_else(|e| e.into_inner()) = Some(t);
+    TRACER_GENERATION.fetch_add(1, Ordering::Release);
+}
+
+/// The tracer in force.
+fn tracer() -> Option<Tracer> {
+    let read = || *TRACER.read().unwrap_or_else(|e| e.into_inner());
+    let generation = TRACER_GENERATION.load(Ordering::Acquire);
+    TRACER_SEEN
+        .try_with(|seen| {
+            let (at, t) = seen.get();
+            if at == generation {
+                return t;
+            }
+            let t = read();
+            seen.set((generation, t));
+            t
+        })
+        .unwrap_or_else(|_| read())
 }
 
 /// The running span exporter: its batches, the task that sends them and the runtime of that task and of the gRPC
 /// connection.
 pub(crate) struct Exporter {
-    batches: Arc<Batches>,
+    batches: &'static Batches,
     stop: Arc<tokio::sync::Notify>,
     task: tokio::task::JoinHandle<()>,
     runtime: tokio::runtime::Runtime,
@@ -144,7 +172,7 @@ impl Exporter {
         let batches = Batches::new(limit, batch);
         let stop = Arc::new(tokio::sync::Notify::new());
         let task = runtime.spawn(export::run(
-            batches.clone(),
+            batches,
             wire::Header::new(resource, SCOPE),
             transport,
             every,
@@ -160,7 +188,7 @@ impl Exporter {
 
     /// The tracer that exports here.
     pub(crate) fn tracer(&self) -> Tracer {
-        Tracer::Export(self.batches.clone())
+        Tracer::Export(self.batches)
     }
 
     /// Takes no more spans, sends what is pending (waiting at most [`SHUTDOWN_WAIT`]) and counts what was not
@@ -304,65 +332,40 @@ fn new_span_id() -> [u8; 8] {
     z.max(1).to_be_bytes()
 }
 
-/// The trace of one URL job. Cheap to clone; an empty one (no tracer installed) makes every call a no-op, and so
-/// does one that is not sampled (it only has its trace id).
-#[derive(Clone, Debug, Default)]
+/// What a span of a URL's trace needs: the trace's id, and for an exported trace its root span's id and where
+/// its spans go. A plain value (`Copy`), carried in the actor messages: adding a child span reads nothing shared
+/// with the other actors and writes no count of references (the root span is the [`Trace`], which one actor
+/// owns). An empty one (no tracer installed) makes every call a no-op, and so does one that is not sampled (it
+/// only has its trace id).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct TraceCtx(Inner);
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 enum Inner {
     #[default]
     Off,
     Ids(TraceId),
-    Sampled(Arc<Root>),
+    Sampled(Sampled),
 }
 
-/// The root span of a sampled trace: exported when it ends, or when the last [`TraceCtx`] of it is dropped.
-#[derive(Debug)]
-struct Root {
-    trace_id: TraceId,
-    span_id: [u8; 8],
-    name: &'static str,
-    start: Stamp,
-    state: Mutex<RootState>,
-    out: Arc<Batches>,
+/// The ids of an exported trace and its exporter's batches.
+#[derive(Clone, Copy)]
+struct Sampled {
+    trace_id: [u8; 16],
+    /// The root span's id: every child's parent.
+    root: [u8; 8],
+    out: &'static Batches,
 }
 
-#[derive(Debug, Default)]
-struct RootState {
-    /// Its attributes, encoded as they are set.
-    attributes: Vec<u8>,
-    error: Option<String>,
-    ended: bool,
-}
-
-impl Root {
-    fn state(&self) -> std::sync::MutexGuard<'_, RootState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+impl std::fmt::Debug for Sampled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampled")
+            .field("trace_id", &hex_bytes(self.trace_id))
+            .finish_non_exhaustive()
     }
+}
 
-    fn finish(&self, at: Stamp) {
-        let (attributes, error) = {
-            let mut s = self.state();
-            if s.ended {
-                return;
-            }
-            s.ended = true;
-            (std::mem::take(&mut s.attributes), s.error.take())
-        };
-        self.out.push(&SpanRef {
-            trace_id: self.trace_id.to_bytes(),
-            span_id: self.span_id,
-            parent: None,
-            name: self.name,
-            start_ns: self.start.0,
-            end_ns: at.0,
-            encoded: &attributes,
-            attributes: &[],
-            error: error.as_deref(),
-        });
-    }
-
+impl Sampled {
     /// Exports a child span that ended.
     fn child(
         &self,
@@ -372,9 +375,9 @@ impl Root {
         error: Option<&str>,
     ) {
         self.out.push(&SpanRef {
-            trace_id: self.trace_id.to_bytes(),
+            trace_id: self.trace_id,
             span_id: new_span_id(),
-            parent: Some(self.span_id),
+            parent: Some(self.root),
             name,
             start_ns: start.0,
             end_ns: end.max(start).0,
@@ -382,12 +385,6 @@ impl Root {
             attributes: attributes.list,
             error,
         });
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        self.finish(Stamp::now());
     }
 }
 
@@ -401,40 +398,141 @@ struct Attributes<'a> {
 /// Bytes a root span's encoded attributes typically take (URL, kind, depth, outcome, status, JSONL line).
 const ROOT_ATTRIBUTE_BYTES: usize = 256;
 
+/// The trace of one URL, with its root span: kept by the actor that starts it and ends it (the scheduler), while
+/// the other actors get its [`TraceCtx`]. The root span is exported when it ends ([`Trace::end`]) or when the
+/// `Trace` is dropped (then it ends at that moment); its children may end before or after it.
+#[derive(Debug, Default)]
+pub struct Trace {
+    ctx: TraceCtx,
+    /// The root span, until it is exported (only in a sampled trace).
+    root: Option<RootSpan>,
+}
+
+/// The root span of a sampled trace, still open.
+#[derive(Debug)]
+struct RootSpan {
+    name: &'static str,
+    start: Stamp,
+    /// Its attributes, encoded as they are set.
+    attributes: Vec<u8>,
+    error: Option<String>,
+}
+
 /// Starts the root span of a URL's trace at `start`.
-pub fn root(name: &'static str, start: impl Into<Stamp>, attributes: &[Attr<'_>]) -> TraceCtx {
-    let tracer = TRACER.read().unwrap_or_else(|e| e.into_inner());
-    root_with(tracer.as_ref(), name, start.into(), attributes)
+pub fn root(name: &'static str, start: impl Into<Stamp>, attributes: &[Attr<'_>]) -> Trace {
+    root_with(tracer(), name, start.into(), attributes)
 }
 
 fn root_with(
-    tracer: Option<&Tracer>,
+    tracer: Option<Tracer>,
     name: &'static str,
     start: Stamp,
     attributes: &[Attr<'_>],
-) -> TraceCtx {
+) -> Trace {
     let Some(tracer) = tracer else {
-        return TraceCtx::default();
+        return Trace::default();
     };
     let trace_id = RandomIdGenerator::default().new_trace_id();
     match tracer {
         Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
-            // A root collects a dozen attributes from several actors: room for them at once, not by regrowing.
+            // A root collects a dozen attributes: room for them at once, not by regrowing.
             let mut encoded = Vec::with_capacity(ROOT_ATTRIBUTE_BYTES);
             encode_attributes(&mut encoded, attributes.iter().copied());
-            TraceCtx(Inner::Sampled(Arc::new(Root {
-                trace_id,
-                span_id: new_span_id(),
-                name,
-                start,
-                state: Mutex::new(RootState {
+            Trace {
+                ctx: TraceCtx(Inner::Sampled(Sampled {
+                    trace_id: trace_id.to_bytes(),
+                    root: new_span_id(),
+                    out,
+                })),
+                root: Some(RootSpan {
+                    name,
+                    start,
                     attributes: encoded,
-                    ..RootState::default()
+                    error: None,
                 }),
-                out: out.clone(),
-            })))
+            }
         }
-        _ => TraceCtx(Inner::Ids(trace_id)),
+        _ => Trace {
+            ctx: TraceCtx(Inner::Ids(trace_id)),
+            root: None,
+        },
+    }
+}
+
+impl Trace {
+    /// What the other actors need to add spans to this trace.
+    pub fn ctx(&self) -> TraceCtx {
+        self.ctx
+    }
+
+    /// The trace id as 32 lowercase hex digits (None without a tracer).
+    pub fn trace_id(&self) -> Option<String> {
+        self.ctx.trace_id()
+    }
+
+    /// The trace id of an exported trace, as its 16 bytes (None when it is not exported).
+    pub fn exported_id(&self) -> Option<[u8; 16]> {
+        self.ctx.exported_id()
+    }
+
+    /// Whether this trace is exported.
+    pub fn is_sampled(&self) -> bool {
+        self.ctx.is_sampled()
+    }
+
+    /// Records a finished child span.
+    pub fn span(
+        &self,
+        name: &'static str,
+        start: impl Into<Stamp>,
+        end: impl Into<Stamp>,
+        attributes: &[Attr<'_>],
+    ) {
+        self.ctx.span(name, start, end, attributes);
+    }
+
+    /// Adds attributes to the root span (nothing once it ended).
+    pub fn set_attributes<'a>(&mut self, attributes: impl IntoIterator<Item = Attr<'a>>) {
+        if let Some(root) = &mut self.root {
+            encode_attributes(&mut root.attributes, attributes);
+        }
+    }
+
+    /// Marks the root span failed.
+    pub fn set_error(&mut self, message: &str) {
+        if let Some(root) = &mut self.root {
+            root.error = Some(message.to_owned());
+        }
+    }
+
+    /// Ends the root span at `at` and exports it.
+    pub fn end(mut self, at: impl Into<Stamp>) {
+        self.finish(at.into());
+    }
+
+    fn finish(&mut self, at: Stamp) {
+        let (Some(root), Inner::Sampled(ids)) = (self.root.take(), &self.ctx.0) else {
+            return;
+        };
+        ids.out.push(&SpanRef {
+            trace_id: ids.trace_id,
+            span_id: ids.root,
+            parent: None,
+            name: root.name,
+            start_ns: root.start.0,
+            end_ns: at.0,
+            encoded: &root.attributes,
+            attributes: &[],
+            error: root.error.as_deref(),
+        });
+    }
+}
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        if self.root.is_some() {
+            self.finish(Stamp::now());
+        }
     }
 }
 
@@ -444,13 +542,13 @@ impl TraceCtx {
         match &self.0 {
             Inner::Off => None,
             Inner::Ids(id) => Some(hex_id(*id)),
-            Inner::Sampled(root) => Some(hex_id(root.trace_id)),
+            Inner::Sampled(s) => Some(hex_bytes(s.trace_id)),
         }
     }
 
     /// The trace id of an exported trace, as its 16 bytes (None when it is not exported).
     pub fn exported_id(&self) -> Option<[u8; 16]> {
-        self.sampled().map(|root| root.trace_id.to_bytes())
+        self.sampled().map(|s| s.trace_id)
     }
 
     /// Whether this trace is exported.
@@ -458,9 +556,9 @@ impl TraceCtx {
         matches!(self.0, Inner::Sampled(_))
     }
 
-    fn sampled(&self) -> Option<&Arc<Root>> {
+    fn sampled(&self) -> Option<&Sampled> {
         match &self.0 {
-            Inner::Sampled(root) => Some(root),
+            Inner::Sampled(s) => Some(s),
             _ => None,
         }
     }
@@ -495,23 +593,23 @@ impl TraceCtx {
         attributes: &[Attr<'_>],
         error: Option<&str>,
     ) {
-        if let Some(root) = self.sampled() {
+        if let Some(s) = self.sampled() {
             let attributes = Attributes {
                 encoded: &[],
                 list: attributes,
             };
-            root.child(name, times, attributes, error);
+            s.child(name, times, attributes, error);
         }
     }
 
     /// Starts a child span now; it ends when [`ChildSpan::end`] is called or it is dropped.
     pub fn start(&self, name: &'static str, attributes: &[Attr<'_>]) -> ChildSpan {
         match self.sampled() {
-            Some(root) => {
+            Some(s) => {
                 let mut encoded = Vec::new();
                 encode_attributes(&mut encoded, attributes.iter().copied());
                 ChildSpan(Some(Open {
-                    root: root.clone(),
+                    ctx: *s,
                     name,
                     start: Stamp::now(),
                     attributes: encoded,
@@ -521,38 +619,11 @@ impl TraceCtx {
             None => ChildSpan::none(),
         }
     }
-
-    /// Adds attributes to the root span.
-    pub fn set_attributes<'a>(&self, attributes: impl IntoIterator<Item = Attr<'a>>) {
-        if let Some(root) = self.sampled() {
-            let mut s = root.state();
-            if !s.ended {
-                encode_attributes(&mut s.attributes, attributes);
-            }
-        }
-    }
-
-    /// Marks the root span failed.
-    pub fn set_error(&self, message: &str) {
-        if let Some(root) = self.sampled() {
-            let mut s = root.state();
-            if !s.ended {
-                s.error = Some(message.to_owned());
-            }
-        }
-    }
-
-    /// Ends the root span at `at`.
-    pub fn end(&self, at: impl Into<Stamp>) {
-        if let Some(root) = self.sampled() {
-            root.finish(at.into());
-        }
-    }
 }
 
 /// A child span in progress (of a sampled trace).
 struct Open {
-    root: Arc<Root>,
+    ctx: Sampled,
     name: &'static str,
     start: Stamp,
     /// Its attributes, encoded as they are set.
@@ -591,21 +662,9 @@ impl ChildSpan {
         self.finish();
     }
 
-    /// Ends the span without exporting it: its attributes go to the root span instead. For a step that did
-    /// nothing worth a span of its own (an answer served from a cache): its duration is nil, its outcome is an
-    /// attribute of the URL.
-    pub fn end_on_root(mut self) {
-        if let Some(s) = self.0.take() {
-            let mut root = s.root.state();
-            if !root.ended {
-                root.attributes.extend_from_slice(&s.attributes);
-            }
-        }
-    }
-
     fn finish(&mut self) {
         if let Some(s) = self.0.take() {
-            s.root.child(
+            s.ctx.child(
                 s.name,
                 (s.start, Stamp::now()),
                 Attributes {

@@ -48,14 +48,14 @@ async fn https_fetch_records_connect_tls_and_first_byte_spans() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let root = trace::root("crawl.url", SystemTime::now(), &[]);
-        let probe = ConnProbe::new(root.clone());
+        let probe = ConnProbe::new(root.ctx());
         // any answer will do (the DoH server answers 400 to a GET without a query): only the connection matters
         let resp = with_probe(probe, client.get(&url, None))
             .await
             .expect("https get");
         assert!(resp.status > 0);
-        root.end(SystemTime::now());
         ids.push(root.trace_id().expect("trace id"));
+        root.end(SystemTime::now());
     }
     drop(client);
     tokio::task::spawn_blocking(move || guard.shutdown())

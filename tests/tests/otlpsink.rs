@@ -81,7 +81,7 @@ fn exports_to_the_sink() {
             t0 + Duration::from_millis(1),
             &[crawl_observability::Attr::new("crawl.host", &host)],
         );
-        root.start("parse", &[]).end();
+        root.ctx().start("parse", &[]).end();
         root.end(SystemTime::now());
     }
     guard.shutdown();

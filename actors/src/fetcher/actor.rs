@@ -183,7 +183,7 @@ async fn resolve_host(
     let asked = dns.answers.borrow().generation();
     let ask = dns.resolver.send(Resolve {
         name: name.to_owned(),
-        trace: trace.clone(),
+        trace: *trace,
     });
     let outcome = match tokio::time::timeout(deadline, ask).await {
         Ok(Ok(o)) => o,
@@ -376,7 +376,7 @@ impl Handler<Fetch> for Fetcher {
             .job
             .trace
             .is_sampled()
-            .then(|| ConnProbe::new(msg.job.trace.clone()));
+            .then(|| ConnProbe::new(msg.job.trace));
         let gate = msg.job.gate.clone();
         let (deliver, running, me) = (
             self.deliver.clone(),

@@ -385,7 +385,7 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                 }
             });
         };
-        let trace = probe.as_ref().map(|p| p.trace.clone()).unwrap_or_default();
+        let trace = probe.as_ref().map(|p| p.trace).unwrap_or_default();
         Box::pin(async move {
             let mut tried: Vec<String> = Vec::new();
             loop {
@@ -393,7 +393,7 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                     host: host.clone(),
                     port,
                     tried: tried.clone(),
-                    trace: trace.clone(),
+                    trace,
                 };
                 match proxy.send(msg).await {
                     Ok(Ok(Opened::Chain { chain, stream })) => {

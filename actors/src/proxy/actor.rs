@@ -460,7 +460,7 @@ impl Handler<OpenChain> for ProxyChains {
                 match r
                     .send(Resolve {
                         name: first.host.clone(),
-                        trace: trace.clone(),
+                        trace,
                     })
                     .await
                 {

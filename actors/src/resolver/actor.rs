@@ -123,9 +123,8 @@ fn join<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
-/// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found). An answer with
-/// addresses from `resolver.hosts` or the cache took no time and asked no one: its attributes go to the root span
-/// instead of a span of their own.
+/// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found); `dns.source`
+/// tells an answer from `resolver.hosts` or a cache (which took no time and asked no one) from a lookup.
 fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     if !span.is_recording() {
         return;
@@ -145,16 +144,11 @@ fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
     if let Outcome::Unresolved { detail, .. } = outcome {
         span.set_error(detail);
     }
-    match outcome {
-        Outcome::Resolved(r) if matches!(r.source, Source::Hosts | Source::Cache) => {
-            span.end_on_root();
-        }
-        _ => span.end(),
-    }
+    span.end();
 }
 
-/// An answer a fetcher served from its copy ([`super::local`], which counted it): the URL's root span is given its
-/// attributes, as for an answer from the resolver's cache.
+/// An answer a fetcher served from its copy ([`super::local`], which counted it): a `dns.resolve` span, as for an
+/// answer from the resolver's cache.
 pub fn served_from_copy(
     trace: &crawl_observability::trace::TraceCtx,
     name: &str,

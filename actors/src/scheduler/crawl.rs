@@ -25,7 +25,7 @@ use crawl_core::traps::Budgets;
 use crawl_observability::Attr;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
-use crawl_observability::trace::{self, Stamp, TraceCtx, wall};
+use crawl_observability::trace::{self, Stamp, Trace, wall};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,7 +73,7 @@ pub struct RefillRequest {
 #[derive(Debug, Default)]
 pub(super) struct JobCtx {
     pub dns: Option<DnsInfo>,
-    pub trace: Option<TraceCtx>,
+    pub trace: Option<Trace>,
     /// The fetch, for the archive: bound to the job's record when one is made.
     pub archive: Option<Box<Archived>>,
 }
@@ -112,7 +112,7 @@ pub struct Crawl {
     stats: Stats,
     dropped: Vec<Entry>,
     /// Traces of URLs queued again (retry, re-drive), continued by their next lease.
-    retry_traces: HashMap<String, TraceCtx>,
+    retry_traces: HashMap<String, Trace>,
     /// The scope changed in a reload: queued URLs are judged again when they come up.
     rescope: bool,
     /// Fetchers that held an expired lease and are not used until the supervisor reports on them.
@@ -271,10 +271,10 @@ impl Crawl {
         entry: &Entry,
         mut record: Record,
         page_job: bool,
-        trace: Option<TraceCtx>,
+        trace: Option<Trace>,
     ) -> u64 {
         Self::mark_kind(entry, &mut record);
-        let trace = trace.unwrap_or_else(|| Self::record_trace(&record));
+        let mut trace = trace.unwrap_or_else(|| Self::record_trace(&record));
         record.trace_id = trace.trace_id();
         if self.record_ids {
             let fp = crawl_core::frontier::url_fp(&entry.url);
@@ -284,7 +284,7 @@ impl Crawl {
                 format!("{fp:016x}")
             });
         }
-        self.observe(&record, &trace);
+        self.observe(&record, &mut trace);
         let line = record.to_line();
         self.stats.count(&record);
         let seq = self.records.stage(trace);
@@ -384,10 +384,10 @@ impl Crawl {
                         host,
                         entry,
                         started_at: now,
-                        trace,
+                        trace: trace.ctx(),
                         gate,
                     };
-                    self.leases.insert(job.clone(), now);
+                    self.leases.insert(job.clone(), trace, now);
                     jobs.push(job);
                 }
                 // a robots.txt request queued by the gate may be ready right away

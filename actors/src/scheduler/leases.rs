@@ -1,12 +1,16 @@
 //! The lease table: which jobs are out, with which fetcher, until when.
 
 use crate::protocol::{Job, JobId};
+use crawl_observability::trace::Trace;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
 pub struct Lease {
     pub job: Job,
+    /// The job's trace (its root span ends with the record, or when the lease is dropped); the job carries its
+    /// context.
+    pub trace: Trace,
     pub fetcher: Option<usize>,
     /// When the job must have come back (request timeout plus the parse budget).
     pub deadline: Instant,
@@ -40,7 +44,7 @@ impl Leases {
         id
     }
 
-    pub fn insert(&mut self, job: Job, now: Instant) {
+    pub fn insert(&mut self, job: Job, trace: Trace, now: Instant) {
         if job.entry.kind.is_fetched() {
             self.pages += 1;
         }
@@ -50,6 +54,7 @@ impl Leases {
             job.id,
             Lease {
                 job,
+                trace,
                 fetcher: None,
                 deadline,
             },
@@ -146,10 +151,11 @@ mod tests {
         let t0 = Instant::now();
         let mut l = Leases::new(Duration::from_secs(10));
         let a = l.next_id();
-        l.insert(job(a, t0), t0);
+        l.insert(job(a, t0), Trace::default(), t0);
         let b = l.next_id();
         l.insert(
             job(b, t0 + Duration::from_secs(1)),
+            Trace::default(),
             t0 + Duration::from_secs(1),
         );
         assert_eq!(l.pages(), 2);

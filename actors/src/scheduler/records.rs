@@ -3,7 +3,7 @@
 
 use crawl_core::output::JsonlCheckpoint;
 use crawl_observability::Attr;
-use crawl_observability::trace::{Stamp, TraceCtx};
+use crawl_observability::trace::{Stamp, Trace};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -11,11 +11,11 @@ use std::time::Instant;
 pub struct RecordLog {
     next_seq: u64,
     /// Staged records' traces (their lines are in the staged batch).
-    staged: Vec<(u64, TraceCtx)>,
+    staged: Vec<(u64, Trace)>,
     /// Records of the commit in flight: (sequence, line, trace).
-    committing: Vec<(u64, Vec<u8>, TraceCtx)>,
+    committing: Vec<(u64, Vec<u8>, Trace)>,
     /// Committed records on their way to the sink: (sequence, trace), in order.
-    pub(super) writing: VecDeque<(u64, TraceCtx)>,
+    pub(super) writing: VecDeque<(u64, Trace)>,
     committed_upto: u64,
     written_upto: u64,
     /// The JSONL position to checkpoint with the next commit.
@@ -35,7 +35,7 @@ impl RecordLog {
     }
 
     /// Numbers a new record.
-    pub fn stage(&mut self, trace: TraceCtx) -> u64 {
+    pub fn stage(&mut self, trace: Trace) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.staged.push((seq, trace));
@@ -96,7 +96,7 @@ impl RecordLog {
             next += 1;
         }
         for line in extra {
-            self.writing.push_back((next, TraceCtx::default()));
+            self.writing.push_back((next, Trace::default()));
             out.push((next, line));
             next += 1;
         }

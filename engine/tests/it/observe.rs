@@ -188,7 +188,7 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
     }
     assert!(saw_connect, "no trace has a net.connect span");
 
-    // The named seed was resolved from resolver.hosts: an answer that took no lookup is on its root, not a span.
+    // The named seed was resolved from resolver.hosts: a dns.resolve span that says so, under the root.
     let named_rec = records
         .iter()
         .find(|r| r.url == named)
@@ -198,14 +198,18 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
         .iter()
         .find(|s| s.is_root())
         .expect("named root");
-    assert_eq!(named_root.attr_str("dns.source"), Some("hosts"));
-    assert_eq!(named_root.attr_bool("dns.polluted"), Some(false));
-    assert_eq!(named_root.attr_str("dns.outcome"), Some("resolved"));
-    assert!(
-        !names(named_trace).contains("dns.resolve"),
-        "{:?}",
-        names(named_trace)
+    let dns = named_trace
+        .iter()
+        .find(|s| s.name == "dns.resolve")
+        .unwrap_or_else(|| panic!("no dns.resolve span: {:?}", names(named_trace)));
+    assert_eq!(
+        dns.parent_span_id.as_deref(),
+        Some(named_root.span_id.as_str())
     );
+    assert_eq!(dns.attr_str("dns.source"), Some("hosts"));
+    assert_eq!(dns.attr_bool("dns.polluted"), Some(false));
+    assert_eq!(dns.attr_str("dns.outcome"), Some("resolved"));
+    assert_eq!(named_root.attr_str("dns.source"), None);
 
     // Robots.txt fetches are traces of their own.
     assert!(

@@ -103,8 +103,12 @@ pub(crate) struct Batches {
 }
 
 impl Batches {
-    pub(crate) fn new(limit: u64, batch: usize) -> Arc<Batches> {
-        Arc::new(Batches {
+    /// New batches, which live as long as the process: the exporter's [`TraceCtx`](super::TraceCtx)s refer to
+    /// them without counting references (a count written as each trace came and went was a cache line every
+    /// thread took from the others). An exporter is started once a process; what a closed one keeps is its
+    /// fields and each thread's empty chunk.
+    pub(crate) fn new(limit: u64, batch: usize) -> &'static Batches {
+        Box::leak(Box::new(Batches {
             id: NEXT_BATCHES.fetch_add(1, Ordering::Relaxed),
             pending: Apart::default(),
             shards: Apart::default(),
@@ -114,7 +118,7 @@ impl Batches {
             limit,
             batch: batch.max(1),
             chunk: CHUNK_SPANS.min(batch.max(1)),
-        })
+        }))
     }
 
     pub(crate) fn loss(&self) -> &Arc<Loss> {
@@ -132,8 +136,6 @@ impl Batches {
             let at = match shards.iter().position(|(id, _)| *id == self.id) {
                 Some(at) => at,
                 None => {
-                    // Shards of exporters that are gone (only this thread holds them) are forgotten here.
-                    shards.retain(|(_, s)| Arc::strong_count(s) > 1);
                     let shard = Arc::new(Shard::default());
                     let Ok(mut all) = self.shards.0.lock() else {
                         return false;
@@ -200,7 +202,12 @@ impl Batches {
             chunk.spans = 0;
             return;
         }
-        let fresh = Vec::with_capacity(chunk.bytes.capacity());
+        // Once closed, the chunk keeps no room (the batches outlive the exporter).
+        let fresh = if self.closed.load(Ordering::Acquire) {
+            Vec::new()
+        } else {
+            Vec::with_capacity(chunk.bytes.capacity())
+        };
         let Ok(mut p) = self.pending.0.lock() else {
             self.loss.unadmit(chunk.spans as u64);
             return;
@@ -322,7 +329,7 @@ pub(crate) trait Transport: Send + Sync + 'static {
 /// send: spans that came during a send would go out in many small requests), and all that is left once `stop` is
 /// notified (after [`Batches::close`]).
 pub(crate) async fn run<T: Transport>(
-    batches: Arc<Batches>,
+    batches: &'static Batches,
     header: Header,
     transport: T,
     every: Duration,
@@ -367,7 +374,7 @@ pub(crate) async fn run<T: Transport>(
 
 /// What the export loop's requests share.
 struct Out<T> {
-    batches: Arc<Batches>,
+    batches: &'static Batches,
     header: Header,
     transport: T,
     /// One permit per request in flight (a request waiting to be tried again keeps its permit).

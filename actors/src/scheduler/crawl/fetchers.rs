@@ -66,7 +66,7 @@ impl Crawl {
             .release(lease.job.host, now, Feedback::NotStarted);
         if lease.job.entry.kind.is_fetched() {
             self.retry_traces
-                .insert(lease.job.entry.url.clone(), lease.job.trace.clone());
+                .insert(lease.job.entry.url.clone(), lease.trace);
         }
         self.requeue(lease.job.host, lease.job.entry, now);
         true

@@ -27,11 +27,11 @@ impl Crawl {
             self.stats.stale_results += 1;
             return;
         };
-        let job = lease.job;
+        let (job, trace) = (lease.job, lease.trace);
         let (kind, url) = (job.entry.kind, job.entry.url.clone());
         let mut done = JobCtx {
             dns,
-            trace: Some(job.trace.clone()),
+            trace: Some(trace),
             archive,
         };
         if let JobResult::FetchFailed { reason, .. } = &result {

@@ -57,7 +57,7 @@ impl Crawl {
             RobotsOutcome::Unavailable { .. } => "unavailable",
         };
         metrics().robots_fetch(result);
-        if let Some(t) = &done.trace {
+        if let Some(t) = &mut done.trace {
             t.set_attributes([Attr::new("robots.result", result)]);
         }
         match outcome {

@@ -243,9 +243,9 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
 fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
     let mut log = RecordLog::new(1, 0, None);
     let t = Instant::now();
-    let s1 = log.stage(TraceCtx::default());
-    let s2 = log.stage(TraceCtx::default());
-    let s3 = log.stage(TraceCtx::default());
+    let s1 = log.stage(Trace::default());
+    let s2 = log.stage(Trace::default());
+    let s3 = log.stage(Trace::default());
     let batch = vec![
         (s1, b"a\n".to_vec()),
         (s2, b"b\n".to_vec()),
@@ -253,8 +253,8 @@ fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
     ];
     log.start_commit(&batch);
     // Two more records are staged while the commit is out.
-    let s4 = log.stage(TraceCtx::default());
-    let s5 = log.stage(TraceCtx::default());
+    let s4 = log.stage(Trace::default());
+    let s5 = log.stage(Trace::default());
     let mut staged = vec![(s4, b"d\n".to_vec()), (s5, b"e\n".to_vec())];
     let out = log.committed(
         (t, t),
@@ -273,7 +273,7 @@ fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
     );
     log.restage(&mut staged);
     assert_eq!(staged.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [5, 6]);
-    assert_eq!(log.stage(TraceCtx::default()), 7);
+    assert_eq!(log.stage(Trace::default()), 7);
     assert_eq!(log.pending_writes(), 4);
 }
 

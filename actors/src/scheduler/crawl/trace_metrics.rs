@@ -22,8 +22,8 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [Attr<'_>; 3] {
 }
 
 /// A new root span for a URL, started at `start`.
-fn root_span(url: &str, kind: JobKind, depth: u32, start: impl Into<Stamp>) -> TraceCtx {
-    let t = trace::root("crawl.url", start, &[]);
+fn root_span(url: &str, kind: JobKind, depth: u32, start: impl Into<Stamp>) -> Trace {
+    let mut t = trace::root("crawl.url", start, &[]);
     if t.is_sampled() {
         t.set_attributes(url_attributes(&redact_url(url), kind, depth));
     }
@@ -43,7 +43,7 @@ pub(super) fn host_group(url: &str) -> String {
 impl Crawl {
     /// The trace of a job being leased: the one of its earlier tries, or a new root from when it was queued;
     /// with its queue-wait span and, for pages, the robots verdict that let it go.
-    pub(super) fn lease_trace(&mut self, host: HostId, entry: &Entry, now: Instant) -> TraceCtx {
+    pub(super) fn lease_trace(&mut self, host: HostId, entry: &Entry, now: Instant) -> Trace {
         let queued = Stamp::from(entry.queued_at.unwrap_or(now));
         // Retried URLs are few: the map is nearly always empty, and an empty map still hashes the key.
         let retried = if self.retry_traces.is_empty() {
@@ -70,7 +70,7 @@ impl Crawl {
     }
 
     /// The trace of a URL the robots gate dropped without a lease (`reason` robots or why robots.txt never came).
-    pub(super) fn dropped_trace(entry: &Entry, reason: Reason) -> TraceCtx {
+    pub(super) fn dropped_trace(entry: &Entry, reason: Reason) -> Trace {
         let now = Stamp::now();
         let queued = entry.queued_at.map_or(now, Stamp::from);
         let t = root_span(&entry.url, entry.kind, entry.depth, queued);
@@ -91,19 +91,19 @@ impl Crawl {
     }
 
     /// The trace of a record made without a lease (an excluded link): a root span of its own.
-    pub(super) fn record_trace(record: &Record) -> TraceCtx {
+    pub(super) fn record_trace(record: &Record) -> Trace {
         root_span(&record.url, JobKind::Page, record.depth, Stamp::now())
     }
 
     /// The latency histogram's sample of a fetch that made `record`: the measured duration in seconds (not the
     /// record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is exported.
-    pub(super) fn observe_latency(record: &Record, latency: Duration, trace: Option<&TraceCtx>) {
-        let exemplar = trace.and_then(TraceCtx::exported_id);
+    pub(super) fn observe_latency(record: &Record, latency: Duration, trace: Option<&Trace>) {
+        let exemplar = trace.and_then(Trace::exported_id);
         metrics().fetch_duration(record.outcome.as_str(), latency.as_secs_f64(), exemplar);
     }
 
     /// Metrics and root-span attributes of a record.
-    pub(super) fn observe(&self, record: &Record, trace: &TraceCtx) {
+    pub(super) fn observe(&self, record: &Record, trace: &mut Trace) {
         let m = metrics();
         let reason = record.reason.map_or("", Reason::as_str);
         m.record(record.outcome.as_str(), reason);
@@ -143,7 +143,7 @@ impl Crawl {
             .front()
             .is_some_and(|(seq, _)| *seq <= upto)
         {
-            let Some((seq, t)) = self.records.writing.pop_front() else {
+            let Some((seq, mut t)) = self.records.writing.pop_front() else {
                 break;
             };
             if t.is_sampled() {
