@@ -51,6 +51,9 @@ pub struct OtlpSettings {
     /// `service.name` (OTEL_SERVICE_NAME, when set, wins).
     pub service_name: String,
     pub service_version: String,
+    /// More resource attributes: what holds for every span of the process (the frontier's backend), sent once a
+    /// batch instead of on every span.
+    pub resource: Vec<(&'static str, String)>,
     /// Share of URL traces exported, 0..=1.
     pub sample_ratio: f64,
 }
@@ -277,9 +280,16 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
         trace::install(trace::Tracer::Ids);
         return Ok(OtelPipeline { exporter: None });
     };
-    let mut resource = opentelemetry_sdk::Resource::builder().with_attribute(
-        opentelemetry::KeyValue::new("service.version", s.service_version.clone()),
-    );
+    let mut resource = opentelemetry_sdk::Resource::builder()
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.version",
+            s.service_version.clone(),
+        ))
+        .with_attributes(
+            s.resource
+                .iter()
+                .map(|(k, v)| opentelemetry::KeyValue::new(*k, v.clone())),
+        );
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(s.service_name.clone());
     }

@@ -27,6 +27,7 @@ async fn https_fetch_records_connect_tls_and_first_byte_spans() {
             compression: None,
             service_name: "fetch-spans-test".into(),
             service_version: "0".into(),
+            resource: Vec::new(),
             sample_ratio: 1.0,
         }),
     })

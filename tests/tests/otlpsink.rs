@@ -61,6 +61,7 @@ fn exports_to_the_sink() {
             compression: None,
             service_name: "otlpsink-test".into(),
             service_version: "0".into(),
+            resource: Vec::new(),
             sample_ratio: 1.0,
         }),
     })

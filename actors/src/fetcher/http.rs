@@ -520,10 +520,10 @@ impl HttpClient {
                 "http.first_byte",
                 from,
                 started + headers_at,
-                &[
-                    crawl_observability::Attr::new("http.request.method", "GET"),
-                    crawl_observability::Attr::new("net.connection.reused", !seen.opened),
-                ],
+                &[crawl_observability::Attr::new(
+                    "net.connection.reused",
+                    !seen.opened,
+                )],
             );
         }
         let remote_addr = response

@@ -141,16 +141,16 @@ fn record_spans(
         }
     }
     match (result, page) {
-        (_, Some(p)) => trace.span(
-            "parse",
-            parse_start,
-            parse_end,
-            &[
+        (_, Some(p)) => {
+            let links = [
                 Attr::new("crawl.links_found", i64::from(p.links_found)),
                 Attr::new("crawl.links_followed", p.links.len() as i64),
-                Attr::new("crawl.noindex", p.noindex),
-            ],
-        ),
+                Attr::new("crawl.noindex", true),
+            ];
+            // The flag only when set (the usual page is indexable).
+            let n = if p.noindex { 3 } else { 2 };
+            trace.span("parse", parse_start, parse_end, &links[..n]);
+        }
         (Ok(_), None) => trace.span("parse", parse_start, parse_end, &[]),
         (Err(_), None) => {
             trace.failed_span("parse", parse_start, parse_end, &[], "parser panicked")

@@ -2,7 +2,6 @@
 //! that end when their record is in the file.
 
 use crawl_core::output::JsonlCheckpoint;
-use crawl_observability::Attr;
 use crawl_observability::trace::{Stamp, Trace};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -68,11 +67,11 @@ impl RecordLog {
     /// The commit is durable: its lines, in order, for the sink. `fenced` are the sequence numbers the store
     /// refused (another process owns their URLs now) and `extra` the records it handed over to write: the kept
     /// records are numbered on from the last committed one, then the extra ones.
-    /// Each kept record's trace gets a `frontier.commit` span from `started` to `done` (`backend` names the store).
+    /// Each kept record's trace gets a `frontier.commit` span from `started` to `done` (the store's backend is a
+    /// resource attribute of the process's spans).
     pub fn committed(
         &mut self,
         (started, done): (Instant, Instant),
-        backend: &'static str,
         fenced: &[u64],
         extra: Vec<Vec<u8>>,
     ) -> Vec<(u64, Vec<u8>)> {
@@ -83,14 +82,7 @@ impl RecordLog {
             if fenced.contains(&seq) {
                 continue;
             }
-            if trace.is_sampled() {
-                trace.span(
-                    "frontier.commit",
-                    from,
-                    to,
-                    &[Attr::new("frontier.backend", backend)],
-                );
-            }
+            trace.span("frontier.commit", from, to, &[]);
             self.writing.push_back((next, trace));
             out.push((next, line));
             next += 1;

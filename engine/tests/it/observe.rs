@@ -117,6 +117,12 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
             "{:?}",
             root.resource
         );
+        assert_eq!(
+            root.resource_str("crawl.frontier.backend"),
+            Some("embedded"),
+            "{:?}",
+            root.resource
+        );
         for s in trace.iter().filter(|s| s.parent_span_id.is_some()) {
             assert_eq!(
                 s.parent_span_id.as_deref(),

@@ -235,7 +235,7 @@ fn has_word(text: &str, word: &str) -> bool {
 }
 
 /// Attributes whose values form a documented set.
-const ENUMERATED: [&str; 9] = [
+const ENUMERATED: [&str; 7] = [
     "crawl.kind",
     "crawl.outcome",
     "robots.verdict",
@@ -243,14 +243,23 @@ const ENUMERATED: [&str; 9] = [
     "dns.source",
     "dns.outcome",
     "proxy.result",
-    "frontier.backend",
-    "http.request.method",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_exported_span_name_attribute_and_value_is_documented() {
     let rx = OtlpReceiver::start().await;
-    let site = Site::builder(spec(198, 10)).start().await.expect("site");
+    // One page asks not to be indexed: its parse span says so, the others carry no flag.
+    let site = Site::builder(spec(198, 10))
+        .route(
+            0,
+            "/noindex",
+            Route::ok(
+                r#"<html><head><meta name="robots" content="noindex"></head><body>x</body></html>"#,
+            ),
+        )
+        .start()
+        .await
+        .expect("site");
     let port = site.addr(0).expect("host 0").port();
     // A name from resolver.hosts, and one no nameserver knows (a failed network lookup, then cached).
     let named = format!("http://named-doc.test:{port}/page/1");
@@ -260,7 +269,12 @@ async fn every_exported_span_name_attribute_and_value_is_documented() {
          [fetch]\nmax_retries = 1\n{PROXY_DIRECT}",
         rx.http_endpoint()
     );
-    let c = TestCrawl::new(ENGINE, &[site.seed_url(), named, unknown], &overrides);
+    let noindex = site.url(0, "/noindex");
+    let c = TestCrawl::new(
+        ENGINE,
+        &[site.seed_url(), named, unknown, noindex],
+        &overrides,
+    );
     let (c, run) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)
@@ -323,6 +337,15 @@ async fn every_exported_span_name_attribute_and_value_is_documented() {
     assert!(!has(&|s| s.is_root() && s.attr_str("dns.source").is_some()));
     assert!(has(
         &|s| s.name == "frontier.wait" && s.attr_str("robots.verdict") == Some("allowed")
+    ));
+    assert!(has(
+        &|s| s.name == "parse" && s.attr_bool("crawl.noindex") == Some(true)
+    ));
+    assert!(!has(
+        &|s| s.name == "parse" && s.attr_bool("crawl.noindex") == Some(false)
+    ));
+    assert!(has(
+        &|s| s.name == "parse" && s.attr("crawl.noindex").is_none()
     ));
     assert!(has(
         &|s| s.name == "proxy.connect" && s.attr_str("proxy.result") == Some("direct")

@@ -256,12 +256,7 @@ fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
     let s4 = log.stage(Trace::default());
     let s5 = log.stage(Trace::default());
     let mut staged = vec![(s4, b"d\n".to_vec()), (s5, b"e\n".to_vec())];
-    let out = log.committed(
-        (t, t),
-        "redis",
-        &[s2],
-        vec![b"x\n".to_vec(), b"y\n".to_vec()],
-    );
+    let out = log.committed((t, t), &[s2], vec![b"x\n".to_vec(), b"y\n".to_vec()]);
     assert_eq!(
         out,
         vec![

@@ -82,15 +82,9 @@ impl Crawl {
             );
         }
         let renumbered = !committed.fenced_records.is_empty() || !committed.extra.is_empty();
-        let backend = if self.shards.is_some() {
-            "redis"
-        } else {
-            "embedded"
-        };
         self.records.rewrite(committed.rewritten);
         let lines = self.records.committed(
             (in_flight.started.unwrap_or(now), now),
-            backend,
             &committed.fenced_records,
             committed.extra,
         );
