@@ -15,7 +15,7 @@
 
 use super::loss::Loss;
 use super::wire::{Header, SpanRef, put_span};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -76,7 +76,10 @@ static NEXT_BATCHES: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     /// This thread's shard of each `Batches` it has pushed to (by id; almost always one).
-    static SHARDS: RefCell<Vec<(u64, Arc<Shard>)>> = const { RefCell::new(Vec::new()) };
+    static SHARDS: RefCell<Vec<(u64, &'static Shard)>> = const { RefCell::new(Vec::new()) };
+    /// The shard this thread pushed to last, with its `Batches`' id: a span's way to its shard, without a borrow
+    /// or a search (and, having no destructor, there while the thread's other locals are torn down).
+    static LAST_SHARD: Cell<Option<(u64, &'static Shard)>> = const { Cell::new(None) };
 }
 
 /// A value on cache lines of its own, so that writing it does not take the lines of the fields beside it from the
@@ -90,8 +93,8 @@ struct Apart<T>(T);
 pub(crate) struct Batches {
     id: u64,
     pending: Apart<Mutex<Pending>>,
-    /// Every thread's shard, for the export task to drain.
-    shards: Apart<Mutex<Vec<Arc<Shard>>>>,
+    /// Every thread's shard, for the export task to drain (each lives as long as the batches).
+    shards: Apart<Mutex<Vec<&'static Shard>>>,
     /// No span is taken any more (the exporter is shutting down).
     closed: AtomicBool,
     wake: Notify,
@@ -126,30 +129,40 @@ impl Batches {
     }
 
     /// Encodes an ended span into this thread's chunk; a full chunk goes to the batch being filled (or is dropped
-    /// and counted when the pending spans are at their bound). Spans ended while the thread's locals are being
-    /// torn down (a trace dropped in a thread-local destructor) go to the batch directly.
+    /// and counted when the pending spans are at their bound). Spans ended where the thread has no shard to be
+    /// found (its locals torn down before it pushed any) go to the batch directly.
     pub(crate) fn push(&self, span: &SpanRef<'_>) {
-        let pushed = SHARDS.try_with(|shards| {
-            let Ok(mut shards) = shards.try_borrow_mut() else {
-                return false;
-            };
-            let at = match shards.iter().position(|(id, _)| *id == self.id) {
-                Some(at) => at,
-                None => {
-                    let shard = Arc::new(Shard::default());
-                    let Ok(mut all) = self.shards.0.lock() else {
-                        return false;
-                    };
-                    all.push(shard.clone());
-                    shards.push((self.id, shard));
-                    shards.len() - 1
-                }
-            };
-            self.push_local(&shards[at].1, span)
-        });
-        if pushed != Ok(true) {
+        let last = LAST_SHARD
+            .try_with(Cell::get)
+            .ok()
+            .flatten()
+            .filter(|(id, _)| *id == self.id);
+        let shard = match last {
+            Some((_, shard)) => Some(shard),
+            None => self.thread_shard(),
+        };
+        if !shard.is_some_and(|shard| self.push_local(shard, span)) {
             self.push_shared(span);
         }
+    }
+
+    /// This thread's shard of these batches, made on its first span (None when the thread's locals are gone).
+    fn thread_shard(&self) -> Option<&'static Shard> {
+        let shard = SHARDS
+            .try_with(|shards| {
+                let mut shards = shards.try_borrow_mut().ok()?;
+                if let Some((_, shard)) = shards.iter().find(|(id, _)| *id == self.id) {
+                    return Some(*shard);
+                }
+                let shard: &'static Shard = Box::leak(Box::default());
+                self.shards.0.lock().ok()?.push(shard);
+                shards.push((self.id, shard));
+                Some(shard)
+            })
+            .ok()
+            .flatten()?;
+        let _ = LAST_SHARD.try_with(|last| last.set(Some((self.id, shard))));
+        Some(shard)
     }
 
     /// Encodes `span` into `shard`; false when its lock is poisoned.
