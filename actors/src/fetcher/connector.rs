@@ -19,18 +19,24 @@ use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 /// What the connectors learn about a connection opened for the fetch in whose task-local scope they run: the
-/// fetch's trace (their spans go there) and when the transport and the whole connection were ready.
-#[derive(Debug, Default)]
+/// fetch's trace (their spans go there) and when the transport and the whole connection were ready. The times are
+/// atomics (nanoseconds after the probe was made, 0 for not seen): a fetch resets and reads them once each, with
+/// plain loads and stores, where a lock cost two atomic writes each time.
+#[derive(Debug)]
 pub struct ConnProbe {
     pub trace: TraceCtx,
-    times: Mutex<ProbeTimes>,
+    base: Instant,
+    opened: AtomicBool,
+    transport_done: AtomicU64,
+    conn_done: AtomicU64,
 }
 
 /// See [`ConnProbe`].
@@ -48,25 +54,54 @@ impl ConnProbe {
     pub fn new(trace: TraceCtx) -> Arc<ConnProbe> {
         Arc::new(ConnProbe {
             trace,
-            times: Mutex::new(ProbeTimes::default()),
+            base: Instant::now(),
+            opened: AtomicBool::new(false),
+            transport_done: AtomicU64::new(0),
+            conn_done: AtomicU64::new(0),
         })
     }
 
     /// What was seen so far.
     pub fn times(&self) -> ProbeTimes {
-        self.times.lock().map(|t| *t).unwrap_or_default()
+        ProbeTimes {
+            opened: self.opened.load(Ordering::Acquire),
+            transport_done: self.instant(&self.transport_done),
+            conn_done: self.instant(&self.conn_done),
+        }
     }
 
     /// Forgets what was seen (before the next request of the same fetch, e.g. a redirect hop).
     pub fn reset(&self) {
-        if let Ok(mut t) = self.times.lock() {
-            *t = ProbeTimes::default();
-        }
+        self.opened.store(false, Ordering::Release);
+        self.transport_done.store(0, Ordering::Release);
+        self.conn_done.store(0, Ordering::Release);
     }
 
-    fn update(&self, f: impl FnOnce(&mut ProbeTimes)) {
-        if let Ok(mut t) = self.times.lock() {
-            f(&mut t);
+    /// The transport (TCP, or the proxy chain's tunnel) is up at `at`.
+    fn transport_up(&self, at: Instant) {
+        self.transport_done
+            .store(self.offset(at), Ordering::Release);
+    }
+
+    /// A new connection is usable at `at`.
+    fn opened_at(&self, at: Instant) {
+        self.conn_done.store(self.offset(at), Ordering::Release);
+        self.opened.store(true, Ordering::Release);
+    }
+
+    /// `at` as nanoseconds after the probe was made, plus one (never 0, which is "not seen").
+    fn offset(&self, at: Instant) -> u64 {
+        let d = at.saturating_duration_since(self.base);
+        d.as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(d.subsec_nanos()))
+            .saturating_add(1)
+    }
+
+    fn instant(&self, field: &AtomicU64) -> Option<Instant> {
+        match field.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(self.base + Duration::from_nanos(n - 1)),
         }
     }
 }
@@ -125,6 +160,11 @@ pub fn probe() -> Option<Arc<ConnProbe>> {
     PROBE.try_with(Arc::clone).ok()
 }
 
+/// `f` of the probe of the enclosing request (None outside one), without a reference of its own to it.
+pub fn with_current_probe<R>(f: impl FnOnce(&ConnProbe) -> R) -> Option<R> {
+    PROBE.try_with(|p| f(p)).ok()
+}
+
 /// Records a `net.connect` span for a direct TCP connection and marks the transport ready.
 fn record_tcp(
     probe: Option<&Arc<ConnProbe>>,
@@ -153,7 +193,7 @@ fn record_tcp(
                     Err(_) => p.trace.span("net.connect", start, end, &[address, port]),
                 }
             }
-            p.update(|t| t.transport_done = Some(end));
+            p.transport_up(end);
         }
         Err(e) => p
             .trace
@@ -216,10 +256,7 @@ where
                 let transport = p.times().transport_done;
                 match &res {
                     Ok(conn) => {
-                        p.update(|t| {
-                            t.opened = true;
-                            t.conn_done = Some(end);
-                        });
+                        p.opened_at(end);
                         if https {
                             let alpn = if conn.connected().is_negotiated_h2() {
                                 "h2"
@@ -398,8 +435,7 @@ impl tower_service::Service<http::Uri> for ProxyConnector {
                 match proxy.send(msg).await {
                     Ok(Ok(Opened::Chain { chain, stream })) => {
                         if let Some(p) = &probe {
-                            let now = Instant::now();
-                            p.update(|t| t.transport_done = Some(now));
+                            p.transport_up(Instant::now());
                         }
                         transport_ready(ready.as_ref());
                         return Ok(Conn {
@@ -497,5 +533,36 @@ mod tests {
         // IPv6 hosts are named with their brackets, as the politeness key names them.
         let v6 = Ok(Some(host_fp("[::1]")));
         assert_eq!(gate_of(&["[::1]"], "[::1]", "http://[::1]:81/").await, v6);
+    }
+
+    /// The probe gives back the instants the connectors recorded, to the nanosecond, in the fetch's scope, and
+    /// forgets them on reset.
+    #[tokio::test]
+    async fn a_probe_keeps_the_connection_s_times_until_reset() {
+        let probe = ConnProbe::new(TraceCtx::default());
+        assert!(
+            with_current_probe(ConnProbe::times).is_none(),
+            "outside a fetch"
+        );
+        let seen = with_probe(probe.clone(), async {
+            let fresh = with_current_probe(ConnProbe::times).expect("in scope");
+            assert!(!fresh.opened && fresh.transport_done.is_none() && fresh.conn_done.is_none());
+            let tcp = Instant::now() + Duration::from_nanos(1_234_567);
+            let tls = tcp + Duration::from_millis(3);
+            with_current_probe(|p| {
+                p.transport_up(tcp);
+                p.opened_at(tls);
+            });
+            let seen = with_current_probe(ConnProbe::times).expect("in scope");
+            (seen, tcp, tls)
+        })
+        .await;
+        let (times, tcp, tls) = seen;
+        assert!(times.opened);
+        assert_eq!(times.transport_done, Some(tcp));
+        assert_eq!(times.conn_done, Some(tls));
+        probe.reset();
+        let cleared = probe.times();
+        assert!(!cleared.opened && cleared.transport_done.is_none() && cleared.conn_done.is_none());
     }
 }

@@ -493,10 +493,11 @@ impl HttpClient {
             HeaderMap::new()
         };
         let sent_at = std::time::SystemTime::now();
-        let probe = super::connector::probe();
-        if let Some(p) = &probe {
+        // The fetch's trace when it is exported (the connectors record into the probe in the task's scope).
+        let traced = super::connector::with_current_probe(|p| {
             p.reset();
-        }
+            p.trace
+        });
         let response = match tokio::time::timeout(
             self.settings.header_timeout,
             self.client.request(req),
@@ -508,15 +509,16 @@ impl HttpClient {
             Ok(Ok(response)) => response,
         };
         let headers_at = start.elapsed();
-        if let Some(p) = &probe {
-            let seen = p.times();
+        if let Some(trace) = traced {
+            let seen = super::connector::with_current_probe(super::connector::ConnProbe::times)
+                .unwrap_or_default();
             // The start converted once: the end is an offset from it.
             let started = Stamp::from(start);
             let from = match seen.conn_done {
                 Some(done) if seen.opened => Stamp::from(done),
                 _ => started,
             };
-            p.trace.span(
+            trace.span(
                 "http.first_byte",
                 from,
                 started + headers_at,
