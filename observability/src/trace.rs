@@ -480,17 +480,6 @@ impl Trace {
         self.ctx.is_sampled()
     }
 
-    /// Records a finished child span.
-    pub fn span(
-        &self,
-        name: &'static str,
-        start: impl Into<Stamp>,
-        end: impl Into<Stamp>,
-        attributes: &[Attr<'_>],
-    ) {
-        self.ctx.span(name, start, end, attributes);
-    }
-
     /// Adds attributes to the root span (nothing once it ended).
     pub fn set_attributes<'a>(&mut self, attributes: impl IntoIterator<Item = Attr<'a>>) {
         if let Some(root) = &mut self.root {

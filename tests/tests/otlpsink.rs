@@ -76,7 +76,7 @@ fn exports_to_the_sink() {
         let t0 = SystemTime::now();
         let root = trace::root("crawl.url", t0, &[]);
         let host = format!("h{i}");
-        root.span(
+        root.ctx().span(
             "frontier.wait",
             t0,
             t0 + Duration::from_millis(1),

@@ -82,7 +82,7 @@ impl RecordLog {
             if fenced.contains(&seq) {
                 continue;
             }
-            trace.span("frontier.commit", from, to, &[]);
+            trace.ctx().span("frontier.commit", from, to, &[]);
             self.writing.push_back((next, trace));
             out.push((next, line));
             next += 1;

@@ -74,7 +74,8 @@ fn a_sampled_trace_exports_its_root_and_children() {
     t.set_error("refused");
     // The children are added through the context the other actors get (a copy of the ids).
     let ctx = t.ctx();
-    t.span("frontier.wait", t0, t0 + Duration::from_millis(3), &[]);
+    t.ctx()
+        .span("frontier.wait", t0, t0 + Duration::from_millis(3), &[]);
     ctx.failed_span("parse", t0, t0, &[], "parser panicked");
     let mut open = ctx.start("dns.resolve", &[Attr::new("dns.name", "a.test")]);
     open.set(Attr::new("dns.source", "cache"));
@@ -249,7 +250,7 @@ fn ids_only_traces_are_not_sampled() {
 fn without_tracer_everything_is_a_no_op() {
     let mut t = Trace::default();
     assert_eq!(t.trace_id(), None);
-    t.span("x", SystemTime::now(), SystemTime::now(), &[]);
+    t.ctx().span("x", SystemTime::now(), SystemTime::now(), &[]);
     let mut span = t.ctx().start("y", &[Attr::new("k", 1_i64)]);
     assert!(!span.is_recording());
     span.set(Attr::new("k", "v"));

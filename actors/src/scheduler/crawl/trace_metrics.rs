@@ -61,9 +61,9 @@ impl Crawl {
                     "not_checked"
                 };
                 let verdict = Attr::new("robots.verdict", verdict);
-                t.span("frontier.wait", queued, now, &[host, verdict]);
+                t.ctx().span("frontier.wait", queued, now, &[host, verdict]);
             } else {
-                t.span("frontier.wait", queued, now, &[host]);
+                t.ctx().span("frontier.wait", queued, now, &[host]);
             }
         }
         t
@@ -80,7 +80,7 @@ impl Crawl {
             } else {
                 "unavailable"
             };
-            t.span(
+            t.ctx().span(
                 "frontier.wait",
                 queued,
                 now,
