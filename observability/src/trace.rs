@@ -277,6 +277,11 @@ impl Stamp {
     pub fn unix_nanos(self) -> u64 {
         self.0
     }
+
+    /// The stamp of `nanos` since the Unix epoch (what [`unix_nanos`](Self::unix_nanos) gave).
+    pub fn from_unix_nanos(nanos: u64) -> Stamp {
+        Stamp(nanos)
+    }
 }
 
 impl std::ops::Add<Duration> for Stamp {

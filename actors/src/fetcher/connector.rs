@@ -12,7 +12,7 @@ use crate::proxy::socks::ChainStream;
 use actix::Recipient;
 use crawl_core::frontier::host_fp;
 use crawl_observability::Attr;
-use crawl_observability::trace::TraceCtx;
+use crawl_observability::trace::{Stamp, TraceCtx};
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
@@ -20,21 +20,19 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 /// What the connectors learn about a connection opened for the fetch in whose task-local scope they run: the
-/// fetch's trace (their spans go there) and when the transport and the whole connection were ready. The times are
-/// atomics (nanoseconds after the probe was made, 0 for not seen): a fetch resets and reads them once each, with
-/// plain loads and stores, where a lock cost two atomic writes each time.
+/// fetch's trace (their spans go there) and when the transport and the whole connection were ready, as the span
+/// times they become. The times are atomics (a stamp's nanoseconds, 0 for not seen): a fetch resets and reads them
+/// once each, with plain loads and stores, where a lock cost two atomic writes each time.
 #[derive(Debug)]
 pub struct ConnProbe {
     pub trace: TraceCtx,
-    base: Instant,
-    opened: AtomicBool,
     transport_done: AtomicU64,
     conn_done: AtomicU64,
 }
@@ -42,20 +40,23 @@ pub struct ConnProbe {
 /// See [`ConnProbe`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ProbeTimes {
-    /// A new connection was opened (false: a pooled one was reused).
-    pub opened: bool,
     /// TCP (or the proxy tunnel) ready.
-    pub transport_done: Option<Instant>,
-    /// TLS (when any) done: the connection is usable.
-    pub conn_done: Option<Instant>,
+    pub transport_done: Option<Stamp>,
+    /// TLS (when any) done: a new connection is usable.
+    pub conn_done: Option<Stamp>,
+}
+
+impl ProbeTimes {
+    /// A new connection was opened (false: a pooled one was reused).
+    pub fn opened(&self) -> bool {
+        self.conn_done.is_some()
+    }
 }
 
 impl ConnProbe {
     pub fn new(trace: TraceCtx) -> Arc<ConnProbe> {
         Arc::new(ConnProbe {
             trace,
-            base: Instant::now(),
-            opened: AtomicBool::new(false),
             transport_done: AtomicU64::new(0),
             conn_done: AtomicU64::new(0),
         })
@@ -63,16 +64,18 @@ impl ConnProbe {
 
     /// What was seen so far.
     pub fn times(&self) -> ProbeTimes {
+        let seen = |field: &AtomicU64| match field.load(Ordering::Acquire) {
+            0 => None,
+            nanos => Some(Stamp::from_unix_nanos(nanos)),
+        };
         ProbeTimes {
-            opened: self.opened.load(Ordering::Acquire),
-            transport_done: self.instant(&self.transport_done),
-            conn_done: self.instant(&self.conn_done),
+            transport_done: seen(&self.transport_done),
+            conn_done: seen(&self.conn_done),
         }
     }
 
     /// Forgets what was seen (before the next request of the same fetch, e.g. a redirect hop).
     pub fn reset(&self) {
-        self.opened.store(false, Ordering::Release);
         self.transport_done.store(0, Ordering::Release);
         self.conn_done.store(0, Ordering::Release);
     }
@@ -80,29 +83,13 @@ impl ConnProbe {
     /// The transport (TCP, or the proxy chain's tunnel) is up at `at`.
     fn transport_up(&self, at: Instant) {
         self.transport_done
-            .store(self.offset(at), Ordering::Release);
+            .store(Stamp::from(at).unix_nanos(), Ordering::Release);
     }
 
     /// A new connection is usable at `at`.
     fn opened_at(&self, at: Instant) {
-        self.conn_done.store(self.offset(at), Ordering::Release);
-        self.opened.store(true, Ordering::Release);
-    }
-
-    /// `at` as nanoseconds after the probe was made, plus one (never 0, which is "not seen").
-    fn offset(&self, at: Instant) -> u64 {
-        let d = at.saturating_duration_since(self.base);
-        d.as_secs()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(u64::from(d.subsec_nanos()))
-            .saturating_add(1)
-    }
-
-    fn instant(&self, field: &AtomicU64) -> Option<Instant> {
-        match field.load(Ordering::Acquire) {
-            0 => None,
-            n => Some(self.base + Duration::from_nanos(n - 1)),
-        }
+        self.conn_done
+            .store(Stamp::from(at).unix_nanos(), Ordering::Release);
     }
 }
 
@@ -265,7 +252,7 @@ where
                             };
                             p.trace.span(
                                 "tls.handshake",
-                                transport.unwrap_or(start),
+                                transport.unwrap_or(Stamp::from(start)),
                                 end,
                                 &[Attr::new("tls.alpn", alpn)],
                             );
@@ -273,7 +260,7 @@ where
                     }
                     Err(e) if https && transport.is_some() => p.trace.failed_span(
                         "tls.handshake",
-                        transport.unwrap_or(start),
+                        transport.unwrap_or(Stamp::from(start)),
                         end,
                         &[],
                         &e.to_string(),
@@ -535,8 +522,8 @@ mod tests {
         assert_eq!(gate_of(&["[::1]"], "[::1]", "http://[::1]:81/").await, v6);
     }
 
-    /// The probe gives back the instants the connectors recorded, to the nanosecond, in the fetch's scope, and
-    /// forgets them on reset.
+    /// The probe gives back the times the connectors recorded, as span stamps, in the fetch's scope, and forgets
+    /// them on reset; a connection counts as opened once it was usable.
     #[tokio::test]
     async fn a_probe_keeps_the_connection_s_times_until_reset() {
         let probe = ConnProbe::new(TraceCtx::default());
@@ -546,23 +533,28 @@ mod tests {
         );
         let seen = with_probe(probe.clone(), async {
             let fresh = with_current_probe(ConnProbe::times).expect("in scope");
-            assert!(!fresh.opened && fresh.transport_done.is_none() && fresh.conn_done.is_none());
+            assert!(!fresh.opened() && fresh.transport_done.is_none() && fresh.conn_done.is_none());
             let tcp = Instant::now() + Duration::from_nanos(1_234_567);
             let tls = tcp + Duration::from_millis(3);
-            with_current_probe(|p| {
-                p.transport_up(tcp);
-                p.opened_at(tls);
-            });
+            with_current_probe(|p| p.transport_up(tcp));
+            let tcp_only = with_current_probe(ConnProbe::times).expect("in scope");
+            assert!(
+                !tcp_only.opened(),
+                "the transport alone is not a usable connection"
+            );
+            with_current_probe(|p| p.opened_at(tls));
             let seen = with_current_probe(ConnProbe::times).expect("in scope");
             (seen, tcp, tls)
         })
         .await;
         let (times, tcp, tls) = seen;
-        assert!(times.opened);
-        assert_eq!(times.transport_done, Some(tcp));
-        assert_eq!(times.conn_done, Some(tls));
+        assert!(times.opened());
+        assert_eq!(times.transport_done, Some(Stamp::from(tcp)));
+        assert_eq!(times.conn_done, Some(Stamp::from(tls)));
         probe.reset();
         let cleared = probe.times();
-        assert!(!cleared.opened && cleared.transport_done.is_none() && cleared.conn_done.is_none());
+        assert!(
+            !cleared.opened() && cleared.transport_done.is_none() && cleared.conn_done.is_none()
+        );
     }
 }

@@ -512,19 +512,17 @@ impl HttpClient {
         if let Some(trace) = traced {
             let seen = super::connector::with_current_probe(super::connector::ConnProbe::times)
                 .unwrap_or_default();
-            // The start converted once: the end is an offset from it.
+            // The start converted once: the end is an offset from it. A new connection's span starts when it was
+            // usable.
             let started = Stamp::from(start);
-            let from = match seen.conn_done {
-                Some(done) if seen.opened => Stamp::from(done),
-                _ => started,
-            };
+            let from = seen.conn_done.unwrap_or(started);
             trace.span(
                 "http.first_byte",
                 from,
                 started + headers_at,
                 &[crawl_observability::Attr::new(
                     "net.connection.reused",
-                    !seen.opened,
+                    !seen.opened(),
                 )],
             );
         }
