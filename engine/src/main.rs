@@ -145,11 +145,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             service_version: env!("CARGO_PKG_VERSION").to_owned(),
             resource: vec![(
                 "crawl.frontier.backend",
-                match config.frontier.backend {
-                    crawl_core::config::FrontierBackend::Embedded => "embedded",
-                    crawl_core::config::FrontierBackend::Redis => "redis",
-                }
-                .to_owned(),
+                config.frontier.backend.as_str().to_owned(),
             )],
             sample_ratio: obs.sample_ratio,
         }),

@@ -16,6 +16,16 @@ pub enum FrontierBackend {
     Redis,
 }
 
+impl FrontierBackend {
+    /// The config's name of the backend.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrontierBackend::Embedded => "embedded",
+            FrontierBackend::Redis => "redis",
+        }
+    }
+}
+
 /// A Redis URL (`redis://[:password@]host:port/db`, `rediss://…`, `redis+unix:///path`). `Display` and `Debug`
 /// hide the password and the user name.
 #[derive(Clone, PartialEq, Eq)]
@@ -83,13 +93,10 @@ impl Default for RedisConfig {
 
 /// `backend`: `embedded` or `redis`.
 pub(super) fn backend(s: &str) -> Result<FrontierBackend, String> {
-    match s {
-        "embedded" => Ok(FrontierBackend::Embedded),
-        "redis" => Ok(FrontierBackend::Redis),
-        other => Err(format!(
-            "unknown backend `{other}`: use `embedded` or `redis`"
-        )),
-    }
+    [FrontierBackend::Embedded, FrontierBackend::Redis]
+        .into_iter()
+        .find(|b| b.as_str() == s)
+        .ok_or_else(|| format!("unknown backend `{s}`: use `embedded` or `redis`"))
 }
 
 /// A Redis URL; the error never shows the password.
@@ -187,6 +194,9 @@ mod tests {
             crawl_name("a{b}").is_err() && crawl_name("").is_err() && crawl_name("a:b").is_err()
         );
         assert_eq!(backend("redis").unwrap(), FrontierBackend::Redis);
+        for b in [FrontierBackend::Embedded, FrontierBackend::Redis] {
+            assert_eq!(backend(b.as_str()), Ok(b), "the name reads back");
+        }
         assert!(backend("postgres").unwrap_err().contains("embedded"));
     }
 }
