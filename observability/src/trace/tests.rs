@@ -74,8 +74,7 @@ fn a_sampled_trace_exports_its_root_and_children() {
     t.set_error("refused");
     // The children are added through the context the other actors get (a copy of the ids).
     let ctx = t.ctx();
-    t.ctx()
-        .span("frontier.wait", t0, t0 + Duration::from_millis(3), &[]);
+    ctx.span("frontier.wait", t0, t0 + Duration::from_millis(3), &[]);
     ctx.failed_span("parse", t0, t0, &[], "parser panicked");
     let mut open = ctx.start("dns.resolve", &[Attr::new("dns.name", "a.test")]);
     open.set(Attr::new("dns.source", "cache"));
@@ -181,7 +180,7 @@ fn a_trace_dropped_before_its_end_exports_its_root_then() {
     let ctx = t.ctx();
     drop(t);
     let after = Stamp::now();
-    // Set after the drop: nothing to add it to, and nothing more is exported for the root.
+    // A child ended after the drop is exported on its own, under the root already sent.
     ctx.span("late", before, after, &[]);
     let (bytes, n) = batches.take(true).expect("spans");
     assert_eq!(n, 2, "the root at its drop, and the late child");
