@@ -317,8 +317,8 @@ impl Handler<Resolve> for Resolver {
                         if current {
                             act.stats.hijack_addresses = hijack;
                         }
-                        act.stats.plain_queries += sent.plain;
-                        act.stats.doh_queries += sent.doh;
+                        act.stats.plain_queries += sent.plain();
+                        act.stats.doh_queries += sent.doh();
                         (outcome, false)
                     }
                     Err(_) => (

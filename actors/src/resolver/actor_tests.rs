@@ -34,6 +34,12 @@ fn reply(query: &Message) -> Option<Vec<u8>> {
 /// A UDP DNS responder answering every query with the A record [`ANSWER`] after `delay` (an AAAA query thus gets no
 /// address of its type); counts the A queries, one per lookup.
 async fn responder(delay: Duration) -> (SocketAddr, Arc<AtomicUsize>) {
+    responder_with(delay, true).await
+}
+
+/// [`responder`], answering AAAA queries only when `answer_aaaa` (else dropping them, as some resolvers and
+/// middleboxes do).
+async fn responder_with(delay: Duration, answer_aaaa: bool) -> (SocketAddr, Arc<AtomicUsize>) {
     let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind"));
     let addr = socket.local_addr().expect("local addr");
     let count = Arc::new(AtomicUsize::new(0));
@@ -50,6 +56,8 @@ async fn responder(delay: Duration) -> (SocketAddr, Arc<AtomicUsize>) {
                 .is_some_and(|q| q.query_type() == hickory_proto::rr::RecordType::A)
             {
                 seen.fetch_add(1, Ordering::SeqCst);
+            } else if !answer_aaaa {
+                continue;
             }
             let Some(answer) = reply(&query) else {
                 continue;
@@ -329,4 +337,29 @@ fn labels_of_answers() {
     // The span of an empty trace records nothing and does not panic.
     end_span(ChildSpan::none(), &failed, false);
     assert_eq!(join(&[ip("10.0.0.1"), ip("::1")]), "10.0.0.1,::1");
+}
+
+/// A resolver that drops AAAA queries costs a lookup the family wait, not the query timeout: the name resolves to
+/// its A record well within the 30 s timeout, and both queries are counted.
+#[actix_rt::test]
+async fn unanswered_aaaa_queries_do_not_hold_the_lookup() {
+    let (dns, a_queries) = responder_with(Duration::ZERO, false).await;
+    let text = format!(
+        "[resolver]\nnameservers = [\"{dns}\"]\nmode = \"detect\"\nhijack_probe = false\nhold_on_ms = 0\n\
+         timeout_ms = 30000\nattempts = 1\n"
+    );
+    let config = Config::from_str(&text, "t.toml").expect("valid config");
+    let addr = resolver(setup::build(&config).expect("resolver parts")).start();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), addr.send(resolve("a.test")))
+        .await
+        .expect("the lookup waited for the AAAA query's timeout")
+        .expect("answer");
+    let r = resolved(&outcome).expect("resolved");
+    assert_eq!(r.addrs, [IpAddr::from(ANSWER)]);
+    assert_eq!(a_queries.load(Ordering::SeqCst), 1);
+    let stats = addr.send(GetResolverStats).await.expect("stats");
+    assert_eq!(
+        stats.plain_queries, 2,
+        "the A and the unanswered AAAA query"
+    );
 }

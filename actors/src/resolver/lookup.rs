@@ -1,14 +1,18 @@
 //! One uncached lookup, as the configured mode prescribes: plain DNS judged by the detection rules, DoH for
 //! cross-checks and fallbacks, or DoH only. Both address families are asked for at once (A and AAAA queries, each
-//! judged on its own) and merged by [`super::family::merge`].
+//! judged on its own) and merged by [`super::family::merge`]; once one family has addresses the other gets
+//! [`FAMILY_WAIT`] more.
 
 use super::doh::DohClient;
 use super::logic::{self, Answer, DetectCtx, Outcome, PlainVerdict, Rcode, Source};
 use super::plain;
 use super::wire::{QType, Response};
 use crawl_core::config::ResolverMode;
+use futures_util::future::{Either, select};
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// What a lookup needs, fixed for the life of the resolver.
@@ -26,11 +30,26 @@ pub struct Settings {
     pub hijack_probe: bool,
 }
 
-/// Queries a lookup sent, for the counters.
-#[derive(Debug, Default, Clone, Copy)]
+/// Queries a lookup sent, for the counters: counted as they are sent, by both families of the lookup (so that the
+/// queries of a family not waited for are counted too).
+#[derive(Debug, Default)]
 pub struct Sent {
-    pub plain: u64,
-    pub doh: u64,
+    plain: AtomicU64,
+    doh: AtomicU64,
+}
+
+impl Sent {
+    pub fn plain(&self) -> u64 {
+        self.plain.load(Ordering::Relaxed)
+    }
+
+    pub fn doh(&self) -> u64 {
+        self.doh.load(Ordering::Relaxed)
+    }
+
+    fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Converts a wire response into the detection logic's view of it.
@@ -48,9 +67,9 @@ async fn plain_answers(
     name: &str,
     qtype: QType,
     hold_on: Duration,
-    sent: &mut Sent,
+    sent: &Sent,
 ) -> Vec<Answer> {
-    sent.plain += 1;
+    Sent::add(&sent.plain);
     match plain::query_with_attempts(&s.nameservers, name, qtype, s.timeout, hold_on, s.attempts)
         .await
     {
@@ -66,10 +85,10 @@ async fn doh_answer(
     doh: Option<&DohClient>,
     name: &str,
     qtype: QType,
-    sent: &mut Sent,
+    sent: &Sent,
 ) -> Option<Answer> {
     let doh = doh?;
-    sent.doh += 1;
+    Sent::add(&sent.doh);
     match doh.query(name, qtype).await {
         Ok(r) => Some(answer_of(&r)),
         Err(e) => {
@@ -98,7 +117,7 @@ async fn detect(
     doh: Option<&DohClient>,
     name: &str,
     qtype: QType,
-    sent: &mut Sent,
+    sent: &Sent,
 ) -> Outcome {
     let answers = plain_answers(s, name, qtype, s.hold_on, sent).await;
     let verdict = logic::judge_plain(name, &answers, ctx);
@@ -118,29 +137,36 @@ async fn lookup_family(
     doh: Option<&DohClient>,
     name: &str,
     qtype: QType,
-) -> (Outcome, Sent) {
-    let mut sent = Sent::default();
-    let outcome = match s.mode {
+    sent: &Sent,
+) -> Outcome {
+    match s.mode {
         ResolverMode::Plain => {
-            let answers = plain_answers(s, name, qtype, Duration::ZERO, &mut sent).await;
+            let answers = plain_answers(s, name, qtype, Duration::ZERO, sent).await;
             direct(answers.into_iter().next(), Source::Plain)
         }
-        ResolverMode::Detect => detect(s, ctx, doh, name, qtype, &mut sent).await,
-        ResolverMode::Doh => direct(doh_answer(doh, name, qtype, &mut sent).await, Source::Doh),
-        ResolverMode::DohFirst => match doh_answer(doh, name, qtype, &mut sent).await {
+        ResolverMode::Detect => detect(s, ctx, doh, name, qtype, sent).await,
+        ResolverMode::Doh => direct(doh_answer(doh, name, qtype, sent).await, Source::Doh),
+        ResolverMode::DohFirst => match doh_answer(doh, name, qtype, sent).await {
             Some(a) if matches!(a.rcode, Rcode::NoError | Rcode::NxDomain) => {
                 direct(Some(a), Source::Doh)
             }
             _ => {
                 tracing::debug!(name, qtype = qtype.as_str(), "doh failed; trying plain dns");
-                let answers = plain_answers(s, name, qtype, s.hold_on, &mut sent).await;
+                let answers = plain_answers(s, name, qtype, s.hold_on, sent).await;
                 let verdict = logic::judge_plain(name, &answers, ctx);
                 logic::cross_check(&verdict, None)
             }
         },
-    };
-    (outcome, sent)
+    }
 }
+
+/// How long a lookup waits for the other address family once one has resolved to addresses. RFC 8305 (Happy
+/// Eyeballs v2) waits 50 ms, for a person waiting on a connection; a crawler gives the late family ten times that,
+/// enough for its DoH cross-check, so that its pollution verdict is rarely lost, while a name whose AAAA queries go
+/// unanswered (resolvers and middleboxes that drop them) is still reached over its A records in half a second, not
+/// after the query timeout of every attempt. The lookup goes on with the family it has (cached for that family's
+/// TTL); the late family's queries are counted, its answer not awaited.
+pub const FAMILY_WAIT: Duration = Duration::from_millis(500);
 
 /// Resolves `name` (lowercase, no trailing dot) without the cache: A and AAAA at once, merged.
 pub async fn lookup(
@@ -149,16 +175,71 @@ pub async fn lookup(
     doh: Option<&DohClient>,
     name: &str,
 ) -> (Outcome, Sent) {
-    let ((v4, sent4), (v6, sent6)) = futures_util::future::join(
-        lookup_family(s, ctx, doh, name, QType::A),
-        lookup_family(s, ctx, doh, name, QType::Aaaa),
+    let sent = Sent::default();
+    let (v4, v6, late) = families(
+        lookup_family(s, ctx, doh, name, QType::A, &sent),
+        lookup_family(s, ctx, doh, name, QType::Aaaa, &sent),
+        FAMILY_WAIT,
     )
     .await;
-    let sent = Sent {
-        plain: sent4.plain + sent6.plain,
-        doh: sent4.doh + sent6.doh,
-    };
+    if let Some(late) = late {
+        tracing::debug!(
+            name,
+            family = late.as_str(),
+            "no answer within the family wait; going on without it"
+        );
+    }
     (super::family::merge(v4, v6), sent)
+}
+
+/// The outcome that stands for a family not waited for.
+fn not_waited(qtype: QType, wait: Duration) -> Outcome {
+    Outcome::Unresolved {
+        polluted: false,
+        rules: Vec::new(),
+        detail: format!(
+            "no {} answer within {} ms",
+            qtype.as_str(),
+            wait.as_millis()
+        ),
+    }
+}
+
+/// The outcomes of both families (A, then AAAA), each future run to its end, except that once one has resolved to
+/// addresses the other gets `wait` more; a family still out then is [`not_waited`], and named third. A first family
+/// without addresses (no data, NXDOMAIN, a failure) waits for the other whole: it may hold the only addresses.
+async fn families(
+    v4: impl Future<Output = Outcome>,
+    v6: impl Future<Output = Outcome>,
+    wait: Duration,
+) -> (Outcome, Outcome, Option<QType>) {
+    let (v4, v6) = (std::pin::pin!(v4), std::pin::pin!(v6));
+    match select(v4, v6).await {
+        Either::Left((a, v6)) => {
+            let (b, late) = second(&a, v6, QType::Aaaa, wait).await;
+            (a, b, late)
+        }
+        Either::Right((b, v4)) => {
+            let (a, late) = second(&b, v4, QType::A, wait).await;
+            (a, b, late)
+        }
+    }
+}
+
+/// The second family's outcome, given the first's (and `qtype` when it was not waited for).
+async fn second(
+    first: &Outcome,
+    other: impl Future<Output = Outcome>,
+    qtype: QType,
+    wait: Duration,
+) -> (Outcome, Option<QType>) {
+    if !matches!(first, Outcome::Resolved(r) if !r.addrs.is_empty()) {
+        return (other.await, None);
+    }
+    match tokio::time::timeout(wait, other).await {
+        Ok(o) => (o, None),
+        Err(_) => (not_waited(qtype, wait), Some(qtype)),
+    }
 }
 
 /// Learns the NXDOMAIN-hijack addresses: resolves a random never-registered name over plain DNS (A and AAAA).
@@ -167,10 +248,10 @@ pub async fn probe_hijack(s: &Settings, seed: u64) -> Vec<IpAddr> {
         return Vec::new();
     }
     let name = logic::probe_name(seed);
-    let (mut sent4, mut sent6) = (Sent::default(), Sent::default());
+    let sent = Sent::default();
     let (v4, v6) = futures_util::future::join(
-        plain_answers(s, &name, QType::A, Duration::ZERO, &mut sent4),
-        plain_answers(s, &name, QType::Aaaa, Duration::ZERO, &mut sent6),
+        plain_answers(s, &name, QType::A, Duration::ZERO, &sent),
+        plain_answers(s, &name, QType::Aaaa, Duration::ZERO, &sent),
     )
     .await;
     let mut found: Vec<IpAddr> = Vec::new();
@@ -183,4 +264,98 @@ pub async fn probe_hijack(s: &Settings, seed: u64) -> Vec<IpAddr> {
         tracing::warn!(probe = %name, addresses = ?found, "nxdomain hijack detected: these answers will be treated as nxdomain");
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolver::family::merge;
+    use crate::resolver::logic::Resolution;
+    use tokio::time::{Instant, sleep};
+
+    fn resolved(ip: &str) -> Outcome {
+        Outcome::Resolved(Resolution {
+            addrs: vec![ip.parse().expect("ip")],
+            source: Source::Plain,
+            polluted: false,
+            rules: Vec::new(),
+            ttl: Duration::from_secs(300),
+        })
+    }
+
+    fn nodata() -> Outcome {
+        Outcome::NxDomain { rules: Vec::new() }
+    }
+
+    fn failed() -> Outcome {
+        Outcome::Unresolved {
+            polluted: false,
+            rules: Vec::new(),
+            detail: "timeout".into(),
+        }
+    }
+
+    /// `o`, `ms` milliseconds from now.
+    async fn after(ms: u64, o: Outcome) -> Outcome {
+        sleep(Duration::from_millis(ms)).await;
+        o
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_family_that_answers_late_is_not_waited_for() {
+        let start = Instant::now();
+        let (v4, v6, late) = families(
+            after(10, resolved("192.0.2.1")),
+            after(30_000, resolved("2001:db8::1")),
+            FAMILY_WAIT,
+        )
+        .await;
+        assert_eq!(start.elapsed(), Duration::from_millis(10) + FAMILY_WAIT);
+        assert_eq!(late, Some(QType::Aaaa));
+        assert_eq!(v6, not_waited(QType::Aaaa, FAMILY_WAIT));
+        assert_eq!(merge(v4, v6), resolved("192.0.2.1"), "the A records alone");
+
+        // The same with AAAA first.
+        let start = Instant::now();
+        let (v4, v6, late) = families(
+            after(30_000, resolved("192.0.2.1")),
+            after(20, resolved("2001:db8::1")),
+            FAMILY_WAIT,
+        )
+        .await;
+        assert_eq!(start.elapsed(), Duration::from_millis(20) + FAMILY_WAIT);
+        assert_eq!(late, Some(QType::A));
+        assert_eq!(v4, not_waited(QType::A, FAMILY_WAIT));
+        assert_eq!(merge(v4, v6), resolved("2001:db8::1"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_family_within_the_wait_is_kept() {
+        let start = Instant::now();
+        let (v4, v6, late) = families(
+            after(10, resolved("192.0.2.1")),
+            after(40, resolved("2001:db8::1")),
+            FAMILY_WAIT,
+        )
+        .await;
+        assert_eq!(start.elapsed(), Duration::from_millis(40));
+        assert_eq!(late, None);
+        assert_eq!(merge(v4, v6).addrs().len(), 2, "both families");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_first_family_without_addresses_waits_for_the_other_whole() {
+        for first in [nodata(), failed()] {
+            let start = Instant::now();
+            let (v4, v6, late) = families(
+                after(10, first.clone()),
+                after(3_000, resolved("2001:db8::1")),
+                FAMILY_WAIT,
+            )
+            .await;
+            assert_eq!(start.elapsed(), Duration::from_millis(3_000), "{first:?}");
+            assert_eq!((v4, late), (first, None));
+            assert_eq!(v6, resolved("2001:db8::1"));
+        }
+    }
 }
