@@ -13,13 +13,19 @@
 # rounds count some 34,000 instructions a page there, which the hardware does in a small fraction; with them in the
 # denominator the exporter's share looks smaller than it is): counts that do not move with the load of the machine.
 # MODES="none grpc http gzip" adds gzip: OTLP/HTTP with otlp_compression = "gzip" (the sink inflates it; its bytes
-# are the compressed ones).
+# are the compressed ones). SITE=realistic crawls the realistic corpus of make bench-peer (documentation-like pages
+# of 5-60 KB) instead of the ~4 KB pages: the exporter's work is the same a page, the crawl's grows with the page.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
 MODES="${MODES:-none grpc http}"
+case "${SITE:-plain}" in
+  plain) site_args=(--page-bytes 4000) ;;
+  realistic) site_args=(--realistic) ;;
+  *) echo "bench-otlp: SITE is plain or realistic, not ${SITE}" >&2; exit 2 ;;
+esac
 out=.bench-otlp
 rm -rf "$out" && mkdir -p "$out"
 site=
@@ -27,7 +33,7 @@ sink=
 trap 'kill ${site:-} ${sink:-} 2>/dev/null || true' EXIT
 start_site() { # HOSTS PAGES
   rm -f "$out/seeds"
-  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 30 --page-bytes 4000 --seeds-file "$out/seeds" \
+  "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 30 "${site_args[@]}" --seeds-file "$out/seeds" \
     --all-seeds > "$out/testsite.log" 2>&1 &
   site=$!
   wait_for "$out/seeds"
