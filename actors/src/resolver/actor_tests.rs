@@ -339,6 +339,27 @@ fn labels_of_answers() {
     assert_eq!(join(&[ip("10.0.0.1"), ip("::1")]), "10.0.0.1,::1");
 }
 
+/// The NXDOMAIN-hijack probe, which every lookup waits for, goes on with the A answer when the AAAA query is dropped
+/// (the responder answers the probe's random name: a hijack, found from the A answer alone).
+#[actix_rt::test]
+async fn the_hijack_probe_does_not_wait_out_an_unanswered_aaaa_query() {
+    let (dns, a_queries) = responder_with(Duration::ZERO, false).await;
+    let text = format!(
+        "[resolver]\nnameservers = [\"{dns}\"]\nmode = \"detect\"\nhijack_probe = true\n\
+         timeout_ms = 30000\nattempts = 1\n"
+    );
+    let config = Config::from_str(&text, "t.toml").expect("valid config");
+    let p = setup::build(&config).expect("resolver parts");
+    let found = tokio::time::timeout(
+        Duration::from_secs(10),
+        crate::resolver::lookup::probe_hijack(&p.settings, 7),
+    )
+    .await
+    .expect("the probe waited for the AAAA query's timeout");
+    assert_eq!(found, [IpAddr::from(ANSWER)]);
+    assert_eq!(a_queries.load(Ordering::SeqCst), 1);
+}
+
 /// A resolver that drops AAAA queries costs a lookup the family wait, not the query timeout: the name resolves to
 /// its A record well within the 30 s timeout, and both queries are counted.
 #[actix_rt::test]

@@ -213,32 +213,47 @@ async fn families(
     v6: impl Future<Output = Outcome>,
     wait: Duration,
 ) -> (Outcome, Outcome, Option<QType>) {
-    let (v4, v6) = (std::pin::pin!(v4), std::pin::pin!(v6));
-    match select(v4, v6).await {
-        Either::Left((a, v6)) => {
-            let (b, late) = second(&a, v6, QType::Aaaa, wait).await;
-            (a, b, late)
+    let has_addresses = |o: &Outcome| matches!(o, Outcome::Resolved(r) if !r.addrs.is_empty());
+    match both_within(v4, v6, wait, has_addresses).await {
+        (Some(a), Some(b)) => (a, b, None),
+        (Some(a), None) => (a, not_waited(QType::Aaaa, wait), Some(QType::Aaaa)),
+        (None, Some(b)) => (not_waited(QType::A, wait), b, Some(QType::A)),
+        // `both_within` gives at least the first to end.
+        (None, None) => (
+            not_waited(QType::A, wait),
+            not_waited(QType::Aaaa, wait),
+            None,
+        ),
+    }
+}
+
+/// Both futures' outputs, each run to its end, except that once one has ended with an output `enough` accepts, the
+/// other gets `wait` more and is None if it has not ended by then (the first to end is always there).
+async fn both_within<T>(
+    a: impl Future<Output = T>,
+    b: impl Future<Output = T>,
+    wait: Duration,
+    enough: impl Fn(&T) -> bool,
+) -> (Option<T>, Option<T>) {
+    let (a, b) = (std::pin::pin!(a), std::pin::pin!(b));
+    match select(a, b).await {
+        Either::Left((a, b)) => {
+            let b = rest(enough(&a), b, wait).await;
+            (Some(a), b)
         }
-        Either::Right((b, v4)) => {
-            let (a, late) = second(&b, v4, QType::A, wait).await;
-            (a, b, late)
+        Either::Right((b, a)) => {
+            let a = rest(enough(&b), a, wait).await;
+            (a, Some(b))
         }
     }
 }
 
-/// The second family's outcome, given the first's (and `qtype` when it was not waited for).
-async fn second(
-    first: &Outcome,
-    other: impl Future<Output = Outcome>,
-    qtype: QType,
-    wait: Duration,
-) -> (Outcome, Option<QType>) {
-    if !matches!(first, Outcome::Resolved(r) if !r.addrs.is_empty()) {
-        return (other.await, None);
-    }
-    match tokio::time::timeout(wait, other).await {
-        Ok(o) => (o, None),
-        Err(_) => (not_waited(qtype, wait), Some(qtype)),
+/// The output of `other`, waited for `wait` at most when `bounded`.
+async fn rest<T>(bounded: bool, other: impl Future<Output = T>, wait: Duration) -> Option<T> {
+    if bounded {
+        tokio::time::timeout(wait, other).await.ok()
+    } else {
+        Some(other.await)
     }
 }
 
@@ -249,11 +264,17 @@ pub async fn probe_hijack(s: &Settings, seed: u64) -> Vec<IpAddr> {
     }
     let name = logic::probe_name(seed);
     let sent = Sent::default();
-    let (v4, v6) = futures_util::future::join(
+    // A family with any answer is enough to go on with (FAMILY_WAIT for the other): lookups wait for the probe, and
+    // a nameserver that drops AAAA queries would otherwise hold them all for the query timeout at every start and
+    // reload.
+    let (v4, v6) = both_within(
         plain_answers(s, &name, QType::A, Duration::ZERO, &sent),
         plain_answers(s, &name, QType::Aaaa, Duration::ZERO, &sent),
+        FAMILY_WAIT,
+        |answers| !answers.is_empty(),
     )
     .await;
+    let (v4, v6) = (v4.unwrap_or_default(), v6.unwrap_or_default());
     let mut found: Vec<IpAddr> = Vec::new();
     for ip in v4.iter().chain(&v6).flat_map(logic::hijack_addresses) {
         if !found.contains(&ip) {
