@@ -214,17 +214,17 @@ async fn families(
     wait: Duration,
 ) -> (Outcome, Outcome, Option<QType>) {
     let has_addresses = |o: &Outcome| matches!(o, Outcome::Resolved(r) if !r.addrs.is_empty());
-    match both_within(v4, v6, wait, has_addresses).await {
-        (Some(a), Some(b)) => (a, b, None),
-        (Some(a), None) => (a, not_waited(QType::Aaaa, wait), Some(QType::Aaaa)),
-        (None, Some(b)) => (not_waited(QType::A, wait), b, Some(QType::A)),
-        // `both_within` gives at least the first to end.
-        (None, None) => (
-            not_waited(QType::A, wait),
-            not_waited(QType::Aaaa, wait),
-            None,
-        ),
-    }
+    let (v4, v6) = both_within(v4, v6, wait, has_addresses).await;
+    let late = match (&v4, &v6) {
+        (None, _) => Some(QType::A),
+        (_, None) => Some(QType::Aaaa),
+        _ => None,
+    };
+    (
+        v4.unwrap_or_else(|| not_waited(QType::A, wait)),
+        v6.unwrap_or_else(|| not_waited(QType::Aaaa, wait)),
+        late,
+    )
 }
 
 /// Both futures' outputs, each run to its end, except that once one has ended with an output `enough` accepts, the
