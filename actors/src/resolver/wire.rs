@@ -101,9 +101,15 @@ impl Response {
     }
 }
 
-/// Lowercases and strips one trailing dot: the form used in [`Response::question`].
+/// Lowercases and strips one trailing dot (the root's, not a dot escaped as `\.` inside the last label): the form
+/// used in [`Response::question`]. Normalising twice changes nothing.
 pub fn normalize_name(name: &str) -> String {
-    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
+    let trimmed = match name.strip_suffix('.') {
+        // An odd run of backslashes before the dot escapes it (an even one is escaped backslashes).
+        Some(rest) if rest.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 0 => rest,
+        _ => name,
+    };
+    trimmed.to_ascii_lowercase()
 }
 
 fn bad_name(name: &str, detail: impl Into<String>) -> WireError {

@@ -236,3 +236,28 @@ fn garbage_never_panics() {
     looped.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1]);
     assert!(parse_response(&looped).is_err());
 }
+
+/// Only the root's trailing dot is stripped, not a dot escaped inside the last label, so that normalising a
+/// normalised name changes nothing; the response the fuzz target found (a question name whose last label ends in a
+/// dot) keeps its escaped dot.
+#[test]
+fn normalising_keeps_an_escaped_trailing_dot() {
+    assert_eq!(normalize_name("Example.COM."), "example.com");
+    assert_eq!(normalize_name("example.com"), "example.com");
+    assert_eq!(normalize_name("a\\."), "a\\.");
+    assert_eq!(normalize_name("a\\.."), "a\\.");
+    assert_eq!(
+        normalize_name("a\\\\."),
+        "a\\\\",
+        "an escaped backslash, then the root"
+    );
+    assert_eq!(normalize_name("a\\\\\\."), "a\\\\\\.");
+    let found: [u8; 31] = [
+        0, 10, 131, 36, 128, 0, 1, 0, 5, 0, 5, 0, 10, 131, 36, 128, 0, 1, 0, 5, 32, 0, 46, 0, 0, 1,
+        0, 1, 192, 121, 0,
+    ];
+    let resp = parse_response(&found).expect("parses");
+    let (name, _) = resp.question.expect("an IN A question");
+    assert!(name.ends_with("\\."), "{name}");
+    assert_eq!(normalize_name(&name), name);
+}
