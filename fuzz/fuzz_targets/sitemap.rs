@@ -64,6 +64,7 @@ fuzz_target!(|data: &[u8]| {
         archive_level: None,
         max_links_per_page: 100,
         embeds: None,
+        inline_max_bytes: 0,
     };
     let resp = RawResponse {
         status: 200,
