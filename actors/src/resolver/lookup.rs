@@ -213,7 +213,7 @@ async fn families(
     v6: impl Future<Output = Outcome>,
     wait: Duration,
 ) -> (Outcome, Outcome, Option<QType>) {
-    let has_addresses = |o: &Outcome| matches!(o, Outcome::Resolved(r) if !r.addrs.is_empty());
+    let has_addresses = |o: &Outcome| !o.addrs().is_empty();
     let (v4, v6) = both_within(v4, v6, wait, has_addresses).await;
     let late = match (&v4, &v6) {
         (None, _) => Some(QType::A),
