@@ -101,15 +101,19 @@ impl Response {
     }
 }
 
-/// Lowercases and strips one trailing dot (the root's, not a dot escaped as `\.` inside the last label): the form
-/// used in [`Response::question`]. Normalising twice changes nothing.
+/// Lowercases and strips the root's trailing dot ([`without_root_dot`]): the form used in [`Response::question`].
+/// Normalising twice changes nothing.
 pub fn normalize_name(name: &str) -> String {
-    let trimmed = match name.strip_suffix('.') {
-        // An odd run of backslashes before the dot escapes it (an even one is escaped backslashes).
+    without_root_dot(name).to_ascii_lowercase()
+}
+
+/// `name` without its trailing dot, the root's: not a dot escaped as `\.` at the end of the last label (an odd run
+/// of backslashes before the dot escapes it; an even one is escaped backslashes).
+fn without_root_dot(name: &str) -> &str {
+    match name.strip_suffix('.') {
         Some(rest) if rest.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 0 => rest,
         _ => name,
-    };
-    trimmed.to_ascii_lowercase()
+    }
 }
 
 fn bad_name(name: &str, detail: impl Into<String>) -> WireError {
@@ -121,7 +125,7 @@ fn bad_name(name: &str, detail: impl Into<String>) -> WireError {
 
 /// Parses `name` into a fully-qualified hickory name.
 fn query_name(name: &str) -> Result<Name, WireError> {
-    let trimmed = name.strip_suffix('.').unwrap_or(name);
+    let trimmed = without_root_dot(name);
     if trimmed.is_empty() {
         return Err(bad_name(name, "empty name"));
     }
