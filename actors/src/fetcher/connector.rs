@@ -143,7 +143,7 @@ fn connection_gate(uri: &http::Uri) -> Result<Option<StartGate>, LeaseLost> {
 }
 
 /// The probe of the enclosing request, if any.
-pub fn probe() -> Option<Arc<ConnProbe>> {
+fn probe() -> Option<Arc<ConnProbe>> {
     PROBE.try_with(Arc::clone).ok()
 }
 
