@@ -383,3 +383,48 @@ fn a_stamp_and_a_duration_make_the_stamp_of_the_later_instant() {
         "saturates"
     );
 }
+
+/// A root's attribute buffer goes back to its thread when the root ends, emptied: the next root on the thread
+/// takes it and exports its own attributes only. A buffer that grew large is let go.
+#[test]
+fn a_roots_attribute_buffer_serves_the_threads_next_root_emptied() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    set_sample_ratio(1.0);
+    let batches = Batches::new(64, 64);
+    let tracer = Some(Tracer::Export(batches));
+    let t0 = Stamp::now();
+    let first = root_with(tracer, "crawl.url", t0, &[Attr::new("crawl.depth", 1_i64)]);
+    let buffer = first.root.as_ref().map(|r| r.attributes.as_ptr());
+    first.end(t0);
+    let second = root_with(tracer, "crawl.url", t0, &[Attr::new("crawl.depth", 2_i64)]);
+    assert_eq!(second.root.as_ref().map(|r| r.attributes.as_ptr()), buffer);
+    second.end(t0);
+    let (bytes, n) = batches.take(true).expect("spans");
+    assert_eq!(n, 2);
+    let header = wire::Header::new(&[], SCOPE);
+    let req = ExportTraceServiceRequest::decode(header.request(&bytes.concat()).as_slice())
+        .expect("decodes");
+    let depths: Vec<Vec<String>> = req.resource_spans[0].scope_spans[0]
+        .spans
+        .iter()
+        .map(|s| {
+            s.attributes
+                .iter()
+                .map(|kv| format!("{}={:?}", kv.key, kv.value))
+                .collect()
+        })
+        .collect();
+    assert_eq!(depths.len(), 2);
+    assert_eq!(
+        depths[1].len(),
+        1,
+        "the second root's own attribute only: {depths:?}"
+    );
+    assert!(depths[1][0].contains("IntValue(2)"), "{depths:?}");
+    // A buffer past the size kept is freed, not kept.
+    spare_buffer(Vec::with_capacity(SPARE_MAX_BYTES + 1));
+    assert!(attribute_buffer().capacity() <= SPARE_MAX_BYTES);
+    spare_buffer(Vec::with_capacity(SPARE_MAX_BYTES));
+    assert_eq!(attribute_buffer().capacity(), SPARE_MAX_BYTES);
+}

@@ -480,3 +480,99 @@ async fn a_gzip_request_says_so_and_inflates_to_the_request() {
         assert_eq!(inflated, whole, "{protocol:?}");
     }
 }
+
+/// Buffers of sent chunks the threads may take for new chunks.
+fn spare(batches: &Batches) -> usize {
+    batches.pending.0.lock().map_or(0, |p| p.spare.len())
+}
+
+/// Pushes a chunk's worth of numbered spans, from `from` on.
+fn push_chunk(batches: &Batches, from: usize) {
+    for n in from..from + CHUNK_SPANS {
+        batches.push(&SpanRef::numbered(1, n as u16));
+    }
+}
+
+/// A sent chunk's buffer, emptied, becomes a later chunk's (with that chunk's spans only), unless a copy of it is
+/// still held; at most a batch's worth are kept, and none once the exporter closed.
+#[test]
+fn a_sent_chunks_buffer_serves_a_later_chunk_unless_it_is_shared() {
+    let batches = Batches::new(100_000, CHUNK_SPANS);
+    push_chunk(batches, 0);
+    let (first, n) = batches.take(false).expect("a full batch");
+    assert_eq!(n, CHUNK_SPANS);
+    let buffer = first[0].as_ptr();
+    batches.recycle(Request::of(Vec::new(), first).spans);
+    assert_eq!(spare(batches), 1);
+    // The chunk being filled was made at the first hand-over; the recycled buffer follows it.
+    push_chunk(batches, CHUNK_SPANS);
+    assert_eq!(spare(batches), 0);
+    let (second, _) = batches.take(false).expect("a full batch");
+    assert_ne!(second[0].as_ptr(), buffer);
+    push_chunk(batches, 2 * CHUNK_SPANS);
+    let (third, n) = batches.take(false).expect("a full batch");
+    assert_eq!(n, CHUNK_SPANS);
+    assert_eq!(third[0].as_ptr(), buffer, "the recycled buffer");
+    let request = Header::new(&[], "s").request(&third.concat());
+    let decoded = <opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as prost::Message>::decode(request.as_slice())
+        .expect("decodes");
+    let ids: Vec<u16> = decoded.resource_spans[0].scope_spans[0]
+        .spans
+        .iter()
+        .map(|s| u16::from_be_bytes([s.span_id[0], s.span_id[1]]))
+        .collect();
+    let expected: Vec<u16> = (2 * CHUNK_SPANS..3 * CHUNK_SPANS)
+        .map(|n| n as u16)
+        .collect();
+    assert_eq!(ids, expected, "only the later chunk's spans");
+    // A piece still shared (a copy held elsewhere) is not taken back.
+    let sent = Request::of(Vec::new(), third);
+    let held = sent.spans[0].clone();
+    batches.recycle(sent.spans);
+    assert_eq!(spare(batches), 0);
+    drop(held);
+    let many = (0..SPARE_CHUNKS + 3)
+        .map(|_| bytes::Bytes::from(Vec::from([1u8; 16].as_slice())))
+        .collect();
+    batches.recycle(many);
+    assert_eq!(spare(batches), SPARE_CHUNKS, "at most a batch's worth");
+    batches.close();
+    assert_eq!(spare(batches), 0, "a closed exporter keeps none");
+    batches.recycle(vec![bytes::Bytes::from(vec![1u8; 16])]);
+    assert_eq!(spare(batches), 0);
+}
+
+/// A collector that takes every request.
+struct Accepting;
+
+impl Transport for Accepting {
+    fn send(&self, _request: &Request) -> impl Future<Output = Result<(), Failure>> + Send {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// Once a request is answered, the export loop gives its chunks' buffers back for new chunks.
+#[tokio::test]
+async fn an_answered_requests_buffers_go_back_to_the_threads() {
+    let batches = Batches::new(100_000, CHUNK_SPANS);
+    let stop = Arc::new(Notify::new());
+    let task = tokio::spawn(run(
+        batches,
+        Header::new(&[], "s"),
+        Accepting,
+        Duration::from_secs(60),
+        stop.clone(),
+    ));
+    push_chunk(batches, 0);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while spare(batches) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the sent chunk's buffer comes back");
+    assert_eq!(batches.loss().accepted(), CHUNK_SPANS as u64);
+    batches.close();
+    stop.notify_one();
+    task.await.expect("the export loop ends");
+}
