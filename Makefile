@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test test-unit test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test fuzz-check test-unit test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -23,10 +23,14 @@ demo-cluster: release
 export WARCIO ?= $(if $(wildcard .tools/warcio/bin/warcio),$(CURDIR)/.tools/warcio/bin/warcio,)
 
 # Everything CI runs: alert-rule tests (promtool), unit tests, integration tests (engine/tests/it: the binary cargo
-# builds for them, loopback servers).
-test: promtool-test
+# builds for them, loopback servers), and a check that the fuzz targets (outside the workspace) still compile.
+test: promtool-test fuzz-check
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
+
+# The fuzz targets type-checked on the stable toolchain, without libFuzzer (their runs need cargo-fuzz: make fuzz).
+fuzz-check:
+	$(CARGO) check --manifest-path fuzz/Cargo.toml --bins --no-default-features --locked
 
 # The integration tests alone.
 test-it:
