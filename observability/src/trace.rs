@@ -11,7 +11,7 @@
 
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -403,43 +403,6 @@ struct Attributes<'a> {
 /// Bytes a root span's encoded attributes typically take (URL, kind, depth, outcome, status, JSONL line).
 const ROOT_ATTRIBUTE_BYTES: usize = 256;
 
-/// Attribute buffers a thread keeps for its next open spans at most.
-const SPARE_BUFFERS: usize = 512;
-/// A buffer larger than this is freed, not kept.
-const SPARE_MAX_BYTES: usize = 4 * ROOT_ATTRIBUTE_BYTES;
-
-thread_local! {
-    /// Attribute buffers of spans this thread ended, for the next spans it opens. The scheduler opens a root for
-    /// every URL and ends them in bursts (a group commit's records at once): from the allocator, a burst of frees
-    /// of one size overflowed its per-thread cache and the next roots refilled it from the shared arena, where
-    /// here a buffer goes back and forth on the thread.
-    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// An empty attribute buffer with room for a root's attributes: a spare one of this thread, else a new one.
-fn attribute_buffer() -> Vec<u8> {
-    SPARE
-        .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Vec::with_capacity(ROOT_ATTRIBUTE_BYTES))
-}
-
-/// Keeps `buf` for this thread's next open span (frees it when the thread keeps enough, or it grew large).
-fn spare_buffer(mut buf: Vec<u8>) {
-    if buf.capacity() == 0 || buf.capacity() > SPARE_MAX_BYTES {
-        return;
-    }
-    buf.clear();
-    let _ = SPARE.try_with(|spare| {
-        if let Ok(mut spare) = spare.try_borrow_mut()
-            && spare.len() < SPARE_BUFFERS
-        {
-            spare.push(buf);
-        }
-    });
-}
-
 /// The trace of one URL, with its root span: kept by the actor that starts it and ends it (the scheduler), while
 /// the other actors get its [`TraceCtx`]. The root span is exported when it ends ([`Trace::end`]) or when the
 /// `Trace` is dropped (then it ends at that moment); its children may end before or after it.
@@ -478,7 +441,7 @@ fn root_with(
     match tracer {
         Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
             // A root collects a dozen attributes: room for them at once, not by regrowing.
-            let mut encoded = attribute_buffer();
+            let mut encoded = Vec::with_capacity(ROOT_ATTRIBUTE_BYTES);
             encode_attributes(&mut encoded, attributes.iter().copied());
             Trace {
                 ctx: TraceCtx(Inner::Sampled(Sampled {
@@ -556,7 +519,6 @@ impl Trace {
             attributes: &[],
             error: root.error.as_deref(),
         });
-        spare_buffer(root.attributes);
     }
 }
 
@@ -638,7 +600,7 @@ impl TraceCtx {
     pub fn start(&self, name: &'static str, attributes: &[Attr<'_>]) -> ChildSpan {
         match self.sampled() {
             Some(s) => {
-                let mut encoded = attribute_buffer();
+                let mut encoded = Vec::new();
                 encode_attributes(&mut encoded, attributes.iter().copied());
                 ChildSpan(Some(Open {
                     ctx: *s,
@@ -705,7 +667,6 @@ impl ChildSpan {
                 },
                 s.error.as_deref(),
             );
-            spare_buffer(s.attributes);
         }
     }
 }

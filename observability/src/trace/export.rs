@@ -55,14 +55,7 @@ struct Pending {
     spans: usize,
     /// Full batches, oldest first.
     full: VecDeque<(Vec<Vec<u8>>, usize)>,
-    /// Buffers of chunks already sent, emptied, for the threads' next chunks (at most [`SPARE_CHUNKS`]).
-    spare: Vec<Vec<u8>>,
 }
-
-/// Sent chunks' buffers kept for new chunks at most: a batch's worth. A chunk's buffer is tens of KB, which the
-/// allocator hands out and takes back as a large allocation of its own (a search of its free extents, and the
-/// bookkeeping of a buffer shared by `Bytes`, each time).
-const SPARE_CHUNKS: usize = BATCH_SPANS / CHUNK_SPANS;
 
 /// The spans one thread has encoded and not yet handed over (a run of `ScopeSpans.spans` fields).
 #[derive(Debug, Default)]
@@ -222,39 +215,19 @@ impl Batches {
             chunk.spans = 0;
             return;
         }
+        // Once closed, the chunk keeps no room (the batches outlive the exporter).
+        let fresh = if self.closed.load(Ordering::Acquire) {
+            Vec::new()
+        } else {
+            Vec::with_capacity(chunk.bytes.capacity())
+        };
         let Ok(mut p) = self.pending.0.lock() else {
             self.loss.unadmit(chunk.spans as u64);
             return;
         };
-        let room = chunk.bytes.capacity();
-        p.current.push(std::mem::take(&mut chunk.bytes));
+        p.current.push(std::mem::replace(&mut chunk.bytes, fresh));
         p.spans += std::mem::take(&mut chunk.spans);
-        let spare = p.spare.pop();
         self.seal_if_full(p);
-        // Once closed, the chunk keeps no room (the batches outlive the exporter).
-        if !self.closed.load(Ordering::Acquire) {
-            chunk.bytes = spare.unwrap_or_else(|| Vec::with_capacity(room));
-        }
-    }
-
-    /// Keeps the buffers of a request's spans (those no longer shared) for new chunks, up to [`SPARE_CHUNKS`].
-    fn recycle(&self, spans: Vec<bytes::Bytes>) {
-        if self.closed.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(mut p) = self.pending.0.lock() else {
-            return;
-        };
-        for piece in spans {
-            if p.spare.len() >= SPARE_CHUNKS {
-                break;
-            }
-            if let Ok(piece) = piece.try_into_mut() {
-                let mut buf = Vec::from(piece);
-                buf.clear();
-                p.spare.push(buf);
-            }
-        }
     }
 
     /// Closes the batch being filled when it holds a batch's worth of spans, and wakes the export task.
@@ -293,9 +266,6 @@ impl Batches {
     /// Takes no more spans (those already in a thread's chunk are still taken by the next partial take).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        if let Ok(mut p) = self.pending.0.lock() {
-            p.spare = Vec::new();
-        }
     }
 }
 
@@ -438,7 +408,6 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
         let request = out.transport.prepare(Request::new(&out.header, spans));
         let result = retry::send(&out.transport, &request, &out.halt).await;
         out.batches.loss.settle(n as u64, &result);
-        out.batches.recycle(request.spans);
         // Asked once, holding the slot: the exporter's shutdown waits for the answer.
         if result.is_err()
             && !out.asked.swap(true, Ordering::AcqRel)
