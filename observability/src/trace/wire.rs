@@ -289,10 +289,21 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     out.reserve(
         ids_len + 4 + s.name.len() + times.len() + s.encoded.len() + 48 * s.attributes.len() + 8,
     );
-    out.extend_from_slice(&ids[..ids_len]);
-    put_bytes(out, 5, s.name.as_bytes());
+    if s.parent.is_some() {
+        out.extend_from_slice(&ids);
+    } else {
+        out.extend_from_slice(&ids[..28]);
+    }
+    if s.name.len() < 0x80 {
+        out.extend_from_slice(&[key_byte(5, LEN), s.name.len() as u8]);
+        out.extend_from_slice(s.name.as_bytes());
+    } else {
+        put_bytes(out, 5, s.name.as_bytes());
+    }
     out.extend_from_slice(&times);
-    out.extend_from_slice(s.encoded);
+    if !s.encoded.is_empty() {
+        out.extend_from_slice(s.encoded);
+    }
     for a in s.attributes {
         put_attr(out, ATTRIBUTES_FIELD, a);
     }

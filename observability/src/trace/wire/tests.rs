@@ -299,3 +299,46 @@ fn in_place_lengths_fit_every_size_class() {
         );
     }
 }
+
+/// A span's name is written with a one-byte length when it is shorter than 128 bytes and field by field when it
+/// is not; a root (no parent) and a child decode with their names and ids either way.
+#[test]
+fn names_of_every_length_class_decode_for_roots_and_children() {
+    let header = Header::new(&[], "t");
+    let names: Vec<String> = [0, 1, 127, 128, 300]
+        .iter()
+        .map(|n| "s".repeat(*n))
+        .collect();
+    let mut all = Vec::new();
+    let mut expected = Vec::new();
+    for name in &names {
+        for parent in [None, Some([5; 8])] {
+            put_span(
+                &mut all,
+                &SpanRef {
+                    trace_id: [9; 16],
+                    span_id: [4; 8],
+                    parent,
+                    name,
+                    start_ns: 1,
+                    end_ns: 2,
+                    encoded: &[],
+                    attributes: &[],
+                    error: None,
+                },
+            );
+            expected.push((name.clone(), parent.map_or(Vec::new(), |p| p.to_vec())));
+        }
+    }
+    let req = ExportTraceServiceRequest::decode(header.request(&all).as_slice()).expect("decodes");
+    let got: Vec<(String, Vec<u8>)> = req.resource_spans[0].scope_spans[0]
+        .spans
+        .iter()
+        .map(|s| (s.name.clone(), s.parent_span_id.clone()))
+        .collect();
+    assert_eq!(got, expected);
+    for s in &req.resource_spans[0].scope_spans[0].spans {
+        assert_eq!(s.trace_id, [9; 16]);
+        assert_eq!(s.span_id, [4; 8]);
+    }
+}
