@@ -21,7 +21,7 @@ mod export;
 mod loss;
 mod wire;
 
-pub use attr::{Attr, AttrValue};
+pub use attr::{Attr, AttrValue, Const, preset, preset_len};
 pub use export::{Compression, Protocol};
 
 use export::Batches;

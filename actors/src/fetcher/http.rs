@@ -520,10 +520,11 @@ impl HttpClient {
                 "http.first_byte",
                 from,
                 started + headers_at,
-                &[crawl_observability::Attr::new(
-                    "net.connection.reused",
-                    !seen.opened(),
-                )],
+                &[if seen.opened() {
+                    crawl_observability::preset_bool!("net.connection.reused", false)
+                } else {
+                    crawl_observability::preset_bool!("net.connection.reused", true)
+                }],
             );
         }
         let remote_addr = response

@@ -6,7 +6,7 @@
 //! Each parser runs on a thread of its own ([`super::pool`]) and marks the job it works on, so a stuck thread can be
 //! found and replaced.
 
-use super::logic::{Inline, ParseSettings, process_at, process_inline, version_str};
+use super::logic::{Inline, ParseSettings, process_at, process_inline, version_attr};
 use super::pool::Busy;
 use crate::backoff::restart_delay;
 use crate::faults::{Faults, Mode, Stage};
@@ -130,7 +130,7 @@ fn record_spans(
         let started = Stamp::from(started);
         let (from, to) = (started + body.timings.headers, started + body.timings.total);
         let size = Attr::new("http.response.body.size", body.wire_bytes as i64);
-        let version = Attr::new("network.protocol.version", version_str(body.version));
+        let version = version_attr(body.version);
         match page {
             Some(p) => {
                 let decoded = i64::try_from(p.content_length).unwrap_or(i64::MAX);

@@ -69,6 +69,19 @@ fn header(resp: &RawResponse, name: http::header::HeaderName) -> Option<&str> {
     resp.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The `network.protocol.version` attribute of a response's version (the same names as [`version_str`]).
+pub(crate) fn version_attr(v: http::Version) -> crawl_observability::Attr<'static> {
+    use crawl_observability::preset_str;
+    match v {
+        http::Version::HTTP_09 => preset_str!("network.protocol.version", "HTTP/0.9"),
+        http::Version::HTTP_10 => preset_str!("network.protocol.version", "HTTP/1.0"),
+        http::Version::HTTP_11 => preset_str!("network.protocol.version", "HTTP/1.1"),
+        http::Version::HTTP_2 => preset_str!("network.protocol.version", "HTTP/2"),
+        http::Version::HTTP_3 => preset_str!("network.protocol.version", "HTTP/3"),
+        _ => preset_str!("network.protocol.version", "HTTP/?"),
+    }
+}
+
 pub(crate) fn version_str(v: http::Version) -> &'static str {
     match v {
         http::Version::HTTP_09 => "HTTP/0.9",

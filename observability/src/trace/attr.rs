@@ -16,6 +16,95 @@ pub enum AttrValue<'a> {
     F64(f64),
     Bool(bool),
     Str(&'a str),
+    /// The whole `KeyValue` message (key and value) of an attribute known when compiling, encoded then: see
+    /// [`preset_str!`](crate::preset_str) and [`preset_bool!`](crate::preset_bool). Its `key` is the same key.
+    Preset(&'static [u8]),
+}
+
+/// A value known when compiling, for [`preset_len`] and [`preset`].
+#[derive(Clone, Copy, Debug)]
+pub enum Const<'a> {
+    Str(&'a str),
+    Bool(bool),
+}
+
+/// Bytes of the `KeyValue` message of `key` and `value` (at most 127: a preset's lengths take a byte each).
+pub const fn preset_len(key: &str, value: Const<'_>) -> usize {
+    let value_len = match value {
+        Const::Str(v) => 2 + v.len(),
+        Const::Bool(_) => 2,
+    };
+    let len = 2 + key.len() + 2 + value_len;
+    assert!(len < 0x80, "a preset attribute is under 128 bytes");
+    len
+}
+
+/// The `KeyValue` message of `key` and `value`, `N` ([`preset_len`]) bytes: `key` (field 1) and the `AnyValue`
+/// (field 2) with its string (field 1) or bool (field 2). Evaluated when compiling.
+pub const fn preset<const N: usize>(key: &str, value: Const<'_>) -> [u8; N] {
+    assert!(N == preset_len(key, value), "N is the preset's length");
+    let mut out = [0u8; N];
+    out[0] = 0x0a;
+    out[1] = key.len() as u8;
+    let mut at = 2 + copy_into(&mut out, 2, key.as_bytes());
+    match value {
+        Const::Str(v) => {
+            out[at] = 0x12;
+            out[at + 1] = (2 + v.len()) as u8;
+            out[at + 2] = 0x0a;
+            out[at + 3] = v.len() as u8;
+            at += 4;
+            copy_into(&mut out, at, v.as_bytes());
+        }
+        Const::Bool(b) => {
+            out[at] = 0x12;
+            out[at + 1] = 2;
+            out[at + 2] = 0x10;
+            out[at + 3] = b as u8;
+        }
+    }
+    out
+}
+
+/// Copies `from` into `out` at `at` (when compiling); returns its length.
+const fn copy_into(out: &mut [u8], at: usize, from: &[u8]) -> usize {
+    let mut i = 0;
+    while i < from.len() {
+        out[at + i] = from[i];
+        i += 1;
+    }
+    from.len()
+}
+
+/// A string attribute whose key and value are known when compiling, its `KeyValue` encoded then: a span takes it
+/// as one run of bytes instead of encoding its fields.
+#[macro_export]
+macro_rules! preset_str {
+    ($key:expr, $value:expr) => {{
+        const KEY: &str = $key;
+        const VALUE: $crate::trace::Const<'static> = $crate::trace::Const::Str($value);
+        const BYTES: [u8; $crate::trace::preset_len(KEY, VALUE)] =
+            $crate::trace::preset(KEY, VALUE);
+        $crate::trace::Attr {
+            key: KEY,
+            value: $crate::trace::AttrValue::Preset(&BYTES),
+        }
+    }};
+}
+
+/// A bool attribute whose key and value are known when compiling (see [`preset_str!`]).
+#[macro_export]
+macro_rules! preset_bool {
+    ($key:expr, $value:expr) => {{
+        const KEY: &str = $key;
+        const VALUE: $crate::trace::Const<'static> = $crate::trace::Const::Bool($value);
+        const BYTES: [u8; $crate::trace::preset_len(KEY, VALUE)] =
+            $crate::trace::preset(KEY, VALUE);
+        $crate::trace::Attr {
+            key: KEY,
+            value: $crate::trace::AttrValue::Preset(&BYTES),
+        }
+    }};
 }
 
 impl<'a> Attr<'a> {

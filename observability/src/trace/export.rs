@@ -66,10 +66,12 @@ struct Chunk {
 
 /// One thread's chunk. Its lock is the thread's own but when the export task drains it (on its tick and at the
 /// end), so taking it costs no cache line from another core (nor does it share one with another thread's shard).
+/// parking_lot's lock, not std's: it is taken at every span, and std's also checks for poisoning on the way in
+/// and out, where nothing done under this one panics (a span is appended to a vector, the chunk handed over).
 #[derive(Debug, Default)]
 #[repr(align(128))]
 struct Shard {
-    chunk: Mutex<Chunk>,
+    chunk: parking_lot::Mutex<Chunk>,
 }
 
 static NEXT_BATCHES: AtomicU64 = AtomicU64::new(1);
@@ -141,8 +143,9 @@ impl Batches {
             Some((_, shard)) => Some(shard),
             None => self.thread_shard(),
         };
-        if !shard.is_some_and(|shard| self.push_local(shard, span)) {
-            self.push_shared(span);
+        match shard {
+            Some(shard) => self.push_local(shard, span),
+            None => self.push_shared(span),
         }
     }
 
@@ -165,21 +168,18 @@ impl Batches {
         Some(shard)
     }
 
-    /// Encodes `span` into `shard`; false when its lock is poisoned.
-    fn push_local(&self, shard: &Shard, span: &SpanRef<'_>) -> bool {
-        let Ok(mut chunk) = shard.chunk.lock() else {
-            return false;
-        };
+    /// Encodes `span` into `shard`.
+    fn push_local(&self, shard: &Shard, span: &SpanRef<'_>) {
+        let mut chunk = shard.chunk.lock();
         // Checked under the shard's lock: the last drain, after the exporter closed, cannot miss this span.
         if self.closed.load(Ordering::Acquire) {
-            return true;
+            return;
         }
         put_span(&mut chunk.bytes, span);
         chunk.spans += 1;
         if chunk.spans >= self.chunk {
             self.hand_over(&mut chunk);
         }
-        true
     }
 
     /// Encodes `span` into the batch being filled (if the pending spans are under their bound).
@@ -247,9 +247,7 @@ impl Batches {
         if partial {
             let shards = self.shards.0.lock().ok()?.clone();
             for shard in shards {
-                if let Ok(mut chunk) = shard.chunk.lock() {
-                    self.hand_over(&mut chunk);
-                }
+                self.hand_over(&mut shard.chunk.lock());
             }
         }
         let mut p = self.pending.0.lock().ok()?;

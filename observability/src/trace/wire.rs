@@ -71,6 +71,8 @@ fn any_len(v: &AttrValue<'_>) -> usize {
         AttrValue::I64(i) => 1 + varint_len(*i as u64),
         AttrValue::F64(_) => 9,
         AttrValue::Str(s) => len_field(1, s.len()),
+        // Written whole by `put_attr`, never as a value.
+        AttrValue::Preset(_) => 0,
     }
 }
 
@@ -87,6 +89,7 @@ fn put_any(buf: &mut Vec<u8>, v: &AttrValue<'_>) {
         }
         AttrValue::F64(f) => put_fixed64(buf, 4, f.to_bits()),
         AttrValue::Str(s) => put_bytes(buf, 1, s.as_bytes()),
+        AttrValue::Preset(_) => {}
     }
 }
 
@@ -94,7 +97,14 @@ fn put_any(buf: &mut Vec<u8>, v: &AttrValue<'_>) {
 /// its own, saving and restoring registers took a fifth of an attribute's instructions.
 #[inline(always)]
 pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
-    if !put_attr_short(buf, field, a) {
+    if let AttrValue::Preset(kv) = a.value {
+        if field < 16 && kv.len() < 0x80 {
+            buf.extend_from_slice(&[key_byte(field, LEN), kv.len() as u8]);
+            buf.extend_from_slice(kv);
+        } else {
+            put_bytes(buf, field, kv);
+        }
+    } else if !put_attr_short(buf, field, a) {
         put_attr_fields(buf, field, a);
     }
 }
@@ -157,7 +167,7 @@ fn put_attr_short(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
             head(buf, value_len);
             buf.extend_from_slice(&value[..3 + n]);
         }
-        AttrValue::F64(_) => return false,
+        AttrValue::F64(_) | AttrValue::Preset(_) => return false,
     }
     true
 }

@@ -4,21 +4,34 @@
 //! Attributes are only built for traces that are exported.
 
 use super::*;
+use crawl_observability::preset_str;
 
-/// Root-span attributes of a URL (`url` redacted).
+/// Root-span attributes of a URL (`url` redacted). The attributes of a few fixed values are encoded when compiling
+/// ([`preset_str!`]), here and below.
 fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [Attr<'_>; 3] {
     let kind = match kind {
-        JobKind::Page => "page",
-        JobKind::Embed => "embed",
-        JobKind::Robots => "robots",
-        JobKind::Sitemap => "sitemap",
-        JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep | JobKind::Trap(_) => "excluded",
+        JobKind::Page => preset_str!("crawl.kind", "page"),
+        JobKind::Embed => preset_str!("crawl.kind", "embed"),
+        JobKind::Robots => preset_str!("crawl.kind", "robots"),
+        JobKind::Sitemap => preset_str!("crawl.kind", "sitemap"),
+        JobKind::OutOfScope | JobKind::Filtered | JobKind::TooDeep | JobKind::Trap(_) => {
+            preset_str!("crawl.kind", "excluded")
+        }
     };
     [
         Attr::new("url.full", url),
-        Attr::new("crawl.kind", kind),
+        kind,
         Attr::new("crawl.depth", i64::from(depth)),
     ]
+}
+
+/// The root's `crawl.outcome` (the JSONL's outcome).
+fn outcome_attribute(outcome: Outcome) -> Attr<'static> {
+    match outcome {
+        Outcome::Fetched => preset_str!("crawl.outcome", "fetched"),
+        Outcome::Failed => preset_str!("crawl.outcome", "failed"),
+        Outcome::Excluded => preset_str!("crawl.outcome", "excluded"),
+    }
 }
 
 /// A new root span for a URL, started at `start`.
@@ -56,11 +69,10 @@ impl Crawl {
             let host = Attr::new("crawl.host", self.queues.host_name(host));
             if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
-                    "allowed"
+                    preset_str!("robots.verdict", "allowed")
                 } else {
-                    "not_checked"
+                    preset_str!("robots.verdict", "not_checked")
                 };
-                let verdict = Attr::new("robots.verdict", verdict);
                 t.ctx().span("frontier.wait", queued, now, &[host, verdict]);
             } else {
                 t.ctx().span("frontier.wait", queued, now, &[host]);
@@ -76,16 +88,11 @@ impl Crawl {
         let t = root_span(&entry.url, entry.kind, entry.depth, queued);
         if t.is_sampled() {
             let verdict = if reason == Reason::Robots {
-                "disallowed"
+                preset_str!("robots.verdict", "disallowed")
             } else {
-                "unavailable"
+                preset_str!("robots.verdict", "unavailable")
             };
-            t.ctx().span(
-                "frontier.wait",
-                queued,
-                now,
-                &[Attr::new("robots.verdict", verdict)],
-            );
+            t.ctx().span("frontier.wait", queued, now, &[verdict]);
         }
         t
     }
@@ -119,7 +126,7 @@ impl Crawl {
             return;
         }
         let always = [
-            Attr::new("crawl.outcome", record.outcome.as_str()),
+            outcome_attribute(record.outcome),
             Attr::new("crawl.attempt", i64::from(record.attempts)),
         ];
         let reason_kv = (!reason.is_empty()).then(|| Attr::new("crawl.reason", reason));
@@ -171,5 +178,42 @@ mod host_group_tests {
         );
         assert_eq!(host_group("https://a.b.example.com/"), "example.com");
         assert_eq!(host_group("http://localhost/"), "localhost");
+    }
+}
+
+#[cfg(test)]
+mod preset_tests {
+    use super::*;
+    use crawl_observability::AttrValue;
+
+    /// The value bytes a preset `KeyValue` ends with.
+    fn preset_value(a: &Attr<'_>) -> &'static [u8] {
+        match a.value {
+            AttrValue::Preset(kv) => kv,
+            other => panic!("a preset: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_outcome_and_kind_attributes_name_them_as_the_record_does() {
+        for o in [Outcome::Fetched, Outcome::Failed, Outcome::Excluded] {
+            let a = outcome_attribute(o);
+            assert_eq!(a.key, "crawl.outcome");
+            assert!(preset_value(&a).ends_with(o.as_str().as_bytes()));
+        }
+        for (kind, name) in [
+            (JobKind::Page, "page"),
+            (JobKind::Embed, "embed"),
+            (JobKind::Robots, "robots"),
+            (JobKind::Sitemap, "sitemap"),
+            (JobKind::OutOfScope, "excluded"),
+        ] {
+            let [url, k, depth] = url_attributes("http://a.test/", kind, 2);
+            assert_eq!(
+                (url.key, k.key, depth.key),
+                ("url.full", "crawl.kind", "crawl.depth")
+            );
+            assert!(preset_value(&k).ends_with(name.as_bytes()), "{name}");
+        }
     }
 }

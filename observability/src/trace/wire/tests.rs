@@ -212,6 +212,7 @@ fn attribute_shortcuts_write_the_general_encoding_at_every_length_edge() {
             AttrValue::Bool(b) => any_value::Value::BoolValue(b),
             AttrValue::F64(f) => any_value::Value::DoubleValue(f),
             AttrValue::Str(s) => any_value::Value::StringValue(s.to_owned()),
+            AttrValue::Preset(_) => unreachable!("the cases are given, not preset"),
         };
         assert_eq!(v, Some(want));
     }
@@ -341,4 +342,55 @@ fn names_of_every_length_class_decode_for_roots_and_children() {
         assert_eq!(s.trace_id, [9; 16]);
         assert_eq!(s.span_id, [4; 8]);
     }
+}
+
+/// An attribute encoded when compiling is written as the same bytes as the one encoded when it is given, for the
+/// spans' field and the resource's.
+#[test]
+fn presets_encode_as_their_attributes_do() {
+    let cases = [
+        (
+            crate::preset_str!("crawl.kind", "page"),
+            Attr::new("crawl.kind", "page"),
+        ),
+        (crate::preset_str!("k", ""), Attr::new("k", "")),
+        (crate::preset_str!("", "v"), Attr::new("", "v")),
+        (
+            crate::preset_str!("network.protocol.version", "HTTP/1.1"),
+            Attr::new("network.protocol.version", "HTTP/1.1"),
+        ),
+        (
+            crate::preset_bool!("net.connection.reused", true),
+            Attr::new("net.connection.reused", true),
+        ),
+        (crate::preset_bool!("b", false), Attr::new("b", false)),
+    ];
+    for (preset, given) in cases {
+        assert_eq!(preset.key, given.key);
+        for field in [1, ATTRIBUTES_FIELD] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            put_attr(&mut a, field, &preset);
+            put_attr(&mut b, field, &given);
+            assert_eq!(a, b, "{given:?} as field {field}");
+        }
+    }
+    // The longest preset: a `KeyValue` of 127 bytes (a longer one does not compile).
+    let long = crate::preset_str!(
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
+        "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"
+    );
+    let AttrValue::Preset(kv) = long.value else {
+        panic!("a preset");
+    };
+    assert_eq!(kv.len(), 127);
+    let mut a = Vec::new();
+    put_attr(&mut a, ATTRIBUTES_FIELD, &long);
+    let mut b = Vec::new();
+    let value = "v".repeat(61);
+    put_attr(
+        &mut b,
+        ATTRIBUTES_FIELD,
+        &Attr::new(long.key, value.as_str()),
+    );
+    assert_eq!(a, b);
 }
