@@ -27,10 +27,11 @@ pub use export::{Compression, Protocol};
 use export::Batches;
 use wire::{ATTRIBUTES_FIELD, SpanRef, put_attr};
 
-/// Encodes `attributes` as `Span.attributes` fields, appended to `out`.
-fn encode_attributes<'a>(out: &mut Vec<u8>, attributes: impl IntoIterator<Item = Attr<'a>>) {
+/// Encodes `attributes` as `Span.attributes` fields, appended to `out` (from a slice: an array given by value was
+/// moved into its iterator and each attribute out of it again).
+fn encode_attributes(out: &mut Vec<u8>, attributes: &[Attr<'_>]) {
     for a in attributes {
-        put_attr(out, ATTRIBUTES_FIELD, &a);
+        put_attr(out, ATTRIBUTES_FIELD, a);
     }
 }
 
@@ -442,7 +443,7 @@ fn root_with(
         Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
             // A root collects a dozen attributes: room for them at once, not by regrowing.
             let mut encoded = Vec::with_capacity(ROOT_ATTRIBUTE_BYTES);
-            encode_attributes(&mut encoded, attributes.iter().copied());
+            encode_attributes(&mut encoded, attributes);
             Trace {
                 ctx: TraceCtx(Inner::Sampled(Sampled {
                     trace_id: trace_id.to_bytes(),
@@ -486,7 +487,7 @@ impl Trace {
     }
 
     /// Adds attributes to the root span (nothing once it ended).
-    pub fn set_attributes<'a>(&mut self, attributes: impl IntoIterator<Item = Attr<'a>>) {
+    pub fn set_attributes(&mut self, attributes: &[Attr<'_>]) {
         if let Some(root) = &mut self.root {
             encode_attributes(&mut root.attributes, attributes);
         }
@@ -601,7 +602,7 @@ impl TraceCtx {
         match self.sampled() {
             Some(s) => {
                 let mut encoded = Vec::new();
-                encode_attributes(&mut encoded, attributes.iter().copied());
+                encode_attributes(&mut encoded, attributes);
                 ChildSpan(Some(Open {
                     ctx: *s,
                     name,
@@ -642,7 +643,7 @@ impl ChildSpan {
 
     pub fn set(&mut self, a: Attr<'_>) {
         if let Some(s) = &mut self.0 {
-            encode_attributes(&mut s.attributes, [a]);
+            put_attr(&mut s.attributes, ATTRIBUTES_FIELD, &a);
         }
     }
 

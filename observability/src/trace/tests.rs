@@ -70,7 +70,7 @@ fn a_sampled_trace_exports_its_root_and_children() {
         &[Attr::new("crawl.depth", 2_i64)],
     );
     assert!(t.is_sampled());
-    t.set_attributes([Attr::new("crawl.outcome", "failed")]);
+    t.set_attributes(&[Attr::new("crawl.outcome", "failed")]);
     t.set_error("refused");
     // The children are added through the context the other actors get (a copy of the ids).
     let ctx = t.ctx();
@@ -176,7 +176,7 @@ fn a_trace_dropped_before_its_end_exports_its_root_then() {
     let batches = Batches::new(64, 64);
     let before = Stamp::now();
     let mut t = root_with(Some(Tracer::Export(batches)), "crawl.url", before, &[]);
-    t.set_attributes([Attr::new("crawl.attempt", 1_i64)]);
+    t.set_attributes(&[Attr::new("crawl.attempt", 1_i64)]);
     let ctx = t.ctx();
     drop(t);
     let after = Stamp::now();
@@ -254,7 +254,7 @@ fn without_tracer_everything_is_a_no_op() {
     assert!(!span.is_recording());
     span.set(Attr::new("k", "v"));
     span.end();
-    t.set_attributes([Attr::new("k", true)]);
+    t.set_attributes(&[Attr::new("k", true)]);
     t.set_error("e");
     t.end(SystemTime::now());
     assert_eq!(TraceCtx::default().trace_id(), None);

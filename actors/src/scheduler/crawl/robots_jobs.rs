@@ -58,7 +58,7 @@ impl Crawl {
         };
         metrics().robots_fetch(result);
         if let Some(t) = &mut done.trace {
-            t.set_attributes([Attr::new("robots.result", result)]);
+            t.set_attributes(&[Attr::new("robots.result", result)]);
         }
         match outcome {
             RobotsOutcome::Rules(rules) => {

@@ -38,7 +38,7 @@ fn outcome_attribute(outcome: Outcome) -> Attr<'static> {
 fn root_span(url: &str, kind: JobKind, depth: u32, start: impl Into<Stamp>) -> Trace {
     let mut t = trace::root("crawl.url", start, &[]);
     if t.is_sampled() {
-        t.set_attributes(url_attributes(&redact_url(url), kind, depth));
+        t.set_attributes(&url_attributes(&redact_url(url), kind, depth));
     }
     t
 }
@@ -133,7 +133,13 @@ impl Crawl {
         let status = record
             .status
             .map(|s| Attr::new("http.response.status_code", i64::from(s)));
-        trace.set_attributes(always.into_iter().chain(reason_kv).chain(status));
+        trace.set_attributes(&always);
+        if let Some(reason) = reason_kv {
+            trace.set_attributes(&[reason]);
+        }
+        if let Some(status) = status {
+            trace.set_attributes(&[status]);
+        }
         if record.outcome == Outcome::Failed {
             trace.set_error(record.error.as_deref().unwrap_or(reason));
         }
@@ -154,7 +160,7 @@ impl Crawl {
                 break;
             };
             if t.is_sampled() {
-                t.set_attributes([Attr::new(
+                t.set_attributes(&[Attr::new(
                     "crawl.jsonl_line",
                     i64::try_from(seq).unwrap_or(i64::MAX),
                 )]);
