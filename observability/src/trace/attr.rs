@@ -80,24 +80,26 @@ const fn copy_into(out: &mut [u8], at: usize, from: &[u8]) -> usize {
 /// as one run of bytes instead of encoding its fields.
 #[macro_export]
 macro_rules! preset_str {
-    ($key:expr, $value:expr) => {{
-        const KEY: &str = $key;
-        const VALUE: $crate::trace::Const<'static> = $crate::trace::Const::Str($value);
-        const BYTES: [u8; $crate::trace::preset_len(KEY, VALUE)] =
-            $crate::trace::preset(KEY, VALUE);
-        $crate::trace::Attr {
-            key: KEY,
-            value: $crate::trace::AttrValue::Preset(&BYTES),
-        }
-    }};
+    ($key:expr, $value:expr) => {
+        $crate::preset_attr!($key, $crate::trace::Const::Str($value))
+    };
 }
 
 /// A bool attribute whose key and value are known when compiling (see [`preset_str!`]).
 #[macro_export]
 macro_rules! preset_bool {
+    ($key:expr, $value:expr) => {
+        $crate::preset_attr!($key, $crate::trace::Const::Bool($value))
+    };
+}
+
+/// The attribute of [`preset_str!`] and [`preset_bool!`]: `$value` a [`Const`](crate::trace::Const).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! preset_attr {
     ($key:expr, $value:expr) => {{
         const KEY: &str = $key;
-        const VALUE: $crate::trace::Const<'static> = $crate::trace::Const::Bool($value);
+        const VALUE: $crate::trace::Const<'static> = $value;
         const BYTES: [u8; $crate::trace::preset_len(KEY, VALUE)] =
             $crate::trace::preset(KEY, VALUE);
         $crate::trace::Attr {
