@@ -383,3 +383,138 @@ fn a_stamp_and_a_duration_make_the_stamp_of_the_later_instant() {
         "saturates"
     );
 }
+
+/// One round of the tracing calls of 256 URLs, as the crawl makes them: each URL's root and `frontier.wait` when
+/// it is leased, its fetch's three children and the root's outcome attributes, then every URL's `frontier.commit`
+/// and root end together (the scheduler ends a group commit's records at once). Returns the spans handed over.
+fn trace_round(tracer: Option<Tracer>, batches: &Batches, round: usize) -> Vec<Vec<u8>> {
+    let url = "http://127.0.0.30:41234/p/1234.html";
+    let mut traces = Vec::with_capacity(256);
+    for i in 0..256 {
+        let t0 = Stamp::from_unix_nanos(1_700_000_000_000_000_000 + (round * 256 + i) as u64);
+        let mut t = root_with(tracer, "crawl.url", t0, &[]);
+        t.set_attributes(&[
+            Attr::new("url.full", url),
+            crate::preset_str!("crawl.kind", "page"),
+            Attr::new("crawl.depth", 3_i64),
+        ]);
+        let wait = [
+            Attr::new("crawl.host", "127.0.0.30:41234"),
+            crate::preset_str!("robots.verdict", "allowed"),
+        ];
+        t.ctx()
+            .span("frontier.wait", t0, t0 + Duration::from_micros(50), &wait);
+        traces.push((t, i, t0));
+    }
+    for (t, _, s) in &mut traces {
+        let (ctx, s) = (t.ctx(), *s);
+        let reused = [crate::preset_bool!("net.connection.reused", true)];
+        ctx.span(
+            "http.first_byte",
+            s,
+            s + Duration::from_micros(100),
+            &reused,
+        );
+        let body = [
+            Attr::new("http.response.body.size", 4100_i64),
+            crate::preset_str!("network.protocol.version", "HTTP/1.1"),
+            Attr::new("crawl.decoded_bytes", 4000_i64),
+        ];
+        ctx.span("http.body", s, s + Duration::from_micros(200), &body);
+        let links = [
+            Attr::new("crawl.links_found", 12_i64),
+            Attr::new("crawl.links_followed", 10_i64),
+        ];
+        ctx.span("parse", s, s + Duration::from_micros(300), &links);
+        t.set_attributes(&[
+            crate::preset_str!("crawl.outcome", "fetched"),
+            Attr::new("crawl.attempt", 1_i64),
+            Attr::new("http.response.status_code", 200_i64),
+        ]);
+    }
+    let from = Stamp::from_unix_nanos(1_800_000_000_000_000_000 + round as u64);
+    for (t, _, _) in &traces {
+        let to = from + Duration::from_micros(900);
+        t.ctx().span("frontier.commit", from, to, &[]);
+    }
+    for (mut t, i, _) in traces {
+        let line = (round * 256 + i) as i64;
+        t.set_attributes(&[Attr::new("crawl.jsonl_line", line)]);
+        t.end(from + Duration::from_micros(1000));
+    }
+    let mut pieces = Vec::new();
+    while let Some((mut batch, _)) = batches.take(true) {
+        pieces.append(&mut batch);
+    }
+    pieces
+}
+
+/// Rounds of a crawl's tracing calls (see [`trace_round`]) reach the batches whole: six spans a URL, each child
+/// under its root, each root with its seven attributes. `TRACE_ROUNDS` sets the rounds (default 2): run under
+/// callgrind with two counts of rounds, the difference of the two counts over the URLs between them is what one
+/// URL's tracing costs in instructions, a count that does not move from run to run as a whole crawl's does (the
+/// spans of the rounds after the first are counted, not decoded).
+#[test]
+fn the_tracing_calls_of_many_urls_arrive_whole() {
+    use std::collections::HashMap;
+    let rounds: usize = std::env::var("TRACE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    set_sample_ratio(1.0);
+    let batches = Batches::new(1 << 40, 2048);
+    let tracer = Some(Tracer::Export(batches));
+    for round in 0..rounds {
+        let pieces = trace_round(tracer, batches, round);
+        if round > 0 {
+            assert!(pieces.iter().map(Vec::len).sum::<usize>() > 256 * 6 * 60);
+            continue;
+        }
+        let spans = decode(&pieces.concat());
+        assert_eq!(spans.len(), 256 * 6);
+        let mut traces: HashMap<Vec<u8>, Vec<&opentelemetry_proto::tonic::trace::v1::Span>> =
+            HashMap::new();
+        for s in &spans {
+            traces.entry(s.trace_id.clone()).or_default().push(s);
+        }
+        assert_eq!(traces.len(), 256, "one trace a URL");
+        for spans in traces.values() {
+            let roots: Vec<_> = spans
+                .iter()
+                .filter(|s| s.parent_span_id.is_empty())
+                .collect();
+            assert_eq!(roots.len(), 1);
+            let root = roots[0];
+            assert_eq!(root.name, "crawl.url");
+            let keys: Vec<&str> = root.attributes.iter().map(|kv| kv.key.as_str()).collect();
+            assert_eq!(
+                keys,
+                [
+                    "url.full",
+                    "crawl.kind",
+                    "crawl.depth",
+                    "crawl.outcome",
+                    "crawl.attempt",
+                    "http.response.status_code",
+                    "crawl.jsonl_line"
+                ]
+            );
+            let mut names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+            names.sort_unstable();
+            assert_eq!(
+                names,
+                [
+                    "crawl.url",
+                    "frontier.commit",
+                    "frontier.wait",
+                    "http.body",
+                    "http.first_byte",
+                    "parse"
+                ]
+            );
+            for child in spans.iter().filter(|s| !s.parent_span_id.is_empty()) {
+                assert_eq!(child.parent_span_id, root.span_id);
+            }
+        }
+    }
+}
