@@ -19,6 +19,7 @@ impl<K: Copy + PartialEq, M: Clone> Handles<K, M> {
     }
 
     /// Calls `f` with the series of `key`, made by `make` (the family's `get_or_create`) the first time.
+    #[inline]
     pub(crate) fn with(&self, key: K, make: impl FnOnce() -> M, f: impl FnOnce(&M)) {
         if let Ok(kept) = self.kept.read()
             && let Some((_, m)) = kept.iter().find(|(k, _)| *k == key)

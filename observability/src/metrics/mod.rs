@@ -12,10 +12,13 @@ use prometheus_client::registry::{Registry, Unit};
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 
+mod exemplar;
 mod handles;
 pub mod known;
 mod text;
 
+pub use exemplar::EXEMPLAR_EVERY;
+use exemplar::ExemplarGate;
 use handles::Handles;
 
 pub use text::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, openmetrics_to_text};
@@ -89,7 +92,9 @@ pub struct Metrics {
     /// Held series of `records` by (outcome, reason), `responses` by status class, `fetch_duration` by outcome.
     record_handles: Handles<(&'static str, &'static str), Counter>,
     response_handles: Handles<&'static str, Counter>,
-    latency_handles: Handles<&'static str, HistogramWithExemplars<TraceExemplar>>,
+    latency_handles: Handles<&'static str, (HistogramWithExemplars<TraceExemplar>, ExemplarGate)>,
+    /// When the registry was made: the exemplar gates count from it.
+    started: std::time::Instant,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -314,6 +319,7 @@ impl Metrics {
             record_handles: Handles::new(),
             response_handles: Handles::new(),
             latency_handles: Handles::new(),
+            started: std::time::Instant::now(),
             body_bytes,
             fetch_errors,
             retries,
@@ -490,15 +496,26 @@ impl Metrics {
         self.body_bytes.inc_by(body_bytes);
     }
 
-    /// The latency of a page fetch, with the trace id as exemplar when the trace is exported.
-    pub fn fetch_duration(&self, outcome: &'static str, seconds: f64, trace_id: Option<[u8; 16]>) {
+    /// The latency of a page fetch; with `exemplar` (an exported trace's id and when the sample was taken), the
+    /// trace id as the bucket's exemplar, which a bucket takes at most once every [`EXEMPLAR_EVERY`].
+    pub fn fetch_duration(
+        &self,
+        outcome: &'static str,
+        seconds: f64,
+        exemplar: Option<([u8; 16], std::time::Instant)>,
+    ) {
         let make = || {
-            self.fetch_duration
+            let h = self
+                .fetch_duration
                 .get_or_create(&l1("outcome", outcome))
-                .clone()
+                .clone();
+            (h, ExemplarGate::new(&LATENCY_BUCKETS, self.started))
         };
-        self.latency_handles.with(outcome, make, |h| {
-            h.observe(seconds, trace_id.map(TraceExemplar), None);
+        self.latency_handles.with(outcome, make, |(h, gate)| {
+            let exemplar = exemplar
+                .filter(|(_, at)| gate.admits(seconds, *at))
+                .map(|(id, _)| TraceExemplar(id));
+            h.observe(seconds, exemplar, None);
         });
     }
 

@@ -40,14 +40,11 @@ fn the_registry_encodes_every_family_and_exemplars() {
     let m = metrics();
     m.record("fetched", "");
     m.response(200, 10);
-    m.fetch_duration(
-        "fetched",
-        0.02,
-        Some([
-            0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80,
-            0x31, 0x9c,
-        ]),
-    );
+    let id = [
+        0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31,
+        0x9c,
+    ];
+    m.fetch_duration("fetched", 0.02, Some((id, std::time::Instant::now())));
     let om = m.openmetrics();
     assert!(
         om.contains("crawl_records_total{outcome=\"fetched\",reason=\"\"}"),

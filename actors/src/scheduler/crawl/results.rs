@@ -109,7 +109,7 @@ impl Crawl {
                     record.attempts = e.tries();
                     let latency = now.saturating_duration_since(job.started_at);
                     record.elapsed_ms = Some(latency.as_millis() as u64);
-                    self.record_fetch(&job.entry, record, done, latency);
+                    self.record_fetch(&job.entry, record, done, (latency, now));
                 }
             }
             (_, other) => {
@@ -136,9 +136,9 @@ impl Crawl {
         entry: &Entry,
         record: Record,
         done: &mut JobCtx,
-        latency: Duration,
+        (latency, now): (Duration, Instant),
     ) {
-        Self::observe_latency(&record, latency, done.trace.as_ref());
+        Self::observe_latency(&record, latency, done.trace.as_ref(), now);
         self.record_job(entry, record, done);
     }
 
@@ -260,7 +260,7 @@ impl Crawl {
             record.reason = Some(reason);
             record.error = Some(detail);
             record.links = None;
-            self.record_fetch(&entry, record, done, latency);
+            self.record_fetch(&entry, record, done, (latency, now));
             return;
         }
         if (300..400).contains(&out.status) {
@@ -273,7 +273,7 @@ impl Crawl {
                         record.outcome = Outcome::Failed;
                         record.reason = Some(Reason::RedirectLoop);
                         record.error = Some(format!("redirect loop back to {}", target.url));
-                        self.record_fetch(&entry, record, done, latency);
+                        self.record_fetch(&entry, record, done, (latency, now));
                         return;
                     }
                     if chain.len() as u32 > self.settings.max_redirects {
@@ -283,21 +283,21 @@ impl Crawl {
                             "more than {} redirects",
                             self.settings.max_redirects
                         ));
-                        self.record_fetch(&entry, record, done, latency);
+                        self.record_fetch(&entry, record, done, (latency, now));
                         return;
                     }
-                    self.record_fetch(&entry, record, done, latency);
+                    self.record_fetch(&entry, record, done, (latency, now));
                     self.admit_target(target, &entry, chain);
                 }
                 Some(Err(detail)) => {
                     record.error = Some(detail);
-                    self.record_fetch(&entry, record, done, latency);
+                    self.record_fetch(&entry, record, done, (latency, now));
                 }
-                None => self.record_fetch(&entry, record, done, latency),
+                None => self.record_fetch(&entry, record, done, (latency, now)),
             }
             return;
         }
-        self.record_fetch(&entry, record, done, latency);
+        self.record_fetch(&entry, record, done, (latency, now));
         if (200..300).contains(&out.status) {
             // Requisites first: a URL both linked and embedded is fetched once, as the page's requisite.
             for embed in out.embeds {

@@ -102,10 +102,16 @@ impl Crawl {
         root_span(&record.url, JobKind::Page, record.depth, Stamp::now())
     }
 
-    /// The latency histogram's sample of a fetch that made `record`: the measured duration in seconds (not the
-    /// record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is exported.
-    pub(super) fn observe_latency(record: &Record, latency: Duration, trace: Option<&Trace>) {
-        let exemplar = trace.and_then(Trace::exported_id);
+    /// The latency histogram's sample of a fetch that made `record`, taken `now`: the measured duration in seconds
+    /// (not the record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is
+    /// exported.
+    pub(super) fn observe_latency(
+        record: &Record,
+        latency: Duration,
+        trace: Option<&Trace>,
+        now: Instant,
+    ) {
+        let exemplar = trace.and_then(Trace::exported_id).map(|id| (id, now));
         metrics().fetch_duration(record.outcome.as_str(), latency.as_secs_f64(), exemplar);
     }
 
