@@ -51,9 +51,15 @@ fn put_len(buf: &mut Vec<u8>, field: u32, len: usize) {
     put_varint(buf, len as u64);
 }
 
-#[inline]
+/// Writes `bytes` as field `field`: tag and length as two fixed bytes when each takes one (the usual short field),
+/// else as varints. Inlined whole: it is on every span's path (its name, each preset attribute).
+#[inline(always)]
 fn put_bytes(buf: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_len(buf, field, bytes.len());
+    if field < 16 && bytes.len() < 0x80 {
+        buf.extend_from_slice(&[key_byte(field, LEN), bytes.len() as u8]);
+    } else {
+        put_len(buf, field, bytes.len());
+    }
     buf.extend_from_slice(bytes);
 }
 
@@ -98,12 +104,7 @@ fn put_any(buf: &mut Vec<u8>, v: &AttrValue<'_>) {
 #[inline(always)]
 pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
     if let AttrValue::Preset(kv) = a.value {
-        if field < 16 && kv.len() < 0x80 {
-            buf.extend_from_slice(&[key_byte(field, LEN), kv.len() as u8]);
-            buf.extend_from_slice(kv);
-        } else {
-            put_bytes(buf, field, kv);
-        }
+        put_bytes(buf, field, kv);
     } else if !put_attr_short(buf, field, a) {
         put_attr_fields(buf, field, a);
     }
@@ -279,14 +280,6 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     ids[2..18].copy_from_slice(&s.trace_id);
     ids[18..20].copy_from_slice(&[key_byte(2, LEN), 8]);
     ids[20..28].copy_from_slice(&s.span_id);
-    let ids_len = match &s.parent {
-        Some(p) => {
-            ids[28..30].copy_from_slice(&[key_byte(4, LEN), 8]);
-            ids[30..38].copy_from_slice(p);
-            IDS_LEN
-        }
-        None => 28,
-    };
     let mut times = [0u8; 20];
     times[..3].copy_from_slice(&[
         key_byte(6, VARINT),
@@ -297,19 +290,18 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     times[11] = key_byte(8, FIXED64);
     times[12..20].copy_from_slice(&s.end_ns.to_le_bytes());
     out.reserve(
-        ids_len + 4 + s.name.len() + times.len() + s.encoded.len() + 48 * s.attributes.len() + 8,
+        IDS_LEN + 4 + s.name.len() + times.len() + s.encoded.len() + 48 * s.attributes.len() + 8,
     );
-    if s.parent.is_some() {
-        out.extend_from_slice(&ids);
-    } else {
-        out.extend_from_slice(&ids[..28]);
+    // A run of one of two lengths fixed when compiling (a root has no parent), not of a length known at run time.
+    match &s.parent {
+        Some(p) => {
+            ids[28..30].copy_from_slice(&[key_byte(4, LEN), 8]);
+            ids[30..38].copy_from_slice(p);
+            out.extend_from_slice(&ids);
+        }
+        None => out.extend_from_slice(&ids[..28]),
     }
-    if s.name.len() < 0x80 {
-        out.extend_from_slice(&[key_byte(5, LEN), s.name.len() as u8]);
-        out.extend_from_slice(s.name.as_bytes());
-    } else {
-        put_bytes(out, 5, s.name.as_bytes());
-    }
+    put_bytes(out, 5, s.name.as_bytes());
     out.extend_from_slice(&times);
     if !s.encoded.is_empty() {
         out.extend_from_slice(s.encoded);
