@@ -69,28 +69,45 @@ fn header(resp: &RawResponse, name: http::header::HeaderName) -> Option<&str> {
     resp.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The `network.protocol.version` attribute of a response's version (the same names as [`version_str`]).
+/// An HTTP version's name, as records and spans give it, with its `network.protocol.version` span attribute
+/// (encoded when compiling, from the same name).
+macro_rules! version {
+    ($v:ident, $name:literal) => {
+        (
+            http::Version::$v,
+            $name,
+            crawl_observability::preset_str!("network.protocol.version", $name),
+        )
+    };
+}
+
+/// The versions HTTP has, and the name of any other.
+const VERSIONS: [(http::Version, &str, crawl_observability::Attr<'static>); 5] = [
+    version!(HTTP_09, "HTTP/0.9"),
+    version!(HTTP_10, "HTTP/1.0"),
+    version!(HTTP_11, "HTTP/1.1"),
+    version!(HTTP_2, "HTTP/2"),
+    version!(HTTP_3, "HTTP/3"),
+];
+const OTHER_VERSION: (&str, crawl_observability::Attr<'static>) = (
+    "HTTP/?",
+    crawl_observability::preset_str!("network.protocol.version", "HTTP/?"),
+);
+
+fn version_entry(v: http::Version) -> (&'static str, crawl_observability::Attr<'static>) {
+    VERSIONS
+        .iter()
+        .find(|(known, _, _)| *known == v)
+        .map_or(OTHER_VERSION, |(_, name, attr)| (*name, *attr))
+}
+
+/// The `network.protocol.version` attribute of a response's version.
 pub(crate) fn version_attr(v: http::Version) -> crawl_observability::Attr<'static> {
-    use crawl_observability::preset_str;
-    match v {
-        http::Version::HTTP_09 => preset_str!("network.protocol.version", "HTTP/0.9"),
-        http::Version::HTTP_10 => preset_str!("network.protocol.version", "HTTP/1.0"),
-        http::Version::HTTP_11 => preset_str!("network.protocol.version", "HTTP/1.1"),
-        http::Version::HTTP_2 => preset_str!("network.protocol.version", "HTTP/2"),
-        http::Version::HTTP_3 => preset_str!("network.protocol.version", "HTTP/3"),
-        _ => preset_str!("network.protocol.version", "HTTP/?"),
-    }
+    version_entry(v).1
 }
 
 pub(crate) fn version_str(v: http::Version) -> &'static str {
-    match v {
-        http::Version::HTTP_09 => "HTTP/0.9",
-        http::Version::HTTP_10 => "HTTP/1.0",
-        http::Version::HTTP_11 => "HTTP/1.1",
-        http::Version::HTTP_2 => "HTTP/2",
-        http::Version::HTTP_3 => "HTTP/3",
-        _ => "HTTP/?",
-    }
+    version_entry(v).0
 }
 
 fn is_html(content_type: Option<&str>) -> bool {
