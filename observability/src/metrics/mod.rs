@@ -93,8 +93,6 @@ pub struct Metrics {
     record_handles: Handles<(&'static str, &'static str), Counter>,
     response_handles: Handles<&'static str, Counter>,
     latency_handles: Handles<&'static str, (HistogramWithExemplars<TraceExemplar>, ExemplarGate)>,
-    /// When the registry was made: the exemplar gates count from it.
-    started: std::time::Instant,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -319,7 +317,6 @@ impl Metrics {
             record_handles: Handles::new(),
             response_handles: Handles::new(),
             latency_handles: Handles::new(),
-            started: std::time::Instant::now(),
             body_bytes,
             fetch_errors,
             retries,
@@ -509,7 +506,10 @@ impl Metrics {
                 .fetch_duration
                 .get_or_create(&l1("outcome", outcome))
                 .clone();
-            (h, ExemplarGate::new(&LATENCY_BUCKETS, self.started))
+            (
+                h,
+                ExemplarGate::new(&LATENCY_BUCKETS, std::time::Instant::now()),
+            )
         };
         self.latency_handles.with(outcome, make, |(h, gate)| {
             let exemplar = exemplar
