@@ -404,6 +404,10 @@ struct Attributes<'a> {
 /// Bytes a root span's encoded attributes typically take (URL, kind, depth, outcome, status, JSONL line).
 const ROOT_ATTRIBUTE_BYTES: usize = 256;
 
+/// Bytes of encoded attributes an open child span ([`TraceCtx::start`]) has room for when it starts: a DNS
+/// answer's five (name, source, outcome, verdict, addresses) fit.
+const CHILD_ATTRIBUTE_BYTES: usize = 160;
+
 /// The trace of one URL, with its root span: kept by the actor that starts it and ends it (the scheduler), while
 /// the other actors get its [`TraceCtx`]. The root span is exported when it ends ([`Trace::end`]) or when the
 /// `Trace` is dropped (then it ends at that moment); its children may end before or after it.
@@ -601,7 +605,8 @@ impl TraceCtx {
     pub fn start(&self, name: &'static str, attributes: &[Attr<'_>]) -> ChildSpan {
         match self.sampled() {
             Some(s) => {
-                let mut encoded = Vec::new();
+                // Room for the attributes an open span usually collects, not regrown as they are set.
+                let mut encoded = Vec::with_capacity(CHILD_ATTRIBUTE_BYTES);
                 encode_attributes(&mut encoded, attributes);
                 ChildSpan(Some(Open {
                     ctx: *s,

@@ -115,12 +115,18 @@ pub(super) fn new_verdict(outcome: &Outcome, cached: bool) -> Option<&[Rule]> {
     (polluted && network).then_some(rules)
 }
 
-fn join<T: ToString>(items: &[T]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+/// `items` written one after another into one string, comma-separated (not each into a string of its own first).
+fn join<T: std::fmt::Display>(items: &[T]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(16 * items.len());
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{item}");
+    }
+    out
 }
 
 /// Ends a `dns.resolve` span with the answer's attributes (error status when no answer was found); `dns.source`
@@ -145,22 +151,6 @@ fn end_span(mut span: ChildSpan, outcome: &Outcome, cached: bool) {
         span.set_error(detail);
     }
     span.end();
-}
-
-/// An answer a fetcher served from its copy ([`super::local`], which counted it): a `dns.resolve` span, as for an
-/// answer from the resolver's cache.
-pub fn served_from_copy(
-    trace: &crawl_observability::trace::TraceCtx,
-    name: &str,
-    outcome: &Outcome,
-) {
-    if trace.is_sampled() {
-        end_span(
-            trace.start("dns.resolve", &[Attr::new("dns.name", name)]),
-            outcome,
-            true,
-        );
-    }
 }
 
 impl Resolver {

@@ -3,8 +3,9 @@
 //! small page costs, against the same crawl by IP). A fetcher keeps the answers it was given until their TTL runs
 //! out, or until the resolver is reconfigured (a reload clears its cache, and so every fetcher's copy), and serves
 //! them as the resolver's cache would: source `cache` (or `hosts`), the same addresses and verdict, counted in the
-//! same lookup counters, with the same attributes on the URL's root span. Only resolved answers are kept; failures
-//! and NXDOMAIN go to the resolver every time.
+//! same lookup counters and in the record's `dns` fields. Such an answer adds no `dns.resolve` span to the URL's
+//! trace: it took no time and asked no one (the lookup that filled the copy has its span, in the trace of the URL
+//! that asked). Only resolved answers are kept; failures and NXDOMAIN go to the resolver every time.
 
 use super::logic::{Outcome, Source};
 use super::stats::ResolverStats;
@@ -56,8 +57,9 @@ impl Shared {
 struct Entry {
     generation: u64,
     expires: Instant,
+    /// From `resolver.hosts` (counted as such), not from the resolver's cache.
+    hosts: bool,
     /// The answer as the resolver's cache serves it (source `cache`, or `hosts`).
-    outcome: Outcome,
     info: DnsInfo,
 }
 
@@ -84,21 +86,20 @@ impl LocalAnswers {
 
     /// The answer kept for `name` at `now`, counted as a lookup served from the cache (in the resolver's counters
     /// and the lookup metric); None when there is none, it expired or the resolver was reconfigured since.
-    pub fn get(&mut self, name: &str, now: Instant) -> Option<(&Outcome, DnsInfo)> {
+    pub fn get(&mut self, name: &str, now: Instant) -> Option<DnsInfo> {
         let generation = self.generation();
         let e = self.names.get(name)?;
         if e.generation != generation || e.expires <= now {
             return None;
         }
-        let (hits, counter) = match &e.outcome {
-            Outcome::Resolved(r) if r.source == Source::Hosts => {
-                (&self.shared.hosts_hits, &self.counters[1])
-            }
-            _ => (&self.shared.cache_hits, &self.counters[0]),
+        let (hits, counter) = if e.hosts {
+            (&self.shared.hosts_hits, &self.counters[1])
+        } else {
+            (&self.shared.cache_hits, &self.counters[0])
         };
         hits.fetch_add(1, Ordering::Relaxed);
         counter.inc();
-        Some((&e.outcome, e.info.clone()))
+        Some(e.info.clone())
     }
 
     /// The resolver's generation now: read before asking it, and given to [`LocalAnswers::put`] with its answer.
@@ -123,14 +124,13 @@ impl LocalAnswers {
         if kept.source != Source::Hosts {
             kept.source = Source::Cache;
         }
-        let outcome = Outcome::Resolved(kept);
         self.names.insert(
             name.to_owned(),
             Entry {
                 generation: asked,
                 expires: now + r.ttl,
-                info: outcome.dns_info(),
-                outcome,
+                hosts: kept.source == Source::Hosts,
+                info: Outcome::Resolved(kept).dns_info(),
             },
         );
     }
@@ -162,16 +162,9 @@ mod tests {
         a.put("a.test", &resolved(Source::Plain, 30), t0, 0);
         // The metric is the process's own: other tests may count in it too, never less.
         let counted = metrics().dns_lookup_counter("cache", "resolved").get();
-        let (outcome, info) = a.get("a.test", t0 + Duration::from_secs(29)).unwrap();
-        let Outcome::Resolved(r) = outcome else {
-            panic!("{outcome:?}")
-        };
-        assert_eq!(r.source, Source::Cache);
-        assert_eq!(
-            (r.polluted, r.rules.as_slice()),
-            (true, &[Rule::BogusIp][..])
-        );
+        let info = a.get("a.test", t0 + Duration::from_secs(29)).unwrap();
         assert_eq!(info.source, "cache");
+        assert!(info.polluted);
         assert_eq!(info.addresses, ["192.0.2.7"]);
         assert_eq!(info.rules, ["bogus_ip"]);
         assert!(metrics().dns_lookup_counter("cache", "resolved").get() > counted);
@@ -200,7 +193,7 @@ mod tests {
             0,
         );
         a.put("zero.test", &resolved(Source::Doh, 0), t0, 0);
-        assert_eq!(a.get("h.test", t0).unwrap().1.source, "hosts");
+        assert_eq!(a.get("h.test", t0).unwrap().source, "hosts");
         assert!(a.get("gone.test", t0).is_none());
         assert!(a.get("down.test", t0).is_none());
         assert!(a.get("zero.test", t0).is_none());

@@ -49,12 +49,14 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
     let rx = OtlpReceiver::start().await;
     let site = Site::builder(spec(190)).start().await.expect("site");
     let port = site.addr(0).expect("host 0").port();
-    // One seed by name (resolved through resolver.hosts, so it has a dns.resolve span) and one with a secret.
+    // One seed by name (resolved through resolver.hosts) and one with a secret. One fetcher: the named host's
+    // robots.txt is the first fetch of that name (the resolver is asked: a dns.resolve span), its page the next
+    // (answered from the fetcher's copy: no span).
     let named = format!("http://named-site.test:{port}/page/1");
     let secret = format!("{}?sig=s3cr3tvalue&keep=1", site.page_url(0, 2));
     let seeds = vec![site.seed_url(), named.clone(), secret.clone()];
     let overrides = format!(
-        "[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-site.test\" = [\"127.0.0.190\"]\n",
+        "[fetch]\nfetchers = 1\n[observability]\notlp_endpoint = \"{}\"\n[resolver.hosts]\n\"named-site.test\" = [\"127.0.0.190\"]\n",
         rx.http_endpoint()
     );
     let (c, run) = crawl_ok(&seeds, &overrides).await;
@@ -194,27 +196,49 @@ async fn every_record_has_one_trace_with_child_spans_from_every_actor() {
     }
     assert!(saw_connect, "no trace has a net.connect span");
 
-    // The named seed was resolved from resolver.hosts: a dns.resolve span that says so, under the root.
+    // The named host was looked up once, from resolver.hosts, by its robots.txt fetch: one dns.resolve span that
+    // says so, under that trace's root.
+    let named_lookups: Vec<&SpanRecord> = spans
+        .iter()
+        .filter(|s| s.name == "dns.resolve" && s.attr_str("dns.name") == Some("named-site.test"))
+        .collect();
+    assert_eq!(named_lookups.len(), 1, "{named_lookups:?}");
+    let dns = named_lookups[0];
+    let lookup_root = by_trace[dns.trace_id.as_str()]
+        .iter()
+        .find(|s| s.is_root())
+        .expect("the lookup's root");
+    assert_eq!(
+        dns.parent_span_id.as_deref(),
+        Some(lookup_root.span_id.as_str())
+    );
+    assert_eq!(
+        lookup_root.attr_str("url.full"),
+        Some(format!("http://named-site.test:{port}/robots.txt").as_str())
+    );
+    assert_eq!(dns.attr_str("dns.source"), Some("hosts"));
+    assert_eq!(dns.attr_bool("dns.polluted"), Some(false));
+    assert_eq!(dns.attr_str("dns.outcome"), Some("resolved"));
+    // The page came next and was answered from the fetcher's copy: no span, and the record says where the answer
+    // came from.
     let named_rec = records
         .iter()
         .find(|r| r.url == named)
         .expect("named seed record");
     let named_trace = &by_trace[named_rec.trace_id.as_deref().expect("id")];
+    assert!(
+        !names(named_trace).contains("dns.resolve"),
+        "{:?}",
+        names(named_trace)
+    );
+    assert_eq!(
+        named_rec.dns.as_ref().map(|d| d.source.as_str()),
+        Some("hosts")
+    );
     let named_root = named_trace
         .iter()
         .find(|s| s.is_root())
         .expect("named root");
-    let dns = named_trace
-        .iter()
-        .find(|s| s.name == "dns.resolve")
-        .unwrap_or_else(|| panic!("no dns.resolve span: {:?}", names(named_trace)));
-    assert_eq!(
-        dns.parent_span_id.as_deref(),
-        Some(named_root.span_id.as_str())
-    );
-    assert_eq!(dns.attr_str("dns.source"), Some("hosts"));
-    assert_eq!(dns.attr_bool("dns.polluted"), Some(false));
-    assert_eq!(dns.attr_str("dns.outcome"), Some("resolved"));
     assert_eq!(named_root.attr_str("dns.source"), None);
 
     // Robots.txt fetches are traces of their own.
