@@ -41,7 +41,7 @@ start_site() { # HOSTS PAGES
   rm -f "$out/seeds"
   if [ "${NAMES:-0}" = 1 ]; then
     names=(--host-names)
-    hosts_table=$(for h in $(seq 0 $(($1 - 1))); do printf '"h%s.test" = ["127.0.0.%s"], ' "$h" $((30 + h)); done)
+    hosts_table=$(resolver_hosts "$1" 30)
   fi
   "$bin/testsite" --hosts "$1" --pages "$2" --first-octet 30 "${site_args[@]}" "${names[@]}" \
     --seeds-file "$out/seeds" --all-seeds > "$out/testsite.log" 2>&1 &
@@ -57,7 +57,7 @@ config() {
     printf 'otlp_endpoint = "%s"\notlp_protocol = "%s"\notlp_compression = "%s"\nsample_ratio = 1.0\n' \
       "$1" "$2" "${3:-none}"
   fi
-  if [ -n "$hosts_table" ]; then printf '[resolver]\nhosts = { %s }\n' "${hosts_table%, }"; fi
+  if [ -n "$hosts_table" ]; then printf '%s\n' "$hosts_table"; fi
 }
 # crawl MODE TAG [PREFIX...]: one crawl from a fresh data_dir, with a fresh sink in the modes that export.
 crawl() {

@@ -43,13 +43,13 @@ start_named() { # HOSTS PAGES
   serve named 40 "$1" "$2" --host-names
   named=$served
   named_seeds=("${seeds[@]}")
-  named_hosts=$(for h in $(seq 0 $(($1 - 1))); do printf '"h%s.test" = ["127.0.0.%s"], ' "$h" $((40 + h)); done)
+  named_hosts=$(resolver_hosts "$1" 40)
 }
 
 config() { # MODE
   bench_config
   if [ "$1" = threads ]; then printf '[parser]\ninline_max_bytes = 0\n'; fi
-  if [ "$1" = names ]; then printf '[resolver]\nhosts = { %s }\n' "${named_hosts%, }"; fi
+  if [ "$1" = names ]; then printf '%s\n' "$named_hosts"; fi
 }
 
 # crawl MODE TAG [PREFIX...]: one crawl from a fresh data_dir.

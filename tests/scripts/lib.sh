@@ -42,6 +42,14 @@ log_level = "${2:-warn}"
 TOML
 }
 
+# resolver_hosts HOSTS FIRST_OCTET: the `[resolver]` table naming testsite --host-names' hosts (h0.test on
+# 127.0.0.FIRST_OCTET, h1.test on the next, ...), for a crawl of them by name.
+resolver_hosts() {
+  local entries
+  entries=$(for h in $(seq 0 $(($1 - 1))); do printf '"h%s.test" = ["127.0.0.%s"], ' "$h" $(($2 + h)); done)
+  printf '[resolver]\nhosts = { %s }\n' "${entries%, }"
+}
+
 # abba I MODE...: the order of the modes in round I of an ABBA series (as given in odd rounds, reversed in even
 # ones), so that whatever favours the first or the last crawl of a round falls on every mode alike.
 abba() {
