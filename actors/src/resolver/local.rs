@@ -57,8 +57,6 @@ impl Shared {
 struct Entry {
     generation: u64,
     expires: Instant,
-    /// From `resolver.hosts` (counted as such), not from the resolver's cache.
-    hosts: bool,
     /// The answer as the resolver's cache serves it (source `cache`, or `hosts`).
     info: DnsInfo,
 }
@@ -92,7 +90,7 @@ impl LocalAnswers {
         if e.generation != generation || e.expires <= now {
             return None;
         }
-        let (hits, counter) = if e.hosts {
+        let (hits, counter) = if e.info.source == Source::Hosts.as_str() {
             (&self.shared.hosts_hits, &self.counters[1])
         } else {
             (&self.shared.cache_hits, &self.counters[0])
@@ -129,7 +127,6 @@ impl LocalAnswers {
             Entry {
                 generation: asked,
                 expires: now + r.ttl,
-                hosts: kept.source == Source::Hosts,
                 info: Outcome::Resolved(kept).dns_info(),
             },
         );
