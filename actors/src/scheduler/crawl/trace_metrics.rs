@@ -131,20 +131,15 @@ impl Crawl {
         if !trace.is_sampled() {
             return;
         }
-        let always = [
+        trace.set_attributes(&[
             outcome_attribute(record.outcome),
             Attr::new("crawl.attempt", i64::from(record.attempts)),
-        ];
-        let reason_kv = (!reason.is_empty()).then(|| Attr::new("crawl.reason", reason));
-        let status = record
-            .status
-            .map(|s| Attr::new("http.response.status_code", i64::from(s)));
-        trace.set_attributes(&always);
-        if let Some(reason) = reason_kv {
-            trace.set_attributes(&[reason]);
+        ]);
+        if !reason.is_empty() {
+            trace.set_attributes(&[Attr::new("crawl.reason", reason)]);
         }
-        if let Some(status) = status {
-            trace.set_attributes(&[status]);
+        if let Some(status) = record.status {
+            trace.set_attributes(&[Attr::new("http.response.status_code", i64::from(status))]);
         }
         if record.outcome == Outcome::Failed {
             trace.set_error(record.error.as_deref().unwrap_or(reason));
