@@ -44,12 +44,14 @@ bench: bench-crawl bench-peer bench-small bench-polite bench-micro
 bench-crawl: release
 	bash tests/scripts/bench.sh
 
-# crawl-engine and wget2 alternating on the same generated sites (installs wget2 with apt-get when missing).
+# crawl-engine and wget2 alternating on the same generated sites (installs wget2 with apt-get when missing);
+# BASE_BIN=<another crawl-engine binary> runs that build too.
 bench-peer: release
 	bash tests/scripts/bench_peer.sh
 
 # What a small page costs: the bench-crawl crawl on ~600-byte pages, with small pages parsed on the fetcher's thread
-# (the default) and on the parser threads, alternating; CALLGRIND=1 also counts instructions per response.
+# (the default) and on the parser threads, alternating; CALLGRIND=1 also counts instructions per response,
+# PERF_STAT=1 context switches and page faults, BASE_BIN=<another crawl-engine binary> runs that build too.
 bench-small: release
 	bash tests/scripts/bench_small.sh
 

@@ -17,7 +17,9 @@
 # Per run: wall time, CPU seconds (user + sys of the crawler process, from getrusage of the child), peak RSS, the
 # requests the site answered, and the 200 pages (crawl-engine: its summary; wget2: files it saved, less robots.txt
 # and sitemaps). Then the medians and the ratios crawl-engine / wget2 of responses per second and CPU per response.
-# Environment: REPEATS, WGET2_THREADS (64), SITES ("plain realistic"), HOSTS (8), PAGES (2600), RUN_TIMEOUT_S (900).
+# Environment: REPEATS, WGET2_THREADS (64), SITES ("plain realistic"), HOSTS (8), PAGES (2600), RUN_TIMEOUT_S (900),
+# BASE_BIN (another crawl-engine binary, e.g. an earlier release: it runs third in every round, as "base", with the
+# same config, and the ratios of both builds to wget2 and to each other are printed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
@@ -36,7 +38,7 @@ if ! command -v wget2 > /dev/null 2>&1; then
   apt-get install -y wget2 > /dev/null
 fi
 echo "bench-peer: $(wget2 --version 2>/dev/null | head -n 1), crawl-engine $bin/crawl-engine, REPEATS=$REPEATS," \
-  "wget2 --max-threads=$WGET2_THREADS, $HOSTS hosts x $PAGES pages"
+  "wget2 --max-threads=$WGET2_THREADS, $HOSTS hosts x $PAGES pages${BASE_BIN:+, base build $BASE_BIN}"
 
 rm -rf "$out" && mkdir -p "$out"
 domains=$(seq -s, -f "127.0.0.%g" "$FIRST_OCTET" $((FIRST_OCTET + HOSTS - 1)))
@@ -87,15 +89,17 @@ stop_site() {
 
 for site in $SITES; do
   for i in $(seq 1 "$REPEATS"); do
-    for tool in crawl-engine wget2; do
+    for tool in crawl-engine wget2 ${BASE_BIN:+base}; do
       start_site "$site"
       mapfile -t seeds < "$out/seeds"
       tag="$site-$tool-$i"
-      if [ "$tool" = crawl-engine ]; then
+      if [ "$tool" != wget2 ]; then
+        exe="$bin/crawl-engine"
+        if [ "$tool" = base ]; then exe=$BASE_BIN; fi
         rm -rf "$out/crawl-data" "$out/crawl.jsonl"
         args=()
         for s in "${seeds[@]}"; do args+=(--seed "$s"); done
-        measure "$out/time-$tag" timeout "$RUN_TIMEOUT_S" "$bin/crawl-engine" --config "$out/config.toml" \
+        measure "$out/time-$tag" timeout "$RUN_TIMEOUT_S" "$exe" --config "$out/config.toml" \
           --no-progress --summary-json "$out/summary-$tag.json" "${args[@]}"
         pages=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["by_status"].get("2xx", 0))' \
           "$out/summary-$tag.json")
@@ -147,8 +151,9 @@ for site, tools in runs.items():
         print(f"bench-peer: {site} median {tool:12}: {m['req']:.0f} requests ({m['pages']:.0f} pages 200) in "
               f"{m['wall']:.2f}s = {m['rate']:.0f} responses/s, {m['cpu']:.2f} CPU s = {m['cpu_per_k']:.3f} per 1000, "
               f"peak RSS {m['rss']:.1f} MiB")
-    if "crawl-engine" in med and "wget2" in med:
-        c, w = med["crawl-engine"], med["wget2"]
-        print(f"bench-peer: {site} crawl-engine / wget2: responses/s {c['rate'] / w['rate']:.2f}, "
-              f"CPU per response {c['cpu_per_k'] / w['cpu_per_k']:.2f}, peak RSS {c['rss'] / w['rss']:.2f}")
+    for a, b in (("crawl-engine", "wget2"), ("base", "wget2"), ("crawl-engine", "base")):
+        if a in med and b in med:
+            c, w = med[a], med[b]
+            print(f"bench-peer: {site} {a} / {b}: responses/s {c['rate'] / w['rate']:.2f}, "
+                  f"CPU per response {c['cpu_per_k'] / w['cpu_per_k']:.2f}, peak RSS {c['rss'] / w['rss']:.2f}")
 PY

@@ -6,6 +6,10 @@
 # site with named hosts (testsite --host-names on 127.0.0.40-47, `h{i}.test` in the crawler's `[resolver] hosts`:
 # every URL's host is looked up, as in a crawl of the web), alternating in ABBA order. Prints each run's CPU
 # microseconds per response (user + system of the crawler), wall time and peak RSS, the medians and the ratios.
+# With BASE_BIN (another crawl-engine binary, e.g. an earlier release) a fourth mode, "base", crawls the IP-host site
+# with that build and the default config, and the ratio of this build to it is printed.
+# With PERF_STAT=1 every crawl runs under `perf stat` (software events), and the medians of its context switches,
+# CPU migrations and page faults a response are printed beside the CPU.
 # With CALLGRIND=1 it then counts instructions per response under valgrind --tool=callgrind for both modes on a
 # smaller site (4 hosts x 1,500 pages): a count that does not move with the load of the machine.
 set -euo pipefail
@@ -59,14 +63,23 @@ crawl() {
   rm -rf "$out/crawl-data" "$out/crawl.jsonl"
   config "$mode" > "$out/config.toml"
   if [ "$mode" = names ]; then seeds=("${named_seeds[@]}"); else seeds=("${ip_seeds[@]}"); fi
-  "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$tag.json" \
+  local exe="$bin/crawl-engine"
+  if [ "$mode" = base ]; then exe=$BASE_BIN; fi
+  "$@" "$exe" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$tag.json" \
     "${seeds[@]}" > /dev/null 2> "$out/engine-$tag.log"
 }
 
 start_site 8 2600
 start_named 8 2600
 for i in $(seq 1 "$REPEATS"); do
-  for mode in $(abba "$i" inline threads names); do crawl "$mode" "$mode-$i"; done
+  for mode in $(abba "$i" inline threads names ${BASE_BIN:+base}); do
+    if [ "${PERF_STAT:-0}" = 1 ]; then
+      crawl "$mode" "$mode-$i" perf stat -x, -o "$out/perf-$mode-$i.csv" \
+        -e task-clock,context-switches,cpu-migrations,page-faults
+    else
+      crawl "$mode" "$mode-$i"
+    fi
+  done
 done
 kill "$site" "$named"; wait "$site" "$named" 2>/dev/null || true
 site=
@@ -75,15 +88,17 @@ named=
 if [ "${CALLGRIND:-0}" = 1 ]; then callgrind_crawls bench-small 4 1500 cg-%s inline threads; fi
 trap - EXIT
 
-REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
+REPEATS="$REPEATS" OUT="$out" PERF_STAT="${PERF_STAT:-0}" BASE="${BASE_BIN:+1}" CALLGRIND="${CALLGRIND:-0}" python3 - <<'PY'
 import json, os, re, statistics
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
-rows = {"inline": [], "threads": [], "names": []}
+modes = ("inline", "threads", "names") + (("base",) if os.environ["BASE"] else ())
+rows = {m: [] for m in modes}
 names = {"inline": "default (small pages parsed on the fetcher's thread)",
          "threads": "inline_max_bytes = 0 (every page to a parser thread)",
-         "names": "default, hosts by name (a lookup for every URL)"}
+         "names": "default, hosts by name (a lookup for every URL)",
+         "base": "BASE_BIN, default config"}
 for i in range(1, n + 1):
-    for mode in ("inline", "threads", "names"):
+    for mode in modes:
         s = json.load(open(f"{out}/summary-{mode}-{i}.json"))
         resp = max(s["fetched"], 1)
         us = (s["cpu_seconds"] or 0) * 1e6 / resp
@@ -91,13 +106,29 @@ for i in range(1, n + 1):
         print(f"bench-small: {mode:7} run {i}: {resp} responses in {s['elapsed_s']:.2f}s, "
               f"{us:.1f} us of CPU a response, peak RSS {rows[mode][-1][2]:.1f} MiB")
 med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in rows}
-for m in ("inline", "threads", "names"):
+for m in modes:
     print(f"bench-small: median {names[m]}: {med[m][0]:.1f} us of CPU a response, wall {med[m][1]:.2f}s, "
           f"peak RSS {med[m][2]:.1f} MiB")
 print(f"bench-small: default / inline_max_bytes = 0: CPU a response {med['inline'][0] / med['threads'][0]:.2f}, "
       f"wall {med['inline'][1] / med['threads'][1]:.2f}")
 print(f"bench-small: hosts by name / by IP: CPU a response {med['names'][0] / med['inline'][0]:.2f}, "
       f"wall {med['names'][1] / med['inline'][1]:.2f}")
+if os.environ["PERF_STAT"] == "1":
+    events = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
+    for m in modes:
+        per = {e: [] for e in events}
+        for i in range(1, n + 1):
+            resp = max(json.load(open(f"{out}/summary-{m}-{i}.json"))["fetched"], 1)
+            for line in open(f"{out}/perf-{m}-{i}.csv"):
+                f = line.strip().split(",")
+                if len(f) > 2 and f[2] in per and f[0] not in ("<not counted>", "<not supported>"):
+                    # task-clock is in ms: us a response
+                    per[f[2]].append(float(f[0]) * (1000 if f[2] == "task-clock" else 1) / resp)
+        got = ", ".join(f"{e} {statistics.median(v):.3f}" for e, v in per.items() if v)
+        print(f"bench-small: perf stat median a response, {names[m]}: {got} (task-clock in us)")
+if "base" in med:
+    print(f"bench-small: this build / BASE_BIN: CPU a response {med['inline'][0] / med['base'][0]:.2f}, "
+          f"wall {med['inline'][1] / med['base'][1]:.2f}, peak RSS {med['inline'][2] / med['base'][2]:.2f}")
 if os.environ["CALLGRIND"] == "1":
     for mode in ("inline", "threads"):
         s = json.load(open(f"{out}/summary-cg-{mode}.json"))
