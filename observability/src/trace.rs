@@ -16,11 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+mod alike;
 mod attr;
 mod export;
 mod loss;
 mod wire;
 
+pub use alike::Alike;
 pub use attr::{Attr, AttrValue, Const, preset, preset_len};
 pub use export::{Compression, Protocol};
 

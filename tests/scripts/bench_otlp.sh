@@ -16,6 +16,9 @@
 # MODES="none grpc http gzip" adds gzip: OTLP/HTTP with otlp_compression = "gzip" (the sink inflates it; its bytes
 # are the compressed ones). SITE=realistic crawls the realistic corpus of make bench-peer (documentation-like pages
 # of 5-60 KB) instead of the ~4 KB pages: the exporter's work is the same a page, the crawl's grows with the page.
+# BASE_BIN (another crawl-engine binary, e.g. an earlier release) with MODES="none http base" adds base: OTLP/HTTP
+# from that build, and the pairs summed of this build's OTLP/HTTP against it (the same rounds, so the same state of
+# the machine): an A/B of two builds' exporters.
 # NAMES=1 names the hosts (testsite --host-names: h0.test ... in the crawler's `[resolver] hosts`), as crawls of
 # the web do: every fetch then looks up its host's name. PAGE_BYTES sizes the plain site's pages (default 4000;
 # 20000 is the middle of the 10-30 KB pages of the crawls that first measured the exporter's cost).
@@ -70,13 +73,14 @@ crawl() {
     for _ in $(seq 1 100); do grep -q ready "$out/sink-$mode-$tag.log" 2>/dev/null && break; sleep 0.05; done
     endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$mode-$tag.log")
   fi
-  local protocol=$mode compression=none
+  local protocol=$mode compression=none exe="$bin/crawl-engine"
   case "$mode" in
     http) protocol=http/protobuf ;;
+    base) protocol=http/protobuf exe=${BASE_BIN:?base needs BASE_BIN} ;;
     gzip) protocol=http/protobuf compression=gzip ;;
   esac
   config "$endpoint" "$protocol" "$compression" > "$out/config.toml"
-  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$bin/crawl-engine" --config "$out/config.toml" --no-progress \
+  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$exe" --config "$out/config.toml" --no-progress \
     --summary-json "$out/summary-$mode-$tag.json" "${seeds[@]}" > /dev/null 2> "$out/engine-$mode-$tag.log"
   if [ "$mode" != none ]; then
     kill -TERM "$sink"; wait "$sink" || true
@@ -98,7 +102,8 @@ MODES="$MODES" REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3
 import json, os, random, re, statistics, subprocess
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
 modes = tuple(os.environ["MODES"].split())
-names = {"none": "none", "grpc": "OTLP/gRPC", "http": "OTLP/HTTP", "gzip": "OTLP/HTTP gzip"}
+names = {"none": "none", "grpc": "OTLP/gRPC", "http": "OTLP/HTTP", "gzip": "OTLP/HTTP gzip",
+         "base": "OTLP/HTTP of BASE_BIN"}
 exporting = [m for m in modes if m != "none"]
 rows = {m: [] for m in modes}
 for i in range(1, n + 1):
@@ -124,6 +129,18 @@ for i in range(1, n + 1):
                 extra += f", {int(sink_bytes.group(1)) / pages:.0f} bytes sent per page"
         print(f"bench-otlp: {mode:4} run {i}: {s['fetched']} pages in {s['elapsed_s']:.2f}s, "
               f"{cpu:.3f} CPU s per 1000 pages, peak RSS {rss:.1f} MiB{extra}")
+def summed_pairs(what, base, other):
+    # The pairs' CPU summed (the ratio of the mean CPU a page), with a 95 % interval from resampling the pairs (a
+    # fixed seed: the same runs give the same interval). One pair moves by +-10 % on a shared machine; the interval
+    # says whether a series of them can tell the exporter's few per cent from noise.
+    both = [(x[0], o[0]) for x, o in zip(base, other) if x[0] > 0]
+    summed = lambda ps: sum(o for _, o in ps) / sum(x for x, _ in ps)
+    rng = random.Random(1)
+    resampled = sorted(summed(rng.choices(both, k=len(both))) for _ in range(4000))
+    print(f"bench-otlp: {what}, the pairs summed: {summed(both):.3f} "
+          f"(95 % interval {resampled[99]:.3f} to {resampled[3899]:.3f}); "
+          f"{1000 * statistics.mean(x for x, _ in both):.1f} -> {1000 * statistics.mean(o for _, o in both):.1f} "
+          f"CPU us a page")
 med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(3)] for m in rows}
 for m in modes:
     print(f"bench-otlp: median {m:4}: {med[m][0]:.3f} CPU s per 1000 pages, peak RSS {med[m][1]:.1f} MiB, "
@@ -135,17 +152,9 @@ for m in exporting:
     if pairs:
         print(f"bench-otlp: {names[m]}: CPU per page, median of the {len(pairs)} pairs' ratios: "
               f"{statistics.median(pairs):.3f} (from {min(pairs):.3f} to {max(pairs):.3f})")
-        # The pairs' CPU summed (the ratio of the mean CPU a page), with a 95 % interval from resampling the pairs
-        # (a fixed seed: the same runs give the same interval). One pair moves by +-10 % on a shared machine; the
-        # interval says whether a series of them can tell the exporter's few per cent from noise.
-        both = [(x[0], o[0]) for x, o in zip(rows["none"], rows[m]) if x[0] > 0]
-        summed = lambda ps: sum(o for _, o in ps) / sum(x for x, _ in ps)
-        rng = random.Random(1)
-        resampled = sorted(summed(rng.choices(both, k=len(both))) for _ in range(4000))
-        print(f"bench-otlp: {names[m]}: CPU per page, the pairs summed: {summed(both):.3f} "
-              f"(95 % interval {resampled[99]:.3f} to {resampled[3899]:.3f}); "
-              f"{1000 * statistics.mean(x for x, _ in both):.1f} -> {1000 * statistics.mean(o for _, o in both):.1f} "
-              f"CPU us a page")
+        summed_pairs(f"{names[m]}: CPU per page", rows["none"], rows[m])
+if "http" in modes and "base" in modes:
+    summed_pairs("OTLP/HTTP, this build / BASE_BIN: CPU per page", rows["base"], rows["http"])
 if os.environ["CALLGRIND"] == "1":
     counts = {}
     for mode in modes:

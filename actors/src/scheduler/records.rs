@@ -2,7 +2,7 @@
 //! that end when their record is in the file.
 
 use crawl_core::output::JsonlCheckpoint;
-use crawl_observability::trace::{Stamp, Trace};
+use crawl_observability::trace::{self, Trace};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -77,12 +77,13 @@ impl RecordLog {
     ) -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::with_capacity(self.committing.len() + extra.len());
         let mut next = self.committed_upto + 1;
-        let (from, to) = (Stamp::from(started), Stamp::from(done));
+        // One span for every record's trace, encoded once.
+        let mut span = trace::Alike::new("frontier.commit", started, done);
         for (seq, line, trace) in std::mem::take(&mut self.committing) {
             if fenced.contains(&seq) {
                 continue;
             }
-            trace.ctx().span("frontier.commit", from, to, &[]);
+            span.add(&trace.ctx());
             self.writing.push_back((next, trace));
             out.push((next, line));
             next += 1;

@@ -14,7 +14,7 @@
 //! keeps ending spans.
 
 use super::loss::Loss;
-use super::wire::{Header, SpanRef, put_span};
+use super::wire::{Header, SpanRef, Template, put_span};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -134,6 +134,21 @@ impl Batches {
     /// and counted when the pending spans are at their bound). Spans ended where the thread has no shard to be
     /// found (its locals torn down before it pushed any) go to the batch directly.
     pub(crate) fn push(&self, span: &SpanRef<'_>) {
+        self.push_with(|buf| put_span(buf, span));
+    }
+
+    /// Like [`push`](Self::push), for the span of `template` in trace `trace_id`, with id `span_id` under the
+    /// root `parent`.
+    pub(crate) fn push_alike(
+        &self,
+        template: &Template,
+        (trace_id, span_id, parent): (&[u8; 16], &[u8; 8], &[u8; 8]),
+    ) {
+        self.push_with(|buf| template.put(buf, trace_id, span_id, parent));
+    }
+
+    /// Pushes the span that `write` appends to a buffer.
+    fn push_with(&self, write: impl FnOnce(&mut Vec<u8>)) {
         let last = LAST_SHARD
             .try_with(Cell::get)
             .ok()
@@ -144,8 +159,8 @@ impl Batches {
             None => self.thread_shard(),
         };
         match shard {
-            Some(shard) => self.push_local(shard, span),
-            None => self.push_shared(span),
+            Some(shard) => self.push_local(shard, write),
+            None => self.push_shared(write),
         }
     }
 
@@ -168,22 +183,22 @@ impl Batches {
         Some(shard)
     }
 
-    /// Encodes `span` into `shard`.
-    fn push_local(&self, shard: &Shard, span: &SpanRef<'_>) {
+    /// Writes a span into `shard`.
+    fn push_local(&self, shard: &Shard, write: impl FnOnce(&mut Vec<u8>)) {
         let mut chunk = shard.chunk.lock();
         // Checked under the shard's lock: the last drain, after the exporter closed, cannot miss this span.
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        put_span(&mut chunk.bytes, span);
+        write(&mut chunk.bytes);
         chunk.spans += 1;
         if chunk.spans >= self.chunk {
             self.hand_over(&mut chunk);
         }
     }
 
-    /// Encodes `span` into the batch being filled (if the pending spans are under their bound).
-    fn push_shared(&self, span: &SpanRef<'_>) {
+    /// Writes a span into the batch being filled (if the pending spans are under their bound).
+    fn push_shared(&self, write: impl FnOnce(&mut Vec<u8>)) {
         if !self.loss.admit(1, self.limit) {
             return;
         }
@@ -197,7 +212,7 @@ impl Batches {
             return;
         }
         let mut one = Vec::new();
-        put_span(&mut one, span);
+        write(&mut one);
         p.current.push(one);
         p.spans += 1;
         self.seal_if_full(p);

@@ -433,9 +433,9 @@ fn trace_round(tracer: Option<Tracer>, batches: &Batches, round: usize) -> Vec<V
         ]);
     }
     let from = Stamp::from_unix_nanos(1_800_000_000_000_000_000 + round as u64);
+    let mut commit = Alike::new("frontier.commit", from, from + Duration::from_micros(900));
     for (t, _, _) in &traces {
-        let to = from + Duration::from_micros(900);
-        t.ctx().span("frontier.commit", from, to, &[]);
+        commit.add(&t.ctx());
     }
     for (mut t, i, _) in traces {
         let line = (round * 256 + i) as i64;
@@ -515,6 +515,13 @@ fn the_tracing_calls_of_many_urls_arrive_whole() {
             for child in spans.iter().filter(|s| !s.parent_span_id.is_empty()) {
                 assert_eq!(child.parent_span_id, root.span_id);
             }
+            let commit = spans.iter().find(|s| s.name == "frontier.commit");
+            let times = commit.map(|s| (s.start_time_unix_nano, s.end_time_unix_nano));
+            let from = 1_800_000_000_000_000_000;
+            assert_eq!(times, Some((from, from + 900_000)), "the group's times");
         }
+        let ids: std::collections::HashSet<&[u8]> =
+            spans.iter().map(|s| s.span_id.as_slice()).collect();
+        assert_eq!(ids.len(), spans.len(), "every span has an id of its own");
     }
 }

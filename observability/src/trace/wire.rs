@@ -323,11 +323,30 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
 /// Bytes of the length prefix [`put_span`] leaves room for: what a span of 128 to 16,383 bytes needs.
 const LEN_ROOM: usize = 2;
 
-/// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message), encoded in place: the
-/// message goes after room for a two-byte length, and only a span whose length takes one byte or three is moved
-/// to fit (instead of every span being encoded elsewhere and copied in).
+/// The length of `s`'s `Span` message when it is known without encoding it: when every attribute is already
+/// encoded (a root, an open span that ended, a span without attributes). None when some are still to encode.
+fn known_len(s: &SpanRef<'_>) -> Option<usize> {
+    if !s.attributes.is_empty() {
+        return None;
+    }
+    let ids = if s.parent.is_some() { IDS_LEN } else { 28 };
+    let status = s.error.map_or(0, |m| len_field(15, status_len(m)));
+    Some(ids + len_field(5, s.name.len()) + 20 + s.encoded.len() + status + 6)
+}
+
+/// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message), encoded in place. A span
+/// whose length is known ahead ([`known_len`]) gets it written first; any other is encoded after room for a
+/// two-byte length, and moved only when its length takes one byte or three (instead of every span being encoded
+/// elsewhere and copied in).
 pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
     buf.push(key_byte(SPANS_FIELD, LEN));
+    if let Some(len) = known_len(s) {
+        put_varint(buf, len as u64);
+        let at = buf.len();
+        encode_span(buf, s);
+        debug_assert_eq!(buf.len() - at, len, "the span's length as computed ahead");
+        return;
+    }
     let at = buf.len();
     buf.extend_from_slice(&[0; LEN_ROOM]);
     encode_span(buf, s);
@@ -342,6 +361,56 @@ pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
         buf.copy_within(at + LEN_ROOM..at + LEN_ROOM + len, at + n);
     }
     buf[at..at + n].copy_from_slice(&head[..n]);
+}
+
+/// A child span without attributes, encoded once for several traces (a group commit's span in each of its
+/// records' traces): [`put_span`]'s output with the ids left to be put in for each trace.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    bytes: Vec<u8>,
+    /// Where the span's ids start in `bytes` (after the field's tag and length).
+    ids_at: usize,
+}
+
+impl Template {
+    /// The child span `name` from `start_ns` to `end_ns`.
+    pub(crate) fn new(name: &str, start_ns: u64, end_ns: u64) -> Template {
+        let s = SpanRef {
+            trace_id: [0; 16],
+            span_id: [0; 8],
+            parent: Some([0; 8]),
+            name,
+            start_ns,
+            end_ns,
+            encoded: &[],
+            attributes: &[],
+            error: None,
+        };
+        let mut bytes = Vec::new();
+        put_span(&mut bytes, &s);
+        let len = known_len(&s).unwrap_or_default();
+        Template {
+            ids_at: bytes.len() - len,
+            bytes,
+        }
+    }
+
+    /// Appends the span of trace `trace_id`, with id `span_id` and parent `parent`, to `buf` (what [`put_span`]
+    /// writes for it).
+    pub(crate) fn put(
+        &self,
+        buf: &mut Vec<u8>,
+        trace_id: &[u8; 16],
+        span_id: &[u8; 8],
+        parent: &[u8; 8],
+    ) {
+        let at = buf.len() + self.ids_at;
+        buf.extend_from_slice(&self.bytes);
+        // The ids' fields as `encode_span` lays them out: tag and length, then the bytes.
+        buf[at + 2..at + 18].copy_from_slice(trace_id);
+        buf[at + 20..at + 28].copy_from_slice(span_id);
+        buf[at + 30..at + 38].copy_from_slice(parent);
+    }
 }
 
 /// What goes in front of every batch's spans: the resource and the instrumentation scope.

@@ -232,29 +232,44 @@ fn framing(one: &[u8]) -> (usize, usize) {
     }
 }
 
-/// The length of a span message is written in front of it after it is encoded in place: spans whose length takes
-/// one, two or three bytes, around each edge, decode whole and in order, and each prefix is the shortest varint.
+/// The length of a span message is written in front of it, computed ahead when every attribute is already
+/// encoded and after the span is encoded in place otherwise: spans whose length takes one, two or three bytes,
+/// around each edge, decode whole and in order, and each prefix is the shortest varint, both ways.
 #[test]
 fn in_place_lengths_fit_every_size_class() {
+    for ahead in [false, true] {
+        lengths_fit_every_size_class(ahead);
+    }
+}
+
+fn lengths_fit_every_size_class(ahead: bool) {
     let header = Header::new(&[Attr::new("service.name", "t")], "t");
     let one = |fill: usize| {
         let value = "v".repeat(fill);
         let attributes = [Attr::new("v", &value)];
+        let mut encoded = Vec::new();
+        if ahead {
+            put_attr(&mut encoded, ATTRIBUTES_FIELD, &attributes[0]);
+        }
+        let span = SpanRef {
+            trace_id: [9; 16],
+            span_id: [4; 8],
+            parent: Some([5; 8]),
+            name: "n",
+            start_ns: 1,
+            end_ns: 2,
+            encoded: &encoded,
+            attributes: if ahead { &[] } else { &attributes },
+            // A failed span, with a status message of one length or another.
+            error: ahead.then_some(if fill.is_multiple_of(2) {
+                "e"
+            } else {
+                "long error"
+            }),
+        };
+        assert_eq!(known_len(&span).is_some(), ahead);
         let mut out = Vec::new();
-        put_span(
-            &mut out,
-            &SpanRef {
-                trace_id: [9; 16],
-                span_id: [4; 8],
-                parent: Some([5; 8]),
-                name: "n",
-                start_ns: 1,
-                end_ns: 2,
-                encoded: &[],
-                attributes: &attributes,
-                error: None,
-            },
-        );
+        put_span(&mut out, &span);
         out
     };
     let (_, base) = framing(&one(0));
@@ -298,6 +313,45 @@ fn in_place_lengths_fit_every_size_class() {
             value,
             Some(any_value::Value::StringValue("v".repeat(*fill)))
         );
+        let status = span.status.as_ref().map(|s| (s.code, s.message.clone()));
+        let want = ahead.then(|| {
+            let m = if fill.is_multiple_of(2) {
+                "e"
+            } else {
+                "long error"
+            };
+            (StatusCode::Error as i32, m.to_owned())
+        });
+        assert_eq!(status, want);
+    }
+}
+
+/// A span encoded once for several traces writes, for each, exactly what encoding that trace's span would.
+#[test]
+fn a_template_puts_what_put_span_writes() {
+    for name in ["frontier.commit", &"n".repeat(200)] {
+        let template = Template::new(name, 1_700_000_000_000_000_000, 1_700_000_000_000_000_042);
+        let mut got = vec![0xaa];
+        let mut want = vec![0xaa];
+        for i in 0..3u8 {
+            let (trace_id, span_id, parent) = ([i; 16], [i + 10; 8], [i + 20; 8]);
+            template.put(&mut got, &trace_id, &span_id, &parent);
+            put_span(
+                &mut want,
+                &SpanRef {
+                    trace_id,
+                    span_id,
+                    parent: Some(parent),
+                    name,
+                    start_ns: 1_700_000_000_000_000_000,
+                    end_ns: 1_700_000_000_000_000_042,
+                    encoded: &[],
+                    attributes: &[],
+                    error: None,
+                },
+            );
+        }
+        assert_eq!(got, want, "{name}");
     }
 }
 
