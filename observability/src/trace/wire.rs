@@ -267,8 +267,17 @@ const FLAGS_TAG: [u8; 2] = {
 pub(crate) const ATTRIBUTES_FIELD: u32 = 9;
 
 /// The bytes in front of a span's name: its trace id, its span id and (for a child) its parent's, each a field of
-/// fixed size.
+/// fixed size (a tag and a length, then the bytes), at these offsets.
 const IDS_LEN: usize = 2 * 3 + 16 + 8 + 8;
+const TRACE_ID_AT: usize = 2;
+const SPAN_ID_AT: usize = TRACE_ID_AT + 16 + 2;
+const PARENT_AT: usize = SPAN_ID_AT + 8 + 2;
+/// A root's ids: no parent's field.
+const ROOT_IDS_LEN: usize = PARENT_AT - 2;
+/// The kind, start and end fields after the name.
+const TIMES_LEN: usize = 20;
+/// The flags field at the end.
+const FLAGS_LEN: usize = 6;
 
 /// Appends the `Span` message of `s` (its content: no tag, no length) to `out`, in one pass: only the lengths of
 /// attribute values are computed ahead, so a span is encoded without walking its attributes twice, and may be
@@ -276,11 +285,11 @@ const IDS_LEN: usize = 2 * 3 + 16 + 8 + 8;
 /// appended as runs, not one by one.
 fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     let mut ids = [0u8; IDS_LEN];
-    ids[..2].copy_from_slice(&[key_byte(1, LEN), 16]);
-    ids[2..18].copy_from_slice(&s.trace_id);
-    ids[18..20].copy_from_slice(&[key_byte(2, LEN), 8]);
-    ids[20..28].copy_from_slice(&s.span_id);
-    let mut times = [0u8; 20];
+    ids[..TRACE_ID_AT].copy_from_slice(&[key_byte(1, LEN), 16]);
+    ids[TRACE_ID_AT..TRACE_ID_AT + 16].copy_from_slice(&s.trace_id);
+    ids[SPAN_ID_AT - 2..SPAN_ID_AT].copy_from_slice(&[key_byte(2, LEN), 8]);
+    ids[SPAN_ID_AT..SPAN_ID_AT + 8].copy_from_slice(&s.span_id);
+    let mut times = [0u8; TIMES_LEN];
     times[..3].copy_from_slice(&[
         key_byte(6, VARINT),
         KIND_INTERNAL as u8,
@@ -295,11 +304,11 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     // A run of one of two lengths fixed when compiling (a root has no parent), not of a length known at run time.
     match &s.parent {
         Some(p) => {
-            ids[28..30].copy_from_slice(&[key_byte(4, LEN), 8]);
-            ids[30..38].copy_from_slice(p);
+            ids[PARENT_AT - 2..PARENT_AT].copy_from_slice(&[key_byte(4, LEN), 8]);
+            ids[PARENT_AT..PARENT_AT + 8].copy_from_slice(p);
             out.extend_from_slice(&ids);
         }
-        None => out.extend_from_slice(&ids[..28]),
+        None => out.extend_from_slice(&ids[..ROOT_IDS_LEN]),
     }
     put_bytes(out, 5, s.name.as_bytes());
     out.extend_from_slice(&times);
@@ -317,7 +326,8 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
         out.extend_from_slice(&[key(3, VARINT) as u8, STATUS_ERROR as u8]);
     }
     let f = FLAGS.to_le_bytes();
-    out.extend_from_slice(&[FLAGS_TAG[0], FLAGS_TAG[1], f[0], f[1], f[2], f[3]]);
+    let flags: [u8; FLAGS_LEN] = [FLAGS_TAG[0], FLAGS_TAG[1], f[0], f[1], f[2], f[3]];
+    out.extend_from_slice(&flags);
 }
 
 /// Bytes of the length prefix [`put_span`] leaves room for: what a span of 128 to 16,383 bytes needs.
@@ -329,9 +339,13 @@ fn known_len(s: &SpanRef<'_>) -> Option<usize> {
     if !s.attributes.is_empty() {
         return None;
     }
-    let ids = if s.parent.is_some() { IDS_LEN } else { 28 };
+    let ids = if s.parent.is_some() {
+        IDS_LEN
+    } else {
+        ROOT_IDS_LEN
+    };
     let status = s.error.map_or(0, |m| len_field(15, status_len(m)));
-    Some(ids + len_field(5, s.name.len()) + 20 + s.encoded.len() + status + 6)
+    Some(ids + len_field(5, s.name.len()) + TIMES_LEN + s.encoded.len() + status + FLAGS_LEN)
 }
 
 /// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message), encoded in place. A span
@@ -406,10 +420,10 @@ impl Template {
     ) {
         let at = buf.len() + self.ids_at;
         buf.extend_from_slice(&self.bytes);
-        // The ids' fields as `encode_span` lays them out: tag and length, then the bytes.
-        buf[at + 2..at + 18].copy_from_slice(trace_id);
-        buf[at + 20..at + 28].copy_from_slice(span_id);
-        buf[at + 30..at + 38].copy_from_slice(parent);
+        // The ids' fields as `encode_span` lays them out.
+        buf[at + TRACE_ID_AT..at + TRACE_ID_AT + 16].copy_from_slice(trace_id);
+        buf[at + SPAN_ID_AT..at + SPAN_ID_AT + 8].copy_from_slice(span_id);
+        buf[at + PARENT_AT..at + PARENT_AT + 8].copy_from_slice(parent);
     }
 }
 
