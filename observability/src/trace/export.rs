@@ -134,7 +134,9 @@ impl Batches {
     /// and counted when the pending spans are at their bound). Spans ended where the thread has no shard to be
     /// found (its locals torn down before it pushed any) go to the batch directly.
     pub(crate) fn push(&self, span: &SpanRef<'_>) {
-        self.push_with(|buf| put_span(buf, span));
+        self.push_with(|buf| {
+            put_span(buf, span);
+        });
     }
 
     /// Like [`push`](Self::push), for the span of `template` in trace `trace_id`, with id `span_id` under the

@@ -351,15 +351,15 @@ fn known_len(s: &SpanRef<'_>) -> Option<usize> {
 /// Appends `s` to `buf` as one element of `ScopeSpans.spans` (tag, length, message), encoded in place. A span
 /// whose length is known ahead ([`known_len`]) gets it written first; any other is encoded after room for a
 /// two-byte length, and moved only when its length takes one byte or three (instead of every span being encoded
-/// elsewhere and copied in).
-pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
+/// elsewhere and copied in). Returns where in `buf` the message starts (after its tag and length).
+pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) -> usize {
     buf.push(key_byte(SPANS_FIELD, LEN));
     if let Some(len) = known_len(s) {
         put_varint(buf, len as u64);
         let at = buf.len();
         encode_span(buf, s);
         debug_assert_eq!(buf.len() - at, len, "the span's length as computed ahead");
-        return;
+        return at;
     }
     let at = buf.len();
     buf.extend_from_slice(&[0; LEN_ROOM]);
@@ -375,11 +375,12 @@ pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) {
         buf.copy_within(at + LEN_ROOM..at + LEN_ROOM + len, at + n);
     }
     buf[at..at + n].copy_from_slice(&head[..n]);
+    at + n
 }
 
 /// A child span without attributes, encoded once for several traces (a group commit's span in each of its
 /// records' traces): [`put_span`]'s output with the ids left to be put in for each trace.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Template {
     bytes: Vec<u8>,
     /// Where the span's ids start in `bytes` (after the field's tag and length).
@@ -401,12 +402,8 @@ impl Template {
             error: None,
         };
         let mut bytes = Vec::new();
-        put_span(&mut bytes, &s);
-        let len = known_len(&s).unwrap_or_default();
-        Template {
-            ids_at: bytes.len() - len,
-            bytes,
-        }
+        let ids_at = put_span(&mut bytes, &s);
+        Template { bytes, ids_at }
     }
 
     /// Appends the span of trace `trace_id`, with id `span_id` and parent `parent`, to `buf` (what [`put_span`]

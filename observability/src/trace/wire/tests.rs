@@ -269,7 +269,12 @@ fn lengths_fit_every_size_class(ahead: bool) {
         };
         assert_eq!(known_len(&span).is_some(), ahead);
         let mut out = Vec::new();
-        put_span(&mut out, &span);
+        let at = put_span(&mut out, &span);
+        assert_eq!(
+            at,
+            framing(&out).0,
+            "the message starts after its tag and length"
+        );
         out
     };
     let (_, base) = framing(&one(0));
