@@ -73,14 +73,13 @@ crawl() {
     for _ in $(seq 1 100); do grep -q ready "$out/sink-$mode-$tag.log" 2>/dev/null && break; sleep 0.05; done
     endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$mode-$tag.log")
   fi
-  local protocol=$mode compression=none exe="$bin/crawl-engine"
+  local protocol=$mode compression=none
   case "$mode" in
-    http) protocol=http/protobuf ;;
-    base) protocol=http/protobuf exe=${BASE_BIN:?base needs BASE_BIN} ;;
+    http | base) protocol=http/protobuf ;;
     gzip) protocol=http/protobuf compression=gzip ;;
   esac
   config "$endpoint" "$protocol" "$compression" > "$out/config.toml"
-  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$exe" --config "$out/config.toml" --no-progress \
+  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$(crawler "$mode")" --config "$out/config.toml" --no-progress \
     --summary-json "$out/summary-$mode-$tag.json" "${seeds[@]}" > /dev/null 2> "$out/engine-$mode-$tag.log"
   if [ "$mode" != none ]; then
     kill -TERM "$sink"; wait "$sink" || true

@@ -94,12 +94,10 @@ for site in $SITES; do
       mapfile -t seeds < "$out/seeds"
       tag="$site-$tool-$i"
       if [ "$tool" != wget2 ]; then
-        exe="$bin/crawl-engine"
-        if [ "$tool" = base ]; then exe=$BASE_BIN; fi
         rm -rf "$out/crawl-data" "$out/crawl.jsonl"
         args=()
         for s in "${seeds[@]}"; do args+=(--seed "$s"); done
-        measure "$out/time-$tag" timeout "$RUN_TIMEOUT_S" "$exe" --config "$out/config.toml" \
+        measure "$out/time-$tag" timeout "$RUN_TIMEOUT_S" "$(crawler "$tool")" --config "$out/config.toml" \
           --no-progress --summary-json "$out/summary-$tag.json" "${args[@]}"
         pages=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["by_status"].get("2xx", 0))' \
           "$out/summary-$tag.json")

@@ -63,9 +63,7 @@ crawl() {
   rm -rf "$out/crawl-data" "$out/crawl.jsonl"
   config "$mode" > "$out/config.toml"
   if [ "$mode" = names ]; then seeds=("${named_seeds[@]}"); else seeds=("${ip_seeds[@]}"); fi
-  local exe="$bin/crawl-engine"
-  if [ "$mode" = base ]; then exe=$BASE_BIN; fi
-  "$@" "$exe" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$tag.json" \
+  "$@" "$(crawler "$mode")" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$tag.json" \
     "${seeds[@]}" > /dev/null 2> "$out/engine-$tag.log"
 }
 
@@ -73,12 +71,11 @@ start_site 8 2600
 start_named 8 2600
 for i in $(seq 1 "$REPEATS"); do
   for mode in $(abba "$i" inline threads names ${BASE_BIN:+base}); do
+    prefix=()
     if [ "${PERF_STAT:-0}" = 1 ]; then
-      crawl "$mode" "$mode-$i" perf stat -x, -o "$out/perf-$mode-$i.csv" \
-        -e task-clock,context-switches,cpu-migrations,page-faults
-    else
-      crawl "$mode" "$mode-$i"
+      prefix=(perf stat -x, -o "$out/perf-$mode-$i.csv" -e task-clock,context-switches,cpu-migrations,page-faults)
     fi
+    crawl "$mode" "$mode-$i" "${prefix[@]}"
   done
 done
 kill "$site" "$named"; wait "$site" "$named" 2>/dev/null || true
@@ -118,7 +115,7 @@ if os.environ["PERF_STAT"] == "1":
     for m in modes:
         per = {e: [] for e in events}
         for i in range(1, n + 1):
-            resp = max(json.load(open(f"{out}/summary-{m}-{i}.json"))["fetched"], 1)
+            resp = rows[m][i - 1][3]
             for line in open(f"{out}/perf-{m}-{i}.csv"):
                 f = line.strip().split(",")
                 if len(f) > 2 and f[2] in per and f[0] not in ("<not counted>", "<not supported>"):

@@ -42,6 +42,12 @@ log_level = "${2:-warn}"
 TOML
 }
 
+# crawler MODE: the crawl-engine binary a bench mode runs: BASE_BIN (another build, which must be given) for
+# "base", this build's ($bin) for any other.
+crawler() {
+  if [ "$1" = base ]; then echo "${BASE_BIN:?mode base needs BASE_BIN}"; else echo "$bin/crawl-engine"; fi
+}
+
 # resolver_hosts HOSTS FIRST_OCTET: the `[resolver]` table naming testsite --host-names' hosts (h0.test on
 # 127.0.0.FIRST_OCTET, h1.test on the next, ...), for a crawl of them by name.
 resolver_hosts() {
