@@ -11,20 +11,22 @@
 
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 mod alike;
 mod attr;
 mod export;
 mod loss;
+mod time;
 mod wire;
 
 pub use alike::Alike;
 pub use attr::{Attr, AttrValue, Const, preset, preset_len};
 pub use export::{Compression, Protocol};
+pub use time::{Stamp, wall};
 
 use export::Batches;
 use wire::{ATTRIBUTES_FIELD, SpanRef, put_attr};
@@ -218,22 +220,6 @@ impl Exporter {
     }
 }
 
-/// A monotonic instant, the wall-clock time and the Unix nanoseconds at the same moment.
-static ANCHOR: LazyLock<(Instant, SystemTime, u64)> = LazyLock::new(|| {
-    let (i, s) = (Instant::now(), SystemTime::now());
-    (i, s, unix_nanos(s))
-});
-
-/// The wall-clock time of a monotonic instant (spans need wall-clock times; the engine measures with `Instant`).
-pub fn wall(at: Instant) -> SystemTime {
-    let (i0, s0, _) = *ANCHOR;
-    if at >= i0 {
-        s0 + (at - i0)
-    } else {
-        s0.checked_sub(i0 - at).unwrap_or(s0)
-    }
-}
-
 /// A trace id as 32 lowercase hex digits (what its `Display` writes, without the formatter's generic path: every
 /// record takes one).
 fn hex_id(id: TraceId) -> String {
@@ -250,66 +236,6 @@ pub(crate) fn hex_bytes(id: [u8; 16]) -> String {
     }
     // Hex digits are ASCII: the check cannot fail.
     std::str::from_utf8(&out).unwrap_or_default().to_owned()
-}
-
-/// Nanoseconds since the Unix epoch (0 before it).
-fn unix_nanos(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, nanos)
-}
-
-/// A duration in nanoseconds, saturating (in 64-bit steps: `as_nanos` goes through 128 bits).
-fn nanos(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::from(d.subsec_nanos()))
-}
-
-/// A span's start or end as OTLP carries it: nanoseconds since the Unix epoch. Made from an `Instant` (what the
-/// engine measures with) in one step, where going through [`wall`] and then the epoch took two conversions of
-/// the platform's time type; the same value as that way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stamp(u64);
-
-impl Stamp {
-    /// Now.
-    pub fn now() -> Stamp {
-        Stamp::from(Instant::now())
-    }
-
-    /// Nanoseconds since the Unix epoch.
-    pub fn unix_nanos(self) -> u64 {
-        self.0
-    }
-
-    /// The stamp of `nanos` since the Unix epoch (what [`unix_nanos`](Self::unix_nanos) gave).
-    pub fn from_unix_nanos(nanos: u64) -> Stamp {
-        Stamp(nanos)
-    }
-}
-
-impl std::ops::Add<Duration> for Stamp {
-    type Output = Stamp;
-
-    /// `d` later (saturating): a span measured as offsets from one instant converts that instant once.
-    fn add(self, d: Duration) -> Stamp {
-        Stamp(self.0.saturating_add(nanos(d)))
-    }
-}
-
-impl From<Instant> for Stamp {
-    fn from(at: Instant) -> Stamp {
-        let (i0, _, ns0) = *ANCHOR;
-        match at.checked_duration_since(i0) {
-            Some(d) => Stamp(ns0.saturating_add(nanos(d))),
-            None => Stamp(ns0.saturating_sub(nanos(i0.duration_since(at)))),
-        }
-    }
-}
-
-impl From<SystemTime> for Stamp {
-    fn from(t: SystemTime) -> Stamp {
-        Stamp(unix_nanos(t))
-    }
 }
 
 thread_local! {
@@ -406,6 +332,42 @@ struct Attributes<'a> {
 /// Bytes a root span's encoded attributes typically take (URL, kind, depth, outcome, status, JSONL line).
 const ROOT_ATTRIBUTE_BYTES: usize = 256;
 
+/// Buffers of roots' attributes a thread keeps for its next roots at most: the scheduler starts and ends every
+/// root, and a group commit ends as many at once as it holds records.
+const POOLED_ROOT_BUFFERS: usize = 256;
+
+thread_local! {
+    /// Buffers of the roots that ended on this thread, empty, for the next roots: a root's buffer goes round
+    /// without the allocator (whose per-thread cache, handed hundreds of frees at once when a commit's traces
+    /// end, flushed them to its arena at every commit and filled itself again from it).
+    static ROOT_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer for a new root's attributes: one a root that ended left on this thread, else a new one.
+fn root_buffer() -> Vec<u8> {
+    ROOT_BUFFERS
+        .try_with(|pool| pool.try_borrow_mut().ok()?.pop())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Vec::with_capacity(ROOT_ATTRIBUTE_BYTES))
+}
+
+/// Keeps an ended root's buffer for the next root on this thread (not one grown past a few roots' worth, for a
+/// long URL: it is freed).
+fn give_back(mut buffer: Vec<u8>) {
+    if buffer.capacity() > 4 * ROOT_ATTRIBUTE_BYTES {
+        return;
+    }
+    buffer.clear();
+    let _ = ROOT_BUFFERS.try_with(|pool| {
+        if let Ok(mut pool) = pool.try_borrow_mut()
+            && pool.len() < POOLED_ROOT_BUFFERS
+        {
+            pool.push(buffer);
+        }
+    });
+}
+
 /// Bytes of encoded attributes an open child span ([`TraceCtx::start`]) has room for when it starts: a DNS
 /// answer's five (name, source, outcome, verdict, addresses) fit.
 const CHILD_ATTRIBUTE_BYTES: usize = 160;
@@ -448,7 +410,7 @@ fn root_with(
     match tracer {
         Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
             // A root collects a dozen attributes: room for them at once, not by regrowing.
-            let mut encoded = Vec::with_capacity(ROOT_ATTRIBUTE_BYTES);
+            let mut encoded = root_buffer();
             encode_attributes(&mut encoded, attributes);
             Trace {
                 ctx: TraceCtx(Inner::Sampled(Sampled {
@@ -526,6 +488,7 @@ impl Trace {
             attributes: &[],
             error: root.error.as_deref(),
         });
+        give_back(root.attributes);
     }
 }
 

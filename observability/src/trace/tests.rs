@@ -1,4 +1,5 @@
 use super::*;
+use std::time::{Instant, SystemTime};
 
 #[test]
 fn ratio_rule_matches_edges_and_is_monotonic() {
@@ -17,41 +18,6 @@ fn ratio_rule_matches_edges_and_is_monotonic() {
         }
     }
     assert!((2_200..2_800).contains(&admitted), "{admitted}");
-}
-
-#[test]
-fn wall_clock_keeps_order() {
-    let a = Instant::now();
-    let b = a + Duration::from_millis(1500);
-    let d = wall(b).duration_since(wall(a)).expect("ordered");
-    assert_eq!(d, Duration::from_millis(1500));
-}
-
-#[test]
-fn a_stamp_from_an_instant_is_its_wall_clock_time() {
-    let now = Instant::now();
-    let (anchor, _, _) = *ANCHOR;
-    let mut instants = vec![
-        now,
-        anchor,
-        now + Duration::from_nanos(1),
-        now + Duration::from_secs(86_400),
-    ];
-    // Before the anchor (a URL queued before the first trace), where the platform allows it.
-    instants.extend(anchor.checked_sub(Duration::from_millis(2_500)));
-    instants.extend(anchor.checked_sub(Duration::from_nanos(7)));
-    for at in instants {
-        assert_eq!(Stamp::from(at).unix_nanos(), unix_nanos(wall(at)), "{at:?}");
-        assert_eq!(Stamp::from(at), Stamp::from(wall(at)));
-    }
-    assert!(Stamp::from(now) < Stamp::from(now + Duration::from_nanos(1)));
-    let system = Stamp::from(SystemTime::now());
-    let mono = Stamp::now();
-    assert!(mono.unix_nanos().abs_diff(system.unix_nanos()) < 1_000_000_000);
-    assert_eq!(
-        Stamp::from(SystemTime::UNIX_EPOCH - Duration::from_secs(1)).unix_nanos(),
-        0
-    );
 }
 
 #[test]
@@ -210,6 +176,87 @@ fn a_thread_sees_the_tracer_installed_after_its_first_root() {
     .join()
     .expect("the thread ends without a panic");
     assert_eq!(batches.take(true).map(|(_, n)| n), Some(1));
+}
+
+/// A root that ended leaves its attributes' buffer to the next root on its thread: the next root carries none of
+/// the earlier one's attributes; a buffer grown past a few roots' worth is not kept, and the thread keeps a
+/// bounded number.
+#[test]
+fn a_root_reuses_the_buffer_of_an_ended_root_and_only_its_own_attributes() {
+    set_sample_ratio(1.0);
+    let batches = Batches::new(64, 64);
+    std::thread::spawn(move || {
+        let tracer = Some(Tracer::Export(batches));
+        let mut first = root_with(
+            tracer,
+            "crawl.url",
+            Stamp::now(),
+            &[Attr::new("url.full", "a")],
+        );
+        first.set_attributes(&[Attr::new("crawl.attempt", 2i64)]);
+        first.end(Stamp::now());
+        let kept = ROOT_BUFFERS.with(|pool| pool.borrow().len());
+        assert_eq!(kept, 1, "the ended root's buffer is kept");
+        let second = root_with(
+            tracer,
+            "crawl.url",
+            Stamp::now(),
+            &[Attr::new("url.full", "b")],
+        );
+        assert_eq!(
+            ROOT_BUFFERS.with(|pool| pool.borrow().len()),
+            0,
+            "and taken by the next root"
+        );
+        second.end(Stamp::now());
+        assert_eq!(ROOT_BUFFERS.with(|pool| pool.borrow().len()), 1);
+        // A root with a long URL takes that buffer and grows it: then it is freed, not kept.
+        let long = "x".repeat(8 * ROOT_ATTRIBUTE_BYTES);
+        root_with(
+            tracer,
+            "crawl.url",
+            Stamp::now(),
+            &[Attr::new("url.full", &long)],
+        )
+        .end(Stamp::now());
+        assert_eq!(
+            ROOT_BUFFERS.with(|pool| pool.borrow().len()),
+            0,
+            "the grown buffer is not kept"
+        );
+        // Many roots ended at once: the thread keeps a bounded number of buffers.
+        let many: Vec<_> = (0..POOLED_ROOT_BUFFERS + 10)
+            .map(|_| root_with(tracer, "crawl.url", Stamp::now(), &[]))
+            .collect();
+        for t in many {
+            t.end(Stamp::now());
+        }
+        assert_eq!(
+            ROOT_BUFFERS.with(|pool| pool.borrow().len()),
+            POOLED_ROOT_BUFFERS
+        );
+    })
+    .join()
+    .expect("the thread ends without a panic");
+    let mut roots = Vec::new();
+    while let Some((bytes, _)) = batches.take(true) {
+        roots.extend(decode(&bytes.concat()));
+        if roots.len() >= 2 {
+            break;
+        }
+    }
+    let url = |s: &opentelemetry_proto::tonic::trace::v1::Span| {
+        s.attributes
+            .iter()
+            .map(|a| a.key.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(url(&roots[0]), ["url.full", "crawl.attempt"]);
+    assert_eq!(
+        url(&roots[1]),
+        ["url.full"],
+        "nothing of the first root's attributes"
+    );
 }
 
 fn decode(bytes: &[u8]) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
