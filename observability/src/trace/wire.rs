@@ -166,7 +166,11 @@ fn put_attr_short(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
             }
             value[..3].copy_from_slice(&[key_byte(2, LEN), value_len as u8, key_byte(3, VARINT)]);
             head(buf, value_len);
-            buf.extend_from_slice(&value[..3 + n]);
+            // All 13 bytes (a copy of a length fixed when compiling: a few moves, where the varint's own length
+            // made it a call of `memcpy`), then the unused end taken off.
+            let end = buf.len() + 3 + n;
+            buf.extend_from_slice(&value);
+            buf.truncate(end);
         }
         AttrValue::F64(_) | AttrValue::Preset(_) => return false,
     }
