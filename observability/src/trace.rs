@@ -24,7 +24,7 @@ mod time;
 mod wire;
 
 pub use alike::Alike;
-pub use attr::{Attr, AttrValue, Const, preset, preset_len};
+pub use attr::{Attr, AttrValue, Const, KEY_HEAD_MAX, KeyHead, preset, preset_len};
 pub use export::{Compression, Protocol};
 pub use time::{Stamp, wall};
 

@@ -129,12 +129,13 @@ fn record_spans(
         // One conversion of the start instant; the ends are offsets from it.
         let started = Stamp::from(started);
         let (from, to) = (started + body.timings.headers, started + body.timings.total);
-        let size = Attr::new("http.response.body.size", body.wire_bytes as i64);
+        let size =
+            crawl_observability::keyed_i64!("http.response.body.size", body.wire_bytes as i64);
         let version = version_attr(body.version);
         match page {
             Some(p) => {
                 let decoded = i64::try_from(p.content_length).unwrap_or(i64::MAX);
-                let decoded = Attr::new("crawl.decoded_bytes", decoded);
+                let decoded = crawl_observability::keyed_i64!("crawl.decoded_bytes", decoded);
                 trace.span("http.body", from, to, &[size, version, decoded]);
             }
             None => trace.span("http.body", from, to, &[size, version]),
@@ -143,8 +144,8 @@ fn record_spans(
     match (result, page) {
         (_, Some(p)) => {
             let links = [
-                Attr::new("crawl.links_found", i64::from(p.links_found)),
-                Attr::new("crawl.links_followed", p.links.len() as i64),
+                crawl_observability::keyed_i64!("crawl.links_found", i64::from(p.links_found)),
+                crawl_observability::keyed_i64!("crawl.links_followed", p.links.len() as i64),
                 Attr::new("crawl.noindex", true),
             ];
             // The flag only when set (the usual page is indexable).

@@ -19,6 +19,56 @@ pub enum AttrValue<'a> {
     /// The whole `KeyValue` message (key and value) of an attribute known when compiling, encoded then: see
     /// [`preset_str!`](crate::preset_str) and [`preset_bool!`](crate::preset_bool). Its `key` is the same key.
     Preset(&'static [u8]),
+    /// A number under a key known when compiling, whose bytes up to the number were encoded then: see
+    /// [`keyed_i64!`](crate::keyed_i64). Its `key` is the same key.
+    KeyedI64(&'static KeyHead, i64),
+    /// A string under a key known when compiling (see [`keyed_str!`](crate::keyed_str)).
+    KeyedStr(&'static KeyHead, &'a str),
+}
+
+/// Bytes a [`KeyHead`] holds at most: a key of up to 58 bytes.
+pub const KEY_HEAD_MAX: usize = 64;
+
+/// The bytes of an attribute's `KeyValue` from its key to its value's own tag, for a key known when compiling,
+/// encoded then: the key field (tag, length, key), the `AnyValue` field's tag and a byte for its length (put in
+/// when the value is known), and the tag of the number or the string in it. Kept in an array of a fixed size, so
+/// that a span copies it as a run of a length known when compiling (a few moves, not a call of `memcpy`) and
+/// takes the unused end off.
+#[derive(Debug, PartialEq)]
+pub struct KeyHead {
+    bytes: [u8; KEY_HEAD_MAX],
+    len: u8,
+}
+
+impl KeyHead {
+    /// The head of `key` for a value whose tag in `AnyValue` is `value_tag` (a string's 0x0a, a number's 0x18).
+    pub const fn new(key: &str, value_tag: u8) -> KeyHead {
+        let len = 2 + key.len() + 3;
+        assert!(
+            len <= KEY_HEAD_MAX,
+            "a keyed attribute's key is at most 58 bytes"
+        );
+        let mut bytes = [0u8; KEY_HEAD_MAX];
+        bytes[0] = 0x0a;
+        bytes[1] = key.len() as u8;
+        copy_into(&mut bytes, 2, key.as_bytes());
+        bytes[len - 3] = 0x12;
+        bytes[len - 1] = value_tag;
+        KeyHead {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    /// The whole array (its first [`len`](Self::len) bytes are the head).
+    pub(crate) fn padded(&self) -> &[u8; KEY_HEAD_MAX] {
+        &self.bytes
+    }
+
+    /// Bytes of the head.
+    pub(crate) fn len(&self) -> usize {
+        usize::from(self.len)
+    }
 }
 
 /// A value known when compiling, for [`preset_len`] and [`preset`].
@@ -91,6 +141,33 @@ macro_rules! preset_bool {
     ($key:expr, $value:expr) => {
         $crate::preset_attr!($key, $crate::trace::Const::Bool($value))
     };
+}
+
+/// A number attribute whose key is known when compiling (its bytes up to the number encoded then, see
+/// [`KeyHead`]): `keyed_i64!("crawl.depth", depth)`.
+#[macro_export]
+macro_rules! keyed_i64 {
+    ($key:expr, $value:expr) => {{
+        const KEY: &str = $key;
+        const HEAD: $crate::trace::KeyHead = $crate::trace::KeyHead::new(KEY, 0x18);
+        $crate::trace::Attr {
+            key: KEY,
+            value: $crate::trace::AttrValue::KeyedI64(&HEAD, $value),
+        }
+    }};
+}
+
+/// A string attribute whose key is known when compiling (see [`keyed_i64!`]): `keyed_str!("url.full", &url)`.
+#[macro_export]
+macro_rules! keyed_str {
+    ($key:expr, $value:expr) => {{
+        const KEY: &str = $key;
+        const HEAD: $crate::trace::KeyHead = $crate::trace::KeyHead::new(KEY, 0x0a);
+        $crate::trace::Attr {
+            key: KEY,
+            value: $crate::trace::AttrValue::KeyedStr(&HEAD, $value),
+        }
+    }};
 }
 
 /// The attribute of [`preset_str!`] and [`preset_bool!`]: `$value` a [`Const`](crate::trace::Const).

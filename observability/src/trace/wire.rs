@@ -4,7 +4,7 @@
 //! `resource.proto`. Each span is encoded once, when it ends, into the pending batch; an export only puts the
 //! resource and scope header in front.
 
-use super::{Attr, AttrValue};
+use super::{Attr, AttrValue, KEY_HEAD_MAX, KeyHead};
 
 /// Protobuf wire types.
 const VARINT: u8 = 0;
@@ -74,9 +74,9 @@ fn put_fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
 fn any_len(v: &AttrValue<'_>) -> usize {
     match v {
         AttrValue::Bool(_) => 2,
-        AttrValue::I64(i) => 1 + varint_len(*i as u64),
+        AttrValue::I64(i) | AttrValue::KeyedI64(_, i) => 1 + varint_len(*i as u64),
         AttrValue::F64(_) => 9,
-        AttrValue::Str(s) => len_field(1, s.len()),
+        AttrValue::Str(s) | AttrValue::KeyedStr(_, s) => len_field(1, s.len()),
         // Written whole by `put_attr`, never as a value.
         AttrValue::Preset(_) => 0,
     }
@@ -89,12 +89,12 @@ fn put_any(buf: &mut Vec<u8>, v: &AttrValue<'_>) {
             put_varint(buf, key(2, VARINT));
             buf.push(u8::from(*b));
         }
-        AttrValue::I64(i) => {
+        AttrValue::I64(i) | AttrValue::KeyedI64(_, i) => {
             put_varint(buf, key(3, VARINT));
             put_varint(buf, *i as u64);
         }
         AttrValue::F64(f) => put_fixed64(buf, 4, f.to_bits()),
-        AttrValue::Str(s) => put_bytes(buf, 1, s.as_bytes()),
+        AttrValue::Str(s) | AttrValue::KeyedStr(_, s) => put_bytes(buf, 1, s.as_bytes()),
         AttrValue::Preset(_) => {}
     }
 }
@@ -103,11 +103,62 @@ fn put_any(buf: &mut Vec<u8>, v: &AttrValue<'_>) {
 /// its own, saving and restoring registers took a fifth of an attribute's instructions.
 #[inline(always)]
 pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
-    if let AttrValue::Preset(kv) = a.value {
-        put_bytes(buf, field, kv);
-    } else if !put_attr_short(buf, field, a) {
+    let done = match a.value {
+        AttrValue::Preset(kv) => {
+            put_bytes(buf, field, kv);
+            true
+        }
+        AttrValue::KeyedI64(head, i) => {
+            let mut value = [0u8; 10];
+            let n = varint_into(&mut value, i as u64);
+            // The whole array: inlined, a copy of a length fixed when compiling.
+            put_keyed(buf, field, head, (1 + n, &[]), (&value[..], n))
+        }
+        AttrValue::KeyedStr(head, s) => {
+            let s = s.as_bytes();
+            put_keyed(
+                buf,
+                field,
+                head,
+                (2 + s.len(), &[s.len() as u8]),
+                (s, s.len()),
+            )
+        }
+        _ => put_attr_short(buf, field, a),
+    };
+    if !done {
         put_attr_fields(buf, field, a);
     }
+}
+
+/// Writes an attribute of a [`KeyHead`] as field `field`: the `KeyValue`'s tag and length, the head (with the
+/// `AnyValue`'s length, `any_len`, put in), the bytes of `after` (a string's length), then the first `len` bytes
+/// of `value` (a number's whole array, a copy of a length fixed when compiling, then the unused end taken off; a
+/// string's bytes). False (nothing written) when a tag or a length takes more than a byte.
+#[inline(always)]
+fn put_keyed(
+    buf: &mut Vec<u8>,
+    field: u32,
+    head: &KeyHead,
+    (any_len, after): (usize, &[u8]),
+    (value, len): (&[u8], usize),
+) -> bool {
+    let head_len = head.len();
+    let kv_len = head_len + after.len() + len;
+    if field >= 16 || kv_len >= 0x80 {
+        return false;
+    }
+    buf.reserve(2 + KEY_HEAD_MAX + after.len() + value.len());
+    buf.extend_from_slice(&[key_byte(field, LEN), kv_len as u8]);
+    let at = buf.len();
+    buf.extend_from_slice(head.padded());
+    buf.truncate(at + head_len);
+    buf[at + head_len - 2] = any_len as u8;
+    buf.extend_from_slice(after);
+    let end = buf.len() + len;
+    buf.extend_from_slice(value);
+    buf.truncate(end);
+    true
 }
 
 /// The common attribute, a number, a flag or a string whose tags and lengths all take one byte (field < 16, the
@@ -172,7 +223,7 @@ fn put_attr_short(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
             buf.extend_from_slice(&value);
             buf.truncate(end);
         }
-        AttrValue::F64(_) | AttrValue::Preset(_) => return false,
+        _ => return false,
     }
     true
 }

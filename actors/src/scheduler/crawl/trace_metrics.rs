@@ -4,7 +4,7 @@
 //! Attributes are only built for traces that are exported.
 
 use super::*;
-use crawl_observability::preset_str;
+use crawl_observability::{keyed_i64, keyed_str, preset_str};
 
 /// Root-span attributes of a URL (`url` redacted). The attributes of a few fixed values are encoded when compiling
 /// ([`preset_str!`]), here and below.
@@ -19,9 +19,9 @@ fn url_attributes(url: &str, kind: JobKind, depth: u32) -> [Attr<'_>; 3] {
         }
     };
     [
-        Attr::new("url.full", url),
+        keyed_str!("url.full", url),
         kind,
-        Attr::new("crawl.depth", i64::from(depth)),
+        keyed_i64!("crawl.depth", i64::from(depth)),
     ]
 }
 
@@ -66,7 +66,7 @@ impl Crawl {
         };
         let t = retried.unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
         if t.is_sampled() {
-            let host = Attr::new("crawl.host", self.queues.host_name(host));
+            let host = keyed_str!("crawl.host", self.queues.host_name(host));
             if entry.kind.is_fetched() {
                 let verdict = if self.settings.respect_robots {
                     preset_str!("robots.verdict", "allowed")
@@ -131,16 +131,22 @@ impl Crawl {
         if !trace.is_sampled() {
             return;
         }
-        trace.set_attributes(&[
+        // Set in one call: those that are there, in this order.
+        let mut attributes = [
             outcome_attribute(record.outcome),
-            Attr::new("crawl.attempt", i64::from(record.attempts)),
-        ]);
+            keyed_i64!("crawl.attempt", i64::from(record.attempts)),
+            keyed_str!("crawl.reason", reason),
+            keyed_i64!("http.response.status_code", 0),
+        ];
+        let mut n = 2;
         if !reason.is_empty() {
-            trace.set_attributes(&[Attr::new("crawl.reason", reason)]);
+            n += 1;
         }
         if let Some(status) = record.status {
-            trace.set_attributes(&[Attr::new("http.response.status_code", i64::from(status))]);
+            attributes[n] = keyed_i64!("http.response.status_code", i64::from(status));
+            n += 1;
         }
+        trace.set_attributes(&attributes[..n]);
         if record.outcome == Outcome::Failed {
             trace.set_error(record.error.as_deref().unwrap_or(reason));
         }
@@ -161,9 +167,9 @@ impl Crawl {
                 break;
             };
             if t.is_sampled() {
-                t.set_attributes(&[Attr::new(
+                t.set_attributes(&[keyed_i64!(
                     "crawl.jsonl_line",
-                    i64::try_from(seq).unwrap_or(i64::MAX),
+                    i64::try_from(seq).unwrap_or(i64::MAX)
                 )]);
             }
             t.end(end);

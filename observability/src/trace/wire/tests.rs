@@ -212,7 +212,9 @@ fn attribute_shortcuts_write_the_general_encoding_at_every_length_edge() {
             AttrValue::Bool(b) => any_value::Value::BoolValue(b),
             AttrValue::F64(f) => any_value::Value::DoubleValue(f),
             AttrValue::Str(s) => any_value::Value::StringValue(s.to_owned()),
-            AttrValue::Preset(_) => unreachable!("the cases are given, not preset"),
+            AttrValue::Preset(_) | AttrValue::KeyedI64(..) | AttrValue::KeyedStr(..) => {
+                unreachable!("the cases are given, not preset")
+            }
         };
         assert_eq!(v, Some(want));
     }
@@ -452,4 +454,85 @@ fn presets_encode_as_their_attributes_do() {
         &Attr::new(long.key, value.as_str()),
     );
     assert_eq!(a, b);
+}
+
+/// An attribute whose key was encoded when compiling ([`KeyHead`]) is written as the same bytes as the one given
+/// whole, for the spans' field, the resource's and a field past 15 (written field by field), with keys up to the
+/// longest a head holds, numbers of every varint length and strings on either side of the `KeyValue`'s 128 bytes.
+#[test]
+fn keyed_attributes_encode_as_their_attributes_do() {
+    let keys: Vec<String> = [0, 1, 9, 23, 57, 58]
+        .into_iter()
+        .map(|n| "k".repeat(n))
+        .collect();
+    let strings: Vec<String> = [0, 1, 20, 57, 58, 59, 60, 61, 62, 63, 64, 120, 127, 128, 300]
+        .into_iter()
+        .map(|n| "v".repeat(n))
+        .collect();
+    let numbers = [
+        i64::MIN,
+        -1,
+        0,
+        1,
+        127,
+        128,
+        16_383,
+        16_384,
+        4_000,
+        i64::MAX,
+    ];
+    let mut checked = 0;
+    for key in &keys {
+        let key: &'static str = Box::leak(key.clone().into_boxed_str());
+        let number_head: &'static KeyHead = Box::leak(Box::new(KeyHead::new(key, 0x18)));
+        let string_head: &'static KeyHead = Box::leak(Box::new(KeyHead::new(key, 0x0a)));
+        let mut cases: Vec<(Attr<'_>, Attr<'_>)> = numbers
+            .iter()
+            .map(|&n| {
+                let keyed = Attr {
+                    key,
+                    value: AttrValue::KeyedI64(number_head, n),
+                };
+                (keyed, Attr::new(key, n))
+            })
+            .collect();
+        for v in &strings {
+            let keyed = Attr {
+                key,
+                value: AttrValue::KeyedStr(string_head, v),
+            };
+            cases.push((keyed, Attr::new(key, v)));
+        }
+        for (keyed, given) in &cases {
+            for field in [1, ATTRIBUTES_FIELD, 15, 16, 20] {
+                // Written after other bytes, as in a span, and with room to spare or none.
+                for room in [0, 512] {
+                    let (mut a, mut b) = (Vec::with_capacity(room), Vec::with_capacity(room));
+                    a.extend_from_slice(b"xyz");
+                    b.extend_from_slice(b"xyz");
+                    put_attr(&mut a, field, keyed);
+                    put_attr(&mut b, field, given);
+                    assert_eq!(a, b, "{given:?} as field {field}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(
+        checked,
+        keys.len() * (numbers.len() + strings.len()) * 5 * 2
+    );
+    // The macros make the same heads.
+    let depth = crate::keyed_i64!("crawl.depth", 3);
+    let url = crate::keyed_str!("url.full", "http://a.test/");
+    for (keyed, given) in [
+        (depth, Attr::new("crawl.depth", 3i64)),
+        (url, Attr::new("url.full", "http://a.test/")),
+    ] {
+        assert_eq!(keyed.key, given.key);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        put_attr(&mut a, ATTRIBUTES_FIELD, &keyed);
+        put_attr(&mut b, ATTRIBUTES_FIELD, &given);
+        assert_eq!(a, b);
+    }
 }
