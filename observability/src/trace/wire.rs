@@ -338,6 +338,7 @@ const FLAGS_LEN: usize = 6;
 /// attribute values are computed ahead, so a span is encoded without walking its attributes twice, and may be
 /// encoded outside the lock of the batch it goes to. The fields of fixed size are laid out in arrays and
 /// appended as runs, not one by one.
+#[inline(always)]
 fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     let mut ids = [0u8; IDS_LEN];
     ids[..TRACE_ID_AT].copy_from_slice(&[key_byte(1, LEN), 16]);
@@ -409,17 +410,24 @@ fn known_len(s: &SpanRef<'_>) -> Option<usize> {
 /// elsewhere and copied in). Returns where in `buf` the message starts (after its tag and length).
 pub(crate) fn put_span(buf: &mut Vec<u8>, s: &SpanRef<'_>) -> usize {
     buf.push(key_byte(SPANS_FIELD, LEN));
-    if let Some(len) = known_len(s) {
-        put_varint(buf, len as u64);
-        let at = buf.len();
-        encode_span(buf, s);
-        debug_assert_eq!(buf.len() - at, len, "the span's length as computed ahead");
-        return at;
+    let known = known_len(s);
+    match known {
+        Some(len) => put_varint(buf, len as u64),
+        None => buf.extend_from_slice(&[0; LEN_ROOM]),
     }
-    let at = buf.len();
-    buf.extend_from_slice(&[0; LEN_ROOM]);
+    let start = buf.len();
+    // One call, inlined: a call of its own cost the span its registers saved and restored twice.
     encode_span(buf, s);
-    let len = buf.len() - at - LEN_ROOM;
+    if let Some(len) = known {
+        debug_assert_eq!(
+            buf.len() - start,
+            len,
+            "the span's length as computed ahead"
+        );
+        return start;
+    }
+    let at = start - LEN_ROOM;
+    let len = buf.len() - start;
     let mut head = [0u8; 10];
     let n = varint_into(&mut head, len as u64);
     if n < LEN_ROOM {
@@ -456,7 +464,8 @@ impl Template {
             attributes: &[],
             error: None,
         };
-        let mut bytes = Vec::new();
+        // Room for the span at once (its tag, length, ids, name, times and flags), not grown from nothing.
+        let mut bytes = Vec::with_capacity(4 + IDS_LEN + 4 + name.len() + TIMES_LEN + FLAGS_LEN);
         let ids_at = put_span(&mut bytes, &s);
         Template { bytes, ids_at }
     }
