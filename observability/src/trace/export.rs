@@ -42,6 +42,9 @@ pub(crate) const IN_FLIGHT: usize = 4;
 /// How long an export request may take.
 pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Sent chunks' buffers kept for the threads' next chunks at most (about 40 KB each).
+pub(crate) const SPARE_CHUNKS: usize = 16;
+
 /// Spans a thread encodes into a buffer of its own before it hands them to the batch being filled: the shared
 /// lock is taken once a chunk (about 40 KB), not once a span, and a batch is sent as a few such pieces.
 pub(crate) const CHUNK_SPANS: usize = 256;
@@ -97,6 +100,10 @@ pub(crate) struct Batches {
     pending: Apart<Mutex<Pending>>,
     /// Every thread's shard, for the export task to drain (each lives as long as the batches).
     shards: Apart<Mutex<Vec<&'static Shard>>>,
+    /// Buffers of chunks that were sent, empty, for the chunks that follow (at most [`SPARE_CHUNKS`]): a chunk's
+    /// buffer of some 40 KB went back to the allocator after its send and a new one came from it at the next
+    /// hand-over.
+    spare: Apart<Mutex<Vec<Vec<u8>>>>,
     /// No span is taken any more (the exporter is shutting down).
     closed: AtomicBool,
     wake: Notify,
@@ -117,6 +124,7 @@ impl Batches {
             id: NEXT_BATCHES.fetch_add(1, Ordering::Relaxed),
             pending: Apart::default(),
             shards: Apart::default(),
+            spare: Apart::default(),
             closed: AtomicBool::new(false),
             wake: Notify::new(),
             loss: Loss::new(),
@@ -236,7 +244,7 @@ impl Batches {
         let fresh = if self.closed.load(Ordering::Acquire) {
             Vec::new()
         } else {
-            Vec::with_capacity(chunk.bytes.capacity())
+            self.spare_buffer(chunk.bytes.capacity())
         };
         let Ok(mut p) = self.pending.0.lock() else {
             self.loss.unadmit(chunk.spans as u64);
@@ -245,6 +253,40 @@ impl Batches {
         p.current.push(std::mem::replace(&mut chunk.bytes, fresh));
         p.spans += std::mem::take(&mut chunk.spans);
         self.seal_if_full(p);
+    }
+
+    /// A buffer for a chunk: a sent chunk's, else a new one of `capacity` bytes.
+    fn spare_buffer(&self, capacity: usize) -> Vec<u8> {
+        let spare = self.spare.0.lock().ok().and_then(|mut spare| spare.pop());
+        spare.unwrap_or_else(|| Vec::with_capacity(capacity))
+    }
+
+    /// The lengths of the kept buffers (the tests').
+    #[cfg(test)]
+    pub(crate) fn spare_lens(&self) -> Vec<usize> {
+        self.spare
+            .0
+            .lock()
+            .map(|s| s.iter().map(Vec::len).collect())
+            .unwrap_or_default()
+    }
+
+    /// Keeps the buffers of a sent request's chunks (those nothing else holds) for the chunks that follow.
+    pub(crate) fn recycle(&self, buffers: impl Iterator<Item = Vec<u8>>) {
+        let Ok(mut spare) = self.spare.0.lock() else {
+            return;
+        };
+        // Checked under the lock: `close` empties the spares after it sets the flag, under the same lock.
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        for mut buffer in buffers {
+            if spare.len() >= SPARE_CHUNKS {
+                break;
+            }
+            buffer.clear();
+            spare.push(buffer);
+        }
     }
 
     /// Closes the batch being filled when it holds a batch's worth of spans, and wakes the export task.
@@ -281,6 +323,10 @@ impl Batches {
     /// Takes no more spans (those already in a thread's chunk are still taken by the next partial take).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        // The batches outlive the exporter: the kept buffers are freed now.
+        if let Ok(mut spare) = self.spare.0.lock() {
+            *spare = Vec::new();
+        }
     }
 }
 
@@ -329,6 +375,15 @@ impl Request {
             },
             Err(_) => self,
         }
+    }
+
+    /// The buffers of its chunks of spans that nothing else holds any more (the transport's copies of the pieces
+    /// dropped once the request was answered).
+    fn into_span_buffers(self) -> impl Iterator<Item = Vec<u8>> {
+        self.spans
+            .into_iter()
+            .filter_map(|piece| piece.try_into_mut().ok())
+            .map(Vec::from)
     }
 
     /// Bytes of spans.
@@ -423,6 +478,7 @@ async fn dispatch<T: Transport>(out: &Arc<Out<T>>, (spans, n): (Vec<Vec<u8>>, us
         let request = out.transport.prepare(Request::new(&out.header, spans));
         let result = retry::send(&out.transport, &request, &out.halt).await;
         out.batches.loss.settle(n as u64, &result);
+        out.batches.recycle(request.into_span_buffers());
         // Asked once, holding the slot: the exporter's shutdown waits for the answer.
         if result.is_err()
             && !out.asked.swap(true, Ordering::AcqRel)

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::trace::Attr;
-use crate::trace::export::{Failure, Request, Transport};
+use crate::trace::export::{Failure, Request, SPARE_CHUNKS, Transport};
 use crate::trace::wire::SpanRef;
 use crate::trace::{Exporter, SCOPE};
 use std::future::Future;
@@ -170,4 +170,35 @@ fn spans_left_at_a_shutdown_that_times_out_are_counted_once() {
     assert_eq!(loss.dropped(), 3);
     assert_eq!(loss.accepted(), 3);
     assert_eq!(fake.exported(), 0);
+}
+
+/// A sent request's chunk buffers serve the threads' next chunks, emptied: every span sent after arrives once,
+/// none of an earlier request comes again; the exporter keeps a bounded number of them, and none once closed.
+#[test]
+fn a_sent_chunks_buffer_serves_the_next_chunk_and_its_spans_arrive_once() {
+    let fake = Fake::new(false, true);
+    // A chunk and a batch of four spans: each four spans make one request.
+    let e = exporter(&fake, 1_000, 4);
+    let spare = |e: &Exporter| e.batches.spare_lens().len();
+    end_spans(&e, 4);
+    eventually("the first request is sent", || fake.exported() == 4);
+    eventually("its buffer is kept", || spare(&e) == 1);
+    for round in 2..=5 {
+        // The next chunk's hand-over takes the kept buffer for the chunk after it; the request of this one
+        // gives its own buffer back.
+        end_spans(&e, 4);
+        eventually("the request is sent", || fake.exported() == 4 * round);
+        eventually("a buffer is kept again", || spare(&e) == 1);
+    }
+    assert_eq!(fake.sent.lock().unwrap().len(), 5, "one request a chunk");
+    // At most SPARE_CHUNKS are kept, emptied, and none after the exporter closed.
+    e.batches.recycle((0..40).map(|_| vec![7u8; 64]));
+    assert_eq!(spare(&e), SPARE_CHUNKS);
+    assert!(e.batches.spare_lens().iter().all(|&len| len == 0));
+    e.batches.close();
+    assert_eq!(spare(&e), 0, "freed when the exporter closes");
+    e.batches.recycle(std::iter::once(Vec::with_capacity(64)));
+    assert_eq!(spare(&e), 0, "and none kept after");
+    e.shutdown_within(Duration::from_secs(10));
+    assert_eq!(fake.exported(), 20);
 }
