@@ -41,7 +41,13 @@ pub struct KeyHead {
 }
 
 impl KeyHead {
-    /// The head of `key` for a value whose tag in `AnyValue` is `value_tag` (a string's 0x0a, a number's 0x18).
+    /// The tag of a string in `AnyValue` (field 1, bytes).
+    pub const STRING: u8 = 0x0a;
+    /// The tag of a number in `AnyValue` (field 3, varint).
+    pub const NUMBER: u8 = 0x18;
+
+    /// The head of `key` for a value whose tag in `AnyValue` is `value_tag` ([`STRING`](Self::STRING) or
+    /// [`NUMBER`](Self::NUMBER)).
     pub const fn new(key: &str, value_tag: u8) -> KeyHead {
         let len = 2 + key.len() + 3;
         assert!(
@@ -147,25 +153,30 @@ macro_rules! preset_bool {
 /// [`KeyHead`]): `keyed_i64!("crawl.depth", depth)`.
 #[macro_export]
 macro_rules! keyed_i64 {
-    ($key:expr, $value:expr) => {{
-        const KEY: &str = $key;
-        const HEAD: $crate::trace::KeyHead = $crate::trace::KeyHead::new(KEY, 0x18);
-        $crate::trace::Attr {
-            key: KEY,
-            value: $crate::trace::AttrValue::KeyedI64(&HEAD, $value),
-        }
-    }};
+    ($key:expr, $value:expr) => {
+        $crate::keyed_attr!($key, $crate::trace::KeyHead::NUMBER, KeyedI64, $value)
+    };
 }
 
 /// A string attribute whose key is known when compiling (see [`keyed_i64!`]): `keyed_str!("url.full", &url)`.
 #[macro_export]
 macro_rules! keyed_str {
-    ($key:expr, $value:expr) => {{
+    ($key:expr, $value:expr) => {
+        $crate::keyed_attr!($key, $crate::trace::KeyHead::STRING, KeyedStr, $value)
+    };
+}
+
+/// The attribute of [`keyed_i64!`] and [`keyed_str!`]: the head of `$key` for the value's tag `$tag`, encoded
+/// when compiling, and `$value` in the `AttrValue` variant `$variant`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! keyed_attr {
+    ($key:expr, $tag:expr, $variant:ident, $value:expr) => {{
         const KEY: &str = $key;
-        const HEAD: $crate::trace::KeyHead = $crate::trace::KeyHead::new(KEY, 0x0a);
+        const HEAD: $crate::trace::KeyHead = $crate::trace::KeyHead::new(KEY, $tag);
         $crate::trace::Attr {
             key: KEY,
-            value: $crate::trace::AttrValue::KeyedStr(&HEAD, $value),
+            value: $crate::trace::AttrValue::$variant(&HEAD, $value),
         }
     }};
 }

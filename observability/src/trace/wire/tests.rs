@@ -461,6 +461,9 @@ fn presets_encode_as_their_attributes_do() {
 /// longest a head holds, numbers of every varint length and strings on either side of the `KeyValue`'s 128 bytes.
 #[test]
 fn keyed_attributes_encode_as_their_attributes_do() {
+    // The heads' value tags are the wire's.
+    assert_eq!(KeyHead::NUMBER, key_byte(3, VARINT));
+    assert_eq!(KeyHead::STRING, key_byte(1, LEN));
     let keys: Vec<String> = [0, 1, 9, 23, 57, 58]
         .into_iter()
         .map(|n| "k".repeat(n))
@@ -484,8 +487,8 @@ fn keyed_attributes_encode_as_their_attributes_do() {
     let mut checked = 0;
     for key in &keys {
         let key: &'static str = Box::leak(key.clone().into_boxed_str());
-        let number_head: &'static KeyHead = Box::leak(Box::new(KeyHead::new(key, 0x18)));
-        let string_head: &'static KeyHead = Box::leak(Box::new(KeyHead::new(key, 0x0a)));
+        let number_head: &'static KeyHead = Box::leak(Box::new(KeyHead::new(key, KeyHead::NUMBER)));
+        let string_head: &'static KeyHead = Box::leak(Box::new(KeyHead::new(key, KeyHead::STRING)));
         let mut cases: Vec<(Attr<'_>, Attr<'_>)> = numbers
             .iter()
             .map(|&n| {
