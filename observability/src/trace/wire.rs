@@ -108,6 +108,19 @@ pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
             put_bytes(buf, field, kv);
             true
         }
+        AttrValue::KeyedI64(..) | AttrValue::KeyedStr(..) => put_attr_keyed(buf, field, a),
+        _ => put_attr_short(buf, field, a),
+    };
+    if !done {
+        put_attr_fields(buf, field, a);
+    }
+}
+
+/// An attribute of a [`KeyHead`] (see [`put_keyed`]); false (nothing written) for any other, and for one whose
+/// tags and lengths do not all take one byte.
+#[inline(always)]
+fn put_attr_keyed(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
+    match a.value {
         AttrValue::KeyedI64(head, i) => {
             let mut value = [0u8; 10];
             let n = varint_into(&mut value, i as u64);
@@ -124,10 +137,7 @@ pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
                 (s, s.len()),
             )
         }
-        _ => put_attr_short(buf, field, a),
-    };
-    if !done {
-        put_attr_fields(buf, field, a);
+        _ => false,
     }
 }
 

@@ -516,6 +516,20 @@ fn keyed_attributes_encode_as_their_attributes_do() {
                     put_attr(&mut a, field, keyed);
                     put_attr(&mut b, field, given);
                     assert_eq!(a, b, "{given:?} as field {field}");
+                    // The keyed way is taken for every attribute whose tags and lengths all fit one byte (the
+                    // general one writes the same bytes).
+                    let fits = field < 16 && b.len() - 3 < 2 + 0x80;
+                    let mut keyed_way = Vec::new();
+                    assert_eq!(
+                        put_attr_keyed(&mut keyed_way, field, keyed),
+                        fits,
+                        "{given:?} as field {field}"
+                    );
+                    assert_eq!(
+                        keyed_way.is_empty(),
+                        !fits,
+                        "nothing written when not taken"
+                    );
                     checked += 1;
                 }
             }
