@@ -137,6 +137,15 @@ impl Stamp {
         })
     }
 
+    /// The stamp of `at` from its distance to the anchor.
+    fn by_subtraction(anchor: &Anchor, at: Instant) -> Stamp {
+        let (i0, ns0) = (anchor.instant, anchor.unix_ns);
+        match at.checked_duration_since(i0) {
+            Some(d) => Stamp(ns0.saturating_add(nanos(d))),
+            None => Stamp(ns0.saturating_sub(nanos(i0.duration_since(at)))),
+        }
+    }
+
     /// Nanoseconds since the Unix epoch.
     pub fn unix_nanos(self) -> u64 {
         self.0
@@ -166,17 +175,6 @@ impl From<Instant> for Stamp {
             return Stamp::of_reading(anchor, anchor_clock, clock);
         }
         Stamp::by_subtraction(anchor, at)
-    }
-}
-
-impl Stamp {
-    /// The stamp of `at` from its distance to the anchor.
-    fn by_subtraction(anchor: &Anchor, at: Instant) -> Stamp {
-        let (i0, ns0) = (anchor.instant, anchor.unix_ns);
-        match at.checked_duration_since(i0) {
-            Some(d) => Stamp(ns0.saturating_add(nanos(d))),
-            None => Stamp(ns0.saturating_sub(nanos(i0.duration_since(at)))),
-        }
     }
 }
 

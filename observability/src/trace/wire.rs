@@ -474,8 +474,8 @@ impl Template {
             attributes: &[],
             error: None,
         };
-        // Room for the span at once (its tag, length, ids, name, times and flags), not grown from nothing.
-        let mut bytes = Vec::with_capacity(4 + IDS_LEN + 4 + name.len() + TIMES_LEN + FLAGS_LEN);
+        // Room for the span at once (its tag, a length of up to three bytes, the message), not grown from nothing.
+        let mut bytes = Vec::with_capacity(4 + known_len(&s).unwrap_or_default());
         let ids_at = put_span(&mut bytes, &s);
         Template { bytes, ids_at }
     }
