@@ -34,6 +34,29 @@ fn outcome_attribute(outcome: Outcome) -> Attr<'static> {
     }
 }
 
+/// The root's attributes of a record, set in one call: its outcome and attempt, its reason (when it has one) and
+/// its status (when it has one), in that order, as the first `n` of the array.
+fn record_attributes(
+    outcome: Outcome,
+    attempts: u32,
+    reason: &str,
+    status: Option<u16>,
+) -> ([Attr<'_>; 4], usize) {
+    let outcome = outcome_attribute(outcome);
+    let mut attributes = [outcome; 4];
+    attributes[1] = keyed_i64!("crawl.attempt", i64::from(attempts));
+    let mut n = 2;
+    if !reason.is_empty() {
+        attributes[n] = keyed_str!("crawl.reason", reason);
+        n += 1;
+    }
+    if let Some(status) = status {
+        attributes[n] = keyed_i64!("http.response.status_code", i64::from(status));
+        n += 1;
+    }
+    (attributes, n)
+}
+
 /// A new root span for a URL, started at `start`.
 fn root_span(url: &str, kind: JobKind, depth: u32, start: impl Into<Stamp>) -> Trace {
     let mut t = trace::root("crawl.url", start, &[]);
@@ -131,21 +154,8 @@ impl Crawl {
         if !trace.is_sampled() {
             return;
         }
-        // Set in one call: those that are there, in this order.
-        let mut attributes = [
-            outcome_attribute(record.outcome),
-            keyed_i64!("crawl.attempt", i64::from(record.attempts)),
-            keyed_str!("crawl.reason", reason),
-            keyed_i64!("http.response.status_code", 0),
-        ];
-        let mut n = 2;
-        if !reason.is_empty() {
-            n += 1;
-        }
-        if let Some(status) = record.status {
-            attributes[n] = keyed_i64!("http.response.status_code", i64::from(status));
-            n += 1;
-        }
+        let (attributes, n) =
+            record_attributes(record.outcome, record.attempts, reason, record.status);
         trace.set_attributes(&attributes[..n]);
         if record.outcome == Outcome::Failed {
             trace.set_error(record.error.as_deref().unwrap_or(reason));
@@ -204,6 +214,62 @@ mod preset_tests {
         match a.value {
             AttrValue::Preset(kv) => kv,
             other => panic!("a preset: {other:?}"),
+        }
+    }
+
+    /// The key head of a keyed attribute.
+    fn a_head(a: &Attr<'_>) -> &'static crawl_observability::trace::KeyHead {
+        match a.value {
+            AttrValue::KeyedI64(head, _) | AttrValue::KeyedStr(head, _) => head,
+            other => panic!("a keyed attribute: {other:?}"),
+        }
+    }
+
+    /// A record's root attributes are its outcome, its attempt, its reason and its status, each only when it has
+    /// one, in that order and with their values.
+    #[test]
+    fn a_records_attributes_are_those_it_has_in_order() {
+        for (reason, status, keys) in [
+            ("", None, &["crawl.outcome", "crawl.attempt"][..]),
+            (
+                "",
+                Some(404),
+                &[
+                    "crawl.outcome",
+                    "crawl.attempt",
+                    "http.response.status_code",
+                ],
+            ),
+            (
+                "robots",
+                None,
+                &["crawl.outcome", "crawl.attempt", "crawl.reason"],
+            ),
+            (
+                "http_status",
+                Some(503),
+                &[
+                    "crawl.outcome",
+                    "crawl.attempt",
+                    "crawl.reason",
+                    "http.response.status_code",
+                ],
+            ),
+        ] {
+            let (attributes, n) = record_attributes(Outcome::Failed, 3, reason, status);
+            let got: Vec<_> = attributes[..n].iter().map(|a| a.key).collect();
+            assert_eq!(got, keys, "{reason:?} {status:?}");
+            for a in &attributes[..n] {
+                let want = match a.key {
+                    "crawl.attempt" => AttrValue::KeyedI64(a_head(a), 3),
+                    "crawl.reason" => AttrValue::KeyedStr(a_head(a), reason),
+                    "http.response.status_code" => {
+                        AttrValue::KeyedI64(a_head(a), i64::from(status.unwrap_or_default()))
+                    }
+                    _ => outcome_attribute(Outcome::Failed).value,
+                };
+                assert_eq!(a.value, want, "{}", a.key);
+            }
         }
     }
 
