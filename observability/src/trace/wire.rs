@@ -108,7 +108,8 @@ pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
             put_bytes(buf, field, kv);
             true
         }
-        AttrValue::KeyedI64(..) | AttrValue::KeyedStr(..) => put_attr_keyed(buf, field, a),
+        AttrValue::KeyedI64(head, i) => put_keyed_i64(buf, field, head, i),
+        AttrValue::KeyedStr(head, s) => put_keyed_str(buf, field, head, s),
         _ => put_attr_short(buf, field, a),
     };
     if !done {
@@ -116,29 +117,27 @@ pub(crate) fn put_attr(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) {
     }
 }
 
-/// An attribute of a [`KeyHead`] (see [`put_keyed`]); false (nothing written) for any other, and for one whose
-/// tags and lengths do not all take one byte.
+/// A number under a [`KeyHead`] (see [`put_keyed`]); false (nothing written) when its tags and lengths do not
+/// all take one byte.
 #[inline(always)]
-fn put_attr_keyed(buf: &mut Vec<u8>, field: u32, a: &Attr<'_>) -> bool {
-    match a.value {
-        AttrValue::KeyedI64(head, i) => {
-            let mut value = [0u8; 10];
-            let n = varint_into(&mut value, i as u64);
-            // The whole array: inlined, a copy of a length fixed when compiling.
-            put_keyed(buf, field, head, (1 + n, &[]), (&value[..], n))
-        }
-        AttrValue::KeyedStr(head, s) => {
-            let s = s.as_bytes();
-            put_keyed(
-                buf,
-                field,
-                head,
-                (2 + s.len(), &[s.len() as u8]),
-                (s, s.len()),
-            )
-        }
-        _ => false,
-    }
+fn put_keyed_i64(buf: &mut Vec<u8>, field: u32, head: &KeyHead, i: i64) -> bool {
+    let mut value = [0u8; 10];
+    let n = varint_into(&mut value, i as u64);
+    // The whole array: inlined, a copy of a length fixed when compiling.
+    put_keyed(buf, field, head, (1 + n, &[]), (&value[..], n))
+}
+
+/// A string under a [`KeyHead`] (see [`put_keyed_i64`]).
+#[inline(always)]
+fn put_keyed_str(buf: &mut Vec<u8>, field: u32, head: &KeyHead, s: &str) -> bool {
+    let s = s.as_bytes();
+    put_keyed(
+        buf,
+        field,
+        head,
+        (2 + s.len(), &[s.len() as u8]),
+        (s, s.len()),
+    )
 }
 
 /// Writes an attribute of a [`KeyHead`] as field `field`: the `KeyValue`'s tag and length, the head (with the
@@ -344,6 +343,12 @@ const TIMES_LEN: usize = 20;
 /// The flags field at the end.
 const FLAGS_LEN: usize = 6;
 
+/// The room [`encode_span`] makes for `s` before it writes: the span's fields of fixed size, its name, its encoded
+/// attributes, about 48 bytes an attribute still to encode and a status.
+fn encode_room(s: &SpanRef<'_>) -> usize {
+    IDS_LEN + 4 + s.name.len() + TIMES_LEN + s.encoded.len() + 48 * s.attributes.len() + 8
+}
+
 /// Appends the `Span` message of `s` (its content: no tag, no length) to `out`, in one pass: only the lengths of
 /// attribute values are computed ahead, so a span is encoded without walking its attributes twice, and may be
 /// encoded outside the lock of the batch it goes to. The fields of fixed size are laid out in arrays and
@@ -364,9 +369,7 @@ fn encode_span(out: &mut Vec<u8>, s: &SpanRef<'_>) {
     times[3..11].copy_from_slice(&s.start_ns.to_le_bytes());
     times[11] = key_byte(8, FIXED64);
     times[12..20].copy_from_slice(&s.end_ns.to_le_bytes());
-    out.reserve(
-        IDS_LEN + 4 + s.name.len() + times.len() + s.encoded.len() + 48 * s.attributes.len() + 8,
-    );
+    out.reserve(encode_room(s));
     // A run of one of two lengths fixed when compiling (a root has no parent), not of a length known at run time.
     match &s.parent {
         Some(p) => {
@@ -474,8 +477,9 @@ impl Template {
             attributes: &[],
             error: None,
         };
-        // Room for the span at once (its tag, a length of up to three bytes, the message), not grown from nothing.
-        let mut bytes = Vec::with_capacity(4 + known_len(&s).unwrap_or_default());
+        // Room for the span at once (its tag, a length of up to three bytes, and the room the encoder makes), not
+        // grown from nothing nor grown again by the encoder.
+        let mut bytes = Vec::with_capacity(4 + encode_room(&s));
         let ids_at = put_span(&mut bytes, &s);
         Template { bytes, ids_at }
     }
