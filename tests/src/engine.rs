@@ -174,6 +174,11 @@ impl TestCrawl {
             .unwrap_or_else(|e| panic!("spawn {}: {e}", self.engine.display()))
     }
 
+    /// Spawns the crawl with its output drained from the start (see [`Drained`]).
+    pub fn spawn_drained(&self) -> Drained {
+        Drained::new(self.spawn())
+    }
+
     /// Runs to the end, killing the process if it outlives `deadline`.
     pub fn run(&self, deadline: Duration) -> RunResult {
         wait_with_deadline(self.spawn(), deadline)
@@ -187,16 +192,44 @@ impl TestCrawl {
 
 /// Waits for a child, killing it after `deadline` (the test then fails on the status). Its stdout and stderr are
 /// drained on threads while it runs, so a chatty child never blocks on a full pipe.
-pub fn wait_with_deadline(mut child: Child, deadline: Duration) -> RunResult {
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let status = wait_or_kill(&mut child, deadline);
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
-    RunResult {
-        status,
-        stdout,
-        stderr,
+pub fn wait_with_deadline(child: Child, deadline: Duration) -> RunResult {
+    Drained::new(child).finish(deadline)
+}
+
+/// A child whose stdout and stderr are drained from the moment it is made: tests that run several processes at
+/// once, or sleep while one runs, never leave one blocked on a full pipe while they wait for another.
+pub struct Drained {
+    child: Child,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+impl Drained {
+    pub fn new(mut child: Child) -> Drained {
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        Drained { child, out, err }
+    }
+
+    /// The process (for its pid and signals).
+    pub fn child(&self) -> &Child {
+        &self.child
+    }
+
+    /// Kills the process (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the process, killing it after `deadline`, with everything it wrote.
+    pub fn finish(mut self, deadline: Duration) -> RunResult {
+        let status = wait_or_kill(&mut self.child, deadline);
+        RunResult {
+            status,
+            stdout: self.out.join().unwrap_or_default(),
+            stderr: self.err.join().unwrap_or_default(),
+        }
     }
 }
 
@@ -384,7 +417,40 @@ fn metrics_listening(line: &str) -> Option<SocketAddr> {
 
 #[cfg(test)]
 mod tests {
-    use super::metrics_listening;
+    use super::{Drained, metrics_listening};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// A child that writes four pipes' worth to each of stdout and stderr runs to its end while nobody waits for
+    /// it: its output is read from the moment it was made, and all of it comes back.
+    #[test]
+    fn a_drained_childs_output_is_read_before_anyone_waits_for_it() {
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg("head -c 262144 /dev/zero | tr '\\0' o; head -c 262144 /dev/zero | tr '\\0' e >&2")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        let mut d = Drained::new(child);
+        let start = Instant::now();
+        let exited = loop {
+            if let Some(s) = d.child.try_wait().expect("try_wait") {
+                break Some(s);
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(exited.is_some(), "the child blocked on a full pipe");
+        let res = d.finish(Duration::from_secs(5));
+        assert_eq!(res.code(), Some(0));
+        assert_eq!(res.stdout.len(), 262_144);
+        assert!(res.stdout.bytes().all(|b| b == b'o'));
+        assert_eq!(res.stderr.len(), 262_144);
+        assert!(res.stderr.bytes().all(|b| b == b'e'));
+    }
 
     #[test]
     fn metrics_listening_reads_the_bound_address() {

@@ -10,12 +10,13 @@
 
 use crate::ENGINE;
 use crawl_core::record::{Outcome, Reason, Record};
-use crawl_tests::engine::{RunResult, TestCrawl, read_records, signal, wait_with_deadline};
+use crawl_tests::engine::{
+    Drained, RunResult, TestCrawl, read_records, signal, wait_with_deadline,
+};
 use crawl_tests::redis::{self, Options, RedisServer};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 const HOSTS: usize = 4;
@@ -90,15 +91,14 @@ fn aof() -> Options {
     }
 }
 
-fn spawn_all(c: &Cluster) -> Vec<Child> {
-    c.crawls.iter().map(TestCrawl::spawn).collect()
+/// Every process of the cluster, each one's output read as it comes (a process whose pipe filled up while the
+/// test slept or waited for another would stop where it logs).
+fn spawn_all(c: &Cluster) -> Vec<Drained> {
+    c.crawls.iter().map(TestCrawl::spawn_drained).collect()
 }
 
-fn wait_all(children: Vec<Child>) -> Vec<RunResult> {
-    children
-        .into_iter()
-        .map(|ch| wait_with_deadline(ch, DEADLINE))
-        .collect()
+fn wait_all(children: Vec<Drained>) -> Vec<RunResult> {
+    children.into_iter().map(|ch| ch.finish(DEADLINE)).collect()
 }
 
 /// Every process exited 0; on failure every process's log is shown (one that never ends may be waiting on
@@ -292,11 +292,10 @@ async fn a_killed_process_loses_nothing_and_its_shards_are_taken_over() {
         let victim = (run as usize) % 3;
         let wait = Duration::from_millis(150 + 170 * run);
         tokio::time::sleep(wait).await;
-        let _ = children[victim].kill();
-        let _ = children[victim].wait();
+        children[victim].kill();
         let killed_at = Instant::now();
         if run % 2 == 1 {
-            children[victim] = c.crawls[victim].spawn();
+            children[victim] = c.crawls[victim].spawn_drained();
         }
         let results = tokio::task::spawn_blocking(move || wait_all(children))
             .await
@@ -341,10 +340,10 @@ async fn a_process_paused_past_its_lease_cannot_commit() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    signal(&children[victim], "STOP");
+    signal(children[victim].child(), "STOP");
     // Well past the lease: the other process takes every shard over and goes on.
     tokio::time::sleep(Duration::from_millis(3 * LEASE_MS)).await;
-    signal(&children[victim], "CONT");
+    signal(children[victim].child(), "CONT");
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
@@ -388,6 +387,22 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
         .await
         .expect("join");
     assert_all_exit_0(&results);
+    // The outage is logged when it starts, every half minute and when it ends, not at every poll (five a second).
+    for (i, r) in results.iter().enumerate() {
+        let started = r.stderr.matches("shard poll failed; retrying").count();
+        let reminded = r.stderr.matches("shard poll still failing").count();
+        assert!(
+            started <= 1 && reminded <= 2,
+            "process {i} logged the outage {started} + {reminded} times:\n{}",
+            r.stderr
+        );
+        assert_eq!(
+            r.stderr.matches("shard poll works again").count(),
+            started,
+            "process {i}: {}",
+            r.stderr
+        );
+    }
     let records = merge(&c);
     assert_exactly_once(&c, &records, "aof restart");
 
@@ -436,9 +451,8 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
     }
     let mut children = spawn_all(&c);
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let _ = children[1].kill();
-    let _ = children[1].wait();
-    children[1] = c.crawls[1].spawn();
+    children[1].kill();
+    children[1] = c.crawls[1].spawn_drained();
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
@@ -489,11 +503,10 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let _ = children[victim].kill();
-    let _ = children[victim].wait();
+    children[victim].kill();
     assert_eq!(count(&spools[victim]), 1, "one commit waits in the spool");
     c.redis.restart();
-    children[victim] = c.crawls[victim].spawn();
+    children[victim] = c.crawls[victim].spawn_drained();
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
