@@ -5,6 +5,7 @@
 
 use super::crawl::{Crawl, RefillRequest};
 use super::messages::{Drain, GetStats, Reconfigure};
+use super::outage::{Outage, Report};
 use super::stats::Stats;
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
@@ -53,6 +54,8 @@ pub struct Scheduler {
     reported: bool,
     /// A shard poll is out.
     polling: bool,
+    /// Shard polls failing in a row (Redis down): logged when they start, every half minute, and when they end.
+    poll_outage: Outage,
     faults: Faults,
     /// Ends the process when this actor panics.
     _guard: PanicGuard,
@@ -84,6 +87,7 @@ impl Scheduler {
             forced: None,
             reported: false,
             polling: false,
+            poll_outage: Outage::default(),
             faults,
             _guard: guard,
         }
@@ -267,6 +271,36 @@ impl Scheduler {
             act.polling = false;
             let ok = matches!(res, Ok(Ok(_)));
             metrics().store_request("poll", sent.elapsed().as_secs_f64(), ok);
+            let failure = match &res {
+                Ok(Ok(_)) | Ok(Err(crawl_core::frontier::FrontierError::Lost(_))) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(format!("store unavailable: {e}")),
+            };
+            let now = Instant::now();
+            match failure {
+                None => {
+                    if let Some(r) = act.poll_outage.succeeded(now) {
+                        tracing::info!(
+                            failed_ms = r.lasted.as_millis() as u64,
+                            failures = r.failures,
+                            "shard poll works again"
+                        );
+                    }
+                }
+                Some(error) => match act.poll_outage.failed(now) {
+                    Some(Report::First) => tracing::warn!(%error, "shard poll failed; retrying"),
+                    Some(Report::Still {
+                        for_how_long,
+                        failures,
+                    }) => tracing::warn!(
+                        %error,
+                        failing_s = for_how_long.as_secs(),
+                        failures,
+                        "shard poll still failing; retrying"
+                    ),
+                    None => {}
+                },
+            }
             match res {
                 Ok(Ok(changes)) => {
                     let (gained, lost) = (changes.gained.len() as u64, changes.lost.len() as u64);
@@ -279,8 +313,8 @@ impl Scheduler {
                     tracing::error!(error = %e, "the crawl's data is gone from redis; stopping");
                     act.fatal(e.to_string());
                 }
-                Ok(Err(e)) => tracing::warn!(error = %e, "shard poll failed; retrying"),
-                Err(e) => tracing::warn!(error = %e, "store unavailable for the shard poll"),
+                // Logged above, once an outage and then every half minute.
+                Ok(Err(_)) | Err(_) => {}
             }
             act.after(ctx);
         }));
