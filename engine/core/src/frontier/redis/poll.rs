@@ -122,6 +122,10 @@ impl RedisFrontier {
 
     /// Shard news since the last poll: shards gained (with their hosts and robots.txt rules) and lost, hosts that
     /// appeared in held shards, the crawl's counters, and records taken over from processes that stopped.
+    ///
+    /// What the caller has been told (`reported`, `hosts_known`) changes only once every request of the poll went
+    /// through: a poll that fails on the way (Redis down or loading) tells nothing, and the next one tells it all,
+    /// the losses included.
     pub(super) fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
         self.check_fatal()?;
         let mut ch = ShardChanges::default();
@@ -133,7 +137,6 @@ impl RedisFrontier {
                 gained.push(s);
             } else if told && !held {
                 ch.lost.push(s);
-                self.reported[s as usize] = false;
             }
         }
         self.refresh_counters()?;
@@ -146,31 +149,37 @@ impl RedisFrontier {
             .spool()
             .and_then(|s| s.pending().ok())
             .map_or(0, |p| p.len() as u64);
-        let (hosts, robots) = self.hosts_of(&gained, true)?;
-        ch.robots = robots;
-        for (s, hosts) in hosts {
-            self.reported[s as usize] = true;
-            self.hosts_known[s as usize] = self.host_versions[s as usize];
-            ch.gained.push((s, hosts));
-        }
+        let (gained_hosts, robots) = self.hosts_of(&gained, true)?;
         let changed: Vec<u32> = (0..self.shards())
             .filter(|&s| {
                 let i = s as usize;
                 self.reported[i]
                     && !gained.contains(&s)
+                    && !ch.lost.contains(&s)
                     && self.host_versions[i] != self.hosts_known[i]
             })
             .collect();
-        for (s, hosts) in self.hosts_of(&changed, false)?.0 {
-            self.hosts_known[s as usize] = self.host_versions[s as usize];
-            ch.hosts.extend(hosts);
-        }
+        let changed_hosts = self.hosts_of(&changed, false)?.0;
         let every = std::time::Duration::from_millis(self.settings.lease_ms / 2);
         if self.last_claim.is_none_or(|t| t.elapsed() >= every) {
             self.last_claim = Some(Instant::now());
             // Handed to the caller with the next commit, numbered after that commit's own records.
             let taken = self.take_over()?;
             self.claimed.extend(taken);
+        }
+        // Nothing below fails: the caller is told all of it.
+        for &s in &ch.lost {
+            self.reported[s as usize] = false;
+        }
+        ch.robots = robots;
+        for (s, hosts) in gained_hosts {
+            self.reported[s as usize] = true;
+            self.hosts_known[s as usize] = self.host_versions[s as usize];
+            ch.gained.push((s, hosts));
+        }
+        for (s, hosts) in changed_hosts {
+            self.hosts_known[s as usize] = self.host_versions[s as usize];
+            ch.hosts.extend(hosts);
         }
         ch.claimed = self.claimed.len() as u64;
         Ok(ch)

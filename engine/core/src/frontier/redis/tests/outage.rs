@@ -87,6 +87,48 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
     assert_eq!((r.counters.pending, r.counters.done), (2, 1));
 }
 
+/// A shard the lease thread gave up (a renewal refused, a shard handed over) while the shard poll fails (Redis down,
+/// then loading its append-only file) is still reported lost by the first poll that goes through: the caller must
+/// hear of it, or it keeps the shard's hosts waiting for a renewal that never comes.
+#[test]
+fn a_shard_lost_while_the_poll_fails_is_reported_by_the_next_poll() {
+    if !require_server() {
+        return;
+    }
+    let mut srv = RedisServer::unix(&["--appendonly", "yes", "--appendfsync", "always"]).unwrap();
+    let mut a = RedisFrontier::open(short(&srv.url, "news", 4, 60_000), "a").unwrap();
+    a.recover().unwrap();
+    a.commit(Batch {
+        discovered: vec![disc("http://h/1", "h", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    assert_eq!(a.gate.owned(), vec![0, 1, 2, 3], "a holds every shard");
+    assert!(a.poll_shards().unwrap().lost.is_empty());
+    a.pause_leases();
+    let shard = (host_fp("h") % 4) as u32;
+    let token = a.gate.token(shard).unwrap();
+    a.gate.drop_shard(shard, token);
+    srv.kill();
+    assert!(a.poll_shards().is_err(), "no poll while redis is down");
+    srv.restart().unwrap();
+    let start = std::time::Instant::now();
+    let ch = loop {
+        match a.poll_shards() {
+            Ok(ch) => break ch,
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(10), "{e}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        ch.lost,
+        vec![shard],
+        "the loss is told once a poll goes through"
+    );
+    assert!(ch.gained.is_empty() && ch.hosts.is_empty(), "{ch:?}");
+    assert!(a.poll_shards().unwrap().lost.is_empty(), "and told once");
+}
+
 #[test]
 fn a_half_written_spool_file_is_removed_and_whole_commits_stay() {
     let dir = tempfile::tempdir().unwrap();
