@@ -5,7 +5,6 @@
 
 use super::crawl::{Crawl, RefillRequest};
 use super::messages::{Drain, GetStats, Reconfigure};
-use super::outage::{Outage, Report};
 use super::stats::Stats;
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
@@ -21,6 +20,7 @@ use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
     SpawnHandle, WrapFuture,
 };
+use crawl_core::outage::{Outage, Report};
 use crawl_observability::metrics::metrics;
 use std::time::{Duration, Instant};
 
@@ -271,38 +271,9 @@ impl Scheduler {
             act.polling = false;
             let ok = matches!(res, Ok(Ok(_)));
             metrics().store_request("poll", sent.elapsed().as_secs_f64(), ok);
-            let failure = match &res {
-                Ok(Ok(_)) | Ok(Err(crawl_core::frontier::FrontierError::Lost(_))) => None,
-                Ok(Err(e)) => Some(e.to_string()),
-                Err(e) => Some(format!("store unavailable: {e}")),
-            };
-            let now = Instant::now();
-            match failure {
-                None => {
-                    if let Some(r) = act.poll_outage.succeeded(now) {
-                        tracing::info!(
-                            failed_ms = r.lasted.as_millis() as u64,
-                            failures = r.failures,
-                            "shard poll works again"
-                        );
-                    }
-                }
-                Some(error) => match act.poll_outage.failed(now) {
-                    Some(Report::First) => tracing::warn!(%error, "shard poll failed; retrying"),
-                    Some(Report::Still {
-                        for_how_long,
-                        failures,
-                    }) => tracing::warn!(
-                        %error,
-                        failing_s = for_how_long.as_secs(),
-                        failures,
-                        "shard poll still failing; retrying"
-                    ),
-                    None => {}
-                },
-            }
             match res {
                 Ok(Ok(changes)) => {
+                    act.poll_went_through();
                     let (gained, lost) = (changes.gained.len() as u64, changes.lost.len() as u64);
                     metrics().shard_leases(changes.leases_renewed, changes.leases_lost);
                     metrics().spooled(changes.spooled);
@@ -313,11 +284,39 @@ impl Scheduler {
                     tracing::error!(error = %e, "the crawl's data is gone from redis; stopping");
                     act.fatal(e.to_string());
                 }
-                // Logged above, once an outage and then every half minute.
-                Ok(Err(_)) | Err(_) => {}
+                Ok(Err(e)) => act.poll_failed(&e),
+                Err(e) => act.poll_failed(&format!("store unavailable: {e}")),
             }
             act.after(ctx);
         }));
+    }
+
+    /// A shard poll went through: the end of an outage is logged.
+    fn poll_went_through(&mut self) {
+        if let Some(r) = self.poll_outage.succeeded(Instant::now()) {
+            tracing::info!(
+                failed_ms = r.lasted.as_millis() as u64,
+                failures = r.failures,
+                "shard poll works again"
+            );
+        }
+    }
+
+    /// A shard poll failed (it is sent again): logged when the failures start and every half minute after.
+    fn poll_failed(&mut self, error: &dyn std::fmt::Display) {
+        match self.poll_outage.failed(Instant::now()) {
+            Some(Report::First) => tracing::warn!(%error, "shard poll failed; retrying"),
+            Some(Report::Still {
+                for_how_long,
+                failures,
+            }) => tracing::warn!(
+                %error,
+                failing_s = for_how_long.as_secs(),
+                failures,
+                "shard poll still failing; retrying"
+            ),
+            None => {}
+        }
     }
 
     /// Sends committed records to the sink.

@@ -4,7 +4,6 @@ pub mod actor;
 pub mod crawl;
 mod leases;
 pub mod messages;
-mod outage;
 mod records;
 pub mod robots_state;
 pub mod stats;

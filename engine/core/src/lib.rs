@@ -20,6 +20,7 @@ pub mod config;
 pub mod frontier;
 pub mod netaddr;
 pub mod netguard;
+pub mod outage;
 pub mod output;
 pub mod politeness;
 pub mod record;

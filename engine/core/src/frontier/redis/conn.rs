@@ -4,6 +4,7 @@
 use super::RedisSettings;
 use super::spool::Spool;
 use crate::frontier::FrontierError;
+use crate::outage::{Outage, Report};
 use redis::{ErrorKind, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
 use std::time::Duration;
 
@@ -300,7 +301,7 @@ impl Conn {
             }
             return r;
         }
-        let mut outage: Option<(std::time::Instant, String)> = None;
+        let mut outage = Outage::default();
         let mut kept: Option<std::path::PathBuf> = None;
         let mut delay = Duration::from_millis(50);
         loop {
@@ -310,10 +311,11 @@ impl Conn {
                     .find_map(|r| r.as_ref().err().filter(|e| busy(e)))
                 {
                     None => {
-                        if let Some((since, _)) = outage {
+                        if let Some(r) = outage.succeeded(std::time::Instant::now()) {
                             tracing::info!(
                                 target_url = %self.target,
-                                outage_ms = since.elapsed().as_millis() as u64,
+                                outage_ms = r.lasted.as_millis() as u64,
+                                failures = r.failures,
                                 "redis reachable again"
                             );
                         }
@@ -329,19 +331,26 @@ impl Conn {
                 Err(e @ FrontierError::Lost(_)) => return Err(e),
                 Err(e) => e,
             };
-            let since = match &outage {
-                Some((since, _)) => *since,
-                None => {
-                    tracing::warn!(
-                        target_url = %self.target,
-                        error = %failure,
-                        "redis unreachable; retrying until it is back"
-                    );
-                    let now = std::time::Instant::now();
-                    outage = Some((now, failure.to_string()));
-                    now
-                }
-            };
+            let now = std::time::Instant::now();
+            match outage.failed(now) {
+                Some(Report::First) => tracing::warn!(
+                    target_url = %self.target,
+                    error = %failure,
+                    "redis unreachable; retrying until it is back"
+                ),
+                Some(Report::Still {
+                    for_how_long,
+                    failures,
+                }) => tracing::warn!(
+                    target_url = %self.target,
+                    error = %failure,
+                    unreachable_s = for_how_long.as_secs(),
+                    failures,
+                    "redis still unreachable; retrying until it is back"
+                ),
+                None => {}
+            }
+            let since = outage.since().unwrap_or(now);
             if spooled
                 && kept.is_none()
                 && let Some(spool) = &self.spool

@@ -20,6 +20,7 @@ use super::conn::{Call, Conn, reply};
 use super::keys::Keys;
 use super::scripts::SCRIPTS;
 use crate::frontier::{Fp, FrontierError};
+use crate::outage::{Outage, Report};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -368,7 +369,7 @@ pub(crate) struct Control {
 /// Runs the ownership loop until told to stop.
 pub(crate) fn run(mut own: Ownership, control: Arc<Control>) {
     let period = std::time::Duration::from_millis((own.lease_ms / 3).max(10));
-    let mut failing = false;
+    let mut outage = Outage::default();
     loop {
         if control.stop.load(Ordering::Acquire) {
             break;
@@ -376,16 +377,32 @@ pub(crate) fn run(mut own: Ownership, control: Arc<Control>) {
         if !control.paused.load(Ordering::Acquire) {
             match own.round() {
                 Ok(()) => {
-                    if failing {
-                        tracing::info!(process = %own.pid, "shard leases renewed again");
+                    if let Some(r) = outage.succeeded(std::time::Instant::now()) {
+                        tracing::info!(
+                            process = %own.pid,
+                            failed_ms = r.lasted.as_millis() as u64,
+                            failures = r.failures,
+                            "shard leases renewed again"
+                        );
                     }
-                    failing = false;
                 }
                 Err(e) => {
-                    if !failing {
-                        tracing::warn!(process = %own.pid, error = %e, "shard lease round failed");
+                    match outage.failed(std::time::Instant::now()) {
+                        Some(Report::First) => {
+                            tracing::warn!(process = %own.pid, error = %e, "shard lease round failed")
+                        }
+                        Some(Report::Still {
+                            for_how_long,
+                            failures,
+                        }) => tracing::warn!(
+                            process = %own.pid,
+                            error = %e,
+                            failing_s = for_how_long.as_secs(),
+                            failures,
+                            "shard lease rounds still failing"
+                        ),
+                        None => {}
                     }
-                    failing = true;
                     if own.gate.fatal().is_some() {
                         break;
                     }

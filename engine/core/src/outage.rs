@@ -1,14 +1,15 @@
-//! What to log about a request that fails again and again (the shard poll while Redis is down): the first failure,
-//! a reminder now and then while it lasts, and its end, instead of a line at every attempt.
+//! What to log about a request that fails again and again (Redis down: the store's requests, the lease rounds, the
+//! shard polls): the first failure, a reminder now and then while it lasts, and its end, instead of a line at every
+//! attempt.
 
 use std::time::{Duration, Instant};
 
 /// How often a failure that goes on is logged again.
-pub(super) const REMIND_EVERY: Duration = Duration::from_secs(30);
+pub const REMIND_EVERY: Duration = Duration::from_secs(30);
 
 /// Failures in a row of one kind of request.
 #[derive(Debug, Default)]
-pub(super) struct Outage {
+pub struct Outage {
     /// When the first failure of this run was seen, and when it was last logged.
     since: Option<(Instant, Instant)>,
     /// Failures since the first.
@@ -17,7 +18,7 @@ pub(super) struct Outage {
 
 /// What a failure should log.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Report {
+pub enum Report {
     /// The first failure after a success (or at start).
     First,
     /// A reminder: failing for `for_how_long`, `failures` attempts in all.
@@ -29,14 +30,14 @@ pub(super) enum Report {
 
 /// What the first success after failures should log.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Recovered {
+pub struct Recovered {
     pub lasted: Duration,
     pub failures: u64,
 }
 
 impl Outage {
     /// A failure at `now`: what to log, if anything.
-    pub(super) fn failed(&mut self, now: Instant) -> Option<Report> {
+    pub fn failed(&mut self, now: Instant) -> Option<Report> {
         self.failures += 1;
         match &mut self.since {
             None => {
@@ -54,8 +55,13 @@ impl Outage {
         }
     }
 
+    /// When the failures began (None: the last attempt went through).
+    pub fn since(&self) -> Option<Instant> {
+        self.since.map(|(first, _)| first)
+    }
+
     /// A success at `now`: the outage it ends, if there was one.
-    pub(super) fn succeeded(&mut self, now: Instant) -> Option<Recovered> {
+    pub fn succeeded(&mut self, now: Instant) -> Option<Recovered> {
         let (first, _) = self.since.take()?;
         let failures = std::mem::take(&mut self.failures);
         Some(Recovered {
@@ -76,6 +82,7 @@ mod tests {
         let mut o = Outage::default();
         assert_eq!(o.succeeded(at(0)), None, "no outage, nothing to report");
         assert_eq!(o.failed(at(0)), Some(Report::First));
+        assert_eq!(o.since(), Some(at(0)));
         // One attempt every 200 ms: silent until 30 s after the first line.
         for ms in (200..30_000).step_by(200) {
             assert_eq!(o.failed(at(ms)), None, "at {ms} ms");
@@ -103,6 +110,7 @@ mod tests {
             })
         );
         assert_eq!(o.succeeded(at(61_200)), None, "reported once");
+        assert_eq!(o.since(), None);
         // The next outage is new: its first failure is logged, and counted from one.
         assert_eq!(o.failed(at(70_000)), Some(Report::First));
         assert_eq!(
