@@ -5,6 +5,41 @@ CARGO ?= cargo
 
 all: build
 
+# The table of targets, as README.md's "Make targets" gives it (make help-check compares the two).
+.PHONY: help help-check
+help:
+	@printf '%-20s %s\n' \
+		'make build' 'debug build of the workspace (the default target)' \
+		'make release' 'release build of crawl-engine and the test site' \
+		'make demo' 'a real crawl of a generated 4-host site on 127.0.0.20-23 with ./config.toml, no internet' \
+		'make demo-cluster' 'three processes crawl the demo site through a local Redis, then their files are merged' \
+		'make test' 'the whole test suite: alert rules, unit and integration tests, doc tests, fuzz targets compiled' \
+		'make test-it' 'the integration tests alone (the real binary against loopback servers)' \
+		'make fuzz-check' 'the fuzz targets type-checked on the stable toolchain (part of make test)' \
+		'make promtool-test' 'the alert rules checked and unit-tested with promtool (part of make test)' \
+		'make bench' 'bench-crawl, bench-peer, bench-small, bench-polite and bench-micro' \
+		'make bench-crawl' 'the crawl benchmark: 8 hosts x 2,600 pages, WARC output off and on' \
+		'make bench-peer' 'crawl-engine against wget2 on the same plain and realistic sites' \
+		'make bench-small' 'CPU per response of tiny pages, parsed inline and on parser threads, by IP and by name' \
+		'make bench-polite' 'a polite crawl of 200 hosts against its politeness bound' \
+		'make bench-scale' 'large frontiers (20k, 1M, 10M known URLs): memory, disk, restart time, pages/s' \
+		'make bench-drain' 'resident memory before and after a queue of 200,000 URLs drains' \
+		'make bench-otlp' 'the bench crawl without a trace exporter and with one, over OTLP/HTTP and OTLP/gRPC' \
+		'make bench-cluster' 'the bench crawl on the embedded frontier and through Redis with 1, 2 and 3 processes' \
+		'make bench-micro' 'the criterion benches (link extraction, canonicalisation, frontier, spans, ...)' \
+		'make fuzz' 'every fuzz target for FUZZ_SECONDS each (nightly toolchain and cargo-fuzz)' \
+		'make fmt' 'format the code' \
+		'make lint' 'rustfmt check and clippy with warnings as errors' \
+		'make doc' 'the API documentation' \
+		'make ci' 'lint, then test' \
+		'make clean' 'cargo clean and every demo, bench and tool folder' \
+		'make help' 'this table'
+
+help-check: SHELL := /bin/bash
+help-check:
+	@diff -u <(sed -n 's/^| `\(make [a-z-]*\)` | \(.*\) |$$/\1\t\2/p' README.md | awk -F'\t' '{ printf "%-20s %s\n", $$1, $$2 }') \
+		<($(MAKE) -s --no-print-directory help) && echo "make help and README.md agree"
+
 build:
 	$(CARGO) build --workspace
 

@@ -38,6 +38,8 @@
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
+//! - `template`: the shipped `real-site.toml` passes `--check`, refuses private networks and samples a tenth of the
+//!   traces.
 
 /// The `crawl-engine` binary cargo built for these tests.
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
@@ -60,6 +62,7 @@ mod reload_parts;
 mod resolver;
 mod robots_politeness;
 mod secrets;
+mod template;
 mod tls;
 mod traps;
 mod warc;
