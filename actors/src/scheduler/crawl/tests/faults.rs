@@ -1,5 +1,5 @@
 //! Unit tests of [`Crawl`] (continued): throttling and retries, panics and fetcher loss, max_pages, drain, and
-//! durability across a reopen of the store. The harness is in `crawl_tests.rs`.
+//! durability across a reopen of the store. The harness is in the parent module.
 
 use super::*;
 

@@ -1,6 +1,6 @@
 //! Unit tests of [`Crawl`] (continued): page requisites (admission at the page's depth, their scope verdicts,
 //! records of kind embed, redirects and failures of requisites), the record fields that come from the page's content,
-//! and robots.txt sitemaps on hosts out of scope. The harness is in `tests.rs`.
+//! and robots.txt sitemaps on hosts out of scope. The harness is in the parent module.
 
 use super::*;
 use crawl_core::record::RecordKind;

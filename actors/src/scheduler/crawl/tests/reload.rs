@@ -1,6 +1,6 @@
 //! Unit tests of [`Crawl::reconfigure`] (a SIGHUP reload): the politeness policy applies from the next lease, a new
 //! exclude pattern records URLs still queued as excluded when they come up, and leases in flight are neither lost
-//! nor duplicated. The harness is in `crawl_tests.rs`.
+//! nor duplicated. The harness is in the parent module.
 
 use super::*;
 
