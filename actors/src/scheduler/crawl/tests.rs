@@ -6,11 +6,14 @@
 //! reconfiguration, `embeds` requisites, `shards` a crawl shared by many processes, `traps` crawler traps.
 
 use super::*;
+use crate::protocol::SitemapOutcome;
 use crawl_core::frontier::FrontierStore;
 use crawl_core::frontier::embedded::EmbeddedFrontier;
+use crawl_core::frontier::{Counters, Fp};
 use crawl_core::politeness::PolitenessPolicy;
 use crawl_core::robots::Robots;
-use crawl_core::scope::ScopeMode;
+use crawl_core::scope::{ScopeMode, ScopeVerdict};
+use std::collections::HashSet;
 
 mod embeds;
 mod faults;
