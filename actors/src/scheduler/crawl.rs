@@ -14,6 +14,7 @@
 mod admission;
 mod embeds;
 mod leases;
+mod page_answer;
 mod progress;
 mod records;
 mod robots_jobs;
@@ -36,7 +37,7 @@ use crawl_core::frontier::{
 };
 use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
-use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
+use crawl_core::record::{DnsInfo, Reason, Record};
 use crawl_core::scope::ScopePolicy;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
@@ -753,7 +754,6 @@ impl Crawl {
     /// redirect followed (within the loop and length limits), and the requisites and links of a 2xx admitted.
     fn on_page(&mut self, job: Job, out: PageOutcome, done: &mut JobCtx, now: Instant) {
         let entry = job.entry;
-        let latency = out.elapsed;
         let throttled = out.status == 429 || out.status == 503;
         if throttled && entry.retries < self.settings.max_retries {
             self.windows.hosts_mut().release(
@@ -778,83 +778,20 @@ impl Crawl {
         if throttled {
             self.share_pause(job.host, now);
         }
-        let mut record = Record {
-            url: entry.url.clone(),
-            outcome: Outcome::Fetched,
-            reason: None,
-            status: Some(out.status),
-            depth: entry.depth,
-            parent: entry.parent.clone(),
-            redirect_to: None,
-            content_type: out.content_type,
-            content_length: Some(out.content_length),
-            links: Some(out.links_found),
-            fetched_at: now_rfc3339(),
-            elapsed_ms: Some(out.elapsed_ms),
-            attempts: entry.tries(),
-            http_version: Some(out.http_version),
-            noindex: out.noindex,
-            error: None,
-            dns: None,
-            proxy: out.proxy,
-            trace_id: None,
-            record_id: None,
-            title: out.title,
-            digest: out.digest,
-            links_dropped: embeds::links_dropped(&entry.url, out.links_dropped, out.embeds_dropped),
-            kind: None,
-            warc: None,
-        };
-        if let Some((reason, detail)) = out.body_error {
-            record.outcome = reason.outcome();
-            record.reason = Some(reason);
-            record.error = Some(detail);
-            record.links = None;
-            self.record_fetch(&entry, record, done, (latency, now));
-            return;
-        }
-        if (300..400).contains(&out.status) {
-            match out.redirect_to {
-                Some(Ok(target)) => {
-                    record.redirect_to = Some(target.url.clone());
-                    let mut chain = entry.redirect_chain.clone();
-                    chain.push(entry.url.clone());
-                    if chain.contains(&target.url) {
-                        record.outcome = Outcome::Failed;
-                        record.reason = Some(Reason::RedirectLoop);
-                        record.error = Some(format!("redirect loop back to {}", target.url));
-                        self.record_fetch(&entry, record, done, (latency, now));
-                        return;
-                    }
-                    if chain.len() as u32 > self.settings.max_redirects {
-                        record.outcome = Outcome::Failed;
-                        record.reason = Some(Reason::TooManyRedirects);
-                        record.error = Some(format!(
-                            "more than {} redirects",
-                            self.settings.max_redirects
-                        ));
-                        self.record_fetch(&entry, record, done, (latency, now));
-                        return;
-                    }
-                    self.record_fetch(&entry, record, done, (latency, now));
-                    self.admit_target(target, &entry, chain);
-                }
-                Some(Err(detail)) => {
-                    record.error = Some(detail);
-                    self.record_fetch(&entry, record, done, (latency, now));
-                }
-                None => self.record_fetch(&entry, record, done, (latency, now)),
-            }
-            return;
-        }
+        let latency = out.elapsed;
+        let (record, then) = page_answer::record(&entry, out, self.settings.max_redirects);
         self.record_fetch(&entry, record, done, (latency, now));
-        if (200..300).contains(&out.status) {
-            // Requisites first: a URL both linked and embedded is fetched once, as the page's requisite.
-            for embed in out.embeds {
-                self.admit_embed(embed, entry.depth, Some(&entry), Vec::new());
-            }
-            for link in out.links {
-                self.admit(link, entry.depth + 1, Some(&entry), Vec::new());
+        match then {
+            page_answer::Then::Done => {}
+            page_answer::Then::Follow(target, chain) => self.admit_target(target, &entry, chain),
+            page_answer::Then::Admit { embeds, links } => {
+                // Requisites first: a URL both linked and embedded is fetched once, as the page's requisite.
+                for embed in embeds {
+                    self.admit_embed(embed, entry.depth, Some(&entry), Vec::new());
+                }
+                for link in links {
+                    self.admit(link, entry.depth + 1, Some(&entry), Vec::new());
+                }
             }
         }
     }

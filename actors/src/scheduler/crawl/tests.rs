@@ -11,6 +11,7 @@ use crawl_core::frontier::FrontierStore;
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::{Counters, Fp};
 use crawl_core::politeness::PolitenessPolicy;
+use crawl_core::record::Outcome;
 use crawl_core::robots::Robots;
 use crawl_core::scope::{ScopeMode, ScopeVerdict};
 use std::collections::HashSet;
