@@ -5,10 +5,10 @@
 //! messages in and out: it sends the batches this state hands it ([`Crawl::take_commit`]) and the window refills
 //! ([`Crawl::take_refills`]) to the store actor and feeds the answers back.
 //!
-//! The parts own their state: [`Admission`] (scope, trap budgets), [`Windows`] (host queues and their
-//! politeness, the records window, refills), [`RobotsJobs`] (robots.txt state, robots.txt and sitemap jobs),
-//! [`Leases`] (jobs out, retried traces, fetchers set aside), [`Staging`] (the batch, the commit in flight, the
-//! record log), [`Shards`] (a crawl shared by many processes) and [`Progress`] (counters). Traces and metrics of a
+//! The parts own their state: `Admission` (scope, trap budgets), `Windows` (host queues and their
+//! politeness, the records window, refills), `RobotsJobs` (robots.txt state, robots.txt and sitemap jobs),
+//! `Leases` (jobs out, retried traces, fetchers set aside), `Staging` (the batch, the commit in flight, the
+//! record log), `Shards` (a crawl shared by many processes) and `Progress` (counters). Traces and metrics of a
 //! URL are made in `trace_metrics`.
 
 mod admission;
