@@ -1,34 +1,57 @@
-//! The scheduler's state machine, without actix: host windows over the store, leases with deadlines, robots.txt
-//! state per authority, redirects, retries, poison, link admission, records and group commits. The actor in
-//! `actor.rs` only moves messages in and out: it sends the batches this state hands it ([`Crawl::take_commit`]) and
-//! the window refills ([`Crawl::take_refills`]) to the store actor and feeds the answers back.
+//! The scheduler's state machine, without actix: a coordinator over the parts of a crawl, following the life of a
+//! job: a link is admitted (scope and traps) and staged, the store queues it, a host window reads it, it is leased
+//! when politeness, robots.txt and the host's shard let it start, its result makes a record (or queues it again),
+//! and the record is committed with the group commit and written by the sink. The actor in `actor.rs` only moves
+//! messages in and out: it sends the batches this state hands it ([`Crawl::take_commit`]) and the window refills
+//! ([`Crawl::take_refills`]) to the store actor and feeds the answers back.
+//!
+//! The parts own their state: `Admission` (scope, trap budgets), `Windows` (host queues and their
+//! politeness, the records window, refills), `RobotsJobs` (robots.txt state, robots.txt and sitemap jobs),
+//! `Leases` (jobs out, retried traces, fetchers set aside), `Staging` (the batch, the commit in flight, the
+//! record log), `Shards` (a crawl shared by many processes) and `Progress` (counters). Traces and metrics of a
+//! URL are made in `trace_metrics`.
 
-use super::leases::Leases;
-use super::records::RecordLog;
-use super::robots_state::{RobotsState, RobotsTable};
-use super::stats::Stats;
+mod admission;
+mod embeds;
+mod leases;
+mod page_answer;
+mod progress;
+mod records;
+mod robots_jobs;
+mod shards;
+mod staging;
+mod trace_metrics;
+mod windows;
+
 use crate::protocol::{
     ArchiveItem, Archived, FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome,
-    RobotsOutcome, SitemapOutcome, StartGate,
+    RobotsOutcome,
 };
+use crate::scheduler::stats::Stats;
+use admission::Admission;
+use crawl_core::backoff::Backoff;
 use crawl_core::canon;
-use crawl_core::frontier::window::{Refill, Window};
 use crawl_core::frontier::{
-    Batch, Committed, Counters, Discovered, Entry, Finished, Fp, FrontierError, JobKind,
-    RECORDS_HOST, Resume, ShardChanges, ShardGate, SharedRobots, host_fp,
+    Batch, Committed, Discovered, Entry, FrontierError, JobKind, Resume, ShardChanges, ShardGate,
+    SharedRobots,
 };
 use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
-use crawl_core::record::{DnsInfo, Outcome, Reason, Record, now_rfc3339};
-use crawl_core::scope::{ScopePolicy, ScopeVerdict};
-use crawl_core::traps::Budgets;
-use crawl_observability::Attr;
+use crawl_core::record::{DnsInfo, Reason, Record};
+use crawl_core::scope::ScopePolicy;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
-use crawl_observability::trace::{self, Stamp, Trace, wall};
-use std::collections::{HashMap, HashSet};
+use crawl_observability::trace::Trace;
+use leases::Leases;
+use progress::{Event, Progress};
+use robots_jobs::{Around, Obtained, RobotsJobs};
+use shards::{PolledCounters, Shards};
+use staging::Staging;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use windows::Windows;
+
+pub use windows::{RefillRequest, WindowId};
 
 /// Settings the scheduler needs (a projection of the config).
 #[derive(Debug, Clone)]
@@ -52,93 +75,28 @@ pub struct CrawlSettings {
     pub window: usize,
 }
 
-/// Which window a refill is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WindowId {
-    Host(HostId),
-    /// The records queue (links recorded without a fetch).
-    Records,
-}
-
-/// A refill to send to the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefillRequest {
-    pub window: WindowId,
-    pub host: Fp,
-    pub refill: Refill,
-}
-
 /// What a finished job carries to its record: how its host was resolved and its trace. Whatever the record does
 /// not take (the URL was queued again, or the job makes no record) is dealt with by [`Crawl::job_done`].
 #[derive(Debug, Default)]
-pub(super) struct JobCtx {
-    pub dns: Option<DnsInfo>,
-    pub trace: Option<Trace>,
+struct JobCtx {
+    dns: Option<DnsInfo>,
+    trace: Option<Trace>,
     /// The fetch, for the archive: bound to the job's record when one is made.
-    pub archive: Option<Box<Archived>>,
+    archive: Option<Box<Archived>>,
 }
 
-/// The commit in flight: what to do once it is durable.
-#[derive(Debug, Default)]
-struct InFlight {
-    started: Option<Instant>,
-    finished: Vec<Finished>,
-    /// Hosts whose robots.txt rules the commit carries (a shard is handed over only once they are stored).
-    robots: Vec<Fp>,
-}
-
-/// The scheduler's state.
+/// The scheduler's state: the parts of a crawl and what only the coordinator decides.
 pub struct Crawl {
     settings: CrawlSettings,
-    scope: Arc<ScopePolicy>,
-    /// URLs admitted per host and per URL pattern (`traps.max_urls_per_host`, `traps.max_urls_per_pattern`).
-    budgets: Budgets,
-    queues: HostQueues,
-    /// The records queue: links recorded without a fetch, read from the store a window at a time.
-    excluded: Window,
-    robots: RobotsTable,
+    admission: Admission,
+    windows: Windows,
+    robots: RobotsJobs,
     leases: Leases,
-    records: RecordLog,
-    staged: Batch,
-    /// Fetches to archive with the next commit.
-    staged_archive: Vec<ArchiveItem>,
-    in_flight: Option<InFlight>,
-    refills_out: usize,
-    /// The store's counters as of the last commit.
-    counters: Counters,
-    sitemaps_seen: HashSet<String>,
-    pages_done: u64,
+    staging: Staging,
+    shards: Shards,
+    progress: Progress,
+    /// No new lease starts (SIGINT/SIGTERM).
     draining: bool,
-    stats: Stats,
-    dropped: Vec<Entry>,
-    /// Traces of URLs queued again (retry, re-drive), continued by their next lease.
-    retry_traces: HashMap<String, Trace>,
-    /// The scope changed in a reload: queued URLs are judged again when they come up.
-    rescope: bool,
-    /// Fetchers that held an expired lease and are not used until the supervisor reports on them.
-    suspect: HashSet<usize>,
-    /// With a store shared by many processes: which hosts this one may crawl (None: every host).
-    shards: Option<Arc<dyn ShardGate>>,
-    /// Hosts blocked because their shard's lease ran out on the local clock (unblocked when it is renewed).
-    shard_blocked: HashSet<HostId>,
-    /// Shards being handed over to a peer (their hosts detached).
-    handing: HashSet<u32>,
-    /// Records of the whole crawl committed and not yet written anywhere, as of the last shard poll (None before
-    /// the first): a shared crawl is not over while one may still have to be written.
-    unacked: Option<u64>,
-    /// The store took over records of a stopped process: they come out with the next commit, due even when
-    /// nothing else is staged.
-    claims_waiting: bool,
-    /// Idle-while-pending watch of a shared crawl (see `shards::IdleWatch`).
-    idle: shards::IdleWatch,
-    /// Commits completed so far, and how many had completed when the shard poll whose counters the crawl holds
-    /// was sent: a shared crawl is declared over only on counters read after its own last commit.
-    commits_done: u64,
-    counters_after: Option<u64>,
-    /// Records carry a crawl-wide `record_id` (a crawl shared by many processes).
-    record_ids: bool,
-    /// A URL may be crawled again (recrawl): its record id also names the queueing it answers.
-    recrawl: bool,
 }
 
 impl Crawl {
@@ -152,68 +110,49 @@ impl Crawl {
         jsonl: JsonlCheckpoint,
         now: Instant,
     ) -> Crawl {
-        let mut excluded = Window::complete();
-        let mut queues = queues;
-        let mut budgets = Budgets::new(scope.traps().config());
+        let mut admission = Admission::new(scope);
+        let mut windows = Windows::new(queues, settings.window);
         for h in &resume.hosts {
-            if h.fp == RECORDS_HOST {
-                excluded = Window::unloaded();
-            } else {
-                queues.resume_host(&h.name, now);
-                budgets.resume(&h.name, h.pending);
+            if windows.resume(h, now) {
+                admission.resume(&h.name, h.pending);
             }
         }
-        let mut stats = Stats {
-            resumed: resume.counters.pending,
-            known: resume.counters.known,
-            ..Stats::default()
-        };
-        stats.resumed = resume.counters.pending;
         let moved = resume.checkpoint != Some(jsonl);
         let mut crawl = Crawl {
             leases: Leases::new(settings.lease_timeout),
-            records: RecordLog::new(resume.next_record, jsonl.lines, moved.then_some(jsonl)),
+            staging: Staging::new(resume.next_record, jsonl, moved),
+            robots: RobotsJobs::new(&settings),
+            progress: Progress::new(resume.counters),
+            shards: Shards::default(),
             settings,
-            scope,
-            budgets,
-            queues,
-            excluded,
-            robots: RobotsTable::default(),
-            staged: Batch::default(),
-            staged_archive: Vec::new(),
-            in_flight: None,
-            refills_out: 0,
-            counters: resume.counters,
-            sitemaps_seen: HashSet::new(),
-            pages_done: resume.counters.pages_fetched,
+            admission,
+            windows,
             draining: false,
-            stats,
-            dropped: Vec::new(),
-            retry_traces: HashMap::new(),
-            rescope: false,
-            suspect: HashSet::new(),
-            shards: None,
-            shard_blocked: HashSet::new(),
-            handing: HashSet::new(),
-            unacked: None,
-            claims_waiting: false,
-            idle: shards::IdleWatch::default(),
-            commits_done: 0,
-            counters_after: None,
-            record_ids: false,
-            recrawl: false,
         };
         crawl.take_robots(resume.robots, now);
         crawl
     }
 
+    /// A crawl shared by many processes: only hosts whose shard `gate` says this process owns are crawled, and
+    /// records carry a crawl-wide id.
+    pub fn with_shards(mut self, gate: Arc<dyn ShardGate>) -> Crawl {
+        self.shards = Shards::new(gate);
+        self.staging.with_record_ids();
+        self
+    }
+
+    /// URLs may be crawled again (recrawl): each record's id names the URL and the queueing it answers, so that
+    /// the merge keeps one record per fetch of a URL, not one per URL.
+    pub fn with_recrawl(mut self) -> Crawl {
+        self.staging.with_recrawl();
+        self
+    }
+
+    // --- admit: a URL found is judged (scope, traps) and staged for the store ---
+
     /// Adds a seed (depth 0); the store drops it when it is known already.
     pub fn add_seed(&mut self, url: &url::Url) {
-        let link = FoundLink {
-            url: url.as_str().to_owned(),
-            host: canon::host_key(url).to_owned(),
-            verdict: self.scope.check(url, 0),
-        };
+        let link = self.admission.seed(url);
         self.admit(link, 0, None, Vec::new());
     }
 
@@ -225,13 +164,34 @@ impl Crawl {
         parent: Option<&Entry>,
         chain: Vec<String>,
     ) {
-        self.screen_traps(&mut link, depth);
-        let kind = JobKind::from_verdict(link.verdict);
+        let kind = self.admission.screen(&mut link, depth);
         self.stage_discovered(link, depth, parent, chain, kind);
     }
 
+    /// Stages a page requisite found by `parent` (or a requisite's redirect target): an embed job when it is in the
+    /// requisites' scope, else recorded without a fetch like an excluded link. The depth is the page's own.
+    fn admit_embed(
+        &mut self,
+        link: FoundLink,
+        depth: u32,
+        parent: Option<&Entry>,
+        chain: Vec<String>,
+    ) {
+        let kind = embeds::embed_kind(link.verdict);
+        self.stage_discovered(link, depth, parent, chain, kind);
+    }
+
+    /// Stages a redirect target: a requisite's stays a requisite (same depth either way).
+    fn admit_target(&mut self, target: FoundLink, entry: &Entry, chain: Vec<String>) {
+        if entry.kind == JobKind::Embed {
+            self.admit_embed(target, entry.depth, Some(entry), chain);
+        } else {
+            self.admit(target, entry.depth, Some(entry), chain);
+        }
+    }
+
     /// Stages a discovered URL to be queued (or recorded) as `kind`.
-    pub(super) fn stage_discovered(
+    fn stage_discovered(
         &mut self,
         link: FoundLink,
         depth: u32,
@@ -239,7 +199,7 @@ impl Crawl {
         chain: Vec<String>,
         kind: JobKind,
     ) {
-        self.staged.discovered.push(Discovered {
+        self.staging.discovered(Discovered {
             url: link.url,
             host: link.host,
             depth,
@@ -247,6 +207,682 @@ impl Crawl {
             redirect_chain: chain,
             kind,
         });
+    }
+
+    /// A config reload: the politeness policy applies from the next lease, the scope to links found from now on
+    /// and to URLs still queued (judged again when they come up, and recorded excluded if they left the scope).
+    /// `None`: that part did not change (an unchanged scope does not judge the queued URLs again).
+    pub fn reconfigure(
+        &mut self,
+        politeness: Option<crawl_core::politeness::PolitenessPolicy>,
+        scope: Option<Arc<ScopePolicy>>,
+    ) {
+        if let Some(politeness) = politeness {
+            self.windows.hosts_mut().set_policy(politeness);
+        }
+        if let Some(scope) = scope {
+            self.admission.reconfigure(scope);
+        }
+    }
+
+    // --- queue and lease: windows read the store's queues; ready jobs are leased ---
+
+    /// Refills the windows need; the caller sends each to the store and hands the answer to [`filled`](Self::filled).
+    pub fn take_refills(&mut self) -> Vec<RefillRequest> {
+        self.windows.take_refills()
+    }
+
+    /// The store's answer to a refill.
+    pub fn filled(
+        &mut self,
+        req: RefillRequest,
+        result: Result<Vec<Entry>, FrontierError>,
+        now: Instant,
+    ) -> Result<(), FrontierError> {
+        self.windows.filled(req, result, now)
+    }
+
+    /// Back-pressure: while a commit is in flight and twice `commit_max_ops` changes wait behind it, no new job
+    /// starts, so what waits for the store (and the memory it takes) stays bounded however fast pages come in.
+    fn backlogged(&self) -> bool {
+        self.staging.backlogged(self.settings.commit_max_ops)
+    }
+
+    fn limit_reached(&self) -> bool {
+        self.progress
+            .limit_reached(self.settings.max_pages, self.leases.pages())
+    }
+
+    /// Leases up to the free global capacity of ready jobs. Returns them and the instant to call again when some
+    /// are waiting on politeness.
+    pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
+        self.record_excluded();
+        if self.draining || self.limit_reached() {
+            // No new lease will start: the windows' URLs stay in the store, their memory goes.
+            self.windows.let_go();
+        }
+        let mut jobs = Vec::new();
+        let mut wake = None;
+        while !self.draining
+            && self.leases.len() < self.settings.concurrency
+            && !self.limit_reached()
+            && !self.backlogged()
+        {
+            let mut need_robots: Vec<(HostId, String)> = Vec::new();
+            let robots = &self.robots;
+            let shards = &mut self.shards;
+            let pop = self.windows.pop_ready(now, |host, entry| {
+                if !shards.lets_start(host, entry.host) {
+                    return Gate::Block;
+                }
+                if !robots.respected() {
+                    return Gate::Go;
+                }
+                match robots.gate(&entry.url, now) {
+                    Some(g) => g,
+                    None => {
+                        if let Ok(u) = url::Url::parse(&entry.url) {
+                            need_robots.push((host, canon::authority_key(&u)));
+                        }
+                        Gate::Block
+                    }
+                }
+            });
+            let asked_robots = !need_robots.is_empty();
+            for (host, authority) in need_robots {
+                self.robots
+                    .request(host, &authority, &mut self.windows, now);
+            }
+            self.record_dropped();
+            match pop {
+                Pop::Ready(host, entry) => {
+                    if !entry.kind.is_fetched() && !self.may_start(host) {
+                        // Urgent jobs pass the page gate: their shard is checked here.
+                        self.windows
+                            .hosts_mut()
+                            .release(host, now, Feedback::NotStarted);
+                        self.hold_urgent(host, entry, now);
+                        continue;
+                    }
+                    if !self.still_in_scope(host, &entry, now) {
+                        continue;
+                    }
+                    jobs.push(self.lease(host, entry, now));
+                }
+                // a robots.txt request queued by the gate may be ready right away
+                _ if asked_robots => continue,
+                Pop::WaitUntil(t) => {
+                    wake = Some(t);
+                    break;
+                }
+                Pop::Idle => break,
+            }
+        }
+        self.heal(now);
+        (jobs, wake)
+    }
+
+    /// Leases a ready job: the trace of its earlier tries goes on (or a new one starts from when it was queued).
+    fn lease(&mut self, host: HostId, entry: Entry, now: Instant) -> Job {
+        let id = self.leases.next_id();
+        let fp = self.windows.hosts().host_fp(host);
+        let trace = trace_metrics::lease_trace(
+            self.leases.resume_trace(&entry.url),
+            self.windows.hosts().host_name(host),
+            &entry,
+            self.robots.respected(),
+            now,
+        );
+        let job = Job {
+            id,
+            host,
+            entry,
+            started_at: now,
+            trace: trace.ctx(),
+            gate: self.shards.start_gate(fp),
+        };
+        self.leases.insert(job.clone(), trace, now);
+        job
+    }
+
+    /// After a scope reload: whether a queued page URL is still in scope; records it excluded if not.
+    fn still_in_scope(&mut self, host: HostId, entry: &Entry, now: Instant) -> bool {
+        let Some(reason) = self.admission.left_scope(entry) else {
+            return true;
+        };
+        self.windows
+            .hosts_mut()
+            .release(host, now, Feedback::NotStarted);
+        let record = Record::terminal(
+            &entry.url,
+            entry.depth,
+            entry.parent.as_deref(),
+            reason,
+            Some("left the scope in a config reload".to_owned()),
+        );
+        let trace = self.leases.resume_trace(&entry.url);
+        self.record(entry, record, false, trace);
+        false
+    }
+
+    /// Records the pages the robots gate dropped (disallowed, or robots.txt given up on).
+    fn record_dropped(&mut self) {
+        for entry in self.windows.take_dropped() {
+            let (reason, dns, error) = match self.robots.gave_up(&entry.url) {
+                Some((reason, dns, detail)) => (reason, dns, Some(detail)),
+                None => (Reason::Robots, None, None),
+            };
+            let mut record = Record::terminal(
+                &entry.url,
+                entry.depth,
+                entry.parent.as_deref(),
+                reason,
+                error,
+            );
+            record.dns = dns;
+            record.attempts = 0;
+            let trace = trace_metrics::dropped_trace(&entry, reason);
+            self.record(&entry, record, false, Some(trace));
+        }
+    }
+
+    /// Records the links of the records queue (excluded without a fetch) that are in memory.
+    fn record_excluded(&mut self) {
+        while let Some(entry) = self.windows.pop_excluded() {
+            let reason = entry.kind.excluded().unwrap_or(Reason::Scope);
+            let record = Record::terminal(
+                &entry.url,
+                entry.depth,
+                entry.parent.as_deref(),
+                reason,
+                None,
+            );
+            self.record(&entry, record, false, None);
+        }
+    }
+
+    /// A safety net: when nothing is out and no window accounts for the URLs the store holds, read every queue
+    /// again from its start. Never needed when the windows' bookkeeping is right; it keeps a crawl from stalling
+    /// when it is not.
+    fn heal(&mut self, now: Instant) {
+        // In a sharded crawl the pending count is the whole crawl's: other processes hold the rest (see
+        // `Shards::watch_idle` for its own safety net).
+        if !self.shards.is_sharded() && self.progress.counters().pending > 0 && self.idle() {
+            tracing::warn!(
+                pending = self.progress.counters().pending,
+                "pending urls outside every window; reading the queues again"
+            );
+            self.windows.rescan(now);
+        }
+    }
+
+    /// True when nothing is out, staged, being read or queued here, every window has read its whole queue, and
+    /// leasing goes on (not draining, no limit reached): whatever the store still holds as pending, no window
+    /// accounts for.
+    fn idle(&self) -> bool {
+        self.leases.is_empty()
+            && self.staging.is_empty()
+            && self.windows.all_read()
+            && !self.draining
+            && !self.limit_reached()
+    }
+
+    /// True when a job of this host may start now (always, without shards).
+    fn may_start(&self, host: HostId) -> bool {
+        self.shards.may_start(self.windows.hosts().host_fp(host))
+    }
+
+    /// An urgent job (robots.txt, sitemap) that may not start now because its host's shard lease ran out: the
+    /// host is held, urgent jobs included, until the lease is renewed.
+    fn hold_urgent(&mut self, host: HostId, entry: Entry, now: Instant) {
+        let q = self.windows.hosts_mut();
+        q.hold(host);
+        q.push_urgent(host, entry, now);
+        self.shards.block(host);
+    }
+
+    // --- the jobs out: fetchers, deadlines ---
+
+    /// Remembers which fetcher holds a job.
+    pub fn assign(&mut self, job: JobId, fetcher: usize) {
+        self.leases.assign(job, fetcher);
+    }
+
+    /// A fetcher answered again or was replaced: it may take jobs.
+    pub fn fetcher_back(&mut self, fetcher: usize) {
+        self.leases.fetcher_back(fetcher);
+    }
+
+    /// Whether a fetcher is set aside after an expired lease.
+    pub fn is_suspect(&self, fetcher: usize) -> bool {
+        self.leases.is_suspect(fetcher)
+    }
+
+    /// A fetcher died: every job it held is re-driven; the one it panicked on counts an attempt.
+    pub fn fetcher_down(
+        &mut self,
+        fetcher: usize,
+        panicked: Option<JobId>,
+        detail: &str,
+        now: Instant,
+    ) {
+        let mut redriven = 0u64;
+        for id in self.leases.held_by(fetcher) {
+            if Some(id) == panicked {
+                self.job_done(
+                    id,
+                    JobResult::Panicked {
+                        stage: "fetcher",
+                        detail: detail.to_owned(),
+                    },
+                    None,
+                    now,
+                );
+            } else if self.redrive(id, now) {
+                redriven += 1;
+            }
+        }
+        tracing::info!(fetcher, redriven, "jobs of a stopped fetcher queued again");
+    }
+
+    /// Jobs whose responses waited for a parser thread that was replaced: queued again without an attempt (they
+    /// did nothing wrong; the job the thread was stuck on has its own lease expiry).
+    pub fn parses_lost(&mut self, jobs: &[JobId], now: Instant) {
+        let redriven = jobs.iter().filter(|&&id| self.redrive(id, now)).count();
+        tracing::info!(
+            redriven,
+            "jobs waiting for a replaced parser thread queued again"
+        );
+    }
+
+    /// Takes a job's lease and queues its URL again, with no attempt counted. False when the job is not leased
+    /// (done, or re-driven already).
+    fn redrive(&mut self, id: JobId, now: Instant) -> bool {
+        let Some(job) = self.leases.take_for_redrive(id) else {
+            return false;
+        };
+        self.windows
+            .hosts_mut()
+            .release(job.host, now, Feedback::NotStarted);
+        self.requeue(job.host, job.entry, now);
+        true
+    }
+
+    /// Leases whose deadline passed: each is re-driven with one more attempt (poisoned after max_attempts), as
+    /// if its handler had panicked. Returns the jobs and the fetchers that held them, so the stuck child can be
+    /// replaced.
+    pub fn expire_leases(&mut self, now: Instant) -> Vec<(JobId, Option<usize>, String)> {
+        let mut out = Vec::new();
+        for expired in self.leases.expire(now) {
+            let id = expired.id;
+            if expired.behind_stuck {
+                // Queued behind the stuck job on a fetcher already reported: re-driven without an attempt.
+                self.redrive(id, now);
+                continue;
+            }
+            let url = self.leases.url_of(id).unwrap_or_default();
+            tracing::warn!(url = %redact_url(&url), job = id, "lease deadline passed; re-driving url");
+            self.job_done(
+                id,
+                JobResult::Panicked {
+                    stage: "lease",
+                    detail: format!(
+                        "no result within the lease deadline of {} ms",
+                        self.settings.lease_timeout.as_millis()
+                    ),
+                },
+                None,
+                now,
+            );
+            out.push((id, expired.fetcher, url));
+        }
+        out
+    }
+
+    /// The earliest lease deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.leases.next_deadline()
+    }
+
+    // --- fetch result: a job ended; it is recorded, retried or re-driven ---
+
+    /// A job ended. Results of leases no longer held (re-driven after a restart) are ignored.
+    /// `dns` is how its host was resolved (for its record).
+    pub fn job_done(&mut self, id: JobId, result: JobResult, dns: Option<DnsInfo>, now: Instant) {
+        self.job_done_archived(id, result, dns, None, now);
+    }
+
+    /// [`job_done`](Self::job_done) with the fetch ready for the archive (WARC output on).
+    pub fn job_done_archived(
+        &mut self,
+        id: JobId,
+        result: JobResult,
+        dns: Option<DnsInfo>,
+        archive: Option<Box<Archived>>,
+        now: Instant,
+    ) {
+        let Some(lease) = self.leases.take(id) else {
+            self.progress.count(Event::StaleResult);
+            return;
+        };
+        let (job, trace) = (lease.job, lease.trace);
+        let (kind, url) = (job.entry.kind, job.entry.url.clone());
+        let mut done = JobCtx {
+            dns,
+            trace: Some(trace),
+            archive,
+        };
+        if let JobResult::FetchFailed { reason, .. } = &result {
+            metrics().fetch_error(reason.as_str());
+        }
+        if let JobResult::Page(out) = &result
+            && matches!(out.status, 403 | 429 | 503)
+        {
+            metrics().antibot(out.status, &trace_metrics::host_group(&url));
+        }
+        self.dispatch_result(job, result, &mut done, now);
+        // What the crawler saw is archived even when it makes no record (robots.txt, sitemaps, a retried answer).
+        if let Some(archived) = done.archive.take() {
+            self.staging.archive(ArchiveItem {
+                record: None,
+                archived,
+            });
+        }
+        // A trace not taken by a record: the URL was queued again, or the job makes no record (robots, sitemap).
+        if let Some(t) = done.trace.take() {
+            if kind.is_fetched() {
+                self.leases.park_trace(url, t);
+            } else {
+                t.end(now);
+            }
+        }
+    }
+
+    fn dispatch_result(&mut self, job: Job, result: JobResult, done: &mut JobCtx, now: Instant) {
+        match (job.entry.kind, result) {
+            (_, JobResult::NotStarted) => self.not_started(job, now),
+            (_, JobResult::Panicked { stage, detail }) => {
+                self.on_panic(job, stage, &detail, done, now)
+            }
+            (JobKind::Robots, result) => self.on_robots(job, result, done, now),
+            (JobKind::Sitemap, result) => self.on_sitemap(job, result, now),
+            (JobKind::Page | JobKind::Embed, JobResult::Page(outcome)) => {
+                self.on_page(job, *outcome, done, now)
+            }
+            (
+                JobKind::Page | JobKind::Embed,
+                JobResult::FetchFailed {
+                    reason,
+                    detail,
+                    retryable,
+                },
+            ) => self.on_fetch_failed(job, (reason, detail, retryable), done, now),
+            (_, other) => {
+                self.windows
+                    .hosts_mut()
+                    .release(job.host, now, Feedback::Ok);
+                let e = &job.entry;
+                let detail = format!("unexpected result for a page job: {other:?}");
+                let mut record = Record::terminal(
+                    &e.url,
+                    e.depth,
+                    e.parent.as_deref(),
+                    Reason::Protocol,
+                    Some(detail),
+                );
+                record.attempts = e.tries();
+                self.record_job(&job.entry, record, done);
+            }
+        }
+    }
+
+    /// A request that failed: retried with backoff while it may be, else recorded failed.
+    fn on_fetch_failed(
+        &mut self,
+        job: Job,
+        (reason, detail, retryable): (Reason, String, bool),
+        done: &mut JobCtx,
+        now: Instant,
+    ) {
+        if retryable && job.entry.retries < self.settings.max_retries {
+            let wait = Backoff::uncapped(self.settings.retry_base).delay(job.entry.retries);
+            self.windows.hosts_mut().release(
+                job.host,
+                now,
+                Feedback::Throttled {
+                    retry_after: Some(wait),
+                },
+            );
+            self.share_pause(job.host, now);
+            self.retry(job.host, job.entry, now);
+            return;
+        }
+        self.windows
+            .hosts_mut()
+            .release(job.host, now, Feedback::Ok);
+        let e = &job.entry;
+        let mut record =
+            Record::terminal(&e.url, e.depth, e.parent.as_deref(), reason, Some(detail));
+        record.attempts = e.tries();
+        let latency = now.saturating_duration_since(job.started_at);
+        record.elapsed_ms = Some(latency.as_millis() as u64);
+        self.record_fetch(&job.entry, record, done, (latency, now));
+    }
+
+    /// A handler panicked on the job (or its lease expired): re-driven with one more attempt, poisoned after
+    /// `max_attempts`.
+    fn on_panic(&mut self, job: Job, stage: &str, detail: &str, done: &mut JobCtx, now: Instant) {
+        self.progress.count(Event::Panic);
+        let mut entry = job.entry;
+        entry.attempt += 1;
+        tracing::warn!(url = %entry.url, stage, attempt = entry.attempt, detail, "handler panicked; re-driving url");
+        let poisoned = entry.attempt >= self.settings.max_attempts;
+        if !(poisoned && entry.kind == JobKind::Robots) {
+            // on_robots releases the host itself
+            self.windows
+                .hosts_mut()
+                .release(job.host, now, Feedback::Ok);
+        }
+        if poisoned {
+            if entry.kind.is_fetched() {
+                let why = if stage == "lease" {
+                    format!(
+                        "stuck {} times (lease deadline passed): {detail}",
+                        entry.attempt
+                    )
+                } else {
+                    format!("{stage} panicked {} times: {detail}", entry.attempt)
+                };
+                let mut record = Record::terminal(
+                    &entry.url,
+                    entry.depth,
+                    entry.parent.as_deref(),
+                    Reason::Poison,
+                    Some(why),
+                );
+                // `attempt` already counts this try
+                record.attempts = entry.attempt + entry.retries;
+                self.record_job(&entry, record, done);
+            } else if entry.kind == JobKind::Robots {
+                self.on_robots(
+                    Job { entry, ..job },
+                    JobResult::Robots(RobotsOutcome::Unavailable {
+                        detail: detail.to_owned(),
+                    }),
+                    done,
+                    now,
+                );
+            }
+            return;
+        }
+        self.requeue(job.host, entry, now);
+    }
+
+    /// A robots.txt job ended: the rules obtained are shared with the store in a shared crawl.
+    fn on_robots(&mut self, job: Job, result: JobResult, done: &mut JobCtx, now: Instant) {
+        let around = Around {
+            windows: &mut self.windows,
+            admission: &self.admission,
+            progress: &mut self.progress,
+        };
+        let obtained = self.robots.on_robots(
+            job,
+            result,
+            done.dns.take(),
+            done.trace.as_mut(),
+            around,
+            now,
+        );
+        if let Some(obtained) = obtained {
+            self.share_robots(obtained, now);
+        }
+    }
+
+    /// A sitemap job ended: the pages it lists are admitted as its links (depth 1).
+    fn on_sitemap(&mut self, job: Job, result: JobResult, now: Instant) {
+        let around = Around {
+            windows: &mut self.windows,
+            admission: &self.admission,
+            progress: &mut self.progress,
+        };
+        for link in self.robots.on_sitemap(&job, result, around, now) {
+            self.admit(link, 1, Some(&job.entry), Vec::new());
+        }
+    }
+
+    /// A page answered: throttled answers are retried while they may be; otherwise the page is recorded, a
+    /// redirect followed (within the loop and length limits), and the requisites and links of a 2xx admitted.
+    fn on_page(&mut self, job: Job, out: PageOutcome, done: &mut JobCtx, now: Instant) {
+        let entry = job.entry;
+        let throttled = out.status == 429 || out.status == 503;
+        if throttled && entry.retries < self.settings.max_retries {
+            self.windows.hosts_mut().release(
+                job.host,
+                now,
+                Feedback::Throttled {
+                    retry_after: out.retry_after,
+                },
+            );
+            self.share_pause(job.host, now);
+            self.retry(job.host, entry, now);
+            return;
+        }
+        let feedback = if throttled {
+            Feedback::Throttled {
+                retry_after: out.retry_after,
+            }
+        } else {
+            Feedback::Ok
+        };
+        self.windows.hosts_mut().release(job.host, now, feedback);
+        if throttled {
+            self.share_pause(job.host, now);
+        }
+        let latency = out.elapsed;
+        let (record, then) = page_answer::record(&entry, out, self.settings.max_redirects);
+        self.record_fetch(&entry, record, done, (latency, now));
+        match then {
+            page_answer::Then::Done => {}
+            page_answer::Then::Follow(target, chain) => self.admit_target(target, &entry, chain),
+            page_answer::Then::Admit { embeds, links } => {
+                // Requisites first: a URL both linked and embedded is fetched once, as the page's requisite.
+                for embed in embeds {
+                    self.admit_embed(embed, entry.depth, Some(&entry), Vec::new());
+                }
+                for link in links {
+                    self.admit(link, entry.depth + 1, Some(&entry), Vec::new());
+                }
+            }
+        }
+    }
+
+    /// A job the fetcher did not start because its host's shard lease ran out while it waited (in a mailbox,
+    /// behind DNS, or in a paused process). Nothing changed in the store. While the shard is still held the job
+    /// waits here for the lease to be renewed; once it is not, the URL stays pending in the store for whoever holds
+    /// the shard.
+    fn not_started(&mut self, job: Job, now: Instant) {
+        self.windows
+            .hosts_mut()
+            .release(job.host, now, Feedback::NotStarted);
+        self.progress.count(Event::NotStarted);
+        let held = self.shards.holds(self.windows.hosts().host_fp(job.host));
+        tracing::debug!(url = %job.entry.url, held, "request not started: shard lease ran out");
+        match job.entry.kind {
+            JobKind::Page | JobKind::Embed if held => {
+                self.windows.hosts_mut().push(job.host, job.entry, now)
+            }
+            JobKind::Page | JobKind::Embed => {
+                self.windows.hosts_mut().settle(job.host, job.entry.id)
+            }
+            JobKind::Robots | JobKind::Sitemap if held => {
+                self.hold_urgent(job.host, job.entry, now)
+            }
+            _ => self.robots.forget(&job.entry),
+        }
+    }
+
+    fn retry(&mut self, host: HostId, mut entry: Entry, now: Instant) {
+        entry.retries += 1;
+        self.progress.count(Event::Retry);
+        metrics().retry();
+        self.requeue(host, entry, now);
+    }
+
+    /// Queues a URL again: a page's retry counters go to the store with the next commit.
+    fn requeue(&mut self, host: HostId, entry: Entry, now: Instant) {
+        match entry.kind {
+            JobKind::Page | JobKind::Embed => {
+                self.staging.update(entry.clone());
+                self.windows.hosts_mut().push(host, entry, now);
+            }
+            JobKind::Robots | JobKind::Sitemap => {
+                self.windows.hosts_mut().push_urgent(host, entry, now)
+            }
+            _ => {}
+        }
+    }
+
+    /// A host was throttled: in a crawl shared by many processes its pause goes to the store with the next commit,
+    /// so that whoever crawls its shard next honours it.
+    fn share_pause(&mut self, host: HostId, now: Instant) {
+        if !self.shards.is_sharded() {
+            return;
+        }
+        let q = self.windows.hosts();
+        if let Some(until) = q.paused_until(host).filter(|u| *u > now) {
+            let ms = trace_metrics::wall_ms(until);
+            self.staging
+                .pause(q.host_name(host).to_owned(), ms, q.backoff_level(host));
+        }
+    }
+
+    /// robots.txt rules were obtained here: in a crawl shared by many processes they go to the store with the next
+    /// commit, kept with the host's shard until they expire.
+    fn share_robots(&mut self, obtained: Obtained, now: Instant) {
+        if !self.shards.is_sharded() {
+            return;
+        }
+        self.staging.robots(SharedRobots {
+            host: self.windows.hosts().host_name(obtained.host).to_owned(),
+            authority: obtained.authority,
+            expires_ms: trace_metrics::wall_ms(now + self.robots.cache()),
+            snapshot: obtained.rules.snapshot(),
+        });
+    }
+
+    // --- record: a URL's record is staged with its trace ---
+
+    /// Records a fetch that took `latency` (an answer, or an error after the request started) and observes it in
+    /// the latency histogram.
+    fn record_fetch(
+        &mut self,
+        entry: &Entry,
+        record: Record,
+        done: &mut JobCtx,
+        (latency, now): (Duration, Instant),
+    ) {
+        trace_metrics::observe_latency(&record, latency, done.trace.as_ref(), now);
+        self.record_job(entry, record, done);
     }
 
     /// Records a leased page job's URL: the record takes the job's DNS evidence and trace from `done`.
@@ -257,7 +893,7 @@ impl Crawl {
         let trace = done.trace.take();
         let seq = self.record(entry, record, true, trace);
         if let Some(archived) = done.archive.take() {
-            self.staged_archive.push(ArchiveItem {
+            self.staging.archive(ArchiveItem {
                 record: Some(seq),
                 archived,
             });
@@ -273,264 +909,156 @@ impl Crawl {
         page_job: bool,
         trace: Option<Trace>,
     ) -> u64 {
-        Self::mark_kind(entry, &mut record);
-        let mut trace = trace.unwrap_or_else(|| Self::record_trace(&record));
+        embeds::mark_kind(entry, &mut record);
+        let mut trace = trace.unwrap_or_else(|| trace_metrics::record_trace(&record));
         record.trace_id = trace.trace_id();
-        if self.record_ids {
-            let fp = crawl_core::frontier::url_fp(&entry.url);
-            record.record_id = Some(if self.recrawl {
-                format!("{fp:016x}-{:x}", entry.seq)
-            } else {
-                format!("{fp:016x}")
-            });
-        }
-        self.observe(&record, &mut trace);
+        self.staging.name(entry, &mut record);
+        trace_metrics::observe(&record, &mut trace);
         let line = record.to_line();
-        self.stats.count(&record);
-        let seq = self.records.stage(trace);
-        self.staged.records.push((seq, line));
-        self.staged.finished.push(Finished {
-            id: entry.id,
-            host: entry.host,
-            key: entry.key(),
-            fetched_page: page_job,
-        });
-        if page_job {
-            self.pages_done += 1;
-        }
-        seq
+        self.progress.record(&record, page_job);
+        self.staging.record(entry, line, trace, page_job)
     }
 
-    /// Back-pressure: while a commit is in flight and twice `commit_max_ops` changes wait behind it, no new job
-    /// starts, so what waits for the store (and the memory it takes) stays bounded however fast pages come in.
-    fn backlogged(&self) -> bool {
-        self.in_flight.is_some() && self.staged.len() >= 2 * self.settings.commit_max_ops
+    // --- commit: the staged batch goes to the store, its records to the sink ---
+
+    /// True when the store should commit now rather than at the end of the window.
+    pub fn commit_due(&self) -> bool {
+        self.staging.len() >= self.settings.commit_max_ops
     }
 
-    fn limit_reached(&self) -> bool {
-        self.settings.max_pages > 0
-            && self.pages_done + self.leases.pages() >= self.settings.max_pages
+    pub fn has_staged(&self) -> bool {
+        self.staging.has_staged() || self.shards.claims_waiting()
     }
 
-    /// Leases up to the free global capacity of ready jobs. Returns them and the instant to call again when some
-    /// are waiting on politeness.
-    pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
-        self.record_excluded();
-        if (self.draining || self.limit_reached()) && self.queues.queued() > 0 {
-            // No new lease will start: the windows' URLs stay in the store, their memory goes.
-            self.queues.release_windows();
-        }
-        let mut jobs = Vec::new();
-        let mut wake = None;
-        while !self.draining
-            && self.leases.len() < self.settings.concurrency
-            && !self.limit_reached()
-            && !self.backlogged()
-        {
-            let mut need_robots: Vec<(HostId, String)> = Vec::new();
-            let respect = self.settings.respect_robots;
-            let robots = &mut self.robots;
-            let shards = &self.shards;
-            let shard_blocked = &mut self.shard_blocked;
-            let pop = self.queues.pop_ready(
-                now,
-                |host, entry| {
-                    if let Some(g) = shards
-                        && !g.may_start(entry.host)
-                    {
-                        // The shard's lease ran out on the local clock: no request starts until it is renewed.
-                        shard_blocked.insert(host);
-                        return Gate::Block;
-                    }
-                    if !respect {
-                        return Gate::Go;
-                    }
-                    match robots.gate(&entry.url, now) {
-                        Some(g) => g,
-                        None => {
-                            if let Ok(u) = url::Url::parse(&entry.url) {
-                                need_robots.push((host, canon::authority_key(&u)));
-                            }
-                            Gate::Block
-                        }
-                    }
-                },
-                &mut self.dropped,
-            );
-            let asked_robots = !need_robots.is_empty();
-            for (host, authority) in need_robots {
-                self.request_robots(host, &authority, now);
-            }
-            self.record_dropped();
-            match pop {
-                Pop::Ready(host, entry) => {
-                    if !entry.kind.is_fetched() && !self.may_start(host) {
-                        // Urgent jobs pass the page gate: their shard is checked here.
-                        self.queues.release(host, now, Feedback::NotStarted);
-                        self.hold_urgent(host, entry, now);
-                        continue;
-                    }
-                    if !self.still_in_scope(host, &entry, now) {
-                        continue;
-                    }
-                    let id = self.leases.next_id();
-                    let trace = self.lease_trace(host, &entry, now);
-                    let gate = self
-                        .shards
-                        .as_ref()
-                        .map(|g| StartGate::new(g.clone(), self.queues.host_fp(host)));
-                    let job = Job {
-                        id,
-                        host,
-                        entry,
-                        started_at: now,
-                        trace: trace.ctx(),
-                        gate,
-                    };
-                    self.leases.insert(job.clone(), trace, now);
-                    jobs.push(job);
-                }
-                // a robots.txt request queued by the gate may be ready right away
-                _ if asked_robots => continue,
-                Pop::WaitUntil(t) => {
-                    wake = Some(t);
-                    break;
-                }
-                Pop::Idle => break,
-            }
-        }
-        self.heal(now);
-        (jobs, wake)
+    pub fn committing(&self) -> bool {
+        self.staging.committing()
     }
 
-    /// A safety net: when nothing is out and no window accounts for the URLs the store holds, read every queue
-    /// again from its start. Never needed when the windows' bookkeeping is right; it keeps a crawl from stalling
-    /// when it is not.
-    fn heal(&mut self, now: Instant) {
-        // In a sharded crawl the pending count is the whole crawl's: other processes hold the rest (see
-        // `shards::watch_idle` for its own safety net).
-        if self.shards.is_none() && self.counters.pending > 0 && self.idle() {
-            tracing::warn!(
-                pending = self.counters.pending,
-                "pending urls outside every window; reading the queues again"
-            );
-            self.queues.rescan_all(now);
-            self.excluded.rescan();
-        }
+    /// The staged batch, to send to the store, when no commit is in flight.
+    pub fn take_commit(&mut self, now: Instant) -> Option<Batch> {
+        let batch = self
+            .staging
+            .take_commit(self.shards.claims_waiting(), now)?;
+        self.shards.claims_taken();
+        Some(batch)
     }
 
-    /// True when nothing is out, staged, being read or queued here, every window has read its whole queue, and
-    /// leasing goes on (not draining, no limit reached): whatever the store still holds as pending, no window
-    /// accounts for.
-    fn idle(&self) -> bool {
-        self.leases.is_empty()
-            && self.in_flight.is_none()
-            && self.staged.is_empty()
-            && self.refills_out == 0
-            && self.queues.queued() == 0
-            && !self.queues.store_has_more()
-            && !self.excluded.has_more()
-            && !self.draining
-            && !self.limit_reached()
+    /// The fetches to archive with the commit just taken ([`take_commit`](Self::take_commit)).
+    pub fn take_archive(&mut self) -> Vec<ArchiveItem> {
+        self.staging.take_archive()
     }
 
-    /// Records the links of the records queue (excluded without a fetch) that are in memory.
-    fn record_excluded(&mut self) {
-        while let Some(entry) = self.excluded.pop() {
-            let reason = entry.kind.excluded().unwrap_or(Reason::Scope);
-            let record = Record::terminal(
-                &entry.url,
-                entry.depth,
-                entry.parent.as_deref(),
-                reason,
-                None,
-            );
-            self.record(&entry, record, false, None);
-        }
-    }
-
-    fn record_dropped(&mut self) {
-        for entry in std::mem::take(&mut self.dropped) {
-            let (reason, dns, error) = match self.robots.gave_up(&entry.url) {
-                Some((reason, dns, detail)) => (reason, dns, Some(detail)),
-                None => (Reason::Robots, None, None),
-            };
-            let mut record = Record::terminal(
-                &entry.url,
-                entry.depth,
-                entry.parent.as_deref(),
-                reason,
-                error,
-            );
-            record.dns = dns;
-            record.attempts = 0;
-            let trace = Self::dropped_trace(&entry, reason);
-            self.record(&entry, record, false, Some(trace));
-        }
-    }
-
-    pub(super) fn request_robots(&mut self, host: HostId, authority: &str, now: Instant) {
-        if !self.robots.start(authority) {
-            return;
-        }
-        let mut entry = Entry::page(format!("{authority}/robots.txt"), 0, None);
-        entry.kind = JobKind::Robots;
-        self.queues.push_urgent(host, entry, now);
-    }
-
-    pub(super) fn requeue(&mut self, host: HostId, entry: Entry, now: Instant) {
-        match entry.kind {
-            JobKind::Page | JobKind::Embed => {
-                self.staged.updates.push(entry.clone());
-                self.queues.push(host, entry, now);
-            }
-            JobKind::Robots | JobKind::Sitemap => self.queues.push_urgent(host, entry, now),
-            _ => {}
-        }
-    }
-
-    /// A config reload: the politeness policy applies from the next lease, the scope to links found from now on
-    /// and to URLs still queued (judged again when they come up, and recorded excluded if they left the scope).
-    /// `None`: that part did not change (an unchanged scope does not judge the queued URLs again).
-    pub fn reconfigure(
+    /// The store's answer to the commit in flight. Returns the records now durable, in order, for the sink.
+    pub fn commit_done(
         &mut self,
-        politeness: Option<crawl_core::politeness::PolitenessPolicy>,
-        scope: Option<Arc<ScopePolicy>>,
-    ) {
-        if let Some(politeness) = politeness {
-            self.queues.set_policy(politeness);
+        result: Result<Committed, FrontierError>,
+        now: Instant,
+    ) -> Result<Vec<(u64, Vec<u8>)>, FrontierError> {
+        let landed = self.staging.land(result, now)?;
+        self.progress.count(Event::Commit);
+        self.shards.committed();
+        if !self.shards.is_sharded() {
+            // A shared store's commit counters are this process's view only; the shard polls bring the crawl's.
+            self.progress.set_counters(landed.counters);
         }
-        if let Some(scope) = scope
-            && !Arc::ptr_eq(&self.scope, &scope)
-        {
-            self.scope = scope;
-            self.rescope = true;
+        for f in &landed.finished {
+            self.windows.settle(f);
         }
+        for added in landed.added {
+            if self.shards.owns_host(added.entry.host) {
+                self.windows.offer(added, now);
+            }
+            // Otherwise its shard belongs to another process, which reads it from the store.
+        }
+        // Links recorded without a fetch get their records at once (staged for the next commit).
+        self.record_excluded();
+        Ok(landed.lines)
     }
 
-    /// After a scope reload: whether a queued page URL is still in scope; records it excluded if not.
-    fn still_in_scope(&mut self, host: HostId, entry: &Entry, now: Instant) -> bool {
-        if !self.rescope || entry.kind != JobKind::Page {
-            return true;
-        }
-        let Ok(url) = url::Url::parse(&entry.url) else {
-            return true;
-        };
-        let Some(reason) = self.scope.check(&url, entry.depth).reason() else {
-            return true;
-        };
-        self.queues.release(host, now, Feedback::NotStarted);
-        let record = Record::terminal(
-            &entry.url,
-            entry.depth,
-            entry.parent.as_deref(),
-            reason,
-            Some("left the scope in a config reload".to_owned()),
-        );
-        let trace = self.retry_traces.remove(&entry.url);
-        self.record(entry, record, false, trace);
-        false
+    /// The sink wrote records up to `cp.lines`: their outbox copies can go at the next commit.
+    pub fn written(&mut self, cp: JsonlCheckpoint) {
+        trace_metrics::end_written(self.staging.written(cp));
     }
+
+    /// Records committed but not yet written (for the final flush).
+    pub fn pending_writes(&self) -> u64 {
+        self.staging.pending_writes()
+    }
+
+    /// Counts a request sent to the store.
+    pub fn store_request(&mut self) {
+        self.progress.count(Event::StoreRequest);
+    }
+
+    // --- a crawl shared by many processes: the shard polls ---
+
+    /// True in a crawl shared by many processes.
+    pub fn is_sharded(&self) -> bool {
+        self.shards.is_sharded()
+    }
+
+    /// What to give [`shards_changed`](Self::shards_changed) with the answer of a shard poll sent now.
+    pub fn poll_token(&self) -> u64 {
+        self.shards.poll_token()
+    }
+
+    /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
+    /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
+    /// start nothing more (their requests in flight finish, and their commits are refused by the store).
+    /// Returns how many shards this process owns now. `token` is [`poll_token`](Self::poll_token) as of when the
+    /// poll was sent.
+    pub fn shards_changed(&mut self, changes: ShardChanges, token: u64, now: Instant) -> u64 {
+        if !self.shards.is_sharded() {
+            return 0;
+        }
+        if !changes.lost.is_empty() {
+            for job in self.shards.lose(&changes.lost, &mut self.windows) {
+                self.robots.forget(&job);
+            }
+        }
+        self.shards.gain(changes.gained, &mut self.windows, now);
+        self.take_robots(changes.robots, now);
+        let (leases, staging) = (&self.leases, &self.staging);
+        let dropped = self.shards.hand_off(&mut self.windows, |in_shard| {
+            leases.any_host(in_shard) || staging.touches(in_shard)
+        });
+        for job in dropped {
+            self.robots.forget(&job);
+        }
+        self.shards.renewed(&mut self.windows, now);
+        self.shards
+            .hosts_pending(changes.hosts, &mut self.windows, now);
+        self.shards.claimed(changes.claimed);
+        if let Some(counters) = changes.counters {
+            let counters = self.shards.counted(PolledCounters {
+                counters,
+                unacked: changes.unacked,
+                token,
+            });
+            self.progress.set_counters(counters);
+            let idle = self.idle() && self.shards.settled() && self.finished().is_none();
+            self.shards
+                .watch_idle(idle, changes.pending_held, counters.pending, now);
+        }
+        self.shards.owned()
+    }
+
+    /// Whether the next shard poll should report every held shard again.
+    pub fn take_reread(&mut self) -> bool {
+        self.shards.take_reread()
+    }
+
+    /// robots.txt rules kept with gained shards (or recovered): obeyed until they expire.
+    fn take_robots(&mut self, shared: Vec<SharedRobots>, now: Instant) {
+        let around = Around {
+            windows: &mut self.windows,
+            admission: &self.admission,
+            progress: &mut self.progress,
+        };
+        self.robots.take_shared(shared, around, now);
+    }
+
+    // --- the end: draining, finishing, counters ---
 
     /// Stop leasing new work (SIGINT/SIGTERM).
     pub fn drain(&mut self) {
@@ -541,37 +1069,9 @@ impl Crawl {
         self.draining
     }
 
-    /// True when the store should commit now rather than at the end of the window.
-    pub fn commit_due(&self) -> bool {
-        self.staged.len() >= self.settings.commit_max_ops
-    }
-
-    pub fn has_staged(&self) -> bool {
-        !self.staged.is_empty()
-            || !self.staged_archive.is_empty()
-            || self.records.has_checkpoint()
-            || self.claims_waiting
-    }
-
-    pub fn committing(&self) -> bool {
-        self.in_flight.is_some()
-    }
-
-    /// The sink wrote records up to `cp.lines`: their outbox copies can go at the next commit.
-    pub fn written(&mut self, cp: JsonlCheckpoint) {
-        self.records.written(cp);
-        self.end_written_traces(cp.lines);
-    }
-
     /// Whether the crawl is over (all durable work written). None while it goes on.
     pub fn finished(&self) -> Option<FinishReason> {
-        let settled = self.leases.is_empty()
-            && self.staged.is_empty()
-            && self.staged_archive.is_empty()
-            && self.in_flight.is_none()
-            && self.records.settled()
-            && !self.records.has_checkpoint();
-        if !settled {
+        if !(self.leases.is_empty() && self.staging.settled()) {
             return None;
         }
         if self.draining {
@@ -581,21 +1081,13 @@ impl Crawl {
             return Some(FinishReason::LimitReached);
         }
         // A shared crawl: counters read after this process's last commit say nothing is pending or unwritten.
-        let written_everywhere = self.shards.is_none()
-            || (self.unacked == Some(0) && self.counters_after == Some(self.commits_done));
-        if self.counters.pending == 0
-            && self.queues.queued() == 0
-            && self.refills_out == 0
-            && written_everywhere
+        if self.progress.counters().pending == 0
+            && self.windows.drained()
+            && self.shards.written_everywhere()
         {
             return Some(FinishReason::Completed);
         }
         None
-    }
-
-    /// Records committed but not yet written (for the final flush).
-    pub fn pending_writes(&self) -> u64 {
-        self.records.pending_writes()
     }
 
     /// Queued URLs (in the store), leases, known URLs and hosts, for the metrics.
@@ -603,17 +1095,15 @@ impl Crawl {
         (
             self.queued(),
             self.leases.len() as u64,
-            self.counters.known,
-            self.queues.hosts() as u64,
+            self.progress.counters().known,
+            self.windows.hosts().hosts() as u64,
         )
     }
 
     /// URLs waiting: pending in the store (leased ones aside) plus robots.txt and sitemap jobs.
     fn queued(&self) -> u64 {
-        self.counters
-            .pending
-            .saturating_sub(self.leases.pages())
-            .max(self.queues.queued() as u64)
+        self.progress
+            .queued(self.leases.pages(), self.windows.hosts().queued() as u64)
     }
 
     pub fn in_flight(&self) -> usize {
@@ -622,25 +1112,13 @@ impl Crawl {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        let mut s = self.stats.clone();
-        s.queued = self.queued();
-        s.in_flight = self.leases.len() as u64;
-        s.hosts = self.queues.hosts() as u64;
-        s.known = self.counters.known;
-        s.total_done = self.counters.done;
-        s.total_fetched = self.counters.pages_fetched;
-        s
+        self.progress.snapshot(
+            self.queued(),
+            self.leases.len() as u64,
+            self.windows.hosts().hosts() as u64,
+        )
     }
 }
-
-mod embeds;
-mod fetchers;
-mod results;
-mod robots_jobs;
-mod shards;
-mod store_io;
-mod trace_metrics;
-mod traps;
 
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,7 @@
 
 pub mod actor;
 pub mod crawl;
-mod leases;
 pub mod messages;
-mod records;
 pub mod robots_state;
 pub mod stats;
 

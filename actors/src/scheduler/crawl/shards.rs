@@ -1,127 +1,297 @@
 //! A crawl shared by many processes: which hosts this process may crawl (its shards), what changes when shards
-//! are gained, lost or handed over, and the host pauses that move with a shard.
+//! are gained, lost or handed over, the hosts held while a shard's lease runs late, and what the shard polls say
+//! of the whole crawl (its counters, records not yet written anywhere, records taken over from a stopped process).
 
-use super::*;
+use super::windows::Windows;
+use crate::protocol::StartGate;
+use crawl_core::frontier::{Counters, Entry, Fp, HostInfo, RECORDS_HOST, ShardGate};
+use crawl_core::politeness::HostId;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-impl Crawl {
-    /// A crawl shared by many processes: only hosts whose shard `gate` says this process owns are crawled, and
-    /// records carry a crawl-wide id.
-    pub fn with_shards(mut self, gate: Arc<dyn ShardGate>) -> Crawl {
-        self.shards = Some(gate);
-        self.record_ids = true;
-        self
+/// Polls in a row (one each 200 ms) that find this process idle while its own shards hold pending URLs before it
+/// reads those shards again. URLs out in other processes' hands are not in these shards; a moment's gap between a
+/// commit and a window refill does not last this long.
+const REREAD_AFTER_POLLS: u32 = 10;
+
+/// How often an idle process of a shared crawl says what it waits for.
+const WAITING_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// What [`Shards::watch_idle`] keeps between polls.
+#[derive(Debug, Default)]
+struct IdleWatch {
+    /// Polls in a row that found this process idle with pending URLs in its shards.
+    polls: u32,
+    /// Read the held shards again at the next poll.
+    reread: bool,
+    /// Idle since (None: busy at the last poll).
+    since: Option<Instant>,
+    /// When the waiting line was last logged.
+    logged: Option<Instant>,
+}
+
+/// The crawl's counters as a shard poll read them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PolledCounters {
+    pub counters: Counters,
+    /// Records of the whole crawl committed and not yet written anywhere.
+    pub unacked: u64,
+    /// The poll token of the poll ([`Shards::poll_token`] when it was sent).
+    pub token: u64,
+}
+
+/// This process's share of a crawl (nothing without a gate: every host is its own).
+#[derive(Default)]
+pub(super) struct Shards {
+    /// With a store shared by many processes: which hosts this one may crawl (None: every host).
+    gate: Option<Arc<dyn ShardGate>>,
+    /// Hosts blocked because their shard's lease ran out on the local clock (unblocked when it is renewed).
+    blocked: HashSet<HostId>,
+    /// Shards being handed over to a peer (their hosts detached).
+    handing: HashSet<u32>,
+    /// Records of the whole crawl committed and not yet written anywhere, as of the last shard poll (None before
+    /// the first): a shared crawl is not over while one may still have to be written.
+    unacked: Option<u64>,
+    /// The store took over records of a stopped process: they come out with the next commit, due even when
+    /// nothing else is staged.
+    claims_waiting: bool,
+    idle: IdleWatch,
+    /// Commits completed so far, and how many had completed when the shard poll whose counters the crawl holds
+    /// was sent: a shared crawl is declared over only on counters read after its own last commit.
+    commits_done: u64,
+    counters_after: Option<u64>,
+}
+
+impl Shards {
+    /// Shards owned as `gate` says.
+    pub(super) fn new(gate: Arc<dyn ShardGate>) -> Shards {
+        Shards {
+            gate: Some(gate),
+            ..Shards::default()
+        }
     }
 
-    /// URLs may be crawled again (recrawl): each record's id names the URL and the queueing it answers, so that
-    /// the merge keeps one record per fetch of a URL, not one per URL.
-    pub fn with_recrawl(mut self) -> Crawl {
-        self.recrawl = true;
-        self
+    /// True in a crawl shared by many processes.
+    pub(super) fn is_sharded(&self) -> bool {
+        self.gate.is_some()
     }
 
-    /// Shard ownership news from the store: hosts of gained shards are read from the store (each waits its
-    /// politeness delay first, as a request of the previous owner may have just started); hosts of lost shards
-    /// start nothing more (their requests in flight finish, and their commits are refused by the store).
-    /// What to give [`shards_changed`](Self::shards_changed) with the answer of a shard poll sent now.
-    pub fn poll_token(&self) -> u64 {
+    /// The page gate while leasing: false when the host's shard lease ran out on the local clock (no request starts
+    /// until it is renewed; the host is held till then).
+    pub(super) fn lets_start(&mut self, host: HostId, fp: Fp) -> bool {
+        match &self.gate {
+            Some(g) if !g.may_start(fp) => {
+                self.blocked.insert(host);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// True when a job of this host may start now (always, without shards).
+    pub(super) fn may_start(&self, fp: Fp) -> bool {
+        self.gate.as_ref().is_none_or(|g| g.may_start(fp))
+    }
+
+    /// What a leased job checks just before its request goes out.
+    pub(super) fn start_gate(&self, fp: Fp) -> Option<StartGate> {
+        self.gate.as_ref().map(|g| StartGate::new(g.clone(), fp))
+    }
+
+    /// True while this process holds a host's shard and is not handing it over (its lease may be about to be
+    /// renewed).
+    pub(super) fn holds(&self, fp: Fp) -> bool {
+        self.gate.as_ref().is_some_and(|g| {
+            let s = g.shard_of(fp);
+            g.owns(s) && !self.handing.contains(&s)
+        })
+    }
+
+    /// True when this process may keep a URL of this host in a window (always, without shards).
+    pub(super) fn owns_host(&self, fp: Fp) -> bool {
+        self.gate.as_ref().is_none_or(|g| g.owns(g.shard_of(fp)))
+    }
+
+    /// A host held until its shard's lease is renewed.
+    pub(super) fn block(&mut self, host: HostId) {
+        self.blocked.insert(host);
+    }
+
+    /// A commit completed.
+    pub(super) fn committed(&mut self) {
+        self.commits_done += 1;
+    }
+
+    /// What to give [`counted`](Self::counted) with the answer of a shard poll sent now.
+    pub(super) fn poll_token(&self) -> u64 {
         self.commits_done
     }
 
-    /// Returns how many shards this process owns now. `token` is [`poll_token`](Self::poll_token) as of when the
-    /// poll was sent.
-    pub fn shards_changed(&mut self, changes: ShardChanges, token: u64, now: Instant) -> u64 {
-        let Some(gate) = self.shards.clone() else {
-            return 0;
-        };
-        if !changes.lost.is_empty() {
-            let lost: HashSet<u32> = changes.lost.iter().copied().collect();
-            for h in self
-                .queues
-                .hosts_where(|fp| lost.contains(&gate.shard_of(fp)))
-            {
-                self.detach(h);
-            }
-            if lost.contains(&gate.shard_of(RECORDS_HOST)) {
-                self.excluded.release_memory();
-                self.excluded = Window::complete();
-            }
-            tracing::info!(shards = changes.lost.len(), "shards lost");
+    /// True when records taken over from a stopped process wait for a commit.
+    pub(super) fn claims_waiting(&self) -> bool {
+        self.claims_waiting
+    }
+
+    /// A commit takes the records taken over.
+    pub(super) fn claims_taken(&mut self) {
+        self.claims_waiting = false;
+    }
+
+    /// The store took over records of a stopped process (`claimed` of them).
+    pub(super) fn claimed(&mut self, claimed: u64) {
+        if claimed > 0 {
+            self.claims_waiting = true;
         }
-        for (shard, hosts) in changes.gained {
+    }
+
+    /// A poll's counters. Returns them, the crawl's own (this process's commits count only its view).
+    pub(super) fn counted(&mut self, polled: PolledCounters) -> Counters {
+        self.unacked = Some(polled.unacked);
+        self.counters_after = Some(polled.token);
+        polled.counters
+    }
+
+    /// True when no record of the crawl waits to be written anywhere, on counters read after this process's last
+    /// commit (always without shards).
+    pub(super) fn written_everywhere(&self) -> bool {
+        self.gate.is_none()
+            || (self.unacked == Some(0) && self.counters_after == Some(self.commits_done))
+    }
+
+    /// True when no shard is being handed over and the counters held were read after the last commit.
+    pub(super) fn settled(&self) -> bool {
+        self.handing.is_empty() && self.counters_after == Some(self.commits_done)
+    }
+
+    /// Shards lost: their hosts start nothing more here (their requests in flight finish, and their commits are
+    /// refused by the store). Returns the robots.txt and sitemap jobs dropped with them.
+    pub(super) fn lose(&mut self, lost: &[u32], windows: &mut Windows) -> Vec<Entry> {
+        let Some(gate) = self.gate.clone() else {
+            return Vec::new();
+        };
+        let lost: HashSet<u32> = lost.iter().copied().collect();
+        let mut dropped = Vec::new();
+        for h in windows
+            .hosts()
+            .hosts_where(|fp| lost.contains(&gate.shard_of(fp)))
+        {
+            dropped.extend(windows.hosts_mut().detach(h));
+        }
+        if lost.contains(&gate.shard_of(RECORDS_HOST)) {
+            windows.give_up_records(true);
+        }
+        tracing::info!(shards = lost.len(), "shards lost");
+        dropped
+    }
+
+    /// Shards gained: their hosts are read from the store, each after its politeness delay (a request of the
+    /// previous owner may have just started).
+    pub(super) fn gain(
+        &mut self,
+        gained: Vec<(u32, Vec<HostInfo>)>,
+        windows: &mut Windows,
+        now: Instant,
+    ) {
+        for (shard, hosts) in gained {
             for info in hosts {
                 if info.fp == RECORDS_HOST {
-                    if !self.excluded.has_more() {
-                        self.excluded = Window::unloaded();
-                    }
+                    windows.reread_records();
                     continue;
                 }
-                let h = self.queues.resume_host(&info.name, now);
-                let delay = self.queues.delay_for(h);
-                // A pause the previous owner recorded (429/503, Retry-After) holds here too.
-                let recorded = std::time::UNIX_EPOCH + Duration::from_millis(info.paused_until_ms);
-                let left = recorded
-                    .duration_since(std::time::SystemTime::now())
-                    .unwrap_or_default();
-                self.queues.pause_until(h, now + delay.max(left));
-                self.queues.set_backoff_level(h, info.backoff_level);
-                self.queues.unblock(h, now);
-                self.shard_blocked.remove(&h);
+                let h = windows.take_over(&info, now);
+                self.blocked.remove(&h);
             }
             tracing::debug!(shard, "shard gained");
         }
-        self.take_robots(changes.robots, now);
-        self.hand_off(gate.as_ref());
-        // Hosts held back by a late renewal go again once the lease is renewed.
+    }
+
+    /// Shards a peer should own: their hosts start nothing more, and each is declared quiet (so the store hands it
+    /// over) once `busy` says none of its URLs is leased, staged or being committed here (`busy` is asked with the
+    /// test of a host's membership). Returns the robots.txt and sitemap jobs dropped with their hosts.
+    pub(super) fn hand_off(
+        &mut self,
+        windows: &mut Windows,
+        busy: impl Fn(&dyn Fn(Fp) -> bool) -> bool,
+    ) -> Vec<Entry> {
+        let Some(gate) = self.gate.clone() else {
+            return Vec::new();
+        };
+        let handoffs = gate.handoffs();
+        self.handing.retain(|s| handoffs.contains(s));
+        let mut dropped = Vec::new();
+        for s in handoffs {
+            if self.handing.insert(s) {
+                for h in windows.hosts().hosts_where(|fp| gate.shard_of(fp) == s) {
+                    dropped.extend(windows.hosts_mut().detach(h));
+                }
+                if gate.shard_of(RECORDS_HOST) == s {
+                    windows.give_up_records(false);
+                }
+            }
+            if !busy(&|fp| gate.shard_of(fp) == s) {
+                gate.quiet(s);
+            }
+        }
+        dropped
+    }
+
+    /// Hosts held back by a late renewal go again once the lease is renewed.
+    pub(super) fn renewed(&mut self, windows: &mut Windows, now: Instant) {
+        let Some(gate) = &self.gate else {
+            return;
+        };
         let ready: Vec<HostId> = self
-            .shard_blocked
+            .blocked
             .iter()
             .copied()
-            .filter(|h| gate.may_start(self.queues.host_fp(*h)))
+            .filter(|h| gate.may_start(windows.hosts().host_fp(*h)))
             .collect();
         for h in ready {
-            self.shard_blocked.remove(&h);
-            self.queues.unblock(h, now);
+            self.blocked.remove(&h);
+            windows.hosts_mut().unblock(h, now);
         }
-        for info in changes.hosts {
+    }
+
+    /// Hosts of held shards that have pending URLs in the store: read again (the records queue too).
+    pub(super) fn hosts_pending(
+        &mut self,
+        hosts: Vec<HostInfo>,
+        windows: &mut Windows,
+        now: Instant,
+    ) {
+        let Some(gate) = &self.gate else {
+            return;
+        };
+        for info in hosts {
             if info.fp == RECORDS_HOST {
-                if !self.excluded.has_more() {
-                    self.excluded = Window::unloaded();
-                }
+                windows.reread_records();
             } else if gate.owns(gate.shard_of(info.fp))
                 && !self.handing.contains(&gate.shard_of(info.fp))
             {
-                let h = self.queues.resume_host(&info.name, now);
-                if !self.shard_blocked.contains(&h) {
-                    self.queues.unblock(h, now);
+                let h = windows.hosts_mut().resume_host(&info.name, now);
+                if !self.blocked.contains(&h) {
+                    windows.hosts_mut().unblock(h, now);
                 }
             }
         }
-        if changes.claimed > 0 {
-            self.claims_waiting = true;
-        }
-        if let Some(c) = changes.counters {
-            self.counters = c;
-            self.stats.known = c.known;
-            self.unacked = Some(changes.unacked);
-            self.counters_after = Some(token);
-            self.watch_idle(changes.pending_held, now);
-        }
-        gate.owned_count() as u64
     }
 
-    /// Whether the next shard poll should report every held shard again (see [`IdleWatch`]).
-    pub fn take_reread(&mut self) -> bool {
+    /// Owned shards.
+    pub(super) fn owned(&self) -> u64 {
+        self.gate.as_ref().map_or(0, |g| g.owned_count() as u64)
+    }
+
+    /// Whether the next shard poll should report every held shard again (see [`watch_idle`](Self::watch_idle)).
+    pub(super) fn take_reread(&mut self) -> bool {
         std::mem::take(&mut self.idle.reread)
     }
 
-    /// After each poll with counters: while this process has nothing to do and the crawl is not over, says every
-    /// [`WAITING_LOG_EVERY`] what it waits for; and when its own shards hold pending URLs that no window accounts
-    /// for ([`REREAD_AFTER_POLLS`] polls in a row), has them read again.
-    fn watch_idle(&mut self, pending_held: u64, now: Instant) {
-        let idle = self.idle()
-            && self.handing.is_empty()
-            && self.counters_after == Some(self.commits_done);
-        if !idle || self.finished().is_some() {
+    /// After each poll with counters: while this process has nothing to do (`idle`) and the crawl is not over,
+    /// says every [`WAITING_LOG_EVERY`] what it waits for; and when its own shards hold pending URLs that no window
+    /// accounts for ([`REREAD_AFTER_POLLS`] polls in a row), has them read again. `pending` is the crawl's.
+    pub(super) fn watch_idle(&mut self, idle: bool, pending_held: u64, pending: u64, now: Instant) {
+        if !idle {
             self.idle = IdleWatch::default();
             return;
         }
@@ -145,217 +315,197 @@ impl Crawl {
             w.logged = Some(now);
             tracing::info!(
                 waited_s = now.duration_since(since).as_secs(),
-                pending = self.counters.pending,
+                pending,
                 pending_held,
                 unacknowledged = self.unacked.unwrap_or(0),
                 "nothing to do here; waiting for the rest of the crawl"
             );
         }
     }
-
-    /// Shards a peer should own: their hosts start nothing more, and each is declared quiet (so the store hands it
-    /// over) once none of its URLs is leased, staged or being committed here.
-    pub(super) fn hand_off(&mut self, gate: &dyn ShardGate) {
-        let handoffs = gate.handoffs();
-        self.handing.retain(|s| handoffs.contains(s));
-        for s in handoffs {
-            if self.handing.insert(s) {
-                for h in self.queues.hosts_where(|fp| gate.shard_of(fp) == s) {
-                    self.detach(h);
-                }
-                if gate.shard_of(RECORDS_HOST) == s {
-                    self.excluded = Window::complete();
-                }
-            }
-            let in_shard = |f: &Finished| gate.shard_of(f.host) == s;
-            // Busy while a URL of the shard is out or a change to it (a record, robots.txt rules) is not stored yet.
-            let busy = self.leases.any_host(|fp| gate.shard_of(fp) == s)
-                || self.staged.finished.iter().any(in_shard)
-                || self
-                    .staged
-                    .robots
-                    .iter()
-                    .any(|r| gate.shard_of(host_fp(&r.host)) == s)
-                || self.in_flight.as_ref().is_some_and(|c| {
-                    c.finished.iter().any(in_shard)
-                        || c.robots.iter().any(|fp| gate.shard_of(*fp) == s)
-                });
-            if !busy {
-                gate.quiet(s);
-            }
-        }
-    }
-
-    /// A host whose shard this process gives up: nothing of it starts here any more. Its robots.txt and sitemap
-    /// jobs are dropped: whoever crawls the host next reads its robots.txt (and the sitemaps named there) itself.
-    fn detach(&mut self, h: HostId) {
-        for job in self.queues.detach(h) {
-            self.forget_urgent(&job);
-        }
-    }
-
-    fn forget_urgent(&mut self, job: &Entry) {
-        if job.kind == JobKind::Robots
-            && let Ok(u) = url::Url::parse(&job.url)
-        {
-            self.robots.forget_pending(&canon::authority_key(&u));
-        }
-        tracing::debug!(url = %job.url, kind = ?job.kind, "job of a host given up");
-    }
-
-    /// True while this process holds a host's shard and is not handing it over (its lease may be about to be
-    /// renewed).
-    fn holds_host(&self, host: HostId) -> bool {
-        self.shards.as_ref().is_some_and(|g| {
-            let s = g.shard_of(self.queues.host_fp(host));
-            g.owns(s) && !self.handing.contains(&s)
-        })
-    }
-
-    /// A job the fetcher did not start because its host's shard lease ran out while it waited (in a mailbox,
-    /// behind DNS, or in a paused process). Nothing changed in the store. While the shard is still held the job
-    /// waits here for the lease to be renewed; once it is not, the URL stays pending in the store for whoever holds
-    /// the shard.
-    pub(super) fn not_started(&mut self, job: Job, now: Instant) {
-        self.queues.release(job.host, now, Feedback::NotStarted);
-        self.stats.not_started += 1;
-        let held = self.holds_host(job.host);
-        tracing::debug!(url = %job.entry.url, held, "request not started: shard lease ran out");
-        match job.entry.kind {
-            JobKind::Page | JobKind::Embed if held => self.queues.push(job.host, job.entry, now),
-            JobKind::Page | JobKind::Embed => self.queues.settle(job.host, job.entry.id),
-            JobKind::Robots | JobKind::Sitemap if held => {
-                self.hold_urgent(job.host, job.entry, now)
-            }
-            _ => self.forget_urgent(&job.entry),
-        }
-    }
-
-    /// An urgent job (robots.txt, sitemap) that may not start now because its host's shard lease ran out: the
-    /// host is held, urgent jobs included, until the lease is renewed.
-    pub(super) fn hold_urgent(&mut self, host: HostId, entry: Entry, now: Instant) {
-        self.queues.hold(host);
-        self.queues.push_urgent(host, entry, now);
-        self.shard_blocked.insert(host);
-    }
-
-    /// True when a job of this host may start now (always, without shards).
-    pub(super) fn may_start(&self, host: HostId) -> bool {
-        self.shards
-            .as_ref()
-            .is_none_or(|g| g.may_start(self.queues.host_fp(host)))
-    }
-
-    /// Counts a request sent to the store.
-    pub fn store_request(&mut self) {
-        self.stats.store_requests += 1;
-    }
-
-    /// A host was throttled: in a crawl shared by many processes its pause goes to the store with the next commit,
-    /// so that whoever crawls its shard next honours it.
-    pub(super) fn share_pause(&mut self, host: HostId, now: Instant) {
-        if self.shards.is_none() {
-            return;
-        }
-        if let Some(until) = self.queues.paused_until(host).filter(|u| *u > now) {
-            let ms = unix_ms(wall(until));
-            let name = self.queues.host_name(host).to_owned();
-            let level = self.queues.backoff_level(host);
-            self.staged.pauses.retain(|(h, _, _)| *h != name);
-            self.staged.pauses.push((name, ms, level));
-        }
-    }
-
-    /// robots.txt rules were obtained here: in a crawl shared by many processes they go to the store with the next
-    /// commit, kept with the host's shard until they expire.
-    pub(super) fn share_robots(
-        &mut self,
-        host: HostId,
-        authority: &str,
-        rules: &crawl_core::robots::Robots,
-        now: Instant,
-    ) {
-        if self.shards.is_none() {
-            return;
-        }
-        let expires_ms = unix_ms(wall(now + self.settings.robots_cache));
-        self.staged.robots.retain(|r| r.authority != authority);
-        self.staged.robots.push(SharedRobots {
-            host: self.queues.host_name(host).to_owned(),
-            authority: authority.to_owned(),
-            expires_ms,
-            snapshot: rules.snapshot(),
-        });
-    }
-
-    /// robots.txt rules kept with gained shards: obeyed until they expire, as if fetched here (no second fetch of
-    /// robots.txt). Their sitemaps are read here too (the previous owner may have gone before it could).
-    pub(super) fn take_robots(&mut self, shared: Vec<SharedRobots>, now: Instant) {
-        let wall_now = unix_ms(std::time::SystemTime::now());
-        for r in shared {
-            if r.expires_ms <= wall_now || self.robots.has_rules(&r.authority, now) {
-                continue;
-            }
-            let Some(rules) = crawl_core::robots::Robots::from_snapshot(&r.snapshot) else {
-                tracing::warn!(authority = %r.authority, "unreadable robots.txt rules from the store ignored");
-                continue;
-            };
-            let h = self.queues.host_id(&r.host);
-            self.queues.set_crawl_delay(h, rules.crawl_delay());
-            if self.settings.follow_sitemaps {
-                for sm in rules.sitemaps() {
-                    self.request_sitemap(sm, 0, now);
-                }
-            }
-            let expires = now + Duration::from_millis(r.expires_ms - wall_now);
-            self.robots.set(
-                &r.authority,
-                RobotsState::Ready {
-                    rules: Arc::new(rules),
-                    expires,
-                },
-            );
-            self.queues.unblock(h, now);
-            tracing::debug!(authority = %r.authority, "robots.txt rules taken over with a shard");
-        }
-    }
-
-    /// True in a crawl shared by many processes.
-    pub fn is_sharded(&self) -> bool {
-        self.shards.is_some()
-    }
-
-    /// True when this process may keep a URL of this host in a window (always, without shards).
-    pub(super) fn owns_host(&self, host: Fp) -> bool {
-        self.shards
-            .as_ref()
-            .is_none_or(|g| g.owns(g.shard_of(host)))
-    }
 }
 
-/// Polls in a row (one each 200 ms) that find this process idle while its own shards hold pending URLs before it
-/// reads those shards again. URLs out in other processes' hands are not in these shards; a moment's gap between a
-/// commit and a window refill does not last this long.
-const REREAD_AFTER_POLLS: u32 = 10;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawl_core::frontier::host_fp;
+    use crawl_core::politeness::{HostQueues, PolitenessPolicy, Pop};
+    use std::sync::Mutex;
 
-/// How often an idle process of a shared crawl says what it waits for.
-const WAITING_LOG_EVERY: Duration = Duration::from_secs(10);
+    /// Two shards by host fingerprint parity; the test says which are owned, expired and handed off.
+    #[derive(Debug, Default)]
+    struct Table {
+        owned: Mutex<HashSet<u32>>,
+        expired: Mutex<HashSet<u32>>,
+        handoff: Mutex<HashSet<u32>>,
+        quiet: Mutex<HashSet<u32>>,
+    }
 
-/// What [`Crawl::watch_idle`] keeps between polls.
-#[derive(Debug, Default)]
-pub(super) struct IdleWatch {
-    /// Polls in a row that found this process idle with pending URLs in its shards.
-    polls: u32,
-    /// Read the held shards again at the next poll.
-    reread: bool,
-    /// Idle since (None: busy at the last poll).
-    since: Option<Instant>,
-    /// When the waiting line was last logged.
-    logged: Option<Instant>,
-}
+    impl ShardGate for Table {
+        fn shard_of(&self, host: Fp) -> u32 {
+            (host % 2) as u32
+        }
+        fn may_start(&self, host: Fp) -> bool {
+            let s = self.shard_of(host);
+            self.owns(s) && !self.expired.lock().unwrap().contains(&s)
+        }
+        fn owns(&self, shard: u32) -> bool {
+            self.owned.lock().unwrap().contains(&shard)
+        }
+        fn owned_count(&self) -> usize {
+            self.owned.lock().unwrap().len()
+        }
+        fn handoffs(&self) -> Vec<u32> {
+            self.handoff.lock().unwrap().iter().copied().collect()
+        }
+        fn quiet(&self, shard: u32) {
+            self.quiet.lock().unwrap().insert(shard);
+        }
+    }
 
-/// Milliseconds since the Unix epoch (0 before it).
-fn unix_ms(t: std::time::SystemTime) -> u64 {
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    fn windows() -> Windows {
+        let policy = PolitenessPolicy {
+            min_delay: Duration::ZERO,
+            ..PolitenessPolicy::default()
+        };
+        Windows::new(HostQueues::new(policy), 4)
+    }
+
+    /// A host name whose shard (fingerprint parity) is `shard`.
+    fn host_in(shard: u32) -> String {
+        (0..)
+            .map(|i| format!("h{i}.test"))
+            .find(|h| (host_fp(h) % 2) as u32 == shard)
+            .unwrap()
+    }
+
+    #[test]
+    fn without_a_gate_every_host_is_this_process_s() {
+        let mut s = Shards::default();
+        let fp = host_fp("a.test");
+        assert!(!s.is_sharded());
+        assert!(s.lets_start(0, fp) && s.may_start(fp) && s.owns_host(fp));
+        assert!(!s.holds(fp), "no shard to hold");
+        assert!(s.start_gate(fp).is_none());
+        assert!(s.written_everywhere());
+        assert_eq!(s.owned(), 0);
+    }
+
+    #[test]
+    fn a_late_lease_blocks_its_hosts_until_it_is_renewed() {
+        let t0 = Instant::now();
+        let table = Arc::new(Table::default());
+        table.owned.lock().unwrap().insert(0);
+        table.expired.lock().unwrap().insert(0);
+        let mut s = Shards::new(table.clone());
+        let mut w = windows();
+        let name = host_in(0);
+        let h = w.hosts_mut().host_id(&name);
+        let fp = host_fp(&name);
+        assert!(s.holds(fp) && s.owns_host(fp));
+        assert!(!s.lets_start(h, fp), "the lease ran out on the local clock");
+        let mut robots = Entry::page(format!("http://{name}/robots.txt"), 0, None);
+        robots.kind = crawl_core::frontier::JobKind::Robots;
+        w.hosts_mut().hold(h);
+        w.hosts_mut().push_urgent(h, robots, t0);
+        let go = |_: HostId, _: &Entry| crawl_core::politeness::Gate::Go;
+        assert!(!matches!(w.pop_ready(t0, go), Pop::Ready(..)), "held");
+        s.renewed(&mut w, t0);
+        assert!(
+            !matches!(w.pop_ready(t0, go), Pop::Ready(..)),
+            "not renewed yet"
+        );
+        table.expired.lock().unwrap().clear();
+        s.renewed(&mut w, t0);
+        assert!(
+            matches!(w.pop_ready(t0, go), Pop::Ready(..)),
+            "renewed: the host goes again"
+        );
+        assert!(s.lets_start(h, fp));
+        assert!(!s.owns_host(host_fp(&host_in(1))));
+        assert_eq!(s.owned(), 1);
+    }
+
+    #[test]
+    fn a_shard_handed_off_is_quiet_once_nothing_of_it_is_busy() {
+        let t0 = Instant::now();
+        let table = Arc::new(Table::default());
+        table.owned.lock().unwrap().extend([0, 1]);
+        table.handoff.lock().unwrap().insert(1);
+        let mut s = Shards::new(table.clone());
+        let mut w = windows();
+        let (kept, given) = (host_in(0), host_in(1));
+        let hk = w.hosts_mut().host_id(&kept);
+        let hg = w.hosts_mut().host_id(&given);
+        let mut robots = Entry::page(format!("http://{given}/robots.txt"), 0, None);
+        robots.kind = crawl_core::frontier::JobKind::Robots;
+        w.hosts_mut().push_urgent(hg, robots, t0);
+        w.hosts_mut()
+            .push_urgent(hk, Entry::page(format!("http://{kept}/"), 0, None), t0);
+        let given_fp = host_fp(&given);
+        let dropped = s.hand_off(&mut w, |in_shard| in_shard(given_fp));
+        assert_eq!(dropped.len(), 1, "the given host's robots.txt job");
+        assert!(!s.holds(given_fp) && s.holds(host_fp(&kept)));
+        assert!(!s.settled(), "handing over");
+        assert!(table.quiet.lock().unwrap().is_empty(), "busy");
+        assert!(s.hand_off(&mut w, |_| false).is_empty(), "detached once");
+        assert!(table.quiet.lock().unwrap().contains(&1));
+        table.handoff.lock().unwrap().clear();
+        s.hand_off(&mut w, |_| false);
+        assert!(
+            s.holds(given_fp),
+            "handed over or kept after all: held again"
+        );
+    }
+
+    #[test]
+    fn a_crawl_is_written_everywhere_only_on_counters_read_after_the_last_commit() {
+        let table = Arc::new(Table::default());
+        let mut s = Shards::new(table);
+        assert!(!s.written_everywhere(), "no poll yet");
+        let token = s.poll_token();
+        s.committed();
+        let polled = |unacked, token| PolledCounters {
+            counters: Counters::default(),
+            unacked,
+            token,
+        };
+        s.counted(polled(0, token));
+        assert!(
+            !s.written_everywhere(),
+            "the poll was sent before the commit"
+        );
+        s.counted(polled(2, s.poll_token()));
+        assert!(!s.written_everywhere(), "two records to write somewhere");
+        s.counted(polled(0, s.poll_token()));
+        assert!(s.written_everywhere() && s.settled());
+        s.claimed(0);
+        assert!(!s.claims_waiting());
+        s.claimed(3);
+        assert!(s.claims_waiting());
+        s.claims_taken();
+        assert!(!s.claims_waiting());
+    }
+
+    #[test]
+    fn an_idle_process_rereads_its_shards_after_ten_polls_with_pending_urls() {
+        let t0 = Instant::now();
+        let mut s = Shards::new(Arc::new(Table::default()));
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        for k in 0..9 {
+            s.watch_idle(true, 5, 5, at(k * 200));
+            assert!(!s.take_reread());
+        }
+        s.watch_idle(false, 5, 5, at(1800));
+        s.watch_idle(true, 5, 5, at(2000));
+        assert!(!s.take_reread(), "busy in between: counted again");
+        for k in 0..9 {
+            s.watch_idle(true, 5, 5, at(2200 + k * 200));
+        }
+        assert!(s.take_reread());
+        assert!(!s.take_reread(), "asked once");
+        for k in 0..12 {
+            s.watch_idle(true, 0, 5, at(4000 + k * 200));
+        }
+        assert!(!s.take_reread(), "nothing pending in its own shards");
+    }
 }

@@ -1,28 +1,26 @@
 //! Unit tests of [`Crawl`], driven directly (no actix) with a real `EmbeddedFrontier` in a tempdir, synthetic job
 //! results and explicit instants; every check reads the committed JSONL lines back as [`Record`]s.
 //! The harness plays the store actor synchronously: it commits staged batches and answers window refills before
-//! every lease. This file holds the harness and the robots and sitemap tests; `links_tests.rs` holds links,
-//! redirects and concurrency, `faults_tests.rs` retries, panics, limits, drain and durability, `reload_tests.rs`
-//! live reconfiguration.
+//! every lease. This file holds the harness and the robots and sitemap tests; the child modules hold the rest:
+//! `links` links, redirects and concurrency, `faults` retries, panics, limits, drain and durability, `reload` live
+//! reconfiguration, `embeds` requisites, `shards` a crawl shared by many processes, `traps` crawler traps.
 
 use super::*;
+use crate::protocol::SitemapOutcome;
 use crawl_core::frontier::FrontierStore;
 use crawl_core::frontier::embedded::EmbeddedFrontier;
+use crawl_core::frontier::{Counters, Fp};
 use crawl_core::politeness::PolitenessPolicy;
+use crawl_core::record::Outcome;
 use crawl_core::robots::Robots;
-use crawl_core::scope::ScopeMode;
+use crawl_core::scope::{ScopeMode, ScopeVerdict};
+use std::collections::HashSet;
 
-#[path = "embeds_tests.rs"]
 mod embeds;
-#[path = "faults_tests.rs"]
 mod faults;
-#[path = "links_tests.rs"]
 mod links;
-#[path = "reload_tests.rs"]
 mod reload;
-#[path = "shards_tests.rs"]
 mod shards;
-#[path = "traps_tests.rs"]
 mod traps;
 
 pub(super) fn settings() -> CrawlSettings {

@@ -3,8 +3,14 @@
 //! and the per-record metrics when the record is made, and the end of the trace once the record is in the JSONL.
 //! Attributes are only built for traces that are exported.
 
-use super::*;
+use crawl_core::frontier::{Entry, JobKind};
+use crawl_core::record::{Outcome, Reason, Record};
+use crawl_observability::Attr;
+use crawl_observability::metrics::metrics;
+use crawl_observability::redact::redact_url;
+use crawl_observability::trace::{self, Stamp, Trace};
 use crawl_observability::{keyed_i64, keyed_str, preset_str};
+use std::time::{Duration, Instant};
 
 /// Root-span attributes of a URL (`url` redacted). The attributes of a few fixed values are encoded when compiling
 /// ([`preset_str!`]), here and below.
@@ -76,114 +82,113 @@ pub(super) fn host_group(url: &str) -> String {
     crawl_core::scope::registrable_domain(&host).unwrap_or(host)
 }
 
-impl Crawl {
-    /// The trace of a job being leased: the one of its earlier tries, or a new root from when it was queued;
-    /// with its queue-wait span and, for pages, the robots verdict that let it go.
-    pub(super) fn lease_trace(&mut self, host: HostId, entry: &Entry, now: Instant) -> Trace {
-        let queued = Stamp::from(entry.queued_at.unwrap_or(now));
-        // Retried URLs are few: the map is nearly always empty, and an empty map still hashes the key.
-        let retried = if self.retry_traces.is_empty() {
-            None
+/// The trace of a job being leased: the one of its earlier tries (`retried`), or a new root from when it was
+/// queued; with its queue-wait span on `host` and, for pages, the robots verdict that let it go.
+pub(super) fn lease_trace(
+    retried: Option<Trace>,
+    host: &str,
+    entry: &Entry,
+    respect_robots: bool,
+    now: Instant,
+) -> Trace {
+    let queued = Stamp::from(entry.queued_at.unwrap_or(now));
+    let t = retried.unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
+    if t.is_sampled() {
+        let host = keyed_str!("crawl.host", host);
+        if entry.kind.is_fetched() {
+            let verdict = if respect_robots {
+                preset_str!("robots.verdict", "allowed")
+            } else {
+                preset_str!("robots.verdict", "not_checked")
+            };
+            t.ctx().span("frontier.wait", queued, now, &[host, verdict]);
         } else {
-            self.retry_traces.remove(&entry.url)
+            t.ctx().span("frontier.wait", queued, now, &[host]);
+        }
+    }
+    t
+}
+
+/// The trace of a URL the robots gate dropped without a lease (`reason` robots or why robots.txt never came).
+pub(super) fn dropped_trace(entry: &Entry, reason: Reason) -> Trace {
+    let now = Stamp::now();
+    let queued = entry.queued_at.map_or(now, Stamp::from);
+    let t = root_span(&entry.url, entry.kind, entry.depth, queued);
+    if t.is_sampled() {
+        let verdict = if reason == Reason::Robots {
+            preset_str!("robots.verdict", "disallowed")
+        } else {
+            preset_str!("robots.verdict", "unavailable")
         };
-        let t = retried.unwrap_or_else(|| root_span(&entry.url, entry.kind, entry.depth, queued));
+        t.ctx().span("frontier.wait", queued, now, &[verdict]);
+    }
+    t
+}
+
+/// The trace of a record made without a lease (an excluded link): a root span of its own.
+pub(super) fn record_trace(record: &Record) -> Trace {
+    root_span(&record.url, JobKind::Page, record.depth, Stamp::now())
+}
+
+/// The latency histogram's sample of a fetch that made `record`, taken `now`: the measured duration in seconds
+/// (not the record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is
+/// exported.
+pub(super) fn observe_latency(
+    record: &Record,
+    latency: Duration,
+    trace: Option<&Trace>,
+    now: Instant,
+) {
+    let exemplar = trace.and_then(Trace::exported_id).map(|id| (id, now));
+    metrics().fetch_duration(record.outcome.as_str(), latency.as_secs_f64(), exemplar);
+}
+
+/// Metrics and root-span attributes of a record.
+pub(super) fn observe(record: &Record, trace: &mut Trace) {
+    let m = metrics();
+    let reason = record.reason.map_or("", Reason::as_str);
+    m.record(record.outcome.as_str(), reason);
+    if record.outcome == Outcome::Fetched
+        && let Some(status) = record.status
+    {
+        m.response(status, record.content_length.unwrap_or(0));
+    }
+    if matches!(record.reason, Some(Reason::TooLarge | Reason::Decode)) {
+        m.parse_failure(reason);
+    }
+    if !trace.is_sampled() {
+        return;
+    }
+    let (attributes, n) = record_attributes(record.outcome, record.attempts, reason, record.status);
+    trace.set_attributes(&attributes[..n]);
+    if record.outcome == Outcome::Failed {
+        trace.set_error(record.error.as_deref().unwrap_or(reason));
+    }
+}
+
+/// Milliseconds since the Unix epoch at `t` on the wall clock (0 before the epoch), as shared with other processes.
+pub(super) fn wall_ms(t: Instant) -> u64 {
+    unix_ms(trace::wall(t))
+}
+
+/// Milliseconds since the Unix epoch (0 before it).
+pub(super) fn unix_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Ends the traces of records now in the JSONL, with their line number on the root: the root ends when the record
+/// is written, so the time after its `frontier.commit` span is the write (no span of its own).
+pub(super) fn end_written(written: impl Iterator<Item = (u64, Trace)>) {
+    let end = Stamp::now();
+    for (seq, mut t) in written {
         if t.is_sampled() {
-            let host = keyed_str!("crawl.host", self.queues.host_name(host));
-            if entry.kind.is_fetched() {
-                let verdict = if self.settings.respect_robots {
-                    preset_str!("robots.verdict", "allowed")
-                } else {
-                    preset_str!("robots.verdict", "not_checked")
-                };
-                t.ctx().span("frontier.wait", queued, now, &[host, verdict]);
-            } else {
-                t.ctx().span("frontier.wait", queued, now, &[host]);
-            }
+            t.set_attributes(&[keyed_i64!(
+                "crawl.jsonl_line",
+                i64::try_from(seq).unwrap_or(i64::MAX)
+            )]);
         }
-        t
-    }
-
-    /// The trace of a URL the robots gate dropped without a lease (`reason` robots or why robots.txt never came).
-    pub(super) fn dropped_trace(entry: &Entry, reason: Reason) -> Trace {
-        let now = Stamp::now();
-        let queued = entry.queued_at.map_or(now, Stamp::from);
-        let t = root_span(&entry.url, entry.kind, entry.depth, queued);
-        if t.is_sampled() {
-            let verdict = if reason == Reason::Robots {
-                preset_str!("robots.verdict", "disallowed")
-            } else {
-                preset_str!("robots.verdict", "unavailable")
-            };
-            t.ctx().span("frontier.wait", queued, now, &[verdict]);
-        }
-        t
-    }
-
-    /// The trace of a record made without a lease (an excluded link): a root span of its own.
-    pub(super) fn record_trace(record: &Record) -> Trace {
-        root_span(&record.url, JobKind::Page, record.depth, Stamp::now())
-    }
-
-    /// The latency histogram's sample of a fetch that made `record`, taken `now`: the measured duration in seconds
-    /// (not the record's whole milliseconds), by the record's outcome, with the trace id as exemplar when it is
-    /// exported.
-    pub(super) fn observe_latency(
-        record: &Record,
-        latency: Duration,
-        trace: Option<&Trace>,
-        now: Instant,
-    ) {
-        let exemplar = trace.and_then(Trace::exported_id).map(|id| (id, now));
-        metrics().fetch_duration(record.outcome.as_str(), latency.as_secs_f64(), exemplar);
-    }
-
-    /// Metrics and root-span attributes of a record.
-    pub(super) fn observe(&self, record: &Record, trace: &mut Trace) {
-        let m = metrics();
-        let reason = record.reason.map_or("", Reason::as_str);
-        m.record(record.outcome.as_str(), reason);
-        if record.outcome == Outcome::Fetched
-            && let Some(status) = record.status
-        {
-            m.response(status, record.content_length.unwrap_or(0));
-        }
-        if matches!(record.reason, Some(Reason::TooLarge | Reason::Decode)) {
-            m.parse_failure(reason);
-        }
-        if !trace.is_sampled() {
-            return;
-        }
-        let (attributes, n) =
-            record_attributes(record.outcome, record.attempts, reason, record.status);
-        trace.set_attributes(&attributes[..n]);
-        if record.outcome == Outcome::Failed {
-            trace.set_error(record.error.as_deref().unwrap_or(reason));
-        }
-    }
-
-    /// Ends the traces of records now in the JSONL (up to line `upto`), with their line number on the root: the
-    /// root ends when the record is written, so the time after its `frontier.commit` span is the write (no span of
-    /// its own).
-    pub(super) fn end_written_traces(&mut self, upto: u64) {
-        let end = Stamp::now();
-        while self
-            .records
-            .writing
-            .front()
-            .is_some_and(|(seq, _)| *seq <= upto)
-        {
-            let Some((seq, mut t)) = self.records.writing.pop_front() else {
-                break;
-            };
-            if t.is_sampled() {
-                t.set_attributes(&[keyed_i64!(
-                    "crawl.jsonl_line",
-                    i64::try_from(seq).unwrap_or(i64::MAX)
-                )]);
-            }
-            t.end(end);
-        }
+        t.end(end);
     }
 }
 

@@ -1,5 +1,5 @@
 //! Unit tests of [`Crawl`] (continued): throttling and retries, panics and fetcher loss, max_pages, drain, and
-//! durability across a reopen of the store. The harness is in `crawl_tests.rs`.
+//! durability across a reopen of the store. The harness is in the parent module.
 
 use super::*;
 
@@ -285,13 +285,13 @@ fn windows_let_go_of_their_urls_once_leasing_stops_and_the_store_keeps_them() {
     h.commit();
     h.lease(0);
     assert!(
-        h.crawl.queues.queued() > 0,
+        h.crawl.windows.hosts().queued() > 0,
         "the host window holds the new links"
     );
     h.crawl.drain();
     assert!(h.lease(0).0.is_empty());
     assert_eq!(
-        h.crawl.queues.queued(),
+        h.crawl.windows.hosts().queued(),
         0,
         "nothing held once leasing stopped"
     );

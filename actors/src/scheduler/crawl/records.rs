@@ -7,14 +7,14 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 #[derive(Debug, Default)]
-pub struct RecordLog {
+pub(super) struct RecordLog {
     next_seq: u64,
     /// Staged records' traces (their lines are in the staged batch).
     staged: Vec<(u64, Trace)>,
     /// Records of the commit in flight: (sequence, line, trace).
     committing: Vec<(u64, Vec<u8>, Trace)>,
     /// Committed records on their way to the sink: (sequence, trace), in order.
-    pub(super) writing: VecDeque<(u64, Trace)>,
+    writing: VecDeque<(u64, Trace)>,
     committed_upto: u64,
     written_upto: u64,
     /// The JSONL position to checkpoint with the next commit.
@@ -23,7 +23,7 @@ pub struct RecordLog {
 
 impl RecordLog {
     /// `next_seq` is the sequence number of the next record; `lines` the JSONL's complete lines.
-    pub fn new(next_seq: u64, lines: u64, checkpoint: Option<JsonlCheckpoint>) -> RecordLog {
+    pub(super) fn new(next_seq: u64, lines: u64, checkpoint: Option<JsonlCheckpoint>) -> RecordLog {
         RecordLog {
             next_seq: next_seq.max(lines + 1),
             committed_upto: lines,
@@ -34,7 +34,7 @@ impl RecordLog {
     }
 
     /// Numbers a new record.
-    pub fn stage(&mut self, trace: Trace) -> u64 {
+    pub(super) fn stage(&mut self, trace: Trace) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.staged.push((seq, trace));
@@ -42,7 +42,7 @@ impl RecordLog {
     }
 
     /// The staged records go into a commit whose lines are `lines`.
-    pub fn start_commit(&mut self, lines: &[(u64, Vec<u8>)]) {
+    pub(super) fn start_commit(&mut self, lines: &[(u64, Vec<u8>)]) {
         let traces = std::mem::take(&mut self.staged);
         self.committing = traces
             .into_iter()
@@ -52,7 +52,7 @@ impl RecordLog {
     }
 
     /// Lines of the commit in flight that changed on the way (their archive location was added).
-    pub fn rewrite(&mut self, lines: Vec<(u64, Vec<u8>)>) {
+    pub(super) fn rewrite(&mut self, lines: Vec<(u64, Vec<u8>)>) {
         if lines.is_empty() {
             return;
         }
@@ -69,7 +69,7 @@ impl RecordLog {
     /// records are numbered on from the last committed one, then the extra ones.
     /// Each kept record's trace gets a `frontier.commit` span from `started` to `done` (the store's backend is a
     /// resource attribute of the process's spans).
-    pub fn committed(
+    pub(super) fn committed(
         &mut self,
         (started, done): (Instant, Instant),
         fenced: &[u64],
@@ -99,7 +99,7 @@ impl RecordLog {
 
     /// After a commit whose numbering moved (fenced or extra records), numbers the staged records on from the
     /// committed ones; `records` are the staged batch's lines.
-    pub fn restage(&mut self, records: &mut [(u64, Vec<u8>)]) {
+    pub(super) fn restage(&mut self, records: &mut [(u64, Vec<u8>)]) {
         let old_first = self.next_seq - self.staged.len() as u64;
         let new_first = self.committed_upto + 1;
         if old_first == new_first {
@@ -116,12 +116,12 @@ impl RecordLog {
     }
 
     /// The commit failed: its records are lost with it (the process stops).
-    pub fn commit_failed(&mut self) {
+    pub(super) fn commit_failed(&mut self) {
         self.committing.clear();
     }
 
     /// The sink wrote records up to `cp.lines`. Returns true when that is news.
-    pub fn written(&mut self, cp: JsonlCheckpoint) -> bool {
+    pub(super) fn written(&mut self, cp: JsonlCheckpoint) -> bool {
         if cp.lines > self.written_upto {
             self.written_upto = cp.lines;
             self.checkpoint = Some(cp);
@@ -131,22 +131,66 @@ impl RecordLog {
     }
 
     /// The checkpoint to store with the next commit, if it moved.
-    pub fn take_checkpoint(&mut self) -> Option<JsonlCheckpoint> {
+    pub(super) fn take_checkpoint(&mut self) -> Option<JsonlCheckpoint> {
         self.checkpoint.take()
     }
 
-    pub fn has_checkpoint(&self) -> bool {
+    pub(super) fn has_checkpoint(&self) -> bool {
         self.checkpoint.is_some()
     }
 
-    pub fn settled(&self) -> bool {
+    pub(super) fn settled(&self) -> bool {
         self.staged.is_empty()
             && self.committing.is_empty()
             && self.written_upto >= self.committed_upto
     }
 
+    /// The traces of records now written (up to line `upto`), in order, with their line numbers.
+    pub(super) fn take_written(&mut self, upto: u64) -> impl Iterator<Item = (u64, Trace)> + '_ {
+        let n = self.writing.partition_point(|(seq, _)| *seq <= upto);
+        self.writing.drain(..n)
+    }
+
     /// Records committed but not yet written.
-    pub fn pending_writes(&self) -> u64 {
+    pub(super) fn pending_writes(&self) -> u64 {
         self.committed_upto.saturating_sub(self.written_upto)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
+        let mut log = RecordLog::new(1, 0, None);
+        let t = Instant::now();
+        let s1 = log.stage(Trace::default());
+        let s2 = log.stage(Trace::default());
+        let s3 = log.stage(Trace::default());
+        let batch = vec![
+            (s1, b"a\n".to_vec()),
+            (s2, b"b\n".to_vec()),
+            (s3, b"c\n".to_vec()),
+        ];
+        log.start_commit(&batch);
+        // Two more records are staged while the commit is out.
+        let s4 = log.stage(Trace::default());
+        let s5 = log.stage(Trace::default());
+        let mut staged = vec![(s4, b"d\n".to_vec()), (s5, b"e\n".to_vec())];
+        let out = log.committed((t, t), &[s2], vec![b"x\n".to_vec(), b"y\n".to_vec()]);
+        assert_eq!(
+            out,
+            vec![
+                (1, b"a\n".to_vec()),
+                (2, b"c\n".to_vec()),
+                (3, b"x\n".to_vec()),
+                (4, b"y\n".to_vec())
+            ]
+        );
+        log.restage(&mut staged);
+        assert_eq!(staged.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!(log.stage(Trace::default()), 7);
+        assert_eq!(log.pending_writes(), 4);
     }
 }

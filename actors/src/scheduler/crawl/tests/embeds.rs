@@ -1,6 +1,6 @@
 //! Unit tests of [`Crawl`] (continued): page requisites (admission at the page's depth, their scope verdicts,
 //! records of kind embed, redirects and failures of requisites), the record fields that come from the page's content,
-//! and robots.txt sitemaps on hosts out of scope. The harness is in `tests.rs`.
+//! and robots.txt sitemaps on hosts out of scope. The harness is in the parent module.
 
 use super::*;
 use crawl_core::record::RecordKind;
@@ -179,13 +179,13 @@ fn a_robots_sitemap_on_a_host_out_of_scope_is_not_fetched() {
         policy(1),
     );
     let seed = url::Url::parse("http://a.test/").unwrap();
-    h.crawl.scope = Arc::new(ScopePolicy::new(
+    h.crawl.admission = Admission::new(Arc::new(ScopePolicy::new(
         ScopeMode::Host,
         &[seed],
         Vec::new(),
         Vec::new(),
         10,
-    ));
+    )));
     h.seed("http://a.test/");
     let r = h.one(0);
     assert_eq!(r.entry.kind, JobKind::Robots);

@@ -4,14 +4,13 @@
 
 use super::*;
 use crawl_core::config::TrapsConfig;
-use crawl_core::traps::{Budgets, TrapRules};
+use crawl_core::traps::TrapRules;
 
 fn with_traps(h: &mut H, traps: TrapsConfig) {
     let seed = url::Url::parse("http://a.test/").unwrap();
     let scope = ScopePolicy::new(ScopeMode::Host, &[seed], Vec::new(), Vec::new(), 10)
         .with_traps(TrapRules::new(&traps, 2026));
-    h.crawl.budgets = Budgets::new(&traps);
-    h.crawl.scope = Arc::new(scope);
+    h.crawl.admission = Admission::new(Arc::new(scope));
 }
 
 #[test]
@@ -137,11 +136,10 @@ fn after_a_restart_a_hosts_pending_urls_count_against_its_budget() {
         jsonl,
         Instant::now(),
     );
-    let new = url::Url::parse("http://a.test/new").unwrap();
-    assert_eq!(
-        crawl.budgets.admit("a.test", &new),
-        Some(Reason::HostBudget)
-    );
-    let other = url::Url::parse("http://b.test/new").unwrap();
-    assert_eq!(crawl.budgets.admit("b.test", &other), None);
+    let mut new = link("http://a.test/new", ScopeVerdict::InScope);
+    crawl.admission.screen(&mut new, 1);
+    assert_eq!(new.verdict, ScopeVerdict::Trap(Reason::HostBudget));
+    let mut other = link("http://b.test/new", ScopeVerdict::InScope);
+    crawl.admission.screen(&mut other, 1);
+    assert_eq!(other.verdict, ScopeVerdict::InScope);
 }

@@ -240,39 +240,6 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
 }
 
 #[test]
-fn fenced_records_are_dropped_and_later_records_keep_a_gapless_numbering() {
-    let mut log = RecordLog::new(1, 0, None);
-    let t = Instant::now();
-    let s1 = log.stage(Trace::default());
-    let s2 = log.stage(Trace::default());
-    let s3 = log.stage(Trace::default());
-    let batch = vec![
-        (s1, b"a\n".to_vec()),
-        (s2, b"b\n".to_vec()),
-        (s3, b"c\n".to_vec()),
-    ];
-    log.start_commit(&batch);
-    // Two more records are staged while the commit is out.
-    let s4 = log.stage(Trace::default());
-    let s5 = log.stage(Trace::default());
-    let mut staged = vec![(s4, b"d\n".to_vec()), (s5, b"e\n".to_vec())];
-    let out = log.committed((t, t), &[s2], vec![b"x\n".to_vec(), b"y\n".to_vec()]);
-    assert_eq!(
-        out,
-        vec![
-            (1, b"a\n".to_vec()),
-            (2, b"c\n".to_vec()),
-            (3, b"x\n".to_vec()),
-            (4, b"y\n".to_vec())
-        ]
-    );
-    log.restage(&mut staged);
-    assert_eq!(staged.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [5, 6]);
-    assert_eq!(log.stage(Trace::default()), 7);
-    assert_eq!(log.pending_writes(), 4);
-}
-
-#[test]
 fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a_takeover() {
     let (a, b) = two_hosts();
     let (gate, mut h) = owning(shard(&a));
@@ -287,8 +254,8 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
     h.done(&job, throttled, 10);
     let (name, until, level) = h
         .crawl
-        .staged
-        .pauses
+        .staging
+        .staged_pauses()
         .last()
         .cloned()
         .expect("a pause is staged");
@@ -319,9 +286,14 @@ fn a_throttled_host_s_pause_goes_to_the_store_and_a_recorded_pause_holds_after_a
             "at {ms} ms: {got:?}"
         );
     }
-    let hb = h.crawl.queues.host_by_fp(host_fp(&b)).expect("b is known");
+    let hb = h
+        .crawl
+        .windows
+        .hosts()
+        .host_by_fp(host_fp(&b))
+        .expect("b is known");
     assert_eq!(
-        h.crawl.queues.backoff_level(hb),
+        h.crawl.windows.hosts().backoff_level(hb),
         4,
         "the backoff step moved with the host"
     );
@@ -362,7 +334,7 @@ fn a_job_the_fetcher_did_not_start_waits_for_the_renewal_or_is_left_to_the_shard
     gate.expired.lock().unwrap().insert(shard(&a));
     h.done(&page, JobResult::NotStarted, 45);
     h.idle(50);
-    assert_eq!(h.crawl.queues.queued(), 1, "the page waits here");
+    assert_eq!(h.crawl.windows.hosts().queued(), 1, "the page waits here");
     renew(&mut h, 60);
     let page = h.one(70);
     assert_eq!(page.entry.url, format!("http://{a}/"));
@@ -381,9 +353,9 @@ fn a_job_the_fetcher_did_not_start_waits_for_the_renewal_or_is_left_to_the_shard
         token,
         h.at(80),
     );
-    assert_eq!(h.crawl.queues.queued(), 0);
+    assert_eq!(h.crawl.windows.hosts().queued(), 0);
     assert!(h.crawl.leases.is_empty());
-    assert_eq!(h.crawl.stats.not_started, 3);
+    assert_eq!(h.crawl.stats().not_started, 3);
     let pending = h.store.next_urls(host_fp(&a), None, 10).unwrap();
     assert_eq!(
         pending.iter().map(|e| e.url.clone()).collect::<Vec<_>>(),
@@ -407,7 +379,7 @@ fn a_host_whose_shard_is_lost_drops_its_robots_job_and_asks_again_once_regained(
     // The lease runs out before robots.txt could be leased: it is held, not sent.
     gate.expired.lock().unwrap().insert(shard(&a));
     h.idle(0);
-    assert_eq!(h.crawl.queues.queued(), 1, "robots.txt waits");
+    assert_eq!(h.crawl.windows.hosts().queued(), 1, "robots.txt waits");
     gate.owned.lock().unwrap().remove(&shard(&a));
     let token = h.crawl.poll_token();
     h.crawl.shards_changed(
@@ -418,7 +390,11 @@ fn a_host_whose_shard_is_lost_drops_its_robots_job_and_asks_again_once_regained(
         token,
         h.at(10),
     );
-    assert_eq!(h.crawl.queues.queued(), 0, "nothing of a is queued here");
+    assert_eq!(
+        h.crawl.windows.hosts().queued(),
+        0,
+        "nothing of a is queued here"
+    );
     gate.owned.lock().unwrap().insert(shard(&a));
     gate.expired.lock().unwrap().clear();
     let token = h.crawl.poll_token();
@@ -451,7 +427,7 @@ fn robots_rules_go_to_the_store_and_the_next_owner_obeys_them_without_fetching_r
         ))),
         5,
     );
-    let shared = first.crawl.staged.robots.clone();
+    let shared = first.crawl.staging.staged_robots().to_vec();
     assert_eq!(shared.len(), 1, "{shared:?}");
     assert_eq!(shared[0].host, a);
     assert_eq!(shared[0].authority, format!("http://{a}:80"));

@@ -1,6 +1,6 @@
 //! Unit tests of [`Crawl::reconfigure`] (a SIGHUP reload): the politeness policy applies from the next lease, a new
 //! exclude pattern records URLs still queued as excluded when they come up, and leases in flight are neither lost
-//! nor duplicated. The harness is in `crawl_tests.rs`.
+//! nor duplicated. The harness is in the parent module.
 
 use super::*;
 
@@ -130,11 +130,11 @@ fn a_part_left_out_of_a_reload_is_kept() {
     };
     // The politeness policy alone: the scope stays, and queued URLs are not judged again.
     let mut h = H::new(settings(), slow.clone());
-    let scope = h.crawl.scope.clone();
+    let scope = h.crawl.admission.scope().clone();
     h.crawl.reconfigure(Some(policy(2)), None);
-    assert_eq!(h.crawl.queues.policy(), &policy(2));
-    assert!(Arc::ptr_eq(&h.crawl.scope, &scope));
-    assert!(!h.crawl.rescope);
+    assert_eq!(h.crawl.windows.hosts().policy(), &policy(2));
+    assert!(Arc::ptr_eq(h.crawl.admission.scope(), &scope));
+    assert!(!h.crawl.admission.rescoping());
 
     // The scope alone: the politeness policy stays (the next request still waits 10 s).
     let mut h = H::new(settings(), slow.clone());
@@ -144,8 +144,8 @@ fn a_part_left_out_of_a_reload_is_kept() {
     let j = h.one(0);
     h.done(&j, ok(Vec::new()), 0);
     h.crawl.reconfigure(None, Some(scope_excluding("/never/")));
-    assert!(h.crawl.rescope);
-    assert_eq!(h.crawl.queues.policy(), &slow);
+    assert!(h.crawl.admission.rescoping());
+    assert_eq!(h.crawl.windows.hosts().policy(), &slow);
     assert!(h.lease(5_000).0.is_empty(), "the delay was dropped");
     let j = h.one(10_000);
     h.done(&j, ok(Vec::new()), 10_000);

@@ -1,5 +1,5 @@
 //! Unit tests of [`Crawl`] (continued): link admission, redirects (chains, loops, limits, unusable targets) and
-//! per-host and global concurrency. The harness is in `crawl_tests.rs`.
+//! per-host and global concurrency. The harness is in the parent module.
 
 use super::*;
 
