@@ -17,6 +17,7 @@ mod reader;
 mod redis;
 pub mod reload;
 mod validate;
+mod value_error;
 
 #[cfg(test)]
 mod credentials_tests;
@@ -55,6 +56,7 @@ pub use proxy::{
     redact_credentials,
 };
 pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
+pub use value_error::{HopProblem, NameRole, UrlProblem, UrlRole, ValueError};
 
 use crate::scope::ScopeMode;
 
