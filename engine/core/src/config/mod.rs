@@ -37,6 +37,8 @@ mod resolver_tests;
 mod tests;
 #[cfg(test)]
 mod traps_tests;
+#[cfg(test)]
+mod value_error_tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
