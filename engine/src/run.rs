@@ -53,7 +53,7 @@ pub fn load_config_with(
         if let Ok(raw) = url::Url::parse(s.trim())
             && let Err(e) = config.fetch.credentials.add_seed(&raw)
         {
-            problems.push(e);
+            problems.push(e.to_string());
         }
         match canon::canonicalize(s) {
             Ok(u) => config.add_seed(u),
@@ -70,7 +70,7 @@ pub fn load_config_with(
     let mut canonical = Vec::with_capacity(config.crawl.seeds.len());
     for s in &config.crawl.seeds {
         if let Err(e) = config.fetch.credentials.add_seed(s) {
-            problems.push(e);
+            problems.push(e.to_string());
         }
         match canon::canonicalize(s.as_str()) {
             Ok(u) if !canonical.contains(&u) => canonical.push(u),

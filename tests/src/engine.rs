@@ -5,7 +5,7 @@
 //! `crawl-engine` package, so a run never picks up a stale build.
 
 use crawl_core::record::Record;
-use std::io::{BufRead as _, BufReader, Read};
+use std::io::{self, BufRead as _, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -21,6 +21,24 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
             }
         }
     }
+}
+
+/// Why a [`TestCrawl`] could not be set up or its config written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestCrawlError {
+    /// The temporary directory could not be made.
+    #[error("cannot create the crawl's directory: {0}")]
+    TempDir(#[source] io::Error),
+    /// The config file could not be written or put in place.
+    #[error("cannot write the config {}: {source}", path.display())]
+    WriteConfig { path: PathBuf, source: io::Error },
+    /// The overrides given by the test are not TOML.
+    #[error("the config overrides are not TOML: {0}")]
+    Overrides(#[source] toml::de::Error),
+    /// The merged config could not be written as TOML.
+    #[error("cannot render the config: {0}")]
+    Render(#[from] toml::ser::Error),
 }
 
 /// One crawl's working directory and the binary that runs it.
@@ -50,8 +68,12 @@ impl RunResult {
 impl TestCrawl {
     /// A crawl run by the binary at `engine`, with a config for loopback tests (private networks allowed, no
     /// politeness delay, quick retries) with `overrides` (TOML text, deep-merged over the defaults) applied.
-    pub fn new(engine: impl AsRef<Path>, seeds: &[String], overrides: &str) -> TestCrawl {
-        let dir = tempfile::tempdir().expect("tempdir");
+    pub fn new(
+        engine: impl AsRef<Path>,
+        seeds: &[String],
+        overrides: &str,
+    ) -> Result<TestCrawl, TestCrawlError> {
+        let dir = tempfile::tempdir().map_err(TestCrawlError::TempDir)?;
         let jsonl = dir.path().join("crawl.jsonl");
         let data_dir = dir.path().join("data");
         let config_path = dir.path().join("config.toml");
@@ -63,27 +85,30 @@ impl TestCrawl {
             data_dir,
             seeds: seeds.to_vec(),
         };
-        crawl.rewrite(overrides);
-        crawl
+        crawl.rewrite(overrides)?;
+        Ok(crawl)
     }
 
     /// Writes the config file again with other `overrides` (same defaults, seeds, data_dir and JSONL), atomically,
     /// so a running crawl that re-reads it (SIGHUP) never sees half a file.
-    pub fn rewrite(&self, overrides: &str) {
-        self.write_raw(&self.render(overrides));
+    pub fn rewrite(&self, overrides: &str) -> Result<(), TestCrawlError> {
+        self.write_raw(&self.render(overrides)?)
     }
 
     /// Replaces the config file with `text` as is (atomically).
-    pub fn write_raw(&self, text: &str) {
+    pub fn write_raw(&self, text: &str) -> Result<(), TestCrawlError> {
         let tmp = self.config_path.with_extension("toml.tmp");
-        std::fs::write(&tmp, text).expect("write config");
-        std::fs::rename(&tmp, &self.config_path).expect("replace config");
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| TestCrawlError::WriteConfig { path, source }
+        };
+        std::fs::write(&tmp, text).map_err(failed(&tmp))?;
+        std::fs::rename(&tmp, &self.config_path).map_err(failed(&self.config_path))
     }
 
-    fn render(&self, overrides: &str) -> String {
+    fn render(&self, overrides: &str) -> Result<String, TestCrawlError> {
         let (seeds, jsonl, data_dir) = (&self.seeds, &self.jsonl, &self.data_dir);
-        let mut base: toml::Table = toml::from_str(
-            r#"
+        let mut base = toml::toml! {
             [crawl]
             robots_retry_ms = 200
             [politeness]
@@ -103,22 +128,20 @@ impl TestCrawl {
             backoff_base_ms = 10
             [shutdown]
             grace_ms = 5000
+            // Never the system's nameservers in tests: names not set up by a test fail fast on loopback.
             [resolver]
-            # Never the system's nameservers in tests: names not set up by a test fail fast on loopback.
             nameservers = ["127.0.0.1:9"]
             hijack_probe = false
             timeout_ms = 300
             attempts = 1
+            // Parallel tests must not fight over the default port; tests that scrape set their own.
             [observability]
-            # Parallel tests must not fight over the default port; tests that scrape set their own.
             metrics_listen = ""
             log_level = "info"
             log_format = "json"
             progress_interval_s = 1
-            "#,
-        )
-        .expect("base config");
-        let over: toml::Table = toml::from_str(overrides).expect("override toml");
+        };
+        let over: toml::Table = toml::from_str(overrides).map_err(TestCrawlError::Overrides)?;
         merge(&mut base, over);
         let crawl = base
             .entry("crawl")
@@ -147,7 +170,7 @@ impl TestCrawl {
             t.entry("jsonl")
                 .or_insert_with(|| toml::Value::String(jsonl.display().to_string()));
         }
-        toml::to_string(&base).expect("render config")
+        Ok(toml::to_string(&base)?)
     }
 
     /// The command, ready to spawn (stdout/stderr piped).
@@ -246,19 +269,28 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<St
     })
 }
 
-/// The child's exit status, killing it first when it outlives `deadline`.
+/// The child's exit status, killing it first when it outlives `deadline` or when its state cannot be read.
 fn wait_or_kill(child: &mut Child, deadline: Duration) -> ExitStatus {
     let start = Instant::now();
     loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            return s;
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            return child.wait().expect("wait after kill");
+        match child.try_wait() {
+            Ok(Some(s)) => return s,
+            Ok(None) if start.elapsed() <= deadline => {}
+            Ok(None) | Err(_) => return kill_and_reap(child),
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Kills the child (SIGKILL) and reaps it. A status that cannot be read after the kill is reported as the kill's
+/// own (terminated by SIGKILL), which is what a test checking the status must see.
+fn kill_and_reap(child: &mut Child) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt as _;
+    const SIGKILL: i32 = 9;
+    let _ = child.kill();
+    child
+        .wait()
+        .unwrap_or_else(|_| ExitStatus::from_raw(SIGKILL))
 }
 
 /// Parses a JSONL file into records (panics on a malformed line: that is a test failure).
@@ -417,9 +449,76 @@ fn metrics_listening(line: &str) -> Option<SocketAddr> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Drained, metrics_listening};
+    use super::{Drained, TestCrawl, TestCrawlError, metrics_listening};
+    use std::os::unix::process::ExitStatusExt as _;
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_config_is_the_defaults_with_the_overrides_merged_in() {
+        let seed = "http://127.0.0.1:9/".to_owned();
+        let c = TestCrawl::new(
+            "crawl-engine",
+            std::slice::from_ref(&seed),
+            "[fetch]\nconcurrency = 2\n",
+        )
+        .expect("test crawl");
+        let text = std::fs::read_to_string(&c.config_path).expect("config");
+        let t: toml::Table = toml::from_str(&text).expect("toml");
+        assert_eq!(t["fetch"]["concurrency"].as_integer(), Some(2));
+        assert_eq!(t["fetch"]["retry_base_ms"].as_integer(), Some(50));
+        assert_eq!(t["crawl"]["seeds"][0].as_str(), Some(seed.as_str()));
+        assert_eq!(
+            t["resolver"]["nameservers"][0].as_str(),
+            Some("127.0.0.1:9")
+        );
+        assert_eq!(t["observability"]["metrics_listen"].as_str(), Some(""));
+        let jsonl = c.jsonl.display().to_string();
+        assert_eq!(t["output"]["jsonl"].as_str(), Some(jsonl.as_str()));
+    }
+
+    #[test]
+    fn bad_overrides_and_unwritable_configs_are_errors() {
+        let e = TestCrawl::new("crawl-engine", &[], "[fetch\n").err();
+        assert!(matches!(e, Some(TestCrawlError::Overrides(_))), "{e:?}");
+        let mut c = TestCrawl::new("crawl-engine", &[], "").expect("test crawl");
+        let before = std::fs::read_to_string(&c.config_path).expect("config");
+        assert!(matches!(
+            c.rewrite("[fetch\n"),
+            Err(TestCrawlError::Overrides(_))
+        ));
+        let after = std::fs::read_to_string(&c.config_path).expect("config");
+        assert_eq!(before, after, "a failed rewrite left the config alone");
+        c.config_path = c.dir.path().join("no-such-dir").join("config.toml");
+        match c.write_raw("") {
+            Err(TestCrawlError::WriteConfig { path, source }) => {
+                assert!(
+                    path.starts_with(c.dir.path().join("no-such-dir")),
+                    "{path:?}"
+                );
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_child_that_outlives_its_deadline_is_killed() {
+        let child = Command::new("sleep")
+            .arg("30")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sleep");
+        let start = Instant::now();
+        let res = Drained::new(child).finish(Duration::from_millis(200));
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(res.status.signal(), Some(9), "{res:?}");
+    }
 
     /// A child that writes four pipes' worth to each of stdout and stderr runs to its end while nobody waits for
     /// it: its output is read from the moment it was made, and all of it comes back.

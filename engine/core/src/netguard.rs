@@ -92,38 +92,60 @@ impl fmt::Display for Cidr {
     }
 }
 
-impl FromStr for Cidr {
-    type Err = String;
+/// Why a text is not an address block.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CidrError {
+    /// The part before the `/` is not an IP address.
+    #[error("invalid address block `{text}`: `{addr}` is not an IP address")]
+    Address { text: String, addr: String },
+    /// The prefix length is not a number from 0 to `max` (32 for IPv4, 128 for IPv6).
+    #[error("invalid address block `{text}`: the prefix length must be 0 to {max}")]
+    Prefix { text: String, max: u8 },
+    /// The address has bits set beyond the prefix; `network` is the block probably meant.
+    #[error(
+        "invalid address block `{text}`: host bits are set (did you mean `{network}/{prefix}`?)"
+    )]
+    HostBits {
+        text: String,
+        network: IpAddr,
+        prefix: u8,
+    },
+}
 
-    /// `10.1.0.0/16`, `fd00::/8`, or a bare address. The message says what is wrong (and, for host bits, which
+impl FromStr for Cidr {
+    type Err = CidrError;
+
+    /// `10.1.0.0/16`, `fd00::/8`, or a bare address. The error says what is wrong (and, for host bits, which
     /// block was probably meant).
-    fn from_str(s: &str) -> Result<Cidr, String> {
+    fn from_str(s: &str) -> Result<Cidr, CidrError> {
         let t = s.trim();
         let (addr, prefix) = match t.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (t, None),
         };
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("invalid address block `{s}`: `{addr}` is not an IP address"))?;
+        let addr: IpAddr = addr.parse().map_err(|_| CidrError::Address {
+            text: s.to_owned(),
+            addr: addr.to_owned(),
+        })?;
         let max: u8 = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => max,
             Some(p) => match p.parse::<u8>() {
                 Ok(n) if n <= max && p.bytes().all(|b| b.is_ascii_digit()) => n,
                 _ => {
-                    return Err(format!(
-                        "invalid address block `{s}`: the prefix length must be 0 to {max}"
-                    ));
+                    return Err(CidrError::Prefix {
+                        text: s.to_owned(),
+                        max,
+                    });
                 }
             },
         };
         let loose = Cidr { addr, prefix };
-        Cidr::new(addr, prefix).ok_or_else(|| {
-            format!(
-                "invalid address block `{s}`: host bits are set (did you mean `{}/{prefix}`?)",
-                loose.network()
-            )
+        Cidr::new(addr, prefix).ok_or_else(|| CidrError::HostBits {
+            text: s.to_owned(),
+            network: loose.network(),
+            prefix,
         })
     }
 }
@@ -231,16 +253,41 @@ mod tests {
         let e = "10.1.2.3/16".parse::<Cidr>().unwrap_err();
         assert_eq!(
             e,
+            CidrError::HostBits {
+                text: "10.1.2.3/16".to_owned(),
+                network: ip("10.1.0.0"),
+                prefix: 16
+            }
+        );
+        assert_eq!(
+            e.to_string(),
             "invalid address block `10.1.2.3/16`: host bits are set (did you mean `10.1.0.0/16`?)"
         );
         let e = "10.0.0.0/33".parse::<Cidr>().unwrap_err();
-        assert!(e.contains("prefix length must be 0 to 32"), "{e}");
+        assert!(matches!(e, CidrError::Prefix { max: 32, .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("prefix length must be 0 to 32"),
+            "{e}"
+        );
         let e = "fd00::/129".parse::<Cidr>().unwrap_err();
-        assert!(e.contains("0 to 128"), "{e}");
+        assert!(matches!(e, CidrError::Prefix { max: 128, .. }), "{e:?}");
+        assert!(e.to_string().contains("0 to 128"), "{e}");
         let e = "intranet/8".parse::<Cidr>().unwrap_err();
-        assert!(e.contains("`intranet` is not an IP address"), "{e}");
-        assert!("10.0.0.0/+8".parse::<Cidr>().is_err());
-        assert!("10.0.0.0/".parse::<Cidr>().is_err());
+        assert!(
+            matches!(&e, CidrError::Address { addr, .. } if addr == "intranet"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().contains("`intranet` is not an IP address"),
+            "{e}"
+        );
+        for bad in ["10.0.0.0/+8", "10.0.0.0/"] {
+            let e = bad.parse::<Cidr>().unwrap_err();
+            assert!(
+                matches!(e, CidrError::Prefix { max: 32, .. }),
+                "{bad}: {e:?}"
+            );
+        }
     }
 
     #[test]

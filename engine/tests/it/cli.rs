@@ -59,7 +59,8 @@ async fn check_reports_every_config_error_with_position() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_a_warning_of_check()
 {
-    let good = TestCrawl::new(ENGINE, &["http://127.0.0.64:9/".to_owned()], "");
+    let good =
+        TestCrawl::new(ENGINE, &["http://127.0.0.64:9/".to_owned()], "").expect("test crawl");
     let mut cmd = good.command();
     cmd.arg("--check");
     let res = run_cmd(cmd).await;
@@ -68,7 +69,7 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_
     assert!(!good.data_dir.exists(), "--check created the data_dir");
 
     // Without seeds a run is refused; --check passes with a warning (the seeds may come from --seed).
-    let empty = TestCrawl::new(ENGINE, &[], "");
+    let empty = TestCrawl::new(ENGINE, &[], "").expect("test crawl");
     let res = run_cmd(empty.command()).await;
     assert_eq!(res.code(), Some(2), "{res:?}");
     assert!(res.stderr.contains("no seeds"), "stderr:\n{}", res.stderr);
@@ -101,7 +102,7 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the_start() {
-    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "");
+    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "").expect("test crawl");
     let mut cmd = c.command();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
@@ -117,7 +118,8 @@ async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the
         ENGINE,
         &["http://127.0.0.65:9/".to_owned()],
         "[observability]\notlp_protocol = \"http/protobuf\"\n",
-    );
+    )
+    .expect("test crawl");
     let mut cmd = c.command();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
@@ -127,7 +129,7 @@ async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_compression_from_the_environment_that_is_not_supported_stops_the_start() {
-    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "");
+    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "").expect("test crawl");
     let mut cmd = c.command();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
         .env("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd");
@@ -144,7 +146,8 @@ async fn an_export_compression_from_the_environment_that_is_not_supported_stops_
         ENGINE,
         &["http://127.0.0.65:9/".to_owned()],
         "[observability]\notlp_compression = \"none\"\n",
-    );
+    )
+    .expect("test crawl");
     let mut cmd = c.command();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
         .env("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd");
@@ -161,7 +164,7 @@ async fn an_export_compression_from_the_environment_that_is_not_supported_stops_
 async fn an_endpoint_on_the_grpc_port_under_the_default_protocol_is_warned_about() {
     // Nothing listens there: the exports fail at once, the crawl (of a refused seed) ends all the same.
     let endpoint = "http://127.0.0.65:4317";
-    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "");
+    let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "").expect("test crawl");
     let mut cmd = c.command();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL");
@@ -183,7 +186,8 @@ async fn an_endpoint_on_the_grpc_port_under_the_default_protocol_is_warned_about
         ENGINE,
         &["http://127.0.0.65:9/".to_owned()],
         "[observability]\notlp_protocol = \"grpc\"\n",
-    );
+    )
+    .expect("test crawl");
     let mut cmd = c.command();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
     let res = run_cmd(cmd).await;
@@ -287,7 +291,7 @@ async fn check_names_the_redis_frontier_without_its_password() {
         ENGINE,
         &["http://127.0.0.64:9/".to_owned()],
         "[frontier]\nbackend = \"redis\"\n[frontier.redis]\nurls = [\"redis://:canary-pw-7731@127.0.0.1:1/0\"]\ncrawl = \"news\"\n",
-    );
+    ).expect("test crawl");
     let mut cmd = t.command();
     cmd.arg("--check");
     let res = run_cmd(cmd).await;

@@ -92,7 +92,7 @@ async fn fixture(first_octet: u8, very_slow: bool) -> Fixture {
     ] {
         want.extend(urls.into_iter().map(|u| (u, w)));
     }
-    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides());
+    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides()).expect("test crawl");
     Fixture { site, crawl, want }
 }
 

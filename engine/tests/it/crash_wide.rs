@@ -47,7 +47,8 @@ async fn kill9_with_a_frontier_of_100k_urls_records_each_fetched_url_once() {
             "[crawl]\nmax_depth = 1000\nmax_pages = {MAX_PAGES}\nrespect_robots = false\n\
              [politeness]\nper_host_concurrency = 8\nmin_delay_ms = 0\n[fetch]\nconcurrency = 16\n"
         ),
-    );
+    )
+    .expect("test crawl");
     for target in [250, 700, 1100] {
         let mut child = crawl.spawn();
         let start = Instant::now();

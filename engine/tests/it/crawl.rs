@@ -32,7 +32,7 @@ async fn run(crawl: &TestCrawl) -> RunResult {
 
 /// Crawls `seeds` with `overrides` and asserts exit status 0.
 async fn crawl_ok(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
-    let crawl = TestCrawl::new(ENGINE, seeds, overrides);
+    let crawl = TestCrawl::new(ENGINE, seeds, overrides).expect("test crawl");
     let res = run(&crawl).await;
     assert_eq!(res.code(), Some(0), "stderr:\n{}", res.stderr);
     (crawl, res)
@@ -576,7 +576,7 @@ async fn second_process_on_the_same_data_dir_is_refused() {
         .start()
         .await
         .expect("site");
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");
     let first = crawl.spawn();
     for _ in 0..300 {
         if site.hits(0, "/") > 0 {

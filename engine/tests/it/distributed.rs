@@ -73,7 +73,10 @@ async fn cluster(first_octet: u8, processes: usize, redis_opts: Options) -> Clus
     }
     let redis = RedisServer::with(redis_opts);
     let crawls = (0..processes)
-        .map(|_| TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides(&redis.url(), "t")))
+        .map(|_| {
+            TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides(&redis.url(), "t"))
+                .expect("test crawl")
+        })
         .collect();
     Cluster {
         site,
@@ -269,7 +272,8 @@ async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
         ENGINE,
         &c.site.all_seed_urls(),
         &overrides(&c.redis.url(), "t"),
-    );
+    )
+    .expect("test crawl");
     let r = tokio::task::spawn_blocking(move || {
         let r = late.run(DEADLINE);
         (r, late.records().len())
@@ -464,7 +468,7 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
         )
     };
     for t in &c.crawls {
-        t.rewrite(&over("c"));
+        t.rewrite(&over("c")).expect("rewrite config");
     }
     let mut children = spawn_all(&c);
     tokio::time::sleep(Duration::from_millis(600)).await;

@@ -18,7 +18,7 @@ use crawl_tests::site::{ExpectOptions, Route, Site, SiteSpec};
 const DEADLINE: Duration = Duration::from_secs(40);
 
 async fn crawl_ok(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
-    let crawl = TestCrawl::new(ENGINE, seeds, overrides);
+    let crawl = TestCrawl::new(ENGINE, seeds, overrides).expect("test crawl");
     let cmd = crawl.command();
     let res = tokio::task::spawn_blocking(move || {
         let mut cmd = cmd;

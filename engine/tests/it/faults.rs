@@ -187,7 +187,8 @@ async fn parser_panic_poisons(octet: u8, extra: &str) {
         ENGINE,
         &[site.seed_url()],
         &format!("[supervisor]\nmax_attempts = 3\n{extra}"),
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, Some("parser:/poison/")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -239,7 +240,8 @@ async fn fetcher_panic_redrives_in_flight_urls_and_loses_nothing() {
         &[site.seed_url()],
         "[supervisor]\nmax_attempts = 3\n[fetch]\nconcurrency = 8\nfetchers = 1\n\
          [politeness]\nper_host_concurrency = 8\n",
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, Some("fetcher:/poison/")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -304,7 +306,8 @@ async fn restart_limit_escalates_with_exit_1_and_resume_completes_once() {
         ENGINE,
         &[site.seed_url()],
         "[supervisor]\nmax_attempts = 3\nmax_restarts = 2\n",
-    );
+    )
+    .expect("test crawl");
     let first = run(&crawl, Some("parser:/poison/")).await;
     assert_eq!(
         first.code,
@@ -388,7 +391,8 @@ async fn redirect_loops_chains_relative_and_missing_location() {
         routes.push((format!("/chain/{i}"), Route::redirect(301, &next)));
     }
     let site = start(113, routes).await;
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "[fetch]\nmax_redirects = 3\n");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "[fetch]\nmax_redirects = 3\n")
+        .expect("test crawl");
     run(&crawl, None).await.assert_ok();
     let m = index(crawl.records());
     let u = |p: &str| site.url(0, p);
@@ -443,7 +447,8 @@ async fn bodies_over_the_limit_fail_too_large_and_memory_stays_low() {
         ENGINE,
         &[site.seed_url()],
         "[fetch]\nmax_body_bytes = 100000\n",
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, None).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -484,7 +489,8 @@ async fn deadlines(octet: u8, max_retries: u32) {
             "[fetch]\nconnect_timeout_ms = 500\nheader_timeout_ms = 500\nidle_timeout_ms = 500\n\
              request_timeout_ms = 1000\nmax_retries = {max_retries}\nretry_base_ms = 50\n"
         ),
-    );
+    )
+    .expect("test crawl");
     run(&crawl, None).await.assert_ok();
     let m = index(crawl.records());
     let tries = max_retries + 1;
@@ -550,7 +556,8 @@ async fn private_addresses_are_excluded_without_connecting() {
         ENGINE,
         &[site.seed_url(), localhost.clone()],
         "[security]\nallow_private_networks = false\n[fetch]\nheader_timeout_ms = 2000\n",
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, None).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -581,7 +588,8 @@ async fn private_addresses_are_fetched_when_allowed() {
         ENGINE,
         &[site.seed_url()],
         "[security]\nallow_private_networks = true\n",
-    );
+    )
+    .expect("test crawl");
     run(&crawl, None).await.assert_ok();
     let m = index(crawl.records());
     fetched(&m, &site.seed_url(), 200);
@@ -610,7 +618,8 @@ async fn closed_connections_and_refused_ports_fail_after_retries() {
         ENGINE,
         &[site.seed_url()],
         "[crawl]\nrespect_robots = false\n[fetch]\nmax_retries = 2\nretry_base_ms = 50\n",
-    );
+    )
+    .expect("test crawl");
     run(&crawl, None).await.assert_ok();
     let m = index(crawl.records());
     let c = rec(&m, &site.url(0, "/close"));

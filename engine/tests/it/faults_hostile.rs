@@ -82,7 +82,7 @@ async fn malformed_pages_and_odd_links_cause_no_panic() {
         routes.push((path.into(), r));
     }
     let site = start(120, routes).await;
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");
     let out = run(&crawl, None).await;
     out.assert_ok();
     assert_eq!(out.summary_u64("panics"), 0, "stderr:\n{}", out.stderr);

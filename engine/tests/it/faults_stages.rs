@@ -28,7 +28,8 @@ async fn fatal_then_resume(octet: u8, faults: &str, marked: &str, cause: &str) {
         ENGINE,
         &[site.seed_url()],
         "[crawl]\nrespect_robots = false\n",
-    );
+    )
+    .expect("test crawl");
     let started = std::time::Instant::now();
     let first = run(&crawl, Some(faults)).await;
     let took = started.elapsed();
@@ -115,7 +116,8 @@ async fn sigterm_after_freeze(
             "[crawl]\nrespect_robots = false\n[shutdown]\ngrace_ms = {}\n",
             GRACE.as_millis()
         ),
-    );
+    )
+    .expect("test crawl");
     let mut cmd = crawl.command();
     cmd.env("CRAWL_ENGINE_FAULTS", format!("{stage}/freeze:{marker}"));
     let child = cmd.spawn().expect("spawn crawl-engine");
@@ -164,7 +166,7 @@ async fn sigterm_after_a_scheduler_freeze_exits_within_grace_plus_5s() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fault_stage_or_mode_is_a_usage_error() {
     let site = start(124, leaves(1, &[])).await;
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");
     for spec in ["cooker:/x", "parser/sleep:/x", "fetcher"] {
         let out = run(&crawl, Some(spec)).await;
         assert_eq!(out.code, Some(2), "{spec}: stderr:\n{}", out.stderr);
@@ -200,7 +202,8 @@ async fn resolver_panic_records_the_url_and_the_resolver_keeps_serving() {
             "{}[crawl]\nrespect_robots = false\n[fetch]\nmax_retries = 1\nretry_base_ms = 50\n",
             static_hosts(&site, &["good.test", "boom.test"])
         ),
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, Some("resolver:boom.test")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -233,7 +236,8 @@ async fn resolver_freeze_fails_named_hosts_and_the_crawl_still_ends() {
              connect_timeout_ms = 500\nheader_timeout_ms = 1000\nrequest_timeout_ms = 1000\n",
             static_hosts(&site, &["frozen.test"])
         ),
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, Some("resolver/freeze:frozen.test")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -267,7 +271,8 @@ async fn fetcher_freeze_is_replaced_and_the_url_ends_poison() {
          [fetch]\nfetchers = 2\nconnect_timeout_ms = 500\n\
          header_timeout_ms = 1000\nrequest_timeout_ms = 1000\n\
          [supervisor]\nmax_attempts = 2\nparse_budget_ms = 500\n",
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl, Some("fetcher/freeze:/mark/ffreeze")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -291,7 +296,7 @@ async fn parser_freeze_is_replaced_and_the_url_ends_poison() {
         "[crawl]\nrespect_robots = false\n[fetch]\nconnect_timeout_ms = 500\nheader_timeout_ms = 1000\n\
          request_timeout_ms = 1000\n[parser]\nthreads = 2\n\
          [supervisor]\nmax_attempts = 2\nparse_budget_ms = 500\n",
-    );
+    ).expect("test crawl");
     let out = run(&crawl, Some("parser/freeze:/mark/pfreeze")).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -314,7 +319,8 @@ async fn store_panic_exits_1_at_once_and_the_rerun_completes_exactly_once() {
         ENGINE,
         &[site.seed_url()],
         "[crawl]\nrespect_robots = false\n",
-    );
+    )
+    .expect("test crawl");
     let started = std::time::Instant::now();
     let first = run(&crawl, Some("store:/mark/store")).await;
     assert_eq!(first.code, Some(1), "stderr:\n{}", first.stderr);

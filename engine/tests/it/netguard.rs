@@ -194,7 +194,7 @@ fn private(m: &BTreeMap<String, Record>, url: &str, addr: &str) {
 
 /// Runs the crawl to its end on a blocking thread; its records by URL, after asserting a clean exit.
 async fn crawl(seeds: &[String], overrides: &str) -> BTreeMap<String, Record> {
-    let c = TestCrawl::new(ENGINE, seeds, overrides);
+    let c = TestCrawl::new(ENGINE, seeds, overrides).expect("test crawl");
     let (res, c) = tokio::task::spawn_blocking(move || (c.run(DEADLINE), c))
         .await
         .expect("join");

@@ -431,7 +431,7 @@ async fn gzip_compressed_exports_arrive_whole() {
 
 /// Crawls `seeds` with the config `overrides` to the end, which must be a success.
 async fn crawl_ok(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
-    let c = TestCrawl::new(ENGINE, seeds, overrides);
+    let c = TestCrawl::new(ENGINE, seeds, overrides).expect("test crawl");
     let run = run_cmd(c.command()).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     (c, run)
@@ -502,7 +502,7 @@ async fn metrics_match_the_jsonl_pass_promtool_and_carry_exemplars() {
         "[observability]\notlp_endpoint = \"{}\"\nmetrics_listen = \"127.0.0.1:0\"\n[fetch]\nmax_retries = 1\nrequest_timeout_ms = 90000\nheader_timeout_ms = 90000\n",
         rx.http_endpoint()
     );
-    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let run = c.start();
     let addr = tokio::task::block_in_place(|| run.metrics_addr(Duration::from_secs(10)));
     let (_c, records) = tokio::task::spawn_blocking(move || {

@@ -51,7 +51,7 @@ async fn the_first_scrape_has_every_known_series_at_zero() {
         .await
         .expect("site");
     let overrides = format!("[observability]\nmetrics_listen = \"127.0.0.1:0\"\n{PROXY_DIRECT}");
-    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let run = c.start();
     let addr = tokio::task::block_in_place(|| run.metrics_addr(Duration::from_secs(10)));
     // Once robots.txt is asked for, every actor is up (the request went through the proxy actor), and no fetch
@@ -156,7 +156,7 @@ async fn spans_the_collector_never_takes_are_counted_and_warned_once() {
         "[observability]\notlp_endpoint = \"http://{closed}\"\nmetrics_listen = \"127.0.0.1:0\"\n\
          [shutdown]\ngrace_ms = 300\n"
     );
-    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let c = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let run = c.start();
     let addr = tokio::task::block_in_place(|| run.metrics_addr(Duration::from_secs(10)));
     let start = Instant::now();
@@ -274,7 +274,8 @@ async fn every_exported_span_name_attribute_and_value_is_documented() {
         ENGINE,
         &[site.seed_url(), named, unknown, noindex.clone()],
         &overrides,
-    );
+    )
+    .expect("test crawl");
     let (c, run) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)

@@ -75,7 +75,7 @@ async fn a_second_process_on_one_data_dir_is_told_about_the_lock_not_the_port() 
         ENGINE,
         &[site.seed_url()],
         "[observability]\nmetrics_listen = \"127.0.0.1:0\"\n[politeness]\nper_host_concurrency = 1\n",
-    );
+    ).expect("test crawl");
     let first = crawl.start();
     let addr = first.metrics_addr(Duration::from_secs(20));
     // Its signal handlers are in place once it has sent a request (they come before the first job).
@@ -95,7 +95,8 @@ async fn a_second_process_on_one_data_dir_is_told_about_the_lock_not_the_port() 
             "[observability]\nmetrics_listen = \"{addr}\"\n[frontier]\ndata_dir = {}\n",
             toml_str(&crawl.data_dir.display().to_string())
         ),
-    );
+    )
+    .expect("test crawl");
     let res = run_cmd(second.command()).await;
     assert_eq!(res.code(), Some(1), "{res:?}");
     assert!(
@@ -127,11 +128,13 @@ async fn a_second_process_on_one_data_dir_is_told_about_the_lock_not_the_port() 
 
     // With the data_dir free, a busy explicit port fails at start, naming the key (exit 2).
     let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    second.rewrite(&format!(
-        "[observability]\nmetrics_listen = \"{}\"\n[frontier]\ndata_dir = {}\n",
-        held.local_addr().expect("addr"),
-        toml_str(&crawl.data_dir.display().to_string())
-    ));
+    second
+        .rewrite(&format!(
+            "[observability]\nmetrics_listen = \"{}\"\n[frontier]\ndata_dir = {}\n",
+            held.local_addr().expect("addr"),
+            toml_str(&crawl.data_dir.display().to_string())
+        ))
+        .expect("rewrite config");
     let res = run_cmd(second.command()).await;
     assert_eq!(res.code(), Some(2), "{res:?}");
     assert!(
@@ -161,7 +164,7 @@ async fn check_opens_what_the_run_opens() {
             toml_str(&dir.path().join("warc").display().to_string()),
             busy.local_addr().expect("addr")
         ),
-    );
+    ).expect("test crawl");
     let mut cmd = crawl.command();
     cmd.arg("--check");
     let res = run_cmd(cmd).await;
@@ -184,7 +187,8 @@ async fn check_opens_what_the_run_opens() {
         ENGINE,
         &["http://127.0.0.252:9/".to_owned()],
         "[security]\nallow_private_networks = false\n",
-    );
+    )
+    .expect("test crawl");
     let mut cmd = private.command();
     cmd.arg("--check");
     let res = run_cmd(cmd).await;
@@ -207,7 +211,8 @@ async fn a_run_that_fetches_nothing_says_why_and_a_finished_crawl_says_it_is_com
         ENGINE,
         &[site.seed_url()],
         "[security]\nallow_private_networks = false\n",
-    );
+    )
+    .expect("test crawl");
     let res = run_cmd(private.command()).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
     assert!(
@@ -217,7 +222,7 @@ async fn a_run_that_fetches_nothing_says_why_and_a_finished_crawl_says_it_is_com
         res.stdout
     );
 
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "");
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");
     let first = run_cmd(crawl.command()).await;
     assert_eq!(first.code(), Some(0), "{first:?}");
     let records = crawl.records().len();

@@ -191,7 +191,7 @@ async fn two_hop_chain_carries_every_connection() {
         "[proxy]\ndefault = [\"two\"]\n{}",
         chains(&[("two", vec![hop1.url(), hop2.url()])])
     );
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let res = run(crawl.command()).await;
     assert_ok(&res);
 
@@ -258,7 +258,7 @@ async fn no_silent_direct_when_every_chain_fails() {
              breaker_failures = 2\n{}",
             chains(&[("gf", vec![failing.url()]), ("gone", vec![gone.url()])])
         );
-        TestCrawl::new(ENGINE, &seeds, &overrides)
+        TestCrawl::new(ENGINE, &seeds, &overrides).expect("test crawl")
     };
     let all_failed_proxy = |c: &TestCrawl, what: &str| {
         let recs = index(c.records());
@@ -369,7 +369,7 @@ async fn misbehaving_hops_end_within_their_deadlines() {
         .flat_map(|h| (0..3).map(move |n| (h, n)))
         .map(|(h, n)| site.page_url(h, n))
         .collect();
-    let crawl = TestCrawl::new(ENGINE, &seeds, &overrides);
+    let crawl = TestCrawl::new(ENGINE, &seeds, &overrides).expect("test crawl");
     let started = Instant::now();
     let res = run(crawl.command()).await;
     assert_ok(&res);
@@ -448,7 +448,7 @@ async fn failover_to_the_other_chain_when_a_hop_dies() {
         chains(&[("a", vec![a.url()]), ("b", vec![b.url()])]),
         rule("127.0.0.185", &["a", "b"])
     );
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let child = crawl.spawn();
     let waiter = tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE));
     let started = eventually(Duration::from_secs(20), || site.total_requests() >= 10).await;
@@ -549,7 +549,7 @@ async fn breaker_opens_probes_and_closes() {
         ]),
         rule("127.0.0.187", &["bad", "good"])
     );
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let child = crawl.spawn();
     let waiter = tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE));
 
@@ -630,7 +630,7 @@ async fn credentials_never_appear() {
         chains(&[("bad", vec![bad.url()]), ("good", vec![good.url()])])
     );
     assert!(bad.url().contains(PASS), "the config carries the password");
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let res = run(crawl.command()).await;
     assert_ok(&res);
     let recs = index(crawl.records());

@@ -67,7 +67,7 @@ async fn interop_with_microsocks() {
         "[proxy]\ndefault = [\"ms\"]\n{}",
         chains(&[("ms", vec![format!("socks5://mcuser:mcpass@{addr}")])])
     );
-    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], &overrides).expect("test crawl");
     let res = run(crawl.command()).await;
     assert_ok(&res);
     let recs = index(crawl.records());

@@ -138,10 +138,11 @@ async fn sighup_lowering_min_delay_shows_in_inter_arrival_times() {
         .start()
         .await
         .expect("site");
-    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(700, "", ""));
+    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(700, "", ""))
+        .expect("test crawl");
     let child = c.start();
     wait_requests(&site, 3).await;
-    c.rewrite(&politeness(10, "", ""));
+    c.rewrite(&politeness(10, "", "")).expect("rewrite config");
     child.signal("HUP");
     let hup = Instant::now();
     let run = finish(child).await;
@@ -186,10 +187,12 @@ async fn sighup_with_an_invalid_file_keeps_the_running_config() {
         ENGINE,
         &[site.page_url(0, 0)],
         &politeness(150, "", METRICS),
-    );
+    )
+    .expect("test crawl");
     let child = c.start();
     wait_requests(&site, 2).await;
-    c.write_raw("[politeness]\nmin_delay_ms = \"fast\"\nno_such_key = 1\n");
+    c.write_raw("[politeness]\nmin_delay_ms = \"fast\"\nno_such_key = 1\n")
+        .expect("write config");
     child.signal("HUP");
     let hup = Instant::now();
     assert_eq!(reloads(metrics_addr(&child), "invalid").await, 1.0);
@@ -223,7 +226,8 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
         ENGINE,
         &[site.page_url(0, 0)],
         &politeness(150, "", METRICS),
-    );
+    )
+    .expect("test crawl");
     let elsewhere = c.dir.path().join("elsewhere");
     let child = c.start();
     wait_requests(&site, 2).await;
@@ -235,7 +239,8 @@ async fn sighup_changing_data_dir_is_rejected_whole() {
             "{METRICS}[frontier]\ndata_dir = \"{}\"\n",
             elsewhere.display()
         ),
-    ));
+    ))
+    .expect("rewrite config");
     child.signal("HUP");
     let hup = Instant::now();
     assert_eq!(reloads(metrics_addr(&child), "rejected").await, 1.0);
@@ -257,11 +262,13 @@ async fn a_burst_of_sighups_leaves_the_last_config_in_force() {
         .await
         .expect("site");
     let ua = |i: usize| format!("user_agent = \"burst-ua-{i}\"\n");
-    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(80, &ua(0), ""));
+    let c = TestCrawl::new(ENGINE, &[site.page_url(0, 0)], &politeness(80, &ua(0), ""))
+        .expect("test crawl");
     let child = c.start();
     wait_requests(&site, 3).await;
     for i in 1..=20 {
-        c.rewrite(&politeness(80, &ua(i), ""));
+        c.rewrite(&politeness(80, &ua(i), ""))
+            .expect("rewrite config");
         child.signal("HUP");
     }
     let last = Instant::now();
@@ -302,10 +309,12 @@ async fn sighup_turns_tracing_on_and_raises_the_log_level() {
         ENGINE,
         &[site.page_url(0, 0)],
         &politeness(100, "", &obs(0, "warn")),
-    );
+    )
+    .expect("test crawl");
     let child = c.start();
     wait_requests(&site, 4).await;
-    c.rewrite(&politeness(100, "", &obs(1, "info")));
+    c.rewrite(&politeness(100, "", &obs(1, "info")))
+        .expect("rewrite config");
     child.signal("HUP");
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);

@@ -187,7 +187,8 @@ fn seed(site: &Site) -> String {
 async fn a_log_level_reload_keeps_the_dns_cache_and_says_so_at_warn() {
     let site = chain_site(205).await;
     let dns = dns_for(205).await;
-    let c = TestCrawl::new(ENGINE, &[seed(&site)], &overrides(&dns, "info", ""));
+    let c =
+        TestCrawl::new(ENGINE, &[seed(&site)], &overrides(&dns, "info", "")).expect("test crawl");
     let child = c.start();
     let metrics = tokio::task::block_in_place(|| child.metrics_addr(Duration::from_secs(10)));
     wait_pages(&site, 3).await;
@@ -201,7 +202,8 @@ async fn a_log_level_reload_keeps_the_dns_cache_and_says_so_at_warn() {
     // The same file again: nothing to apply.
     hup_and_wait(&child, 1).await;
     // The log level alone, down to warn.
-    c.rewrite(&overrides(&dns, "warn", ""));
+    c.rewrite(&overrides(&dns, "warn", ""))
+        .expect("rewrite config");
     hup_and_wait(&child, 2).await;
     let hits_at_reload = resolved(metrics, "cache").await;
     let pages_at_reload = pages_seen(&site);
@@ -258,14 +260,16 @@ async fn a_log_level_reload_keeps_the_dns_cache_and_says_so_at_warn() {
 async fn a_resolver_reload_clears_the_dns_cache_and_probes_again() {
     let site = chain_site(206).await;
     let dns = dns_for(206).await;
-    let c = TestCrawl::new(ENGINE, &[seed(&site)], &overrides(&dns, "info", ""));
+    let c =
+        TestCrawl::new(ENGINE, &[seed(&site)], &overrides(&dns, "info", "")).expect("test crawl");
     let child = c.start();
     let metrics = tokio::task::block_in_place(|| child.metrics_addr(Duration::from_secs(10)));
     wait_pages(&site, 3).await;
     assert_eq!(resolved(metrics, "plain").await, 1.0, "one network lookup");
     let (queries, for_name) = (dns.queries(), dns.queries_for(NAME));
 
-    c.rewrite(&overrides(&dns, "info", "negative_ttl_s = 7\n"));
+    c.rewrite(&overrides(&dns, "info", "negative_ttl_s = 7\n"))
+        .expect("rewrite config");
     let at_reload = hup_and_wait(&child, 1).await;
     let pages_at_reload = pages_seen(&site);
     wait_pages(&site, pages_at_reload + 3).await;
@@ -313,13 +317,13 @@ async fn debug_and_trace_leave_the_exporter_transport_out_of_the_log() {
             rx.http_endpoint()
         )
     };
-    let c = TestCrawl::new(ENGINE, &[seed(&site)], &obs("debug"));
+    let c = TestCrawl::new(ENGINE, &[seed(&site)], &obs("debug")).expect("test crawl");
     let child = c.start();
     wait_pages(&site, 3).await;
     // Spans went out before the reload too.
     rx.wait_for_async(|s| !s.is_empty(), Duration::from_secs(5))
         .await;
-    c.rewrite(&obs("trace"));
+    c.rewrite(&obs("trace")).expect("rewrite config");
     hup_and_wait(&child, 1).await;
     let run = finish(child).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);

@@ -303,7 +303,8 @@ async fn injection_race_drops_the_forged_answer_and_never_connects_to_it() {
         ENGINE,
         &[url(NAME, port, 0)],
         &format!("{}hold_on_ms = 300\n", ns(&dns)),
-    );
+    )
+    .expect("test crawl");
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -348,7 +349,7 @@ async fn bogus_answer_is_replaced_by_the_doh_answer() {
         ns(&dns),
         doh_table(&doh, &ca_dir)
     );
-    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -387,7 +388,8 @@ async fn hijacked_nxdomain_is_recorded_as_dns_failure() {
         "[crawl]\nscope = \"any\"\n{}hijack_probe = true\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(ENGINE, &[url("good.example.com", port, 0)], &over);
+    let crawl =
+        TestCrawl::new(ENGINE, &[url("good.example.com", port, 0)], &over).expect("test crawl");
     let out = run(&crawl).await;
     out.assert_ok();
     let mut m = index(crawl.records());
@@ -444,7 +446,7 @@ async fn doh_mode_sends_no_plain_query() {
         ns(&dns),
         doh_table(&doh, &ca_dir)
     );
-    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -480,7 +482,7 @@ async fn doh_first_falls_back_to_plain_dns_when_doh_is_down() {
         ns(&dns),
         doh_table(&doh, &ca_dir)
     );
-    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let out = run(&crawl).await;
     out.assert_ok();
     let m = index(crawl.records());
@@ -509,7 +511,7 @@ async fn urls_wait_out_a_dns_outage_and_the_crawl_completes() {
          {}negative_ttl_s = 1\ntimeout_ms = 200\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let mut asked_while_down = 0;
     let out = run_while(&crawl, async {
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -547,7 +549,7 @@ async fn a_changed_answer_is_used_once_the_ttl_expired() {
         "[politeness]\nmin_delay_ms = 300\nper_host_concurrency = 1\n{}min_ttl_s = 1\nhold_on_ms = 50\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over);
+    let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let mut changed = None;
     let out = run_while(&crawl, async {
         for _ in 0..200 {
@@ -618,7 +620,7 @@ async fn nxdomain_fails_at_once_and_silence_fails_after_retries() {
          [fetch]\nmax_retries = 2\nretry_base_ms = 50\n{}negative_ttl_s = 0\ntimeout_ms = 200\n",
         ns(&dns)
     );
-    let crawl = TestCrawl::new(ENGINE, &seeds, &over);
+    let crawl = TestCrawl::new(ENGINE, &seeds, &over).expect("test crawl");
     let started = Instant::now();
     let out = run(&crawl).await;
     out.assert_ok();

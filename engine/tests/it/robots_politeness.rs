@@ -60,7 +60,7 @@ fn opts(respect_robots: bool) -> ExpectOptions {
 
 /// Runs the binary to its end (blocking wait off the runtime) and checks it exited 0.
 async fn crawl(seeds: &[String], overrides: &str) -> (TestCrawl, RunResult) {
-    let c = TestCrawl::new(ENGINE, seeds, overrides);
+    let c = TestCrawl::new(ENGINE, seeds, overrides).expect("test crawl");
     let (c, r) = tokio::task::spawn_blocking(move || {
         let r = c.run(DEADLINE);
         (c, r)

@@ -380,9 +380,11 @@ use = "drop"
         refuse_url = refuse.url(),
         drop_url = drop.url(),
     );
-    let crawl = TestCrawl::new(ENGINE, &[seed], "");
+    let crawl = TestCrawl::new(ENGINE, &[seed], "").expect("test crawl");
     let warc_dir = crawl.dir.path().join("warc");
-    crawl.rewrite(&overrides.replace("WARC_DIR", &warc_dir.display().to_string()));
+    crawl
+        .rewrite(&overrides.replace("WARC_DIR", &warc_dir.display().to_string()))
+        .expect("rewrite config");
     assert!(
         refuse.url().contains(&proxy_pass),
         "the config carries the proxy password"
@@ -611,7 +613,7 @@ log_format = "json"
 "#,
         url = redis.url()
     );
-    let crawl = TestCrawl::new(ENGINE, &[seed], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[seed], &overrides).expect("test crawl");
     let run = tokio::task::block_in_place(|| {
         let running = crawl.start();
         // Redis goes away and comes back (from its AOF) while the crawl runs: reconnection paths log too.

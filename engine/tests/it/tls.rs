@@ -141,7 +141,7 @@ async fn expired_certificate_and_stalled_handshake_are_tls_failures() {
         &[expired.clone(), stalled.clone()],
         "[crawl]\nrespect_robots = false\n[fetch]\nconnect_timeout_ms = 500\nheader_timeout_ms = 8000\n\
          request_timeout_ms = 9000\nmax_retries = 2\n",
-    );
+    ).expect("test crawl");
     let out = tokio::task::spawn_blocking(move || {
         let out = crawl.run(DEADLINE);
         (out, crawl)

@@ -130,7 +130,8 @@ async fn traps_are_cut_with_their_reasons_and_the_crawl_ends() {
             "[crawl]\nmax_depth = 1000\n[traps]\ncalendar_future_years = 1\n\
              max_urls_per_pattern = {PER_PATTERN}\nmax_urls_per_host = {PER_HOST}\n"
         ),
-    );
+    )
+    .expect("test crawl");
     let crawl = tokio::task::spawn_blocking(move || {
         let out = crawl.run(DEADLINE);
         assert_eq!(out.code(), Some(0), "stderr:\n{}", out.stderr);

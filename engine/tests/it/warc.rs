@@ -150,7 +150,7 @@ async fn every_fetch_is_archived_and_warcio_reads_what_the_server_sent() {
     .await
     .expect("site");
     let seed = site.url(0, "/enc/identity");
-    let crawl = TestCrawl::new(ENGINE, std::slice::from_ref(&seed), OVERRIDES);
+    let crawl = TestCrawl::new(ENGINE, std::slice::from_ref(&seed), OVERRIDES).expect("test crawl");
     run_to_end(&crawl).await;
     let records = crawl.records();
     let warc = archive(&w, &crawl);
@@ -277,7 +277,7 @@ async fn after_kill_9_the_archive_is_whole_and_no_page_is_archived_twice() {
     // Slow enough to be killed mid-crawl.
     let overrides =
         format!("{OVERRIDES}[politeness]\nmin_delay_ms = 15\nper_host_concurrency = 1\n");
-    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides);
+    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides).expect("test crawl");
     let lines = || {
         std::fs::read_to_string(&crawl.jsonl)
             .map(|s| s.lines().count())
@@ -348,7 +348,7 @@ async fn a_robots_sitemap_on_a_host_out_of_scope_is_neither_fetched_nor_archived
             format!("User-agent: *\nAllow: /\nSitemap: {other}\nSitemap: {own}\n"),
         ),
     );
-    let crawl = TestCrawl::new(ENGINE, &[site.url(0, "/")], OVERRIDES);
+    let crawl = TestCrawl::new(ENGINE, &[site.url(0, "/")], OVERRIDES).expect("test crawl");
     let res = run_to_end(&crawl).await;
     assert!(res.stderr.contains("sitemap not fetched"), "{}", res.stderr);
     assert_eq!(

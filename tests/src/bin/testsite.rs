@@ -7,13 +7,13 @@
 //! Loopback only; needs no internet.
 
 use std::fmt::Write as _;
-use std::io::{Read as _, Write as _};
-use std::path::PathBuf;
+use std::io::{self, Read as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
+use crawl_tests::site::{ExpectOptions, Site, SiteError, SiteSpec};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Debug, Parser)]
@@ -135,6 +135,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// Why `testsite` stopped before serving, or failed to write its files.
+#[derive(Debug, thiserror::Error)]
+enum TestsiteError {
+    #[error(transparent)]
+    Site(#[from] SiteError),
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    #[error("cannot render the expected counts: {0}")]
+    Expected(#[from] serde_json::Error),
+    #[error("cannot watch {signal}: {source}")]
+    Signal {
+        signal: &'static str,
+        source: io::Error,
+    },
+}
+
+/// `std::fs::write` with the path in the error.
+fn write_file(path: &Path, text: impl AsRef<[u8]>) -> Result<(), TestsiteError> {
+    std::fs::write(path, text).map_err(|source| TestsiteError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 fn spec(args: &Args) -> SiteSpec {
     SiteSpec {
         hosts: args.hosts,
@@ -175,8 +199,8 @@ fn expected_json(site: &Site, seed_hosts: &[usize]) -> serde_json::Value {
     })
 }
 
-async fn run(args: Args) -> Result<(), String> {
-    let site = Site::start(spec(&args)).await.map_err(|e| e.to_string())?;
+async fn run(args: Args) -> Result<(), TestsiteError> {
+    let site = Site::start(spec(&args)).await?;
     let (seeds, seed_hosts): (Vec<String>, Vec<usize>) = if args.all_seeds {
         (site.all_seed_urls(), (0..site.hosts()).collect())
     } else {
@@ -185,20 +209,21 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(path) = &args.seeds_file {
         let mut text = seeds.join("\n");
         text.push('\n');
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        write_file(path, text)?;
     }
     if let Some(path) = &args.expected_file {
-        let text = serde_json::to_string_pretty(&expected_json(&site, &seed_hosts))
-            .map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&expected_json(&site, &seed_hosts))?;
+        write_file(path, text)?;
     }
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    let watch = |signal_name: &'static str, kind: SignalKind| {
+        signal(kind).map_err(|source| TestsiteError::Signal {
+            signal: signal_name,
+            source,
+        })
+    };
+    let mut term = watch("SIGTERM", SignalKind::terminate())?;
     let usr1 = match &args.first_request_file {
-        Some(_) => Some(
-            signal(SignalKind::user_defined1())
-                .map_err(|e| format!("cannot watch SIGUSR1: {e}"))?,
-        ),
+        Some(_) => Some(watch("SIGUSR1", SignalKind::user_defined1())?),
         None => None,
     };
     let first_request = first_request_loop(&site, usr1, args.first_request_file.as_ref());
@@ -250,12 +275,11 @@ async fn run(args: Args) -> Result<(), String> {
 }
 
 /// Writes the request log: `host start_ms end_ms status path` per line, times since the first request, in order.
-fn write_request_log(site: &Site, path: &PathBuf) -> Result<(), String> {
+fn write_request_log(site: &Site, path: &Path) -> Result<(), TestsiteError> {
     let mut log = site.requests();
     log.sort_by_key(|r| r.start);
     let Some(t0) = log.first().map(|r| r.start) else {
-        return std::fs::write(path, "")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()));
+        return write_file(path, "");
     };
     let ms = |t: std::time::Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
     let mut text = String::with_capacity(log.len() * 48);
@@ -271,7 +295,7 @@ fn write_request_log(site: &Site, path: &PathBuf) -> Result<(), String> {
             r.path
         );
     }
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    write_file(path, text)
 }
 
 /// Seconds since the Unix epoch with nanoseconds, as `date +%s.%N` prints them.

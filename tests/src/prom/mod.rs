@@ -6,6 +6,64 @@
 //! (0.0.4 has none, so a test can assert that), and `# EOF`, `# UNIT` are accepted.
 
 use std::collections::BTreeMap;
+use std::num::ParseFloatError;
+
+/// Why [`parse`] rejected an exposition: the 1-based line, the line as written and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {problem}: {text:?}")]
+pub struct ParseError {
+    pub line: usize,
+    pub text: String,
+    pub problem: Syntax,
+}
+
+/// What is wrong with a line of an exposition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Syntax {
+    #[error("invalid metric name")]
+    MetricName,
+    #[error("invalid metric name {name:?} in # {keyword}")]
+    CommentMetricName { name: String, keyword: String },
+    #[error("second # HELP for {name}")]
+    SecondHelp { name: String },
+    #[error("second # TYPE for {name}")]
+    SecondType { name: String },
+    #[error("unknown type {ty:?}")]
+    UnknownType { ty: String },
+    #[error("invalid value {text:?}")]
+    ValueText { text: String },
+    #[error("invalid value {text:?}: {source}")]
+    Value {
+        text: String,
+        source: ParseFloatError,
+    },
+    #[error("invalid timestamp {text:?}: {source}")]
+    Timestamp {
+        text: String,
+        source: ParseFloatError,
+    },
+    #[error("expected '{{'")]
+    LabelsOpen,
+    #[error("expected '{{' to open the exemplar's labels")]
+    ExemplarOpen,
+    #[error("invalid label name at {rest:?}")]
+    LabelName { rest: String },
+    #[error("expected '=' after label name {name:?}")]
+    LabelEquals { name: String },
+    #[error("expected '\"' to open the value of label {name:?}")]
+    LabelQuote { name: String },
+    #[error("unterminated value of label {name:?}")]
+    UnterminatedLabel { name: String },
+    #[error("invalid escape \\{found:?} in the value of label {name:?}")]
+    LabelEscape { name: String, found: Option<char> },
+    #[error("duplicate label {name:?}")]
+    DuplicateLabel { name: String },
+    #[error("expected ',' or '}}' after label {name:?}, found {found:?}")]
+    LabelSeparator { name: String, found: Option<char> },
+    #[error("unexpected text {rest:?}")]
+    TrailingText { rest: String },
+}
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,7 +172,7 @@ fn valid_name(s: &str, colon: bool) -> bool {
 }
 
 /// A sample value: a Go float, `+Inf`, `-Inf`, `Inf`, `NaN`.
-fn parse_value(s: &str) -> Result<f64, String> {
+fn parse_value(s: &str) -> Result<f64, Syntax> {
     match s {
         "+Inf" | "Inf" => Ok(f64::INFINITY),
         "-Inf" => Ok(f64::NEG_INFINITY),
@@ -122,10 +180,12 @@ fn parse_value(s: &str) -> Result<f64, String> {
         _ => {
             let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
             if !ok {
-                return Err(format!("invalid value {s:?}"));
+                return Err(Syntax::ValueText { text: s.to_owned() });
             }
-            s.parse::<f64>()
-                .map_err(|e| format!("invalid value {s:?}: {e}"))
+            s.parse::<f64>().map_err(|source| Syntax::Value {
+                text: s.to_owned(),
+                source,
+            })
         }
     }
 }
@@ -173,10 +233,10 @@ impl<'a> Line<'a> {
     }
 
     /// `{name="value",...}` (the `{` not yet read); a trailing comma is allowed.
-    fn labels(&mut self) -> Result<BTreeMap<String, String>, String> {
+    fn labels(&mut self) -> Result<BTreeMap<String, String>, Syntax> {
         let mut labels = BTreeMap::new();
         if self.bump() != Some('{') {
-            return Err("expected '{'".into());
+            return Err(Syntax::LabelsOpen);
         }
         loop {
             self.skip_blanks();
@@ -186,52 +246,57 @@ impl<'a> Line<'a> {
             }
             let name = self.take_while(|c| is_name_char(c, false));
             if !valid_name(name, false) {
-                return Err(format!("invalid label name at {:?}", self.rest()));
+                return Err(Syntax::LabelName {
+                    rest: self.rest().to_owned(),
+                });
             }
             self.skip_blanks();
+            let name_of = || name.to_owned();
             if self.bump() != Some('=') {
-                return Err(format!("expected '=' after label name {name:?}"));
+                return Err(Syntax::LabelEquals { name: name_of() });
             }
             self.skip_blanks();
             if self.bump() != Some('"') {
-                return Err(format!("expected '\"' to open the value of label {name:?}"));
+                return Err(Syntax::LabelQuote { name: name_of() });
             }
             let mut value = String::new();
             loop {
                 match self.bump() {
-                    None => return Err(format!("unterminated value of label {name:?}")),
+                    None => return Err(Syntax::UnterminatedLabel { name: name_of() }),
                     Some('"') => break,
                     Some('\\') => match self.bump() {
                         Some('\\') => value.push('\\'),
                         Some('"') => value.push('"'),
                         Some('n') => value.push('\n'),
-                        other => {
-                            return Err(format!(
-                                "invalid escape \\{other:?} in the value of label {name:?}"
-                            ));
+                        found => {
+                            return Err(Syntax::LabelEscape {
+                                name: name_of(),
+                                found,
+                            });
                         }
                     },
                     Some(c) => value.push(c),
                 }
             }
-            if labels.insert(name.to_string(), value).is_some() {
-                return Err(format!("duplicate label {name:?}"));
+            if labels.insert(name_of(), value).is_some() {
+                return Err(Syntax::DuplicateLabel { name: name_of() });
             }
             self.skip_blanks();
             match self.bump() {
                 Some(',') => {}
                 Some('}') => return Ok(labels),
-                other => {
-                    return Err(format!(
-                        "expected ',' or '}}' after label {name:?}, found {other:?}"
-                    ));
+                found => {
+                    return Err(Syntax::LabelSeparator {
+                        name: name_of(),
+                        found,
+                    });
                 }
             }
         }
     }
 
     /// ` value [timestamp]` after the labels.
-    fn value_and_timestamp(&mut self) -> Result<(f64, Option<f64>), String> {
+    fn value_and_timestamp(&mut self) -> Result<(f64, Option<f64>), Syntax> {
         self.skip_blanks();
         let value = parse_value(self.token())?;
         self.skip_blanks();
@@ -239,10 +304,10 @@ impl<'a> Line<'a> {
             None | Some('#') => None,
             Some(_) => {
                 let t = self.token();
-                Some(
-                    t.parse::<f64>()
-                        .map_err(|e| format!("invalid timestamp {t:?}: {e}"))?,
-                )
+                Some(t.parse::<f64>().map_err(|source| Syntax::Timestamp {
+                    text: t.to_owned(),
+                    source,
+                })?)
             }
         };
         self.skip_blanks();
@@ -284,11 +349,11 @@ const TYPES: &[&str] = &[
     "gaugehistogram",
 ];
 
-fn parse_sample(line: &str) -> Result<Sample, String> {
+fn parse_sample(line: &str) -> Result<Sample, Syntax> {
     let mut l = Line { s: line, pos: 0 };
     let name = l.take_while(|c| is_name_char(c, true));
     if !valid_name(name, true) {
-        return Err("invalid metric name".into());
+        return Err(Syntax::MetricName);
     }
     l.skip_blanks();
     let labels = if l.peek() == Some('{') {
@@ -301,7 +366,7 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
         l.bump();
         l.skip_blanks();
         if l.peek() != Some('{') {
-            return Err("expected '{' to open the exemplar's labels".into());
+            return Err(Syntax::ExemplarOpen);
         }
         let labels = l.labels()?;
         let (value, timestamp) = l.value_and_timestamp()?;
@@ -314,7 +379,9 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
         None
     };
     if !l.rest().is_empty() {
-        return Err(format!("unexpected text {:?}", l.rest()));
+        return Err(Syntax::TrailingText {
+            rest: l.rest().to_owned(),
+        });
     }
     Ok(Sample {
         name: name.to_string(),
@@ -326,11 +393,14 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
 }
 
 /// Parses a text exposition (0.0.4, or OpenMetrics text). Errors name the line (1-based).
-pub fn parse(text: &str) -> Result<Scrape, String> {
+pub fn parse(text: &str) -> Result<Scrape, ParseError> {
     let mut scrape = Scrape::default();
     for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        let err = |e: String| format!("line {n}: {e}: {raw:?}");
+        let err = |problem| ParseError {
+            line: i + 1,
+            text: raw.to_owned(),
+            problem,
+        };
         let line = raw.trim_matches(|c| c == ' ' || c == '\t' || c == '\r');
         if line.is_empty() {
             continue;
@@ -343,25 +413,32 @@ pub fn parse(text: &str) -> Result<Scrape, String> {
                 "HELP" | "TYPE" | "UNIT" => {
                     let name = words.next().unwrap_or("");
                     if !valid_name(name, true) {
-                        return Err(err(format!("invalid metric name {name:?} in # {keyword}")));
+                        return Err(err(Syntax::CommentMetricName {
+                            name: name.to_owned(),
+                            keyword: keyword.to_owned(),
+                        }));
                     }
                     let rest = words.next().unwrap_or("");
                     if keyword == "HELP" {
                         let help = unescape_help(rest);
                         if scrape.help.insert(name.to_string(), help).is_some() {
-                            return Err(err(format!("second # HELP for {name}")));
+                            return Err(err(Syntax::SecondHelp {
+                                name: name.to_owned(),
+                            }));
                         }
                     } else if keyword == "TYPE" {
                         let ty = rest.trim();
                         if !TYPES.contains(&ty) {
-                            return Err(err(format!("unknown type {ty:?}")));
+                            return Err(err(Syntax::UnknownType { ty: ty.to_owned() }));
                         }
                         if scrape
                             .types
                             .insert(name.to_string(), ty.to_string())
                             .is_some()
                         {
-                            return Err(err(format!("second # TYPE for {name}")));
+                            return Err(err(Syntax::SecondType {
+                                name: name.to_owned(),
+                            }));
                         }
                     }
                 }
@@ -378,8 +455,8 @@ pub fn parse(text: &str) -> Result<Scrape, String> {
 mod http;
 mod promtool;
 
-pub use http::{Response, SCRAPE_TIMEOUT, get, scrape};
-pub use promtool::promtool_check_metrics;
+pub use http::{Response, SCRAPE_TIMEOUT, ScrapeError, get, scrape};
+pub use promtool::{PromtoolError, promtool_check_metrics};
 
 #[cfg(test)]
 mod tests {
@@ -503,26 +580,99 @@ no_labels 42
 
     #[test]
     fn rejects_malformed_lines() {
-        for bad in [
-            "x{a=\"b\" 1",
-            "x{a=\"b} 1",
-            "x{a=\"\\t\"} 1",
-            "x{a=b} 1",
-            "x{a=\"1\",a=\"2\"} 1",
-            "x{1a=\"b\"} 1",
-            "1x 1",
-            "x",
-            "x one",
-            "x 1 2 3",
-            "x 1 abc",
-            "# TYPE x countr\nx 1",
-            "# TYPE x counter\n# TYPE x gauge\nx 1",
-            "# TYPE 9x counter",
-        ] {
-            let r = parse(bad);
-            assert!(r.is_err(), "{bad:?} parsed as {r:?}");
+        let name = || "a".to_owned();
+        let cases = [
+            (
+                "x{a=\"b\" 1",
+                Syntax::LabelSeparator {
+                    name: name(),
+                    found: Some('1'),
+                },
+            ),
+            ("x{a=\"b} 1", Syntax::UnterminatedLabel { name: name() }),
+            (
+                "x{a=\"\\t\"} 1",
+                Syntax::LabelEscape {
+                    name: name(),
+                    found: Some('t'),
+                },
+            ),
+            ("x{a=b} 1", Syntax::LabelQuote { name: name() }),
+            (
+                "x{a=\"1\",a=\"2\"} 1",
+                Syntax::DuplicateLabel { name: name() },
+            ),
+            (
+                "x{1a=\"b\"} 1",
+                Syntax::LabelName {
+                    rest: "=\"b\"} 1".to_owned(),
+                },
+            ),
+            ("1x 1", Syntax::MetricName),
+            (
+                "x",
+                Syntax::ValueText {
+                    text: String::new(),
+                },
+            ),
+            (
+                "x one",
+                Syntax::ValueText {
+                    text: "one".to_owned(),
+                },
+            ),
+            (
+                "x 1 2 3",
+                Syntax::TrailingText {
+                    rest: "3".to_owned(),
+                },
+            ),
+            (
+                "# TYPE x countr\nx 1",
+                Syntax::UnknownType {
+                    ty: "countr".to_owned(),
+                },
+            ),
+            (
+                "# TYPE x counter\n# TYPE x gauge\nx 1",
+                Syntax::SecondType {
+                    name: "x".to_owned(),
+                },
+            ),
+            (
+                "# TYPE 9x counter",
+                Syntax::CommentMetricName {
+                    name: "9x".to_owned(),
+                    keyword: "TYPE".to_owned(),
+                },
+            ),
+        ];
+        for (bad, want) in cases {
+            match parse(bad) {
+                Err(e) => assert_eq!(e.problem, want, "{bad:?}"),
+                Ok(s) => panic!("{bad:?} parsed as {s:?}"),
+            }
         }
+        let e = parse("x 1 abc").expect_err("bad timestamp");
+        assert!(
+            matches!(&e.problem, Syntax::Timestamp { text, .. } if text == "abc"),
+            "{e:?}"
+        );
         let e = parse("ok 1\nx{a=\"b\" 1").expect_err("bad second line");
-        assert!(e.starts_with("line 2:"), "{e}");
+        assert_eq!(
+            e,
+            ParseError {
+                line: 2,
+                text: "x{a=\"b\" 1".to_owned(),
+                problem: Syntax::LabelSeparator {
+                    name: "a".to_owned(),
+                    found: Some('1')
+                }
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "line 2: expected ',' or '}' after label \"a\", found Some('1'): \"x{a=\\\"b\\\" 1\""
+        );
     }
 }

@@ -6,6 +6,7 @@ use super::credentials::{self, Credential};
 use super::reader::{Section, Walker};
 use super::redis::{self, FrontierBackend, RedisConfig, RedisUrl};
 use super::validate;
+use super::value_error::ValueError;
 use super::{
     ChainConfig, Config, CrawlConfig, DohEndpoint, FetchConfig, FrontierConfig,
     ObservabilityConfig, OutputConfig, ParserConfig, PolitenessConfig, ProxyConfig, ProxyRule,
@@ -261,7 +262,9 @@ fn security(s: &mut Section<'_, '_, '_, '_>) -> SecurityConfig {
     let d = SecurityConfig::default();
     SecurityConfig {
         allow_private_networks: s.bool("allow_private_networks", d.allow_private_networks),
-        allow_cidrs: s.list("allow_cidrs", |v| v.parse::<crate::netguard::Cidr>()),
+        allow_cidrs: s.list("allow_cidrs", |v| {
+            v.parse::<crate::netguard::Cidr>().map_err(ValueError::from)
+        }),
     }
 }
 

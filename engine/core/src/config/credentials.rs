@@ -10,6 +10,7 @@
 use std::fmt;
 
 use super::proxy::Secret;
+use super::value_error::{UrlProblem, UrlRole, ValueError};
 
 /// The headers sent to one origin. `Debug` shows the origin and `***` for each value given.
 #[derive(Clone, PartialEq, Eq)]
@@ -140,7 +141,7 @@ impl Credentials {
     /// `Authorization: Basic` from a seed's user name and password, for the seed's origin (nothing for a seed
     /// without them). The origin may already have a cookie or the very same authorization; another authorization
     /// for it is an error, which shows the seed without its user name and password.
-    pub fn add_seed(&mut self, seed: &url::Url) -> Result<(), String> {
+    pub fn add_seed(&mut self, seed: &url::Url) -> Result<(), ValueError> {
         let Some(new) = Credential::from_userinfo(seed) else {
             return Ok(());
         };
@@ -154,12 +155,10 @@ impl Credentials {
                 Ok(())
             }
             Some(a) if Some(a) == new.authorization.as_ref() => Ok(()),
-            Some(_) => Err(format!(
-                "seed `{}`: its user name and password conflict with another authorization for origin `{}` \
-                 (in `fetch.credentials` or an earlier seed)",
-                hide_userinfo(seed.as_str()),
-                new.origin_text()
-            )),
+            Some(_) => Err(ValueError::SeedCredentialConflict {
+                seed: hide_userinfo(seed.as_str()).into_owned(),
+                origin: new.origin_text(),
+            }),
         }
     }
 
@@ -196,34 +195,29 @@ pub fn hide_userinfo(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// A `fetch.credentials[].origin`: `http(s)://host[:port]`, nothing else (no user name or password, path, query or
 /// fragment). Errors show the text with any user name and password hidden.
-pub(super) fn origin(s: &str) -> Result<url::Url, String> {
-    let (url, shown) = super::validate::http_url(
-        s,
-        "origin",
-        "origin",
-        "must not hold a user name or password (give them in `authorization`)",
-    )?;
-    let bad = |why: &str| Err(format!("origin `{shown}` {why}"));
+pub(super) fn origin(s: &str) -> Result<url::Url, ValueError> {
+    let (url, shown) = super::validate::http_url(s, UrlRole::Origin)?;
     if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-        return bad("must be only scheme, host and port, e.g. `https://intranet.example:8443`");
+        return Err(ValueError::Url {
+            role: UrlRole::Origin,
+            shown,
+            problem: UrlProblem::NotOrigin,
+        });
     }
     Ok(url)
 }
 
 /// An `authorization` or `cookie` value: not empty, visible ASCII, spaces and tabs only (no line breaks or other
 /// control characters). The value itself never appears in the error.
-pub(super) fn header_secret(s: &str) -> Result<Secret, String> {
+pub(super) fn header_secret(s: &str) -> Result<Secret, ValueError> {
     if s.trim().is_empty() {
-        return Err("must not be empty".to_owned());
+        return Err(ValueError::Empty);
     }
     if let Some(pos) = s
         .bytes()
         .position(|b| !(b == b'\t' || (0x20..0x7f).contains(&b)))
     {
-        return Err(format!(
-            "must hold only visible ASCII characters, spaces and tabs (character {} is not one; the value is not shown)",
-            pos + 1
-        ));
+        return Err(ValueError::SecretCharacter { at: pos + 1 });
     }
     Ok(Secret::new(s))
 }
@@ -336,11 +330,20 @@ mod tests {
         let e = all
             .add_seed(&url("http://u:hunter2@a.example/z"))
             .unwrap_err();
+        assert_eq!(
+            e,
+            ValueError::SeedCredentialConflict {
+                seed: "http://***@a.example/z".to_owned(),
+                origin: "http://a.example".to_owned()
+            }
+        );
+        let text = e.to_string();
         assert!(
-            e.contains("seed `http://***@a.example/z`")
-                && e.contains("`http://a.example`")
-                && !e.contains("hunter2"),
-            "{e}"
+            text.contains("seed `http://***@a.example/z`")
+                && text.contains("`http://a.example`")
+                && !text.contains("hunter2")
+                && !format!("{e:?}").contains("hunter2"),
+            "{text}"
         );
         assert_eq!(all.len(), 1);
         let a = all.for_url(&url("http://a.example/")).unwrap();
@@ -372,23 +375,60 @@ mod tests {
     fn origins_and_values_are_validated_without_echoing_secrets() {
         assert!(origin("https://intranet.example:8443").is_ok());
         assert!(origin("http://127.0.0.1").is_ok());
-        for (bad, why) in [
-            ("intranet.example", "invalid origin"),
-            ("ftp://a.example", "http or https"),
-            ("https://a.example/path", "only scheme, host and port"),
-            ("https://a.example/?q", "only scheme, host and port"),
+        let scheme = UrlProblem::Scheme {
+            found: "ftp".to_owned(),
+        };
+        for (bad, problem, why) in [
+            (
+                "intranet.example",
+                UrlProblem::Syntax(url::ParseError::RelativeUrlWithoutBase),
+                "invalid origin",
+            ),
+            ("ftp://a.example", scheme, "http or https"),
+            (
+                "https://a.example/path",
+                UrlProblem::NotOrigin,
+                "only scheme, host and port",
+            ),
+            (
+                "https://a.example/?q",
+                UrlProblem::NotOrigin,
+                "only scheme, host and port",
+            ),
         ] {
             let e = origin(bad).unwrap_err();
-            assert!(e.contains(why), "{bad}: {e}");
+            assert_eq!(
+                e,
+                ValueError::Url {
+                    role: UrlRole::Origin,
+                    shown: bad.to_owned(),
+                    problem
+                }
+            );
+            assert!(e.to_string().contains(why), "{bad}: {e}");
         }
         let e = origin("https://user:hunter2@a.example").unwrap_err();
         assert!(
-            e.contains("user name or password") && !e.contains("hunter2"),
-            "{e}"
+            matches!(
+                &e,
+                ValueError::Url { role: UrlRole::Origin, shown, problem: UrlProblem::Credentials }
+                    if shown == "https://***@a.example"
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("user name or password") && !text.contains("hunter2"),
+            "{text}"
         );
         assert!(header_secret("Basic abc").is_ok());
-        assert!(header_secret(" ").is_err());
+        assert_eq!(header_secret(" ").err(), Some(ValueError::Empty));
         let e = header_secret("Bearer hunter2\r\nX-Evil: 1").err().unwrap();
-        assert!(e.contains("character 15") && !e.contains("hunter2"), "{e}");
+        assert_eq!(e, ValueError::SecretCharacter { at: 15 });
+        let text = e.to_string();
+        assert!(
+            text.contains("character 15") && !text.contains("hunter2"),
+            "{text}"
+        );
     }
 }

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::value_error::ValueError;
+
 /// What kind of problem a [`ConfigError`] describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -15,7 +17,8 @@ pub enum ErrorKind {
     UnknownKey,
     /// A value of the wrong TOML type (for example a string where an integer is expected).
     WrongType,
-    /// A value of the right type that is not acceptable (bad URL, zero, min > max, ...).
+    /// A value of the right type that is not acceptable (bad URL, zero, min > max, ...); the
+    /// error's [`ConfigError::reason`] tells why when the value alone is at fault.
     InvalidValue,
 }
 
@@ -33,6 +36,9 @@ pub struct ConfigError {
     pub message: String,
     /// Classification of the problem.
     pub kind: ErrorKind,
+    /// Why the value was rejected, when one value is at fault (its `Display` ends `message`);
+    /// `None` for the other kinds and for problems between keys (such as min > max).
+    pub reason: Option<ValueError>,
 }
 
 /// Every problem found while loading a configuration, sorted by position.
@@ -163,6 +169,19 @@ impl<'a> Sink<'a> {
             column: pos.column,
             message: one_line(&message.into()),
             kind,
+            reason: None,
+        });
+    }
+
+    /// Reports the value at `pos`, shown as `` `subject`: reason ``, rejected for `reason`.
+    pub(super) fn push_value(&mut self, pos: Pos, subject: &str, reason: ValueError) {
+        self.errors.push(ConfigError {
+            origin: self.origin.to_owned(),
+            line: pos.line,
+            column: pos.column,
+            message: one_line(&format!("`{subject}`: {reason}")),
+            kind: ErrorKind::InvalidValue,
+            reason: Some(reason),
         });
     }
 
@@ -183,6 +202,7 @@ pub(super) fn io_error(origin: &str, err: &std::io::Error) -> ConfigErrors {
         column: Pos::START.column,
         message: one_line(&format!("cannot read config file: {err}")),
         kind: ErrorKind::Io,
+        reason: None,
     }])
 }
 

@@ -17,6 +17,7 @@ mod reader;
 mod redis;
 pub mod reload;
 mod validate;
+mod value_error;
 
 #[cfg(test)]
 mod credentials_tests;
@@ -36,6 +37,8 @@ mod resolver_tests;
 mod tests;
 #[cfg(test)]
 mod traps_tests;
+#[cfg(test)]
+mod value_error_tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,6 +58,7 @@ pub use proxy::{
     redact_credentials,
 };
 pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
+pub use value_error::{HopProblem, NameRole, UrlProblem, UrlRole, ValueError};
 
 use crate::scope::ScopeMode;
 

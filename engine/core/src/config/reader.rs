@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::errors::{ErrorKind, Pos, Sink};
 use super::validate::closest;
+use super::value_error::ValueError;
 
 /// Longest duration accepted anywhere (ten years), so that `Instant + d` can never overflow.
 const MAX_DURATION_SECS: u64 = 10 * 365 * 24 * 3600;
@@ -184,6 +185,19 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         self.walker.sink.push(pos, kind, text);
     }
 
+    /// Records `key` as rejected for the value `subject` (`section.key`, an element or an entry
+    /// of it) at `pos`, rejected for `reason`.
+    fn fail_value(&mut self, key: &'static str, pos: Pos, subject: &str, reason: ValueError) {
+        self.failed.push(key);
+        self.walker.sink.push_value(pos, subject, reason);
+    }
+
+    /// [`Section::fail_value`] for the value of `key` itself.
+    fn reject(&mut self, key: &'static str, pos: Pos, reason: ValueError) {
+        let subject = format!("{}.{key}", self.name);
+        self.fail_value(key, pos, &subject, reason);
+    }
+
     /// True when `key` is present in this section.
     pub(super) fn has(&self, key: &str) -> bool {
         self.key_pos(key).is_some()
@@ -250,23 +264,17 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
             }
         };
         let Ok(n) = i128::from_str_radix(int.as_str(), int.radix()) else {
-            self.fail(key, pos, ErrorKind::InvalidValue, "integer out of range");
+            self.reject(key, pos, ValueError::IntegerOverflow);
             return default;
         };
-        let msg = if n < i128::from(min) {
-            if min == 1 {
-                format!("must be greater than 0, found {n}")
-            } else if n < 0 {
-                format!("must not be negative, found {n}")
-            } else {
-                format!("must be at least {min}, found {n}")
-            }
+        let reason = if n < i128::from(min) {
+            ValueError::BelowMinimum { min, found: n }
         } else if n > i128::from(max) {
-            format!("must be at most {max}, found {n}")
+            ValueError::AboveMaximum { max, found: n }
         } else {
             return u64::try_from(n).unwrap_or(default);
         };
-        self.fail(key, pos, ErrorKind::InvalidValue, &msg);
+        self.reject(key, pos, reason);
         default
     }
 
@@ -326,12 +334,12 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         }
     }
 
-    /// A string converted by `parse`; its error text is reported at the key.
+    /// A string converted by `parse`; its error is reported at the key.
     pub(super) fn string<T>(
         &mut self,
         key: &'static str,
         default: T,
-        parse: impl FnOnce(&str) -> Result<T, String>,
+        parse: impl FnOnce(&str) -> Result<T, ValueError>,
     ) -> T {
         let Some((pos, v)) = self.entry(key) else {
             return default;
@@ -342,8 +350,8 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         };
         match parse(s) {
             Ok(t) => t,
-            Err(msg) => {
-                self.fail(key, pos, ErrorKind::InvalidValue, &msg);
+            Err(reason) => {
+                self.reject(key, pos, reason);
                 default
             }
         }
@@ -354,7 +362,7 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     pub(super) fn list<T>(
         &mut self,
         key: &'static str,
-        parse: impl Fn(&str) -> Result<T, String>,
+        parse: impl Fn(&str) -> Result<T, ValueError>,
     ) -> Vec<T> {
         let Some((pos, v)) = self.entry(key) else {
             return Vec::new();
@@ -366,21 +374,17 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let item_pos = self.walker.sink.pos(item.span().start);
-            let (kind, msg) = match item.get_ref() {
+            let shown = format!("{}.{key}[{i}]", self.name);
+            match item.get_ref() {
                 DeValue::String(s) => match parse(s) {
-                    Ok(t) => {
-                        out.push(t);
-                        continue;
-                    }
-                    Err(msg) => (ErrorKind::InvalidValue, msg),
+                    Ok(t) => out.push(t),
+                    Err(reason) => self.fail_value(key, item_pos, &shown, reason),
                 },
-                other => (
-                    ErrorKind::WrongType,
-                    format!("expected a string, found {}", other.type_str()),
-                ),
-            };
-            let text = format!("`{}.{key}[{i}]`: {msg}", self.name);
-            self.fail_with(key, item_pos, kind, text);
+                other => {
+                    let text = format!("`{shown}`: expected a string, found {}", other.type_str());
+                    self.fail_with(key, item_pos, ErrorKind::WrongType, text);
+                }
+            }
         }
         out
     }
@@ -392,8 +396,8 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     pub(super) fn string_map<T>(
         &mut self,
         key: &'static str,
-        name_of: impl Fn(&str) -> Result<String, String>,
-        parse: impl Fn(&str) -> Result<T, String>,
+        name_of: impl Fn(&str) -> Result<String, ValueError>,
+        parse: impl Fn(&str) -> Result<T, ValueError>,
     ) -> BTreeMap<String, Vec<T>> {
         let mut out = BTreeMap::new();
         let Some((pos, v)) = self.entry(key) else {
@@ -417,9 +421,8 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
                     continue;
                 }
                 Ok(name) => name,
-                Err(msg) => {
-                    let text = format!("`{shown}`: {msg}");
-                    self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
+                Err(reason) => {
+                    self.fail_value(key, entry_pos, &shown, reason);
                     continue;
                 }
             };
@@ -441,7 +444,7 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         pos: Pos,
         v: &'t Spanned<DeValue<'i>>,
         table_hint: &str,
-        parse: &impl Fn(&str) -> Result<T, String>,
+        parse: &impl Fn(&str) -> Result<T, ValueError>,
     ) -> Option<Vec<T>> {
         let items: Vec<(String, Pos, &Spanned<DeValue<'i>>)> = match v.get_ref() {
             DeValue::String(_) => vec![(shown.to_owned(), pos, v)],
@@ -471,20 +474,16 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         let wanted = items.len();
         let mut values = Vec::with_capacity(wanted);
         for (shown, item_pos, item) in items {
-            let (kind, msg) = match item.get_ref() {
+            match item.get_ref() {
                 DeValue::String(s) => match parse(s) {
-                    Ok(t) => {
-                        values.push(t);
-                        continue;
-                    }
-                    Err(msg) => (ErrorKind::InvalidValue, msg),
+                    Ok(t) => values.push(t),
+                    Err(reason) => self.fail_value(key, item_pos, &shown, reason),
                 },
-                other => (
-                    ErrorKind::WrongType,
-                    format!("expected a string, found {}", other.type_str()),
-                ),
-            };
-            self.fail_with(key, item_pos, kind, format!("`{shown}`: {msg}"));
+                other => {
+                    let text = format!("`{shown}`: expected a string, found {}", other.type_str());
+                    self.fail_with(key, item_pos, ErrorKind::WrongType, text);
+                }
+            }
         }
         (values.len() == wanted).then_some(values)
     }
@@ -494,7 +493,7 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     pub(super) fn string_or_list<T>(
         &mut self,
         key: &'static str,
-        parse: impl Fn(&str) -> Result<T, String>,
+        parse: impl Fn(&str) -> Result<T, ValueError>,
     ) -> Vec<T> {
         let Some((pos, v)) = self.entry(key) else {
             return Vec::new();
@@ -511,7 +510,7 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     pub(super) fn named_tables<T>(
         &mut self,
         key: &'static str,
-        name_of: impl Fn(&str) -> Result<String, String>,
+        name_of: impl Fn(&str) -> Result<String, ValueError>,
         mut read: impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
     ) -> Vec<(String, Option<T>)> {
         let mut out = Vec::new();
@@ -530,9 +529,8 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
             let shown = format!("{}.{key}.{}", self.name, toml_key(raw));
             let name = match name_of(raw) {
                 Ok(name) => name,
-                Err(msg) => {
-                    let text = format!("`{shown}`: {msg}");
-                    self.fail_with(key, entry_pos, ErrorKind::InvalidValue, text);
+                Err(reason) => {
+                    self.fail_value(key, entry_pos, &shown, reason);
                     continue;
                 }
             };

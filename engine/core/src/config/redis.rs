@@ -3,6 +3,7 @@
 //! Redis URLs may carry a password: [`RedisUrl`] shows them as `redis://***@host:port/db` everywhere.
 
 use super::proxy::Secret;
+use super::value_error::{UrlProblem, UrlRole, ValueError};
 use std::fmt;
 use std::time::Duration;
 
@@ -92,28 +93,32 @@ impl Default for RedisConfig {
 }
 
 /// `backend`: `embedded` or `redis`.
-pub(super) fn backend(s: &str) -> Result<FrontierBackend, String> {
+pub(super) fn backend(s: &str) -> Result<FrontierBackend, ValueError> {
     [FrontierBackend::Embedded, FrontierBackend::Redis]
         .into_iter()
         .find(|b| b.as_str() == s)
-        .ok_or_else(|| format!("unknown backend `{s}`: use `embedded` or `redis`"))
+        .ok_or_else(|| ValueError::UnknownBackend { text: s.to_owned() })
 }
 
 /// A Redis URL; the error never shows the password.
-pub(super) fn redis_url(s: &str) -> Result<RedisUrl, String> {
-    let shown_raw = super::proxy::redact_credentials(s);
-    let u = url::Url::parse(s).map_err(|e| format!("invalid redis URL `{shown_raw}`: {e}"))?;
+pub(super) fn redis_url(s: &str) -> Result<RedisUrl, ValueError> {
+    let bad = |problem| ValueError::Url {
+        role: UrlRole::Redis,
+        shown: super::proxy::redact_credentials(s),
+        problem,
+    };
+    let u = url::Url::parse(s).map_err(|e| bad(UrlProblem::Syntax(e)))?;
     let unix = matches!(u.scheme(), "redis+unix" | "unix");
     if !matches!(u.scheme(), "redis" | "rediss") && !unix {
-        return Err(format!(
-            "redis URL `{shown_raw}`: the scheme must be redis, rediss or redis+unix"
-        ));
+        return Err(bad(UrlProblem::Scheme {
+            found: u.scheme().to_owned(),
+        }));
     }
     if !unix && u.host_str().is_none_or(str::is_empty) {
-        return Err(format!("redis URL `{shown_raw}` has no host"));
+        return Err(bad(UrlProblem::NoHost));
     }
     if unix && u.path().is_empty() {
-        return Err(format!("redis URL `{shown_raw}` has no socket path"));
+        return Err(bad(UrlProblem::NoSocketPath));
     }
     let mut shown = u.clone();
     if !u.username().is_empty() || u.password().is_some() {
@@ -145,17 +150,15 @@ pub(super) fn redis_url(s: &str) -> Result<RedisUrl, String> {
 }
 
 /// A crawl name: letters, digits, `-`, `_` and `.` (it goes into every key, inside a cluster hash tag).
-pub(super) fn crawl_name(s: &str) -> Result<String, String> {
+pub(super) fn crawl_name(s: &str) -> Result<String, ValueError> {
     if s.is_empty() || s.len() > 64 {
-        return Err("the crawl name must have 1 to 64 characters".to_owned());
+        return Err(ValueError::CrawlNameLength);
     }
     if !s
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
-        return Err(format!(
-            "invalid crawl name `{s}`: use letters, digits, `-`, `_` and `.`"
-        ));
+        return Err(ValueError::CrawlNameCharacter { text: s.to_owned() });
     }
     Ok(s.to_owned())
 }
@@ -175,9 +178,43 @@ mod tests {
         let u = redis_url("redis://user:pw2@h:1/0").unwrap();
         assert!(!u.to_string().contains("pw2") && !u.to_string().contains("user"));
         let e = redis_url("ftp://:topsecret@h/").unwrap_err();
-        assert!(!e.contains("topsecret") && e.contains("scheme"), "{e}");
+        assert!(
+            matches!(
+                &e,
+                ValueError::Url { role: UrlRole::Redis, problem: UrlProblem::Scheme { found }, .. }
+                    if found == "ftp"
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            !text.contains("topsecret") && text.contains("scheme"),
+            "{text}"
+        );
         let e = redis_url("redis://:topsecret@").unwrap_err();
-        assert!(!e.contains("topsecret"), "{e}");
+        assert!(
+            matches!(
+                e,
+                ValueError::Url {
+                    problem: UrlProblem::Syntax(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(!e.to_string().contains("topsecret"), "{e}");
+        assert!(!format!("{e:?}").contains("topsecret"), "{e:?}");
+        let e = redis_url("redis+unix://").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ValueError::Url {
+                    problem: UrlProblem::NoSocketPath,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         let u = redis_url("redis+unix:///tmp/r.sock").unwrap();
         assert!(u.is_unix());
         let u = redis_url("redis+unix:///tmp/r.sock?db=1&pass=sockpw").unwrap();
@@ -190,13 +227,30 @@ mod tests {
     #[test]
     fn crawl_names_and_backends() {
         assert_eq!(crawl_name("news-2026.a_b").unwrap(), "news-2026.a_b");
-        assert!(
-            crawl_name("a{b}").is_err() && crawl_name("").is_err() && crawl_name("a:b").is_err()
+        assert_eq!(crawl_name(""), Err(ValueError::CrawlNameLength));
+        assert_eq!(
+            crawl_name(&"a".repeat(65)),
+            Err(ValueError::CrawlNameLength)
         );
+        for bad in ["a{b}", "a:b"] {
+            assert_eq!(
+                crawl_name(bad),
+                Err(ValueError::CrawlNameCharacter {
+                    text: bad.to_owned()
+                })
+            );
+        }
         assert_eq!(backend("redis").unwrap(), FrontierBackend::Redis);
         for b in [FrontierBackend::Embedded, FrontierBackend::Redis] {
             assert_eq!(backend(b.as_str()), Ok(b), "the name reads back");
         }
-        assert!(backend("postgres").unwrap_err().contains("embedded"));
+        let e = backend("postgres").unwrap_err();
+        assert_eq!(
+            e,
+            ValueError::UnknownBackend {
+                text: "postgres".to_owned()
+            }
+        );
+        assert!(e.to_string().contains("embedded"), "{e}");
     }
 }

@@ -50,7 +50,7 @@ authorization = "Bearer https-only-token"
         a = a.addr,
         d = https_only.addr,
     );
-    let crawl = TestCrawl::new(ENGINE, &[a.url("/")], &overrides);
+    let crawl = TestCrawl::new(ENGINE, &[a.url("/")], &overrides).expect("test crawl");
     let run = tokio::task::block_in_place(|| crawl.run(Duration::from_secs(60)));
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let records = crawl.records();
