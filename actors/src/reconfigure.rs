@@ -160,5 +160,4 @@ fn prepare(
 }
 
 #[cfg(test)]
-#[path = "reconfigure_tests.rs"]
 mod tests;

@@ -205,5 +205,4 @@ async fn watch_hangup(
 }
 
 #[cfg(test)]
-#[path = "run_tests.rs"]
 mod tests;

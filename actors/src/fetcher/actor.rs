@@ -464,5 +464,4 @@ impl Handler<Ping> for Fetcher {
 }
 
 #[cfg(test)]
-#[path = "actor_tests.rs"]
 mod tests;

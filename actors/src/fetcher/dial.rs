@@ -268,5 +268,4 @@ impl tower_service::Service<http::Uri> for Dialer {
 }
 
 #[cfg(test)]
-#[path = "dial_tests.rs"]
 mod tests;

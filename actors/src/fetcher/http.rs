@@ -605,9 +605,7 @@ impl HttpClient {
 }
 
 #[cfg(test)]
-#[path = "http_tests.rs"]
 pub(crate) mod tests;
 
 #[cfg(test)]
-#[path = "tls_tests.rs"]
 mod tls_tests;

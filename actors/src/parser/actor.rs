@@ -298,7 +298,6 @@ impl Handler<Parse> for Parser {
 }
 
 #[cfg(test)]
-#[path = "actor_tests.rs"]
 mod inline_tests;
 
 #[cfg(test)]

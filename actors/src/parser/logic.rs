@@ -421,5 +421,4 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
 }
 
 #[cfg(test)]
-#[path = "logic_tests.rs"]
 pub(crate) mod tests;

@@ -20,7 +20,6 @@ use tokio::time::Instant;
 use tokio_socks::tcp::Socks5Stream;
 use tokio_socks::{IntoTargetAddr, TargetAddr};
 
-#[path = "socks_phase.rs"]
 mod phase;
 
 use phase::{PhaseTimeout, PhaseTimer};
@@ -661,5 +660,4 @@ fn classify(e: tokio_socks::Error, i: usize, hops: &[HopSpec], target: &Target) 
 }
 
 #[cfg(test)]
-#[path = "socks_tests.rs"]
 mod tests;

@@ -377,5 +377,4 @@ async fn exchange(endpoint: &Endpoint, packet: Bytes) -> Result<Bytes, DohError>
 }
 
 #[cfg(test)]
-#[path = "doh_tests.rs"]
 mod tests;
