@@ -8,13 +8,14 @@
 
 use super::connector::{ConnProbe, with_gate, with_probe};
 use super::error::FetchError;
-use super::http::{HttpClient, RawResponse};
+use super::http::HttpClient;
 use crate::faults::{Faults, Stage};
 use crate::job::panic_text;
 use crate::parser::pool::ParserPool;
 use crate::protocol::JobDone;
 use crate::protocol::JobId;
 use crate::protocol::Parse;
+use crate::protocol::RawResponse;
 use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Fetch, Ping};
 use crate::protocol::{Job, JobResult};

@@ -26,12 +26,26 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::error::ResolveError;
-use super::http::NameLookup;
 
 /// RFC 8305 section 5: the recommended delay between the starts of two connection attempts.
 pub const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Resolves a host name to addresses for the connector (in the engine: a message to the resolver actor).
+#[derive(Clone)]
+pub struct NameLookup(pub Arc<LookupFn>);
+
+/// The function behind [`NameLookup`]: host name -> addresses, or why not.
+pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, String>>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for NameLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NameLookup")
+    }
+}
 
 /// Why one connection attempt failed.
 #[derive(Debug)]

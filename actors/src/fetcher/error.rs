@@ -7,6 +7,7 @@
 //! detail names its cause in a short stable string (`tls: certificate expired`, `tls: unknown issuer`, ...), see
 //! [`tls_detail`].
 
+use crate::protocol::RawResponse;
 use std::error::Error as StdError;
 use std::io;
 use std::net::IpAddr;
@@ -65,7 +66,7 @@ pub enum FetchError {
     #[error("body exceeds {limit} bytes")]
     TooLarge {
         limit: u64,
-        partial: Option<Box<super::http::RawResponse>>,
+        partial: Option<Box<RawResponse>>,
     },
     /// The connection broke or the peer spoke invalid HTTP.
     #[error("protocol error: {0}")]
@@ -125,6 +126,17 @@ impl FetchError {
             | FetchError::Config(_) => false,
         }
     }
+}
+
+/// The error a proxied connect ends in; travels through hyper-util's error chain to `classify`.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyConnectError {
+    /// Every chain tried failed with proxy faults, or none was healthy.
+    #[error("{0}")]
+    Proxy(String),
+    /// The target could not be reached through the chain (SOCKS replies 03-06).
+    #[error("{0}")]
+    Target(String),
 }
 
 /// Error of the fetcher's DNS resolver; travels through hyper-util's error chain.
@@ -224,14 +236,10 @@ pub fn classify(err: &(dyn StdError + 'static), during_connect: bool) -> FetchEr
         if e.is::<LeaseLost>() || lost.is_some_and(|inner| inner.is::<LeaseLost>()) {
             return FetchError::LeaseLost(LeaseLost);
         }
-        if let Some(p) = e.downcast_ref::<crate::fetcher::connector::ProxyConnectError>() {
+        if let Some(p) = e.downcast_ref::<ProxyConnectError>() {
             return match p {
-                crate::fetcher::connector::ProxyConnectError::Proxy(d) => {
-                    FetchError::Proxy(d.clone())
-                }
-                crate::fetcher::connector::ProxyConnectError::Target(d) => {
-                    FetchError::Connect(d.clone())
-                }
+                ProxyConnectError::Proxy(d) => FetchError::Proxy(d.clone()),
+                ProxyConnectError::Target(d) => FetchError::Connect(d.clone()),
             };
         }
         if let Some(r) = e.downcast_ref::<ResolveError>() {

@@ -9,7 +9,7 @@
 //! (see `crate::parser::decode`), capped at `max_body_bytes`, with header / idle / total deadlines.
 //! Works on both current-thread (actix arbiter) and multi-thread tokio runtimes.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,9 @@ use hyper_util::client::legacy::connect::HttpInfo;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 
+use super::dial::NameLookup;
 use crate::fetcher::error::{FetchError, TimeoutPhase, classify};
+use crate::protocol::{RawResponse, Timings};
 
 /// `Accept` header sent with every request.
 pub const ACCEPT_VALUE: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -86,21 +88,6 @@ impl std::fmt::Debug for ProxyHandle {
     }
 }
 
-/// Resolves a host name to addresses for the connector (in the engine: a message to the resolver actor).
-#[derive(Clone)]
-pub struct NameLookup(pub Arc<LookupFn>);
-
-/// The function behind [`NameLookup`]: host name -> addresses, or why not.
-pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, String>>
-    + Send
-    + Sync;
-
-impl std::fmt::Debug for NameLookup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NameLookup")
-    }
-}
-
 impl HttpSettings {
     /// The SSRF guard these settings describe.
     pub fn guard(&self) -> crawl_core::netguard::NetGuard {
@@ -130,41 +117,6 @@ impl Default for HttpSettings {
             credentials: crawl_core::config::Credentials::default(),
         }
     }
-}
-
-/// Durations measured for one request.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timings {
-    /// When the request started (None in hand-made responses).
-    pub started: Option<Instant>,
-    /// Request start to response headers.
-    pub headers: Duration,
-    /// Response headers to the end of the body.
-    pub body: Duration,
-    /// Request start to the end of the body.
-    pub total: Duration,
-}
-
-/// A response as received: status, headers and the body still content-encoded.
-#[derive(Debug, Clone)]
-pub struct RawResponse {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub version: http::Version,
-    /// Raw bytes as received, still content-encoded.
-    pub body: Bytes,
-    /// Peer address of the connection, when the connector reported it.
-    pub remote_addr: Option<SocketAddr>,
-    /// The headers the request was sent with (for the archive's request record; empty unless
-    /// [`HttpSettings::keep_request_headers`]).
-    pub request_headers: HeaderMap,
-    /// When the request was sent (wall clock).
-    pub sent_at: std::time::SystemTime,
-    /// The body stops at `max_body_bytes`: the rest was not read (only in [`FetchError::TooLarge`]).
-    pub truncated: bool,
-    /// The proxy chain the connection went through, or "direct"; None when no proxy is configured.
-    pub proxy: Option<String>,
-    pub timings: Timings,
 }
 
 type Connector = super::connector::Timed<HttpsConnector<super::connector::ProxyConnector>>;

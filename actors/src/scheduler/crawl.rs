@@ -6,7 +6,7 @@
 use super::leases::Leases;
 use super::records::RecordLog;
 use super::robots_state::{RobotsState, RobotsTable};
-use super::stats::Stats;
+use crate::protocol::Stats;
 use crate::protocol::{
     ArchiveItem, Archived, FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome,
     RobotsOutcome, SitemapOutcome, StartGate,

@@ -6,6 +6,5 @@ mod leases;
 pub mod messages;
 mod records;
 pub mod robots_state;
-pub mod stats;
 
 pub use actor::Scheduler;

@@ -2,6 +2,7 @@
 
 use super::*;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http_body_util::Full;

@@ -4,6 +4,7 @@
 
 use super::*;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 
 use http_body_util::Full;
 use hyper::service::service_fn;

@@ -6,12 +6,12 @@
 //! The bogus-IP file is the one thing read again on every reload whatever changed: when its contents differ from
 //! what the resolver runs with, the resolver is reconfigured as if `resolver.bogus_ips_file` had changed.
 
+use super::error::TreeError;
+use super::settings::{parse_settings, politeness_policy, scope_policy};
 use crate::fetcher::http::HttpClient;
 use crate::parser::logic::ParseSettings;
 use crate::resolver::ipset::IpSet;
 use crate::scheduler::Scheduler;
-use crate::supervisor::error::TreeError;
-use crate::tree::{parse_settings, politeness_policy, scope_policy};
 use actix::Addr;
 use crawl_core::config::reload::Part;
 use crawl_core::config::{Config, ProxyConfig};
