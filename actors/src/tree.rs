@@ -21,6 +21,7 @@ pub use settings::{embeds_policy, http_settings, parse_settings, politeness_poli
 
 use crate::fatal::{FatalReceiver, FatalSender};
 use crate::fetcher::dial::NameLookup;
+use crate::fetcher::error::LookupError;
 use crate::fetcher::http::HttpClient;
 use crate::parser::Parser;
 use crate::parser::pool::{ParserFactory, ParserPool};
@@ -334,9 +335,9 @@ pub fn start(
                 .await
             {
                 Ok(Outcome::Resolved(res)) => Ok(res.addrs),
-                Ok(Outcome::NxDomain { .. }) => Err("nxdomain".to_owned()),
-                Ok(Outcome::Unresolved { detail, .. }) => Err(detail),
-                Err(e) => Err(format!("resolver unavailable: {e}")),
+                Ok(Outcome::NxDomain { .. }) => Err(LookupError::NxDomain),
+                Ok(Outcome::Unresolved { detail, .. }) => Err(LookupError::Unresolved(detail)),
+                Err(e) => Err(LookupError::Unavailable(e)),
             }
         })
     })));
@@ -360,7 +361,7 @@ pub fn start(
     let n_fetchers = workers(config.fetch.fetchers);
     let mut clients = Vec::with_capacity(n_fetchers);
     for _ in 0..n_fetchers {
-        clients.push(HttpClient::new(http.clone()).map_err(|e| TreeError::Http(e.to_string()))?);
+        clients.push(HttpClient::new(http.clone())?);
     }
     let parse_settings = crate::live::Live::new(parse_settings(config, scope));
     let live_parse = parse_settings.clone();

@@ -25,7 +25,7 @@ use futures_util::stream::FuturesUnordered;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::error::ResolveError;
+use super::error::{LookupError, ResolveError};
 
 /// RFC 8305 section 5: the recommended delay between the starts of two connection attempts.
 pub const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
@@ -37,7 +37,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub struct NameLookup(pub Arc<LookupFn>);
 
 /// The function behind [`NameLookup`]: host name -> addresses, or why not.
-pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, String>>
+pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, LookupError>>
     + Send
     + Sync;
 
@@ -157,7 +157,7 @@ async fn addresses(
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    let found: Result<Vec<SocketAddr>, String> = match lookup {
+    let found: Result<Vec<SocketAddr>, LookupError> = match lookup {
         Some(NameLookup(f)) => f(host.to_owned()).await.map(|ips| {
             ips.into_iter()
                 .map(|ip| SocketAddr::new(ip, port))
@@ -166,12 +166,12 @@ async fn addresses(
         None => tokio::net::lookup_host((host, port))
             .await
             .map(Iterator::collect)
-            .map_err(|e| e.to_string()),
+            .map_err(LookupError::System),
     };
     match found {
         Ok(addrs) if addrs.is_empty() => Err(ResolveError::Lookup {
             host: host.to_owned(),
-            detail: "no addresses".to_owned(),
+            detail: LookupError::NoAddresses,
         }),
         Ok(addrs) => Ok(addrs),
         Err(detail) => Err(ResolveError::Lookup {
@@ -229,7 +229,7 @@ fn all_failed(host: &str, failed: Vec<(SocketAddr, AttemptError)>) -> BoxError {
         }),
         (None, None) => Box::new(ResolveError::Lookup {
             host: host.to_owned(),
-            detail: "no addresses".to_owned(),
+            detail: LookupError::NoAddresses,
         }),
     }
 }

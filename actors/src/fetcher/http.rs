@@ -26,7 +26,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 
 use super::dial::NameLookup;
-use crate::fetcher::error::{FetchError, TimeoutPhase, classify};
+use crate::fetcher::error::{FetchError, SettingsError, TimeoutPhase, classify};
 use crate::protocol::{RawResponse, Timings};
 
 /// `Accept` header sent with every request.
@@ -139,24 +139,20 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
-fn tls_config(settings: &HttpSettings) -> Result<rustls::ClientConfig, FetchError> {
+fn tls_config(settings: &HttpSettings) -> Result<rustls::ClientConfig, SettingsError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for cert in &settings.extra_roots {
-        roots
-            .add(cert.clone())
-            .map_err(|e| FetchError::Config(format!("bad extra root certificate: {e}")))?;
+        roots.add(cert.clone()).map_err(SettingsError::ExtraRoot)?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
         Arc::new(roots),
         Arc::clone(&provider),
     )
-    .build()
-    .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?;
+    .build()?;
     let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?
+        .with_safe_default_protocol_versions()?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(NamingVerifier(webpki)))
         .with_no_client_auth();
@@ -273,12 +269,16 @@ fn self_issued(cert: &CertificateDer<'_>) -> bool {
     names().is_some_and(|(issuer, subject)| issuer == subject)
 }
 
+/// The `User-Agent` header of `text`, or why it cannot be one.
+pub fn user_agent(text: &str) -> Result<HeaderValue, SettingsError> {
+    Ok(HeaderValue::from_str(text)?)
+}
+
 impl HttpClient {
     /// Builds the client. Needs no runtime; requests need a tokio runtime (any flavour).
-    pub fn new(settings: HttpSettings) -> Result<HttpClient, FetchError> {
+    pub fn new(settings: HttpSettings) -> Result<HttpClient, SettingsError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let user_agent = HeaderValue::from_str(&settings.user_agent)
-            .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
+        let user_agent = user_agent(&settings.user_agent)?;
         let tls = tls_config(&settings)?;
 
         let direct = super::dial::Dialer {
@@ -317,11 +317,8 @@ impl HttpClient {
     }
 
     /// Changes the User-Agent of this client and its clones from the next request.
-    pub fn set_user_agent(&self, user_agent: &str) -> Result<(), FetchError> {
-        let v = HeaderValue::from_str(user_agent)
-            .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
-        self.user_agent.store(v);
-        Ok(())
+    pub fn set_user_agent(&self, user_agent: HeaderValue) {
+        self.user_agent.store(user_agent);
     }
 
     /// The settings this client was built with.

@@ -11,7 +11,7 @@ pub enum TreeError {
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error("http client: {0}")]
-    Http(String),
+    Http(#[from] crate::fetcher::error::SettingsError),
     #[error(transparent)]
     Resolver(#[from] crate::resolver::error::ResolverError),
     #[error("warc output: {0}")]
