@@ -1,12 +1,19 @@
 //! Builds the actor tree from a validated config: recovers the frontier, repairs and catches up the JSONL, then
-//! starts the sink, the scheduler, the parsers, the fetchers and the root supervisor that watches them.
+//! starts the store, the sink, the resolver, the proxy-chain actor, the scheduler, the parsers, the fetchers and the
+//! root supervisor that watches them.
 //!
 //! ```text
 //! Supervisor ─┬─ Scheduler (frontier, robots, politeness)       system arbiter
 //!             ├─ Fetcher × N                                      one arbiter thread each
 //!             ├─ Parser × M                                       one SyncArbiter thread each
 //!             └─ Sink (JSONL)                                     its own arbiter thread
+//! Store (frontier commits, WARC)                                  a SyncArbiter thread
+//! Resolver, ProxyChains                                           one arbiter thread, restarted by actix
 //! ```
+//!
+//! The running [`Tree`] is all that its owner sees of the actors: it waits for the [`Ending`], reads the counters
+//! and asks for a drain through a [`Control`], reloads the config through the [`Reconfigurer`], and reads the
+//! resolver's and the proxy actor's counters for the summary.
 
 mod error;
 mod reconfigure;
@@ -17,7 +24,7 @@ pub use crate::proxy::hop::ProxyStats;
 pub use crate::resolver::stats::ResolverStats;
 pub use error::TreeError;
 pub use reconfigure::{Prepared, Reconfigurer};
-pub use settings::{embeds_policy, http_settings, parse_settings, politeness_policy, scope_policy};
+use settings::{http_settings, parse_settings, politeness_policy, scope_policy};
 
 use crate::fatal::{FatalReceiver, FatalSender};
 use crate::fetcher::dial::NameLookup;

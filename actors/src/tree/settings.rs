@@ -64,7 +64,7 @@ pub fn politeness_policy(config: &Config) -> PolitenessPolicy {
 
 /// The scope of page requisites (`crawl.embeds_scope`), or `None` when they are not fetched. The crawl's exclude
 /// patterns apply to them too; its include patterns, which say which pages to crawl, do not.
-pub fn embeds_policy(config: &Config) -> Option<Arc<ScopePolicy>> {
+fn embeds_policy(config: &Config) -> Option<Arc<ScopePolicy>> {
     config.crawl.embeds.then(|| {
         Arc::new(ScopePolicy::new(
             config.crawl.embeds_scope,
