@@ -1,8 +1,8 @@
 //! The end-of-crawl summary: counts by outcome and reason, bytes, elapsed, pages/s, CPU and memory.
 
-use crate::usage;
 use crawl_actors::protocol::{CrawlSummary, FinishReason};
 use crawl_actors::tree::{ProxyStats, ResolverStats};
+use crawl_observability::usage;
 use std::fmt::Write as _;
 use std::time::Duration;
 
