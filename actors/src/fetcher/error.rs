@@ -368,6 +368,23 @@ mod tests {
             ),
             (FetchError::LeaseLost(LeaseLost), None, true),
         ];
+        // Every variant is among the cases: a new variant fails to compile here until it has its index, and then
+        // this test until it has its case.
+        let index = |e: &FetchError| match e {
+            FetchError::PrivateNetwork { .. } => 0,
+            FetchError::Dns(_) => 1,
+            FetchError::Connect(_) => 2,
+            FetchError::Tls(_) => 3,
+            FetchError::Timeout(_) => 4,
+            FetchError::TooLarge { .. } => 5,
+            FetchError::Protocol(_) => 6,
+            FetchError::InvalidUrl(_) => 7,
+            FetchError::Proxy(_) => 8,
+            FetchError::LeaseLost(_) => 9,
+        };
+        let seen: std::collections::BTreeSet<usize> =
+            cases.iter().map(|(e, ..)| index(e)).collect();
+        assert_eq!(seen, (0..10).collect());
         for (err, reason, retry) in cases {
             assert_eq!(err.reason(), reason, "{err:?}");
             assert_eq!(err.is_retryable(), retry, "{err:?}");
