@@ -10,8 +10,10 @@
 //! - [`sink`]: the JSONL output, exactly once.
 //! - [`proxy`]: SOCKS5 proxy chains: rules, selection, breakers, the chain handshake.
 //! - [`faults`]: the fault-injection test hook; [`fatal`]: panics that end the process.
-//! - [`job`]: the job and result types that travel between them; [`tree`] wires them together; [`reconfigure`]
-//!   applies config reloads to the running tree, part by part.
+//! - [`job`]: the text of a caught panic.
+//! - [`protocol`]: the job, its results and every message that travels between them, with the types they carry.
+//! - [`tree`] wires them together and is all that the binary talks to: it starts the tree, applies config reloads
+//!   to it part by part, and reads its counters.
 
 pub mod backoff;
 pub mod fatal;
@@ -22,7 +24,6 @@ pub mod live;
 pub mod parser;
 pub mod protocol;
 pub mod proxy;
-pub mod reconfigure;
 #[cfg(test)]
 mod recorder;
 pub mod resolver;

@@ -1,21 +1,26 @@
 //! The protocol between the actors: the unit of work ([`Job`]) and its results, and every message that one actor
-//! sends to another. Children (fetchers, parsers, the sink, the store) import what they exchange from here and
-//! nothing from their supervisor or the scheduler.
+//! sends to another, with the types they carry ([`RawResponse`], [`Stats`], [`SinkError`], [`CrawlSummary`]).
+//! Children (fetchers, parsers, the sink, the store) import what they exchange from here and nothing from their
+//! supervisor or the scheduler; this module imports no actor.
 //!
 //! A job goes scheduler → fetcher ([`Fetch`]) → parser ([`Parse`]) → scheduler ([`JobDone`]); committed records go
 //! scheduler → sink ([`WriteRecords`]); children report to the supervisor ([`ChildFailed`], [`LeaseExpired`]), which
 //! tells the scheduler about fetchers ([`FetcherDown`], [`FetcherUp`], [`Abort`]) and the engine about the end
 //! ([`CrawlFinished`]).
 
-use crate::fetcher::http::RawResponse;
-use crate::scheduler::stats::Stats;
-use crate::sink::error::SinkError;
+mod response;
+mod sink;
+mod stats;
+
 use actix::{Message, Recipient};
 use crawl_core::frontier::{Entry, Fp, ShardGate};
 use crawl_core::politeness::HostId;
 use crawl_core::record::Reason;
 use crawl_core::robots::Robots;
 use crawl_core::scope::ScopeVerdict;
+pub use response::{RawResponse, Timings};
+pub use sink::SinkError;
+pub use stats::Stats;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -308,4 +313,23 @@ pub struct LeaseExpired {
 pub struct CrawlFinished {
     pub reason: FinishReason,
     pub stats: Stats,
+}
+
+/// How the crawl ended, handed to whoever started the tree.
+#[derive(Debug, Clone)]
+pub struct CrawlSummary {
+    pub reason: FinishReason,
+    pub stats: Stats,
+    pub supervisor: SupervisorStats,
+}
+
+/// Counters the supervisor keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SupervisorStats {
+    pub panics: u64,
+    pub restarts_fetcher: u64,
+    pub restarts_parser: u64,
+    /// Children found stuck on an expired lease and replaced (each also counts as a restart).
+    pub stuck: u64,
+    pub escalated: bool,
 }

@@ -1,76 +1,132 @@
 //! Builds the actor tree from a validated config: recovers the frontier, repairs and catches up the JSONL, then
-//! starts the sink, the scheduler, the parsers, the fetchers and the root supervisor that watches them.
+//! starts the store, the sink, the resolver, the proxy-chain actor, the scheduler, the parsers, the fetchers and the
+//! root supervisor that watches them.
 //!
 //! ```text
 //! Supervisor ─┬─ Scheduler (frontier, robots, politeness)       system arbiter
 //!             ├─ Fetcher × N                                      one arbiter thread each
 //!             ├─ Parser × M                                       one SyncArbiter thread each
 //!             └─ Sink (JSONL)                                     its own arbiter thread
+//! Store (frontier commits, WARC)                                  a SyncArbiter thread
+//! Resolver, ProxyChains                                           one arbiter thread, restarted by actix
 //! ```
+//!
+//! The running [`Tree`] is all that its owner sees of the actors: it waits for the [`Ending`], reads the counters
+//! and asks for a drain through a [`Control`], reloads the config through the [`Reconfigurer`], and reads the
+//! resolver's and the proxy actor's counters for the summary.
+
+mod error;
+mod reconfigure;
+mod settings;
+
+pub use crate::faults::Faults;
+pub use crate::proxy::hop::ProxyStats;
+pub use crate::resolver::stats::ResolverStats;
+pub use error::TreeError;
+pub use reconfigure::{Prepared, Reconfigurer};
+use settings::{http_settings, parse_settings, politeness_policy, scope_policy};
 
 use crate::fatal::{FatalReceiver, FatalSender};
-use crate::faults::Faults;
-use crate::fetcher::http::{HttpClient, HttpSettings, NameLookup};
+use crate::fetcher::dial::NameLookup;
+use crate::fetcher::error::LookupError;
+use crate::fetcher::http::HttpClient;
 use crate::parser::Parser;
-use crate::parser::logic::ParseSettings;
 use crate::parser::pool::{ParserFactory, ParserPool};
-pub use crate::reconfigure::{Prepared, Reconfigurer};
+use crate::protocol::{CrawlSummary, Stats};
+use crate::proxy::actor::ProxyChains;
+use crate::proxy::messages::GetProxyStats;
+use crate::resolver::Resolver;
 use crate::resolver::logic::Outcome;
-use crate::resolver::messages::Resolve;
+use crate::resolver::messages::{GetResolverStats, Resolve};
 use crate::scheduler::Scheduler;
 use crate::scheduler::crawl::{Crawl, CrawlSettings};
+use crate::scheduler::messages::{Drain, GetStats};
 use crate::sink::Sink;
 use crate::sink::actor::write_lines;
 use crate::store::StoreActor;
-use crate::supervisor::error::TreeError;
-use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
+use crate::supervisor::{FetcherFactory, RestartPolicy, Supervisor};
 use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
 use crawl_core::config::{Config, FrontierBackend};
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::redis::{RedisFrontier, RedisSettings};
 use crawl_core::frontier::{DirLock, FrontierError, FrontierStore, Resume, process_id};
 use crawl_core::output::JsonlWriter;
-use crawl_core::politeness::{HostQueues, PolitenessPolicy};
-use crawl_core::scope::ScopePolicy;
-use crawl_core::traps::{TrapRules, current_year};
+use crawl_core::politeness::HostQueues;
+use rustls::pki_types::CertificateDer;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// A running tree.
+/// A running tree: what its owner (the binary) may ask of the actors, and nothing more.
 pub struct Tree {
-    pub supervisor: Addr<Supervisor>,
-    pub scheduler: Addr<Scheduler>,
-    pub resolver: Addr<crate::resolver::Resolver>,
+    control: Control,
+    resolver: Addr<Resolver>,
     /// The proxy-chain actor, when chains are configured.
-    pub proxy: Option<Addr<crate::proxy::actor::ProxyChains>>,
-    /// Applies config reloads to the running actors.
-    pub reconfigurer: Reconfigurer,
+    proxy: Option<Addr<ProxyChains>>,
+    reconfigurer: Reconfigurer,
     /// Resolves when the crawl ends.
-    pub done: tokio::sync::oneshot::Receiver<CrawlSummary>,
-    /// Causes that end the process (a panic in the scheduler, the sink or the frontier store); wait on it
-    /// alongside `done`.
-    pub fatal: FatalReceiver,
-    fatal_tx: FatalSender,
-    /// The parser slots.
-    pub parsers: ParserPool,
-    /// What recovery found.
-    pub recovery: RecoveryReport,
-    pub stopper: TreeStopper,
-}
-
-impl Tree {
-    /// A sender of causes that end the process, for actors that own a [`crate::fatal::PanicGuard`].
-    pub fn fatal_sender(&self) -> FatalSender {
-        self.fatal_tx.clone()
-    }
-}
-
-/// Stops the tree's arbiter threads (after the crawl ended).
-pub struct TreeStopper {
+    done: tokio::sync::oneshot::Receiver<CrawlSummary>,
+    /// Causes that end the process (a panic in the scheduler, the sink or the frontier store).
+    fatal: FatalReceiver,
+    /// Held while the tree runs, so that `fatal` is never closed before the crawl ends.
+    _fatal_tx: FatalSender,
     arbiters: Vec<Arbiter>,
 }
 
-impl TreeStopper {
+/// How a running tree ended.
+#[derive(Debug)]
+pub enum Ending {
+    /// The crawl finished (completed, limit reached, drained after a signal, or stopped by the supervisor on a fatal
+    /// error), with its counters.
+    Finished(Box<CrawlSummary>),
+    /// A cause that ends the process at once: a panic in the scheduler, the sink or the frontier store.
+    Fatal(String),
+    /// The tree stopped without a summary.
+    Lost,
+}
+
+impl Tree {
+    /// Waits for the crawl to end. A fatal cause wins over a summary that arrives at the same time.
+    pub async fn ended(&mut self) -> Ending {
+        tokio::select! {
+            biased;
+            cause = self.fatal.recv() => {
+                Ending::Fatal(cause.unwrap_or_else(|| "the actor tree failed".to_owned()))
+            }
+            done = &mut self.done => match done {
+                Ok(summary) => Ending::Finished(Box::new(summary)),
+                Err(_) => Ending::Lost,
+            },
+        }
+    }
+
+    /// A handle on the crawl for other tasks and threads (progress, signals).
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
+    /// Applies config reloads to the running actors.
+    pub fn reconfigurer(&self) -> Reconfigurer {
+        self.reconfigurer.clone()
+    }
+
+    /// The resolver's counters; the defaults when it does not answer within `timeout` (its thread may be blocked).
+    pub async fn resolver_stats(&self, timeout: Duration) -> ResolverStats {
+        self.resolver
+            .send(GetResolverStats)
+            .timeout(timeout)
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The proxy-chain actor's counters: None without chains, or when it does not answer within `timeout`.
+    pub async fn proxy_stats(&self, timeout: Duration) -> Option<ProxyStats> {
+        match &self.proxy {
+            Some(p) => p.send(GetProxyStats).timeout(timeout).await.ok(),
+            None => None,
+        }
+    }
+
+    /// Stops the tree's arbiter threads (after the crawl ended).
     pub fn stop(self) {
         for a in self.arbiters {
             a.stop();
@@ -78,15 +134,32 @@ impl TreeStopper {
     }
 }
 
-/// What startup recovery did.
-#[derive(Debug, Clone, Default)]
-pub struct RecoveryReport {
-    pub fresh: bool,
-    pub pending: u64,
-    pub known: u64,
-    pub jsonl_lines: u64,
-    pub repaired_bytes: u64,
-    pub rewritten: u64,
+/// What other tasks and threads may do to a running crawl: read its counters, ask it to drain.
+#[derive(Clone)]
+pub struct Control {
+    scheduler: Addr<Scheduler>,
+}
+
+impl Control {
+    /// The crawl's counters; None once the scheduler is gone.
+    pub async fn stats(&self) -> Option<Stats> {
+        self.scheduler.send(GetStats).await.ok()
+    }
+
+    /// Stop taking work, finish what is in flight within `grace`, commit and finish.
+    pub fn drain(&self, grace: Duration) {
+        self.scheduler.do_send(Drain { grace });
+    }
+
+    /// Whether the scheduler still runs (false once its actor is gone, after a panic say).
+    pub fn is_running(&self) -> bool {
+        self.scheduler.connected()
+    }
+}
+
+/// The proxy chains a config names, each with its hops in order (passwords hidden), by name.
+pub fn proxy_chains(config: &Config) -> std::collections::BTreeMap<String, Vec<String>> {
+    crate::proxy::actor::describe(&config.proxy)
 }
 
 fn workers(configured: u32) -> usize {
@@ -96,34 +169,6 @@ fn workers(configured: u32) -> usize {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
-    }
-}
-
-/// Settings of the HTTP client, from the config.
-pub fn http_settings(config: &Config) -> HttpSettings {
-    HttpSettings {
-        user_agent: config.crawl.user_agent.clone(),
-        connect_timeout: config.fetch.connect_timeout,
-        header_timeout: config.fetch.header_timeout,
-        idle_timeout: config.fetch.idle_timeout,
-        total_timeout: config.fetch.request_timeout,
-        max_body_bytes: config.fetch.max_body_bytes,
-        http2: config.fetch.http2,
-        allow_private_networks: config.security.allow_private_networks,
-        allow_cidrs: config.security.allow_cidrs.clone(),
-        attempt_delay: crate::fetcher::dial::ATTEMPT_DELAY,
-        pool_idle_timeout: config.fetch.pool_idle_timeout,
-        // Every request a host may have in flight can leave its connection for the next one: a smaller idle limit
-        // closes the surplus after each burst and opens it again (a TCP handshake per few pages). 0 keeps none.
-        pool_max_idle_per_host: match config.fetch.pool_max_idle_per_host {
-            0 => 0,
-            n => n.max(config.politeness.per_host_concurrency as usize),
-        },
-        extra_roots: Vec::new(),
-        keep_request_headers: config.output.warc_dir.is_some(),
-        lookup: None,
-        proxy: None,
-        credentials: config.fetch.credentials.clone(),
     }
 }
 
@@ -174,28 +219,17 @@ fn open_frontier(
     }
 }
 
-/// Starts the tree. Must run inside an actix `System`.
-pub fn start(config: &Config, faults: Faults, http: HttpSettings) -> Result<Tree, TreeError> {
-    start_locked(config, faults, http, None)
-}
-
-/// [`start`] with the data_dir's lock already taken by the caller (None: taken here).
-pub fn start_locked(
+/// Starts the tree. Must run inside an actix `System`. `lock` is the data_dir's lock when the caller took it
+/// already (None: taken here); `extra_roots` are trusted by the HTTP client besides the webpki roots.
+pub fn start(
     config: &Config,
     faults: Faults,
-    http: HttpSettings,
+    extra_roots: Vec<CertificateDer<'static>>,
     lock: Option<DirLock>,
 ) -> Result<Tree, TreeError> {
     let now = Instant::now();
     let (store, mut recovered, mut writer) = open_frontier(config, lock)?;
-    let mut report = RecoveryReport {
-        fresh: recovered.fresh,
-        pending: recovered.counters.pending,
-        known: recovered.counters.known,
-        jsonl_lines: writer.lines(),
-        repaired_bytes: writer.repaired_bytes(),
-        rewritten: 0,
-    };
+    let (jsonl_lines, repaired_bytes) = (writer.lines(), writer.repaired_bytes());
     // Records committed before a crash but not in the file yet: write them now, exactly once.
     let outbox = std::mem::take(&mut recovered.outbox);
     let before = writer.lines();
@@ -206,14 +240,14 @@ pub fn start_locked(
             config.frontier.data_dir.display()
         ))
     })?;
-    report.rewritten = writer.lines() - before;
-    if report.repaired_bytes > 0 || report.rewritten > 0 || !recovered.fresh {
+    let rewritten = writer.lines() - before;
+    if repaired_bytes > 0 || rewritten > 0 || !recovered.fresh {
         tracing::info!(
-            pending = report.pending,
-            known = report.known,
-            jsonl_lines = report.jsonl_lines,
-            repaired_bytes = report.repaired_bytes,
-            rewritten = report.rewritten,
+            pending = recovered.counters.pending,
+            known = recovered.counters.known,
+            jsonl_lines,
+            repaired_bytes,
+            rewritten,
             "resuming crawl"
         );
     }
@@ -283,7 +317,7 @@ pub fn start_locked(
     let copies = crate::resolver::local::Shared::new();
     let copies_r = copies.clone();
     let resolver = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
-        crate::resolver::Resolver::new(
+        Resolver::new(
             resolver_parts.settings,
             resolver_parts.ctx,
             resolver_parts.doh,
@@ -292,7 +326,8 @@ pub fn start_locked(
         .with_local(copies.clone())
     });
     let resolve_r: actix::Recipient<Resolve> = resolver.clone().recipient();
-    let mut http = http;
+    let mut http = http_settings(config);
+    http.extra_roots = extra_roots;
     let lookup_r = resolve_r.clone();
     http.lookup = Some(NameLookup(Arc::new(move |name: String| {
         let r = lookup_r.clone();
@@ -307,9 +342,9 @@ pub fn start_locked(
                 .await
             {
                 Ok(Outcome::Resolved(res)) => Ok(res.addrs),
-                Ok(Outcome::NxDomain { .. }) => Err("nxdomain".to_owned()),
-                Ok(Outcome::Unresolved { detail, .. }) => Err(detail),
-                Err(e) => Err(format!("resolver unavailable: {e}")),
+                Ok(Outcome::NxDomain { .. }) => Err(LookupError::NxDomain),
+                Ok(Outcome::Unresolved { detail, .. }) => Err(LookupError::Unresolved(detail)),
+                Err(e) => Err(LookupError::Unavailable(e)),
             }
         })
     })));
@@ -322,7 +357,7 @@ pub fn start_locked(
         let proxy_faults = faults.clone();
         let proxy_guard = config.security.guard();
         let proxy = actix::Supervisor::start_in_arbiter(&resolver_arbiter.handle(), move |_| {
-            crate::proxy::actor::ProxyChains::new(&pcfg, Some(presolver))
+            ProxyChains::new(&pcfg, Some(presolver))
                 .with_faults(proxy_faults)
                 .with_guard(proxy_guard.clone())
         });
@@ -333,7 +368,7 @@ pub fn start_locked(
     let n_fetchers = workers(config.fetch.fetchers);
     let mut clients = Vec::with_capacity(n_fetchers);
     for _ in 0..n_fetchers {
-        clients.push(HttpClient::new(http.clone()).map_err(|e| TreeError::Http(e.to_string()))?);
+        clients.push(HttpClient::new(http.clone())?);
     }
     let parse_settings = crate::live::Live::new(parse_settings(config, scope));
     let live_parse = parse_settings.clone();
@@ -429,94 +464,13 @@ pub fn start_locked(
         resolver_bogus,
     );
     Ok(Tree {
-        supervisor: sup,
-        scheduler: me,
+        control: Control { scheduler: me },
         resolver,
         proxy: proxy_addr,
         reconfigurer,
         done: done_rx,
         fatal: fatal_rx,
-        fatal_tx,
-        parsers,
-        recovery: report,
-        stopper: TreeStopper { arbiters },
+        _fatal_tx: fatal_tx,
+        arbiters,
     })
-}
-
-/// The scope of a config, with its trap rules (calendar windows around the current year).
-pub fn scope_policy(config: &Config) -> Arc<ScopePolicy> {
-    Arc::new(
-        ScopePolicy::new(
-            config.crawl.scope,
-            &config.crawl.seeds,
-            config.crawl.include.clone(),
-            config.crawl.exclude.clone(),
-            config.crawl.max_depth,
-        )
-        .with_traps(TrapRules::new(&config.traps, current_year())),
-    )
-}
-
-/// The politeness policy of a config.
-pub fn politeness_policy(config: &Config) -> PolitenessPolicy {
-    PolitenessPolicy {
-        per_host_concurrency: config.politeness.per_host_concurrency,
-        min_delay: config.politeness.min_delay,
-        honour_crawl_delay: config.politeness.honour_crawl_delay,
-        max_crawl_delay: config.politeness.max_crawl_delay,
-        backoff_base: config.politeness.backoff_base,
-        backoff_max: config.politeness.backoff_max,
-    }
-}
-
-/// The scope of page requisites (`crawl.embeds_scope`), or `None` when they are not fetched. The crawl's exclude
-/// patterns apply to them too; its include patterns, which say which pages to crawl, do not.
-pub fn embeds_policy(config: &Config) -> Option<Arc<ScopePolicy>> {
-    config.crawl.embeds.then(|| {
-        Arc::new(ScopePolicy::new(
-            config.crawl.embeds_scope,
-            &config.crawl.seeds,
-            Vec::new(),
-            config.crawl.exclude.clone(),
-            config.crawl.max_depth,
-        ))
-    })
-}
-
-pub(crate) fn parse_settings(config: &Config, scope: Arc<ScopePolicy>) -> ParseSettings {
-    ParseSettings {
-        scope,
-        user_agent: config.crawl.user_agent.clone(),
-        max_body_bytes: config.fetch.max_body_bytes,
-        sitemap_max_bytes: config.crawl.sitemap_max_bytes,
-        sitemap_max_urls: config.crawl.sitemap_max_urls,
-        archive_level: config
-            .output
-            .warc_dir
-            .as_ref()
-            .map(|_| crate::parser::archive::ARCHIVE_LEVEL),
-        max_links_per_page: config.parser.max_links_per_page,
-        inline_max_bytes: config.parser.inline_max_bytes,
-        embeds: embeds_policy(config),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idle_connections_kept_cover_the_requests_a_host_may_have_in_flight() {
-        let idle = |text: &str| {
-            let config = Config::from_str(text, "t.toml").expect("valid");
-            http_settings(&config).pool_max_idle_per_host
-        };
-        assert_eq!(idle("[politeness]\nper_host_concurrency = 64\n"), 64);
-        assert_eq!(idle("[politeness]\nper_host_concurrency = 2\n"), 8);
-        let set = "[politeness]\nper_host_concurrency = 64\n[fetch]\npool_max_idle_per_host = ";
-        assert_eq!(idle(&format!("{set}8\n")), 64);
-        assert_eq!(idle(&format!("{set}100\n")), 100);
-        // 0: no connection is kept.
-        assert_eq!(idle(&format!("{set}0\n")), 0);
-    }
 }

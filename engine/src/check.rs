@@ -5,7 +5,7 @@ use crawl_core::config::Config;
 use crawl_core::frontier::DirLock;
 use crawl_core::netaddr::classify_ip;
 use std::net::{IpAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long the seeds' names may take to resolve, all together.
@@ -118,8 +118,24 @@ fn resolve(host: &str, port: u16, deadline: std::time::Instant) -> Vec<IpAddr> {
     rx.recv_timeout(left).unwrap_or_default()
 }
 
+/// Why a path that a run would write to is not usable.
+#[derive(Debug, thiserror::Error)]
+enum PathError {
+    #[error("cannot create {}: no folder of it exists", .path.display())]
+    NoFolder { path: PathBuf },
+    #[error("cannot create {}: {} is not a directory", .path.display(), .dir.display())]
+    NotADirectory { path: PathBuf, dir: PathBuf },
+    #[error("cannot create {}: {within}", .path.display())]
+    Within {
+        path: PathBuf,
+        within: Box<PathError>,
+    },
+    #[error("cannot write in {}: {error}", .dir.display())]
+    NotWritable { dir: PathBuf, error: std::io::Error },
+}
+
 /// `path` does not exist: its nearest existing ancestor must be a directory we can write in.
-fn creatable(path: &Path) -> Result<(), String> {
+fn creatable(path: &Path) -> Result<(), PathError> {
     // A relative path's last ancestor is "", the current directory.
     let existing = path
         .ancestors()
@@ -133,23 +149,22 @@ fn creatable(path: &Path) -> Result<(), String> {
         })
         .find(|p| p.exists());
     let Some(dir) = existing else {
-        return Err(format!(
-            "cannot create {}: no folder of it exists",
-            path.display()
-        ));
+        return Err(PathError::NoFolder { path: path.into() });
     };
     if !dir.is_dir() {
-        return Err(format!(
-            "cannot create {}: {} is not a directory",
-            path.display(),
-            dir.display()
-        ));
+        return Err(PathError::NotADirectory {
+            path: path.into(),
+            dir: dir.into(),
+        });
     }
-    writable_dir(dir).map_err(|e| format!("cannot create {}: {e}", path.display()))
+    writable_dir(dir).map_err(|e| PathError::Within {
+        path: path.into(),
+        within: Box::new(e),
+    })
 }
 
 /// Creates and removes a probe file in `dir`.
-fn writable_dir(dir: &Path) -> Result<(), String> {
+fn writable_dir(dir: &Path) -> Result<(), PathError> {
     let probe = dir.join(format!(".crawl-engine-check-{}", std::process::id()));
     match std::fs::OpenOptions::new()
         .write(true)
@@ -160,7 +175,10 @@ fn writable_dir(dir: &Path) -> Result<(), String> {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(e) => Err(format!("cannot write in {}: {e}", dir.display())),
+        Err(error) => Err(PathError::NotWritable {
+            dir: dir.into(),
+            error,
+        }),
     }
 }
 
@@ -205,13 +223,12 @@ mod tests {
 
     #[test]
     fn a_relative_path_is_judged_by_the_current_directory_and_a_file_blocks_its_children() {
-        assert_eq!(
-            creatable(Path::new("no-such-folder/sub/crawl.jsonl")),
-            Ok(())
-        );
+        assert!(creatable(Path::new("no-such-folder/sub/crawl.jsonl")).is_ok());
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f"), b"x").unwrap();
-        let err = creatable(&dir.path().join("f/a/b")).unwrap_err();
+        let err = creatable(&dir.path().join("f/a/b"))
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("f is not a directory"), "{err}");
     }
 

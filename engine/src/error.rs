@@ -1,6 +1,6 @@
 //! Errors of the engine, split by exit status: usage/config errors (2) and runtime errors (1).
 
-use crawl_actors::supervisor::error::TreeError;
+use crawl_actors::tree::TreeError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

@@ -2,21 +2,23 @@
 //! the wiring that starts the actor tree ([`crawl_actors::tree`]) and waits for the crawl to end.
 //!
 //! # Layout
-//! - [`cli`]: arguments. [`run`]: load and check the config, run the crawl. [`progress`]: bar or log lines.
+//! - [`cli`]: arguments. [`load`]: load and check the config. [`run`]: run the crawl. [`progress`]: bar or log lines.
 //! - [`reload`]: SIGHUP config reloads. [`signals`]: SIGINT/SIGTERM on a thread of their own.
 //! - [`merge`]: one JSONL from the files of a distributed crawl's processes.
-//! - [`summary`]: the end-of-crawl report. [`usage`]: CPU and memory of the process (from `crawl-observability`). [`error`]: exit statuses.
+//! - [`summary`]: the end-of-crawl report, with the process's CPU and memory (`crawl_observability::usage`).
+//! - [`check`]: `--check` beyond parsing. [`error`]: exit statuses.
 
 pub mod check;
 pub mod cli;
 pub mod error;
+pub mod load;
 pub mod merge;
 pub mod progress;
 pub mod reload;
 pub mod run;
 pub mod signals;
 pub mod summary;
-pub use crawl_observability::usage;
 
 pub use error::EngineError;
-pub use run::{Options, load_config, load_config_with, run_crawl, run_crawl_locked};
+pub use load::{load_config, load_config_with};
+pub use run::{Options, run_crawl, run_crawl_locked};

@@ -2,8 +2,8 @@
 //! reached, 2 on bad usage or config, 1 on a fatal runtime error.
 
 use clap::Parser as _;
-use crawl_actors::faults::Faults;
 use crawl_actors::protocol::FinishReason;
+use crawl_actors::tree::{Faults, proxy_chains};
 use crawl_engine::cli::{Cli, Command};
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;
@@ -108,7 +108,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
                 if r.cluster { ", cluster" } else { "" }
             );
         }
-        for (name, hops) in crawl_actors::proxy::actor::describe(&config.proxy) {
+        for (name, hops) in proxy_chains(&config) {
             println!("  proxy chain {name}: {}", hops.join(" -> "));
         }
         return Ok(());

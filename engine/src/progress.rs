@@ -1,9 +1,7 @@
 //! Live progress: a bar on a terminal, periodic structured log lines otherwise.
 
-use actix::Addr;
-use crawl_actors::scheduler::Scheduler;
-use crawl_actors::scheduler::messages::GetStats;
-use crawl_actors::scheduler::stats::Stats;
+use crawl_actors::protocol::Stats;
+use crawl_actors::tree::Control;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -54,8 +52,8 @@ fn line(s: &Stats, rate: f64) -> String {
     )
 }
 
-/// Polls the scheduler until the task is dropped (aborted when the crawl ends).
-pub async fn run(scheduler: Addr<Scheduler>, mode: Mode) {
+/// Polls the crawl's counters until the task is dropped (aborted when the crawl ends).
+pub async fn run(crawl: Control, mode: Mode) {
     let start = Instant::now();
     let bar = match mode {
         Mode::Bar => {
@@ -81,7 +79,7 @@ pub async fn run(scheduler: Addr<Scheduler>, mode: Mode) {
     let mut interval = tokio::time::interval(tick);
     loop {
         interval.tick().await;
-        let Ok(stats) = scheduler.send(GetStats).await else {
+        let Some(stats) = crawl.stats().await else {
             break;
         };
         let rate = rate_window.sample(Instant::now(), stats.fetched);

@@ -7,7 +7,7 @@
 //! are. The outcome is logged at warn or above, so that it shows whatever the new log level, naming the keys that
 //! changed (or `no change`). Signals that arrive while a reload runs coalesce into one more reload.
 
-use crate::run::load_config;
+use crate::load::load_config;
 use crawl_actors::tree::Reconfigurer;
 use crawl_core::config::Config;
 use crawl_core::config::reload::{Part, changed_keys, plan};

@@ -4,8 +4,7 @@
 //! The first signal asks the scheduler to drain (or exits 1 at once when the scheduler is gone) and arms a timer of
 //! the grace period plus [`EXIT_SLACK`]: a crawl that has not ended by then exits 1. A second signal exits 130.
 
-use crawl_actors::scheduler::Scheduler;
-use crawl_actors::scheduler::messages::Drain;
+use crawl_actors::tree::Control;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -22,10 +21,7 @@ pub struct SignalWatch {
 
 impl SignalWatch {
     /// Installs the handlers (before returning, so no signal is missed) and starts the watcher thread.
-    pub fn start(
-        scheduler: actix::Addr<Scheduler>,
-        grace: Duration,
-    ) -> std::io::Result<SignalWatch> {
+    pub fn start(crawl: Control, grace: Duration) -> std::io::Result<SignalWatch> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -40,7 +36,7 @@ impl SignalWatch {
         let seen = ended.clone();
         std::thread::Builder::new()
             .name("signals".into())
-            .spawn(move || rt.block_on(watch(term, int, scheduler, grace, seen)))?;
+            .spawn(move || rt.block_on(watch(term, int, crawl, grace, seen)))?;
         Ok(SignalWatch { ended })
     }
 
@@ -57,12 +53,12 @@ async fn next(term: &mut Signal, int: &mut Signal) {
 async fn watch(
     mut term: Signal,
     mut int: Signal,
-    scheduler: actix::Addr<Scheduler>,
+    crawl: Control,
     grace: Duration,
     ended: Arc<AtomicBool>,
 ) {
     next(&mut term, &mut int).await;
-    if !scheduler.connected() {
+    if !crawl.is_running() {
         tracing::error!(
             "signal received but the scheduler is gone; exiting now (the next run resumes safely)"
         );
@@ -72,7 +68,7 @@ async fn watch(
         grace_ms = grace.as_millis() as u64,
         "signal received; draining (send again to exit at once)"
     );
-    scheduler.do_send(Drain { grace });
+    crawl.drain(grace);
     let limit = grace + EXIT_SLACK;
     tokio::select! {
         _ = next(&mut term, &mut int) => {}

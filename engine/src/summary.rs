@@ -1,8 +1,8 @@
 //! The end-of-crawl summary: counts by outcome and reason, bytes, elapsed, pages/s, CPU and memory.
 
-use crate::usage;
-use crawl_actors::protocol::FinishReason;
-use crawl_actors::supervisor::CrawlSummary;
+use crawl_actors::protocol::{CrawlSummary, FinishReason};
+use crawl_actors::tree::{ProxyStats, ResolverStats};
+use crawl_observability::usage;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -20,9 +20,9 @@ pub struct Summary {
     /// The frontier's directory (named in the advice of a crawl found already complete).
     pub data_dir: String,
     /// Resolver counters (lookups by source/outcome, pollution verdicts by rule).
-    pub dns: crawl_actors::resolver::stats::ResolverStats,
+    pub dns: ResolverStats,
     /// Proxy-chain counters (connects, faults, breaker per chain), when chains are configured.
-    pub proxy: Option<crawl_actors::proxy::hop::ProxyStats>,
+    pub proxy: Option<ProxyStats>,
 }
 
 impl Summary {
@@ -245,7 +245,7 @@ fn count_line(label: &str, n: u64, detail: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crawl_actors::scheduler::stats::Stats;
+    use crawl_actors::protocol::Stats;
 
     fn summary(reason: FinishReason, stats: Stats) -> Summary {
         let crawl = CrawlSummary {

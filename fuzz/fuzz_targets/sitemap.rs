@@ -3,7 +3,7 @@
 //! http(s) URLs, at most `max_urls` of them.
 #![no_main]
 
-use crawl_actors::fetcher::http::{RawResponse, Timings};
+use crawl_actors::protocol::{RawResponse, Timings};
 use crawl_actors::parser::logic::{ParseSettings, process_sitemap};
 use crawl_actors::parser::sitemap::{SitemapKind, parse_sitemap};
 use crawl_core::canon::canonicalize;

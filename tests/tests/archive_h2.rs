@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use crawl_actors::fetcher::http::{HttpClient, HttpSettings, NameLookup};
+use crawl_actors::fetcher::dial::NameLookup;
+use crawl_actors::fetcher::http::{HttpClient, HttpSettings};
 use crawl_actors::parser::archive::{ARCHIVE_LEVEL, prepare};
 use crawl_actors::protocol::Job;
 use crawl_core::frontier::Entry;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crawl_actors::fetcher::connector::{ConnProbe, with_probe};
-use crawl_actors::fetcher::http::{HttpClient, HttpSettings, NameLookup};
+use crawl_actors::fetcher::dial::NameLookup;
+use crawl_actors::fetcher::http::{HttpClient, HttpSettings};
 use crawl_observability::{Format, OtlpSettings, TelemetryConfig, trace};
 use crawl_tests::dns::{DOH_HOST, FakeDoh, Zone};
 use crawl_tests::otlp::{OtlpReceiver, traces};

@@ -8,13 +8,14 @@
 
 use super::connector::{ConnProbe, with_gate, with_probe};
 use super::error::FetchError;
-use super::http::{HttpClient, RawResponse};
+use super::http::HttpClient;
 use crate::faults::{Faults, Stage};
 use crate::job::panic_text;
 use crate::parser::pool::ParserPool;
 use crate::protocol::JobDone;
 use crate::protocol::JobId;
 use crate::protocol::Parse;
+use crate::protocol::RawResponse;
 use crate::protocol::{ChildFailed, ChildId};
 use crate::protocol::{Fetch, Ping};
 use crate::protocol::{Job, JobResult};
@@ -141,21 +142,6 @@ impl Actor for Fetcher {
     }
 }
 
-/// Maps a fetch error to the record reason.
-pub fn reason_of(e: &FetchError) -> Reason {
-    match e.reason() {
-        "private_network" => Reason::PrivateNetwork,
-        "dns" => Reason::Dns,
-        "connect" => Reason::Connect,
-        "tls" => Reason::Tls,
-        "timeout" => Reason::Timeout,
-        "too_large" => Reason::TooLarge,
-        "invalid_url" => Reason::InvalidUrl,
-        "proxy" => Reason::Proxy,
-        _ => Reason::Protocol,
-    }
-}
-
 enum Step {
     Parse(Box<Parse>),
     Done(JobDone),
@@ -250,16 +236,10 @@ async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<R
     let url = match crawl_core::urlparts::parse(&job.entry.url) {
         Ok(u) => u,
         Err(e) => {
-            let e = FetchError::InvalidUrl(e.to_string());
-            let result = JobResult::FetchFailed {
-                reason: reason_of(&e),
-                detail: e.to_string(),
-                retryable: false,
-            };
             return Step::Done(JobDone {
                 job: job.id,
                 url: job.entry.url,
-                result,
+                result: FetchError::InvalidUrl(e.to_string()).into_result(),
                 dns: None,
                 archive: None,
             });
@@ -307,14 +287,6 @@ async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<R
             page_url,
             dns,
         })),
-        // A connection refused to send: the host's lease ran out after the start check above (nothing went out).
-        Err(FetchError::LeaseLost(_)) => Step::Done(JobDone {
-            job: job.id,
-            url: job.entry.url,
-            result: JobResult::NotStarted,
-            dns,
-            archive: None,
-        }),
         // The answer went past max_body_bytes: the parser records it too large (and archives what was read).
         Err(FetchError::TooLarge {
             partial: Some(response),
@@ -325,20 +297,15 @@ async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<R
             page_url,
             dns,
         })),
-        Err(e) => {
-            let result = JobResult::FetchFailed {
-                reason: reason_of(&e),
-                detail: e.to_string(),
-                retryable: e.is_retryable(),
-            };
-            Step::Done(JobDone {
-                job: job.id,
-                url: job.entry.url,
-                result,
-                dns,
-                archive: None,
-            })
-        }
+        // A failure, or a connection that refused to send because the host's lease ran out after the start check
+        // above (nothing went out: not started).
+        Err(e) => Step::Done(JobDone {
+            job: job.id,
+            url: job.entry.url,
+            result: e.into_result(),
+            dns,
+            archive: None,
+        }),
     }
 }
 
@@ -464,5 +431,4 @@ impl Handler<Ping> for Fetcher {
 }
 
 #[cfg(test)]
-#[path = "actor_tests.rs"]
 mod tests;

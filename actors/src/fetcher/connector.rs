@@ -5,7 +5,7 @@
 //! is up, the handshake has `connect_timeout` of its own and otherwise ends as `tls: handshake timed out`.
 
 use super::dial::{Dialer, host_port};
-use super::error::LeaseLost;
+use super::error::{LeaseLost, ProxyConnectError};
 use crate::protocol::StartGate;
 use crate::proxy::messages::{OpenChain, Opened, ProxyFailure};
 use crate::proxy::socks::ChainStream;
@@ -276,17 +276,6 @@ where
 /// Which way a response's connection went: a chain name or "direct". Found in the response extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxyUsed(pub String);
-
-/// The error a proxied connect ends in; travels through hyper-util's error chain to `classify`.
-#[derive(Debug, thiserror::Error)]
-pub enum ProxyConnectError {
-    /// Every chain tried failed with proxy faults, or none was healthy.
-    #[error("{0}")]
-    Proxy(String),
-    /// The target could not be reached through the chain (SOCKS replies 03-06).
-    #[error("{0}")]
-    Target(String),
-}
 
 /// A connection, direct or tunnelled. In a crawl shared by many processes it holds its host's lease gate and
 /// refuses every write once the lease has run out on the local clock: the job's start check comes before the

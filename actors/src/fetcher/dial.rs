@@ -25,13 +25,27 @@ use futures_util::stream::FuturesUnordered;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::error::ResolveError;
-use super::http::NameLookup;
+use super::error::{LookupError, ResolveError};
 
 /// RFC 8305 section 5: the recommended delay between the starts of two connection attempts.
 pub const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Resolves a host name to addresses for the connector (in the engine: a message to the resolver actor).
+#[derive(Clone)]
+pub struct NameLookup(pub Arc<LookupFn>);
+
+/// The function behind [`NameLookup`]: host name -> addresses, or why not.
+pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, LookupError>>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for NameLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NameLookup")
+    }
+}
 
 /// Why one connection attempt failed.
 #[derive(Debug)]
@@ -143,7 +157,7 @@ async fn addresses(
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    let found: Result<Vec<SocketAddr>, String> = match lookup {
+    let found: Result<Vec<SocketAddr>, LookupError> = match lookup {
         Some(NameLookup(f)) => f(host.to_owned()).await.map(|ips| {
             ips.into_iter()
                 .map(|ip| SocketAddr::new(ip, port))
@@ -152,12 +166,12 @@ async fn addresses(
         None => tokio::net::lookup_host((host, port))
             .await
             .map(Iterator::collect)
-            .map_err(|e| e.to_string()),
+            .map_err(LookupError::System),
     };
     match found {
         Ok(addrs) if addrs.is_empty() => Err(ResolveError::Lookup {
             host: host.to_owned(),
-            detail: "no addresses".to_owned(),
+            detail: LookupError::NoAddresses,
         }),
         Ok(addrs) => Ok(addrs),
         Err(detail) => Err(ResolveError::Lookup {
@@ -215,7 +229,7 @@ fn all_failed(host: &str, failed: Vec<(SocketAddr, AttemptError)>) -> BoxError {
         }),
         (None, None) => Box::new(ResolveError::Lookup {
             host: host.to_owned(),
-            detail: "no addresses".to_owned(),
+            detail: LookupError::NoAddresses,
         }),
     }
 }
@@ -268,5 +282,4 @@ impl tower_service::Service<http::Uri> for Dialer {
 }
 
 #[cfg(test)]
-#[path = "dial_tests.rs"]
 mod tests;

@@ -1,12 +1,15 @@
 //! Errors of the HTTP fetching layer and their classification.
 //!
-//! [`FetchError`] is what [`crate::fetcher::http::HttpClient::get`] returns. Each variant has a
-//! stable metrics label ([`FetchError::reason`]) and a retry verdict ([`FetchError::is_retryable`]).
+//! [`FetchError`] is what [`crate::fetcher::http::HttpClient::get`] returns. Each variant has the reason its record
+//! gets ([`FetchError::reason`]) and a retry verdict ([`FetchError::is_retryable`]); together they make the job's
+//! result ([`FetchError::into_result`]). [`SettingsError`] is what building a client returns.
 //! [`classify`] turns the nested error chains of hyper / hyper-util / hyper-rustls into a
 //! `FetchError` by walking `source()` (and the payload of `io::Error`s, which `source()` skips). A TLS failure's
 //! detail names its cause in a short stable string (`tls: certificate expired`, `tls: unknown issuer`, ...), see
 //! [`tls_detail`].
 
+use crate::protocol::{JobResult, RawResponse};
+use crawl_core::record::Reason;
 use std::error::Error as StdError;
 use std::io;
 use std::net::IpAddr;
@@ -65,7 +68,7 @@ pub enum FetchError {
     #[error("body exceeds {limit} bytes")]
     TooLarge {
         limit: u64,
-        partial: Option<Box<super::http::RawResponse>>,
+        partial: Option<Box<RawResponse>>,
     },
     /// The connection broke or the peer spoke invalid HTTP.
     #[error("protocol error: {0}")]
@@ -76,9 +79,6 @@ pub enum FetchError {
     /// No proxy chain could carry the connection (all failed or none healthy; no direct fallback).
     #[error("proxy error: {0}")]
     Proxy(String),
-    /// The client settings are unusable (bad user agent, TLS setup failure).
-    #[error("invalid http settings: {0}")]
-    Config(String),
     /// Nothing was sent: the host's shard lease ran out (a crawl shared by many processes) between the job's start
     /// check and the request's write.
     #[error("{0}")]
@@ -91,21 +91,47 @@ pub enum FetchError {
 #[error("the host's shard lease ran out before the request went out")]
 pub struct LeaseLost;
 
+/// Why an HTTP client could not be built, or given a new User-Agent: its settings are unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("user agent: {0}")]
+    UserAgent(#[from] http::header::InvalidHeaderValue),
+    #[error("bad extra root certificate: {0}")]
+    ExtraRoot(rustls::Error),
+    #[error("tls setup: {0}")]
+    Verifier(#[from] rustls::client::VerifierBuilderError),
+    #[error("tls setup: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
 impl FetchError {
-    /// Stable lowercase label for metrics and records.
-    pub fn reason(&self) -> &'static str {
+    /// The reason of the failed record a job that ended in this error gets; None when nothing was sent (the job did
+    /// not start, it did not fail).
+    pub fn reason(&self) -> Option<Reason> {
         match self {
-            FetchError::PrivateNetwork { .. } => "private_network",
-            FetchError::Dns(_) => "dns",
-            FetchError::Connect(_) => "connect",
-            FetchError::Tls(_) => "tls",
-            FetchError::Timeout(_) => "timeout",
-            FetchError::TooLarge { .. } => "too_large",
-            FetchError::Protocol(_) => "protocol",
-            FetchError::InvalidUrl(_) => "invalid_url",
-            FetchError::Config(_) => "config",
-            FetchError::Proxy(_) => "proxy",
-            FetchError::LeaseLost(_) => "lease_lost",
+            FetchError::PrivateNetwork { .. } => Some(Reason::PrivateNetwork),
+            FetchError::Dns(_) => Some(Reason::Dns),
+            FetchError::Connect(_) => Some(Reason::Connect),
+            FetchError::Tls(_) => Some(Reason::Tls),
+            FetchError::Timeout(_) => Some(Reason::Timeout),
+            FetchError::TooLarge { .. } => Some(Reason::TooLarge),
+            FetchError::Protocol(_) => Some(Reason::Protocol),
+            FetchError::InvalidUrl(_) => Some(Reason::InvalidUrl),
+            FetchError::Proxy(_) => Some(Reason::Proxy),
+            FetchError::LeaseLost(_) => None,
+        }
+    }
+
+    /// The result of a job that ended in this error: failed with its reason, retried when
+    /// [`is_retryable`](Self::is_retryable), or not started.
+    pub fn into_result(self) -> JobResult {
+        match self.reason() {
+            Some(reason) => JobResult::FetchFailed {
+                reason,
+                retryable: self.is_retryable(),
+                detail: self.to_string(),
+            },
+            None => JobResult::NotStarted,
         }
     }
 
@@ -121,10 +147,20 @@ impl FetchError {
             FetchError::PrivateNetwork { .. }
             | FetchError::Tls(_)
             | FetchError::TooLarge { .. }
-            | FetchError::InvalidUrl(_)
-            | FetchError::Config(_) => false,
+            | FetchError::InvalidUrl(_) => false,
         }
     }
+}
+
+/// The error a proxied connect ends in; travels through hyper-util's error chain to `classify`.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyConnectError {
+    /// Every chain tried failed with proxy faults, or none was healthy.
+    #[error("{0}")]
+    Proxy(String),
+    /// The target could not be reached through the chain (SOCKS replies 03-06).
+    #[error("{0}")]
+    Target(String),
 }
 
 /// Error of the fetcher's DNS resolver; travels through hyper-util's error chain.
@@ -135,7 +171,27 @@ pub enum ResolveError {
     PrivateOnly { host: String, addr: IpAddr },
     /// The lookup itself failed or returned nothing.
     #[error("lookup of {host} failed: {detail}")]
-    Lookup { host: String, detail: String },
+    Lookup { host: String, detail: LookupError },
+}
+
+/// Why a name lookup gave a connection no address.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// The name does not exist.
+    #[error("nxdomain")]
+    NxDomain,
+    /// No clean answer (servers down, every answer forged, ...); the resolver's detail.
+    #[error("{0}")]
+    Unresolved(String),
+    /// The resolver actor did not take the question.
+    #[error("resolver unavailable: {0}")]
+    Unavailable(#[from] actix::MailboxError),
+    /// The system resolver failed.
+    #[error("{0}")]
+    System(#[from] std::io::Error),
+    /// The answer held no address.
+    #[error("no addresses")]
+    NoAddresses,
 }
 
 /// TLS failures the fetcher itself detects; travel through hyper-util's error chain (the certificate one inside
@@ -224,14 +280,10 @@ pub fn classify(err: &(dyn StdError + 'static), during_connect: bool) -> FetchEr
         if e.is::<LeaseLost>() || lost.is_some_and(|inner| inner.is::<LeaseLost>()) {
             return FetchError::LeaseLost(LeaseLost);
         }
-        if let Some(p) = e.downcast_ref::<crate::fetcher::connector::ProxyConnectError>() {
+        if let Some(p) = e.downcast_ref::<ProxyConnectError>() {
             return match p {
-                crate::fetcher::connector::ProxyConnectError::Proxy(d) => {
-                    FetchError::Proxy(d.clone())
-                }
-                crate::fetcher::connector::ProxyConnectError::Target(d) => {
-                    FetchError::Connect(d.clone())
-                }
+                ProxyConnectError::Proxy(d) => FetchError::Proxy(d.clone()),
+                ProxyConnectError::Target(d) => FetchError::Connect(d.clone()),
             };
         }
         if let Some(r) = e.downcast_ref::<ResolveError>() {
@@ -275,35 +327,85 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reasons_and_retry_verdicts() {
-        let cases: Vec<(FetchError, &str, bool)> = vec![
+    fn every_variant_has_its_reason_and_retry_verdict() {
+        let private = || FetchError::PrivateNetwork {
+            host: "x".into(),
+            addr: IpAddr::from([127, 0, 0, 1]),
+        };
+        let too_large = || FetchError::TooLarge {
+            limit: 1,
+            partial: None,
+        };
+        let cases: Vec<(FetchError, Option<Reason>, bool)> = vec![
+            (private(), Some(Reason::PrivateNetwork), false),
+            (FetchError::Dns("nx".into()), Some(Reason::Dns), true),
             (
-                FetchError::PrivateNetwork {
-                    host: "x".into(),
-                    addr: IpAddr::from([127, 0, 0, 1]),
-                },
-                "private_network",
+                FetchError::Connect("refused".into()),
+                Some(Reason::Connect),
+                true,
+            ),
+            (FetchError::Tls("bad cert".into()), Some(Reason::Tls), false),
+            (
+                FetchError::Timeout(TimeoutPhase::Idle),
+                Some(Reason::Timeout),
+                true,
+            ),
+            (too_large(), Some(Reason::TooLarge), false),
+            (
+                FetchError::Protocol("reset".into()),
+                Some(Reason::Protocol),
+                true,
+            ),
+            (
+                FetchError::InvalidUrl("ftp".into()),
+                Some(Reason::InvalidUrl),
                 false,
             ),
-            (FetchError::Dns("nx".into()), "dns", true),
-            (FetchError::Connect("refused".into()), "connect", true),
-            (FetchError::Tls("bad cert".into()), "tls", false),
-            (FetchError::Timeout(TimeoutPhase::Idle), "timeout", true),
             (
-                FetchError::TooLarge {
-                    limit: 1,
-                    partial: None,
-                },
-                "too_large",
-                false,
+                FetchError::Proxy("no chain".into()),
+                Some(Reason::Proxy),
+                true,
             ),
-            (FetchError::Protocol("reset".into()), "protocol", true),
-            (FetchError::InvalidUrl("ftp".into()), "invalid_url", false),
-            (FetchError::Config("ua".into()), "config", false),
+            (FetchError::LeaseLost(LeaseLost), None, true),
         ];
+        // Every variant is among the cases: a new variant fails to compile here until it has its index, and then
+        // this test until it has its case.
+        let index = |e: &FetchError| match e {
+            FetchError::PrivateNetwork { .. } => 0,
+            FetchError::Dns(_) => 1,
+            FetchError::Connect(_) => 2,
+            FetchError::Tls(_) => 3,
+            FetchError::Timeout(_) => 4,
+            FetchError::TooLarge { .. } => 5,
+            FetchError::Protocol(_) => 6,
+            FetchError::InvalidUrl(_) => 7,
+            FetchError::Proxy(_) => 8,
+            FetchError::LeaseLost(_) => 9,
+        };
+        let seen: std::collections::BTreeSet<usize> =
+            cases.iter().map(|(e, ..)| index(e)).collect();
+        assert_eq!(seen, (0..10).collect());
         for (err, reason, retry) in cases {
-            assert_eq!(err.reason(), reason);
-            assert_eq!(err.is_retryable(), retry, "{reason}");
+            assert_eq!(err.reason(), reason, "{err:?}");
+            assert_eq!(err.is_retryable(), retry, "{err:?}");
+            let detail = err.to_string();
+            match (err.into_result(), reason) {
+                (
+                    JobResult::FetchFailed {
+                        reason: got,
+                        detail: text,
+                        retryable,
+                    },
+                    Some(want),
+                ) => {
+                    assert_eq!(got, want);
+                    assert_eq!(text, detail);
+                    assert_eq!(retryable, retry, "{want:?}");
+                }
+                // Nothing went out: the job did not start.
+                (JobResult::NotStarted, None) => {}
+                (other, want) => panic!("{detail}: {other:?} for {want:?}"),
+            }
         }
     }
 
@@ -349,12 +451,12 @@ mod tests {
         }
         let timed_out = io::Error::other(TlsCause::HandshakeTimedOut);
         let err = classify(&timed_out, true);
-        assert_eq!(err.reason(), "tls");
+        assert_eq!(err.reason(), Some(Reason::Tls));
         assert_eq!(err.to_string(), "tls: handshake timed out");
 
         let dns = io::Error::other(ResolveError::Lookup {
             host: "nx.invalid".into(),
-            detail: "not found".into(),
+            detail: LookupError::NxDomain,
         });
         match classify(&dns, true) {
             FetchError::Dns(msg) => assert!(msg.contains("nx.invalid"), "{msg}"),
@@ -379,7 +481,7 @@ mod tests {
     fn chain_message_joins_levels() {
         let e = io::Error::other(ResolveError::Lookup {
             host: "a.example".into(),
-            detail: "boom".into(),
+            detail: LookupError::Unresolved("boom".into()),
         });
         let msg = chain_message(&e);
         assert!(msg.contains("a.example") && msg.contains("boom"), "{msg}");

@@ -9,7 +9,7 @@
 //! (see `crate::parser::decode`), capped at `max_body_bytes`, with header / idle / total deadlines.
 //! Works on both current-thread (actix arbiter) and multi-thread tokio runtimes.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,9 @@ use hyper_util::client::legacy::connect::HttpInfo;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::pki_types::CertificateDer;
 
-use crate::fetcher::error::{FetchError, TimeoutPhase, classify};
+use super::dial::NameLookup;
+use crate::fetcher::error::{FetchError, SettingsError, TimeoutPhase, classify};
+use crate::protocol::{RawResponse, Timings};
 
 /// `Accept` header sent with every request.
 pub const ACCEPT_VALUE: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -86,21 +88,6 @@ impl std::fmt::Debug for ProxyHandle {
     }
 }
 
-/// Resolves a host name to addresses for the connector (in the engine: a message to the resolver actor).
-#[derive(Clone)]
-pub struct NameLookup(pub Arc<LookupFn>);
-
-/// The function behind [`NameLookup`]: host name -> addresses, or why not.
-pub type LookupFn = dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<Vec<IpAddr>, String>>
-    + Send
-    + Sync;
-
-impl std::fmt::Debug for NameLookup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NameLookup")
-    }
-}
-
 impl HttpSettings {
     /// The SSRF guard these settings describe.
     pub fn guard(&self) -> crawl_core::netguard::NetGuard {
@@ -132,41 +119,6 @@ impl Default for HttpSettings {
     }
 }
 
-/// Durations measured for one request.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timings {
-    /// When the request started (None in hand-made responses).
-    pub started: Option<Instant>,
-    /// Request start to response headers.
-    pub headers: Duration,
-    /// Response headers to the end of the body.
-    pub body: Duration,
-    /// Request start to the end of the body.
-    pub total: Duration,
-}
-
-/// A response as received: status, headers and the body still content-encoded.
-#[derive(Debug, Clone)]
-pub struct RawResponse {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub version: http::Version,
-    /// Raw bytes as received, still content-encoded.
-    pub body: Bytes,
-    /// Peer address of the connection, when the connector reported it.
-    pub remote_addr: Option<SocketAddr>,
-    /// The headers the request was sent with (for the archive's request record; empty unless
-    /// [`HttpSettings::keep_request_headers`]).
-    pub request_headers: HeaderMap,
-    /// When the request was sent (wall clock).
-    pub sent_at: std::time::SystemTime,
-    /// The body stops at `max_body_bytes`: the rest was not read (only in [`FetchError::TooLarge`]).
-    pub truncated: bool,
-    /// The proxy chain the connection went through, or "direct"; None when no proxy is configured.
-    pub proxy: Option<String>,
-    pub timings: Timings,
-}
-
 type Connector = super::connector::Timed<HttpsConnector<super::connector::ProxyConnector>>;
 
 /// Pooled HTTP/1.1 + HTTP/2 client; cheap to clone (clones share the pool).
@@ -187,24 +139,20 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
-fn tls_config(settings: &HttpSettings) -> Result<rustls::ClientConfig, FetchError> {
+fn tls_config(settings: &HttpSettings) -> Result<rustls::ClientConfig, SettingsError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for cert in &settings.extra_roots {
-        roots
-            .add(cert.clone())
-            .map_err(|e| FetchError::Config(format!("bad extra root certificate: {e}")))?;
+        roots.add(cert.clone()).map_err(SettingsError::ExtraRoot)?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
         Arc::new(roots),
         Arc::clone(&provider),
     )
-    .build()
-    .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?;
+    .build()?;
     let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| FetchError::Config(format!("tls setup: {e}")))?
+        .with_safe_default_protocol_versions()?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(NamingVerifier(webpki)))
         .with_no_client_auth();
@@ -321,12 +269,16 @@ fn self_issued(cert: &CertificateDer<'_>) -> bool {
     names().is_some_and(|(issuer, subject)| issuer == subject)
 }
 
+/// The `User-Agent` header of `text`, or why it cannot be one.
+pub fn user_agent(text: &str) -> Result<HeaderValue, SettingsError> {
+    Ok(HeaderValue::from_str(text)?)
+}
+
 impl HttpClient {
     /// Builds the client. Needs no runtime; requests need a tokio runtime (any flavour).
-    pub fn new(settings: HttpSettings) -> Result<HttpClient, FetchError> {
+    pub fn new(settings: HttpSettings) -> Result<HttpClient, SettingsError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let user_agent = HeaderValue::from_str(&settings.user_agent)
-            .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
+        let user_agent = user_agent(&settings.user_agent)?;
         let tls = tls_config(&settings)?;
 
         let direct = super::dial::Dialer {
@@ -365,11 +317,8 @@ impl HttpClient {
     }
 
     /// Changes the User-Agent of this client and its clones from the next request.
-    pub fn set_user_agent(&self, user_agent: &str) -> Result<(), FetchError> {
-        let v = HeaderValue::from_str(user_agent)
-            .map_err(|e| FetchError::Config(format!("user agent: {e}")))?;
-        self.user_agent.store(v);
-        Ok(())
+    pub fn set_user_agent(&self, user_agent: HeaderValue) {
+        self.user_agent.store(user_agent);
     }
 
     /// The settings this client was built with.
@@ -605,9 +554,7 @@ impl HttpClient {
 }
 
 #[cfg(test)]
-#[path = "http_tests.rs"]
 pub(crate) mod tests;
 
 #[cfg(test)]
-#[path = "tls_tests.rs"]
 mod tls_tests;

@@ -100,11 +100,11 @@ impl Actor for Parser {
 struct BodySeen {
     wire_bytes: usize,
     version: http::Version,
-    timings: crate::fetcher::http::Timings,
+    timings: crate::protocol::Timings,
 }
 
 impl BodySeen {
-    fn of(response: &crate::fetcher::http::RawResponse) -> BodySeen {
+    fn of(response: &crate::protocol::RawResponse) -> BodySeen {
         BodySeen {
             wire_bytes: response.body.len(),
             version: response.version,
@@ -298,7 +298,6 @@ impl Handler<Parse> for Parser {
 }
 
 #[cfg(test)]
-#[path = "actor_tests.rs"]
 mod inline_tests;
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! A fetch made ready for the archive (WARC) in the parser's thread: its `request` and `response` records are
 //! encoded and compressed here, so that the one thread that owns the archive only appends bytes.
 
-use crate::fetcher::http::RawResponse;
+use crate::protocol::RawResponse;
 use crate::protocol::{Archived, Job, JobResult};
 use crawl_core::warc::{
     Capture, HttpHeaders, HttpVersion, Prepared, RequestHead, ResponseHead, Truncation,

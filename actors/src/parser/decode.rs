@@ -506,5 +506,4 @@ pub(super) mod tests {
 }
 
 #[cfg(test)]
-#[path = "decode_bomb_tests.rs"]
 mod bomb_tests;

@@ -5,11 +5,11 @@
 //! contents, search, help...) and `<meta http-equiv=refresh>` targets; plus `<base href>`, `<meta name=robots>`
 //! directives and the `<title>`.
 //!
-//! The document is read by a tokenizer of its own (`extract_scan.rs`, with the element model of
-//! `extract_tree.rs`) that finds tags the way lol_html's streaming rewriter does. lol_html, which this module used
+//! The document is read by a tokenizer of its own (`extract/scan.rs`, with the element model of
+//! `extract/tree.rs`) that finds tags the way lol_html's streaming rewriter does. lol_html, which this module used
 //! before, still reads the rare documents where its result depends on its decoding or its internal modes: a `<meta>`
 //! that may declare a charset other than UTF-8 (lol_html decodes the rest of the document with it), or a raw text
-//! element's start tag ending `name=>`. Both feed the same collector (`extract_collect.rs`), and the tests check
+//! element's start tag ending `name=>`. Both feed the same collector (`extract/collect.rs`), and the tests check
 //! that they agree.
 //!
 //! `<noscript>` is read as raw text (as a browser with scripting enabled does); its text is collected and read
@@ -33,13 +33,9 @@ use crawl_core::canon::MAX_URL_LEN;
 use crawl_core::record::MAX_TITLE_CHARS;
 use url::Url;
 
-#[path = "extract_collect.rs"]
 mod collect;
-#[path = "extract_lol.rs"]
 mod lol;
-#[path = "extract_scan.rs"]
 mod scan;
-#[path = "extract_tree.rs"]
 mod tree;
 
 use collect::Collector;
@@ -272,13 +268,10 @@ fn url_path(url: &str) -> &str {
 }
 
 #[cfg(test)]
-#[path = "extract_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "extract_rules_tests.rs"]
 mod rules_tests;
 
 #[cfg(test)]
-#[path = "extract_scan_tests.rs"]
 mod scan_tests;

@@ -5,7 +5,7 @@ use super::css::css_urls;
 use super::decode::{DecodeError, decode_body};
 use super::extract::{ExtractOptions, extract_links};
 use super::sitemap::{SitemapKind, parse_sitemap};
-use crate::fetcher::http::RawResponse;
+use crate::protocol::RawResponse;
 use crate::protocol::{FoundLink, Job, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
 use crawl_core::canon;
 use crawl_core::frontier::JobKind;
@@ -421,5 +421,4 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
 }
 
 #[cfg(test)]
-#[path = "logic_tests.rs"]
 pub(crate) mod tests;

@@ -557,9 +557,7 @@ pub fn describe(config: &ProxyConfig) -> BTreeMap<String, Vec<String>> {
 }
 
 #[cfg(test)]
-#[path = "actor_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "guard_tests.rs"]
 mod guard_tests;

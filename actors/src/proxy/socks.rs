@@ -20,7 +20,6 @@ use tokio::time::Instant;
 use tokio_socks::tcp::Socks5Stream;
 use tokio_socks::{IntoTargetAddr, TargetAddr};
 
-#[path = "socks_phase.rs"]
 mod phase;
 
 use phase::{PhaseTimeout, PhaseTimer};
@@ -49,7 +48,7 @@ impl HopSpec {
     }
 
     /// Where to CONNECT through the previous hop to reach this one.
-    fn as_target(&self) -> Result<TargetAddr<'static>, String> {
+    fn as_target(&self) -> Result<TargetAddr<'static>, AddrError> {
         target_addr(&self.host, self.port)
     }
 }
@@ -470,8 +469,17 @@ impl Connection for ChainStream {
     }
 }
 
+/// Why a host cannot be sent as a SOCKS5 address.
+#[derive(Debug, thiserror::Error)]
+enum AddrError {
+    #[error("name of {0} bytes cannot be sent")]
+    Length(usize),
+    #[error("{0}")]
+    Invalid(#[from] tokio_socks::Error),
+}
+
 /// A SOCKS5 address for `host` (IP literal, bracketed or not, or a name of 1..=255 bytes).
-fn target_addr(host: &str, port: u16) -> Result<TargetAddr<'static>, String> {
+fn target_addr(host: &str, port: u16) -> Result<TargetAddr<'static>, AddrError> {
     let bare = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
@@ -480,11 +488,9 @@ fn target_addr(host: &str, port: u16) -> Result<TargetAddr<'static>, String> {
         return Ok(TargetAddr::Ip(SocketAddr::new(ip, port)));
     }
     if bare.is_empty() || bare.len() > MAX_FIELD {
-        return Err(format!("name of {} bytes cannot be sent", bare.len()));
+        return Err(AddrError::Length(bare.len()));
     }
-    (bare.to_owned(), port)
-        .into_target_addr()
-        .map_err(|e| e.to_string())
+    Ok((bare.to_owned(), port).into_target_addr()?)
 }
 
 /// Opens `hops` in order and CONNECTs the last one to `target`, all within `d.chain`.
@@ -661,5 +667,4 @@ fn classify(e: tokio_socks::Error, i: usize, hops: &[HopSpec], target: &Target) 
 }
 
 #[cfg(test)]
-#[path = "socks_tests.rs"]
 mod tests;

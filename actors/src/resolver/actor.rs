@@ -419,5 +419,4 @@ impl Handler<Reconfigure> for Resolver {
 }
 
 #[cfg(test)]
-#[path = "actor_tests.rs"]
 mod tests;

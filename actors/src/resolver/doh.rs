@@ -75,22 +75,6 @@ pub enum DohError {
     BadResponse { endpoint: String, detail: String },
 }
 
-impl DohError {
-    /// True when a later attempt (or another endpoint) may succeed.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            DohError::Timeout { .. } | DohError::Connect { .. } | DohError::BadResponse { .. } => {
-                true
-            }
-            DohError::Status { status, .. } => *status >= 500 || *status == 429,
-            DohError::Config(_)
-            | DohError::NoEndpoints
-            | DohError::Wire(_)
-            | DohError::Tls { .. } => false,
-        }
-    }
-}
-
 /// Connector resolver: the endpoint host maps to its bootstrap IP; without a bootstrap, the
 /// system resolver (`tokio::net::lookup_host`) is used.
 #[derive(Debug, Clone)]
@@ -377,5 +361,4 @@ async fn exchange(endpoint: &Endpoint, packet: Bytes) -> Result<Bytes, DohError>
 }
 
 #[cfg(test)]
-#[path = "doh_tests.rs"]
 mod tests;

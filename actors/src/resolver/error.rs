@@ -9,10 +9,3 @@ pub enum ResolverError {
     #[error("resolver.doh: {0}")]
     Doh(String),
 }
-
-impl ResolverError {
-    /// Setup errors need a config fix; nothing to retry.
-    pub fn is_retryable(&self) -> bool {
-        false
-    }
-}

@@ -591,5 +591,4 @@ pub fn hijack_addresses(answer: &Answer) -> Vec<IpAddr> {
 }
 
 #[cfg(test)]
-#[path = "logic_tests.rs"]
 mod tests;

@@ -262,5 +262,4 @@ pub fn system_nameservers() -> Vec<SocketAddr> {
 }
 
 #[cfg(test)]
-#[path = "plain_tests.rs"]
 mod tests;

@@ -304,5 +304,4 @@ fn collect_answers(message: &Message, question: Option<&(String, QType)>) -> (Ve
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;

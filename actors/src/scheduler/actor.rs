@@ -5,11 +5,11 @@
 
 use super::crawl::{Crawl, RefillRequest};
 use super::messages::{Drain, GetStats, Reconfigure};
-use super::stats::Stats;
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
 use crate::protocol::Fetch;
 use crate::protocol::FinishReason;
+use crate::protocol::Stats;
 use crate::protocol::WriteRecords;
 use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone, ParsesLost};
 use crate::protocol::{CrawlFinished, LeaseExpired};

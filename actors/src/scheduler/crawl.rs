@@ -27,7 +27,7 @@ use crate::protocol::{
     ArchiveItem, Archived, FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome,
     RobotsOutcome,
 };
-use crate::scheduler::stats::Stats;
+use crate::protocol::Stats;
 use admission::Admission;
 use crawl_core::backoff::Backoff;
 use crawl_core::canon;

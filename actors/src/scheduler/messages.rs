@@ -1,6 +1,6 @@
 //! Messages the scheduler handles.
 
-use super::stats::Stats;
+use crate::protocol::Stats;
 use actix::Message;
 
 /// Stop taking work, finish what is in flight within `grace`, flush and finish (command, on SIGINT/SIGTERM).

@@ -4,6 +4,5 @@ pub mod actor;
 pub mod crawl;
 pub mod messages;
 pub mod robots_state;
-pub mod stats;
 
 pub use actor::Scheduler;

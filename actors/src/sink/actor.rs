@@ -6,9 +6,9 @@
 //! A panic here is fatal for the process ([`crate::fatal`]): the sink's guard reports it, lines still buffered are
 //! lost, and the next run writes them again from the frontier's outbox.
 
-use super::error::SinkError;
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
+use crate::protocol::SinkError;
 use crate::protocol::WriteRecords;
 use actix::{Actor, Context, Handler};
 use crawl_core::output::{JsonlCheckpoint, JsonlWriter};

@@ -10,13 +10,12 @@
 //! arbiter thread (the blocked thread is abandoned). Both count as restarts and towards escalation. The jobs that
 //! waited in a replaced parser's mailbox are handed to the scheduler, which queues them again without an attempt.
 
-use super::messages::{GetSupervisorStats, SupervisorStats};
 use crate::backoff::{RestartLog, restart_delay};
 use crate::fetcher::Fetcher;
 use crate::parser::pool::ParserPool;
-use crate::protocol::FinishReason;
 use crate::protocol::{Abort, FetcherDown, FetcherUp, ParsesLost};
 use crate::protocol::{ChildFailed, ChildId, CrawlFinished, LeaseExpired};
+use crate::protocol::{CrawlSummary, SupervisorStats};
 use crate::protocol::{Fetch, Ping};
 use crate::scheduler::Scheduler;
 use actix::{
@@ -40,14 +39,6 @@ pub struct RestartPolicy {
     pub backoff_max: Duration,
     pub max_restarts: u32,
     pub window: Duration,
-}
-
-/// How the crawl ended, handed to whoever started the tree.
-#[derive(Debug, Clone)]
-pub struct CrawlSummary {
-    pub reason: FinishReason,
-    pub stats: crate::scheduler::stats::Stats,
-    pub supervisor: SupervisorStats,
 }
 
 pub struct Supervisor {
@@ -320,13 +311,5 @@ impl Handler<CrawlFinished> for Supervisor {
                 supervisor: self.stats.clone(),
             });
         }
-    }
-}
-
-impl Handler<GetSupervisorStats> for Supervisor {
-    type Result = actix::MessageResult<GetSupervisorStats>;
-
-    fn handle(&mut self, _msg: GetSupervisorStats, _ctx: &mut Context<Self>) -> Self::Result {
-        actix::MessageResult(self.stats.clone())
     }
 }

@@ -2,7 +2,4 @@
 
 pub mod actor;
 
-pub mod error;
-pub mod messages;
-
-pub use actor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
+pub use actor::{FetcherFactory, RestartPolicy, Supervisor};

@@ -2,7 +2,7 @@
 //! requests, ...), the pages done toward `max_pages`, and the store's counters as last read (URLs known, pending,
 //! done).
 
-use crate::scheduler::stats::Stats;
+use crate::protocol::Stats;
 use crawl_core::frontier::Counters;
 use crawl_core::record::Record;
 

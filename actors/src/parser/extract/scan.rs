@@ -11,7 +11,6 @@ use std::ops::Range;
 
 use memchr::{memchr, memmem};
 
-#[path = "extract_scan_script.rs"]
 mod script;
 
 /// How the text after a tag is tokenized.

@@ -2,7 +2,7 @@
 //! judged against their scopes, what the per-page cap cut), and stylesheets fetched as requisites.
 
 use super::*;
-use crate::fetcher::http::Timings;
+use crate::protocol::Timings;
 use crawl_core::frontier::Entry;
 use crawl_core::scope::{ScopeMode, ScopeVerdict};
 use std::time::Instant;

@@ -1,7 +1,10 @@
 //! Tests of `fetcher::http` against loopback servers started in each test.
 
 use super::*;
+use crate::fetcher::error::SettingsError;
+use crawl_core::record::Reason;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http_body_util::Full;
@@ -240,7 +243,7 @@ async fn content_length_over_limit_is_rejected_without_reading() {
         matches!(err, FetchError::TooLarge { limit, .. } if limit == 1024 * 1024),
         "{err:?}"
     );
-    assert_eq!(err.reason(), "too_large");
+    assert_eq!(err.reason(), Some(Reason::TooLarge));
 }
 
 #[tokio::test]
@@ -392,7 +395,7 @@ async fn connection_refused_is_connect_error() {
         .await
         .unwrap_err();
     assert!(matches!(err, FetchError::Connect(_)), "{err:?}");
-    assert_eq!(err.reason(), "connect");
+    assert_eq!(err.reason(), Some(Reason::Connect));
     assert!(err.is_retryable());
 }
 
@@ -408,13 +411,13 @@ async fn unsupported_scheme_is_invalid_url() {
 }
 
 #[test]
-fn bad_user_agent_is_config_error() {
+fn bad_user_agent_is_a_settings_error() {
     let err = HttpClient::new(HttpSettings {
         user_agent: "bad\nagent".to_string(),
         ..settings()
     })
     .unwrap_err();
-    assert!(matches!(err, FetchError::Config(_)), "{err:?}");
+    assert!(matches!(err, SettingsError::UserAgent(_)), "{err:?}");
 }
 
 /// A CA and a `localhost` / `127.0.0.1` leaf signed by it; returns (ca der, leaf der, leaf key).
@@ -515,7 +518,7 @@ async fn untrusted_certificate_is_tls_error() {
         .unwrap_err();
     assert!(matches!(err, FetchError::Tls(_)), "{err:?}");
     assert!(!err.is_retryable());
-    assert_eq!(err.reason(), "tls");
+    assert_eq!(err.reason(), Some(Reason::Tls));
 }
 
 fn deny_private() -> HttpSettings {
@@ -570,7 +573,7 @@ async fn localhost_is_refused_by_resolver() {
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert_eq!(err.reason(), "private_network");
+    assert_eq!(err.reason(), Some(Reason::PrivateNetwork));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(accepts.load(Ordering::SeqCst), 0);
 }

@@ -3,7 +3,9 @@
 //! answers ends as `tls: handshake timed out` after `connect_timeout`.
 
 use super::*;
+use crawl_core::record::Reason;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 
 use http_body_util::Full;
 use hyper::service::service_fn;
@@ -108,7 +110,7 @@ async fn tls_server(
 async fn tls_failure(settings: HttpSettings, target: &str) -> String {
     let client = HttpClient::new(settings).unwrap();
     let err = client.get(&url(target), None).await.unwrap_err();
-    assert_eq!(err.reason(), "tls", "{err:?}");
+    assert_eq!(err.reason(), Some(Reason::Tls), "{err:?}");
     assert!(matches!(err, FetchError::Tls(_)), "{err:?}");
     assert!(!err.is_retryable());
     err.to_string()

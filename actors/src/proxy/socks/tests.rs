@@ -500,5 +500,4 @@ async fn auth_refused_wrong_or_missing() {
     assert_clean(&e);
 }
 
-#[path = "socks_tests_faults.rs"]
 mod faults;

@@ -6,12 +6,12 @@
 //! The bogus-IP file is the one thing read again on every reload whatever changed: when its contents differ from
 //! what the resolver runs with, the resolver is reconfigured as if `resolver.bogus_ips_file` had changed.
 
-use crate::fetcher::http::HttpClient;
+use super::error::TreeError;
+use super::settings::{parse_settings, politeness_policy, scope_policy};
+use crate::fetcher::http::{HttpClient, user_agent};
 use crate::parser::logic::ParseSettings;
 use crate::resolver::ipset::IpSet;
 use crate::scheduler::Scheduler;
-use crate::supervisor::error::TreeError;
-use crate::tree::{parse_settings, politeness_policy, scope_policy};
 use actix::Addr;
 use crawl_core::config::reload::Part;
 use crawl_core::config::{Config, ProxyConfig};
@@ -26,7 +26,7 @@ pub struct Prepared {
     politeness: Option<PolitenessPolicy>,
     scope: Option<Arc<ScopePolicy>>,
     parse: Option<ParseSettings>,
-    user_agent: Option<String>,
+    user_agent: Option<http::HeaderValue>,
     resolver: Option<crate::resolver::setup::Parts>,
     proxy: Option<ProxyConfig>,
     bogus_file_changed: bool,
@@ -92,8 +92,7 @@ impl Reconfigurer {
         }
         if let Some(ua) = &p.user_agent {
             for c in &self.clients {
-                // Checked in `prepare`.
-                let _ = c.set_user_agent(ua);
+                c.set_user_agent(ua.clone());
             }
         }
         if p.politeness.is_some() || p.scope.is_some() {
@@ -121,9 +120,7 @@ fn prepare(
     running: &IpSet,
 ) -> Result<Prepared, TreeError> {
     let user_agent = if changed.contains(&Part::UserAgent) {
-        http::HeaderValue::from_str(&config.crawl.user_agent)
-            .map_err(|e| TreeError::Http(format!("user agent: {e}")))?;
-        Some(config.crawl.user_agent.clone())
+        Some(user_agent(&config.crawl.user_agent)?)
     } else {
         None
     };
@@ -160,5 +157,4 @@ fn prepare(
 }
 
 #[cfg(test)]
-#[path = "reconfigure_tests.rs"]
 mod tests;

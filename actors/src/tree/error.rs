@@ -1,4 +1,5 @@
-//! Errors of building and supervising the actor tree.
+//! Errors of building the actor tree and of preparing a config reload for it. None of them is retried in-process:
+//! the operator fixes the cause and runs the same command again.
 
 use crawl_core::frontier::FrontierError;
 use crawl_core::output::OutputError;
@@ -10,16 +11,9 @@ pub enum TreeError {
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error("http client: {0}")]
-    Http(String),
+    Http(#[from] crate::fetcher::error::SettingsError),
     #[error(transparent)]
     Resolver(#[from] crate::resolver::error::ResolverError),
     #[error("warc output: {0}")]
     Archive(#[from] crawl_core::warc::WarcError),
-}
-
-impl TreeError {
-    /// None of these are retried in-process; the operator fixes the cause and runs the same command again.
-    pub fn is_retryable(&self) -> bool {
-        false
-    }
 }

@@ -1,0 +1,65 @@
+//! Loading the config: the file (or the defaults), the command-line seeds, and the checks that need both.
+
+use crate::error::EngineError;
+use crawl_core::canon;
+use crawl_core::config::{Config, hide_userinfo};
+use std::path::Path;
+
+/// Loads the config file (or the defaults when `path` is None), adds the command-line seeds and checks that there
+/// is something to crawl. Every problem is reported at once.
+pub fn load_config(path: Option<&Path>, seeds: &[String]) -> Result<Config, EngineError> {
+    load_config_with(path, seeds, true)
+}
+
+/// [`load_config`]; with `require_seeds` false a config without seeds is accepted (`--check`: seeds may come from
+/// `--seed` when it runs).
+pub fn load_config_with(
+    path: Option<&Path>,
+    seeds: &[String],
+    require_seeds: bool,
+) -> Result<Config, EngineError> {
+    let mut config = match path {
+        Some(p) => Config::from_file(p).map_err(|e| EngineError::Usage(e.to_string()))?,
+        None => Config::default(),
+    };
+    let mut problems = Vec::new();
+    // A seed's user name and password become `Authorization: Basic` for the seed's origin (and only it); the
+    // canonical seed, like every URL the crawl stores or records, has none.
+    for s in seeds {
+        if let Ok(raw) = url::Url::parse(s.trim())
+            && let Err(e) = config.fetch.credentials.add_seed(&raw)
+        {
+            problems.push(e.to_string());
+        }
+        match canon::canonicalize(s) {
+            Ok(u) => config.add_seed(u),
+            Err(e) => problems.push(format!("--seed {}: {e}", hide_userinfo(s))),
+        }
+    }
+    if config.crawl.seeds.is_empty() && require_seeds {
+        problems.push("no seeds: set crawl.seeds in the config or pass --seed URL".to_owned());
+    }
+    if !problems.is_empty() {
+        return Err(EngineError::Usage(problems.join("\n")));
+    }
+    // Seeds from the file are canonicalised like every other URL.
+    let mut canonical = Vec::with_capacity(config.crawl.seeds.len());
+    for s in &config.crawl.seeds {
+        if let Err(e) = config.fetch.credentials.add_seed(s) {
+            problems.push(e.to_string());
+        }
+        match canon::canonicalize(s.as_str()) {
+            Ok(u) if !canonical.contains(&u) => canonical.push(u),
+            Ok(_) => {}
+            Err(e) => problems.push(format!("seed {}: {e}", hide_userinfo(s.as_str()))),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(EngineError::Usage(problems.join("\n")));
+    }
+    config.crawl.seeds = canonical;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests;
