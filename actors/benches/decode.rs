@@ -1,6 +1,8 @@
 //! Benchmarks decoding a gzip-encoded 30 KB HTML page (the common case of a crawl: most servers gzip their pages),
 //! and compressing it again as the WARC writer does.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::Write as _;

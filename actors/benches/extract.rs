@@ -1,5 +1,7 @@
 //! Benchmarks link extraction over a ~30 KB HTML page and parsing of a 10,000-URL sitemap.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 

@@ -3,6 +3,8 @@
 //! resolver's answer labels and rules, the proxy's fault kinds. A new variant of one of these enums fails to compile
 //! until it is listed, and then fails the test until the registry knows it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use crawl_actors::proxy::socks::{FaultKind, Phase};
 use crawl_actors::resolver::actor::labels;
 use crawl_actors::resolver::logic::{Outcome, Resolution, Rule, Source};

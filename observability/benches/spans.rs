@@ -5,6 +5,8 @@
 //! spans, apart from the crawl; under `valgrind --tool=callgrind` (`--bench`, one sample) a count that does not
 //! move with the load of the machine.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -4,6 +4,8 @@
 //! beside it. (The crawler binary trusts only the public roots, so this runs the same parts in-process against a
 //! TLS server with a test CA.)
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::sync::Arc;
 
 use crawl_actors::fetcher::dial::NameLookup;

@@ -6,6 +6,8 @@
 //!
 //! Its own test binary: it installs the process-wide tracer.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 

@@ -5,6 +5,8 @@
 //! run again for the one test that exports, the protocol named in `OTEL_EXPORTER_OTLP_PROTOCOL` (which the
 //! exporter reads when the config names none).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};

@@ -23,11 +23,11 @@ mod staging;
 mod trace_metrics;
 mod windows;
 
+use crate::protocol::Stats;
 use crate::protocol::{
     ArchiveItem, Archived, FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome,
     RobotsOutcome,
 };
-use crate::protocol::Stats;
 use admission::Admission;
 use crawl_core::backoff::Backoff;
 use crawl_core::canon;

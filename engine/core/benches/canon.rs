@@ -1,5 +1,7 @@
 //! Benchmarks URL canonicalisation over a realistic mix of 1,000 URLs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use std::hint::black_box;
 
 use crawl_core::canon::{canonicalize, canonicalize_relative};

@@ -1,6 +1,8 @@
 //! Frontier benchmarks: host-queue push/pop (ordering and politeness bookkeeping) and durable store add/finish +
 //! group commit on a real redb file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::{Batch, Discovered, Entry, Finished, FrontierStore, JobKind, host_fp};
 use crawl_core::politeness::{Feedback, Gate, HostQueues, PolitenessPolicy, Pop};

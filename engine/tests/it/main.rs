@@ -41,6 +41,8 @@
 //! - `template`: the shipped `real-site.toml` passes `--check`, refuses private networks and samples a tenth of the
 //!   traces.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
 /// The `crawl-engine` binary cargo built for these tests.
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
