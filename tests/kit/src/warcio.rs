@@ -1,8 +1,13 @@
 //! warcio (the Python WARC library) as the tests' independent reader of the archives the crawler writes: `warcio
 //! check` for every digest, `warcio index` for record bounds, and its Python API for the decoded payloads.
+//!
+//! warcio is found through `WARCIO` (a path) or on `PATH`; missing, [`Warcio::find`] skips the test with a note,
+//! or fails it under `CI=true` (see [`crate::tool`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::tool;
 
 /// warcio's command and the Python it was installed for.
 #[derive(Debug, Clone)]
@@ -11,7 +16,7 @@ pub struct Warcio {
     python: PathBuf,
 }
 
-/// A record as warcio reads it.
+/// A record as warcio reads it ([`Warcio::records`]).
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct WarcioRecord {
     #[serde(rename = "type")]
@@ -42,7 +47,7 @@ impl WarcioRecord {
     }
 }
 
-const SCRIPT: &str = r#"
+const RECORDS: &str = r#"
 import json, sys, os
 from warcio.archiveiterator import ArchiveIterator
 rows = []
@@ -72,19 +77,16 @@ impl Warcio {
         let exe = std::env::var_os("WARCIO")
             .map(PathBuf::from)
             .filter(|p| p.is_file())
-            .or_else(|| {
-                std::env::split_paths(&std::env::var_os("PATH")?)
-                    .map(|d| d.join("warcio"))
-                    .find(|p| p.is_file())
-            });
+            .or_else(|| tool::on_path("warcio"));
         let Some(exe) = exe else {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{test}: warcio not found (set WARCIO or put warcio on PATH); CI=true requires it"
+            tool::unavailable(
+                test,
+                "warcio",
+                "set WARCIO or put warcio on PATH: pip install warcio",
             );
-            eprintln!("note: {test}: warcio not found (set WARCIO or put warcio on PATH): skipped");
             return None;
         };
+        // The interpreter warcio was installed for: its shebang, else a python3 beside it.
         let shebang = std::fs::read_to_string(&exe)
             .ok()
             .and_then(|s| s.lines().next().map(str::to_string))
@@ -100,8 +102,9 @@ impl Warcio {
         Some(Warcio { exe, python })
     }
 
-    /// `warcio check -v` on one file: it must pass, with every checkable digest reported `digest pass`.
-    pub fn check(&self, path: &Path) -> Result<(), String> {
+    /// `warcio check -v` on one file: it must pass, with every checkable digest reported `digest pass` (revisits
+    /// have none). Returns warcio's report.
+    pub fn check(&self, path: &Path) -> Result<String, String> {
         let out = Command::new(&self.exe)
             .arg("check")
             .arg("-v")
@@ -122,20 +125,46 @@ impl Warcio {
         if records == 0 || records != passed + revisits {
             return Err(format!("warcio check {}: {stdout}", path.display()));
         }
-        Ok(())
+        Ok(stdout)
+    }
+
+    /// `warcio index -f FIELDS` on one file: one JSON object per record.
+    pub fn index(&self, path: &Path, fields: &str) -> Result<Vec<serde_json::Value>, String> {
+        let out = Command::new(&self.exe)
+            .args(["index", "-f", fields])
+            .arg(path)
+            .output()
+            .map_err(|e| format!("warcio: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "warcio index {}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).map_err(|e| format!("warcio index line {l:?}: {e}")))
+            .collect()
     }
 
     /// Every record of the files, in order, through warcio's Python API.
     pub fn records(&self, files: &[PathBuf]) -> Result<Vec<WarcioRecord>, String> {
+        let out = self.python(RECORDS, files)?;
+        serde_json::from_slice(&out).map_err(|e| format!("warcio output: {e}"))
+    }
+
+    /// A Python script run with warcio's interpreter (`sys.argv[1:]` = `args`); its standard output.
+    pub fn python(&self, script: &str, args: &[PathBuf]) -> Result<Vec<u8>, String> {
         let out = Command::new(&self.python)
-            .args(["-c", SCRIPT])
-            .args(files)
+            .args(["-c", script])
+            .args(args)
             .output()
-            .map_err(|e| format!("python: {e}"))?;
+            .map_err(|e| format!("{}: {e}", self.python.display()))?;
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).into_owned());
         }
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("warcio output: {e}"))
+        Ok(out.stdout)
     }
 }
 
