@@ -29,10 +29,10 @@ use crawl_core::config::{Config, FrontierBackend};
 use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::redis::{RedisFrontier, RedisSettings};
 use crawl_core::frontier::{DirLock, FrontierError, FrontierStore, Resume, process_id};
-use crawl_core::output::JsonlWriter;
 use crawl_core::politeness::{HostQueues, PolitenessPolicy};
 use crawl_core::scope::ScopePolicy;
 use crawl_core::traps::{TrapRules, current_year};
+use crawl_output::jsonl::JsonlWriter;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -10,7 +10,7 @@ use crawl_actors::fetcher::http::{HttpClient, HttpSettings, NameLookup};
 use crawl_actors::parser::archive::{ARCHIVE_LEVEL, prepare};
 use crawl_actors::protocol::Job;
 use crawl_core::frontier::Entry;
-use crawl_core::warc::{WarcWriter, WarcWriterConfig};
+use crawl_output::warc::{WarcWriter, WarcWriterConfig};
 use crawl_test_kit::warcio::{Warcio, warc_files};
 use crawl_tests::dns::{DOH_HOST, FakeDoh, Zone};
 

@@ -1,6 +1,6 @@
 //! Errors of the sink.
 
-use crawl_core::output::OutputError;
+use crawl_output::jsonl::OutputError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {

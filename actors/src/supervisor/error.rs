@@ -1,7 +1,7 @@
 //! Errors of building and supervising the actor tree.
 
 use crawl_core::frontier::FrontierError;
-use crawl_core::output::OutputError;
+use crawl_output::jsonl::OutputError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
@@ -14,7 +14,7 @@ pub enum TreeError {
     #[error(transparent)]
     Resolver(#[from] crate::resolver::error::ResolverError),
     #[error("warc output: {0}")]
-    Archive(#[from] crawl_core::warc::WarcError),
+    Archive(#[from] crawl_output::warc::WarcError),
 }
 
 impl TreeError {

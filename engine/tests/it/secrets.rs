@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crawl_core::record::{Outcome, Reason, Record};
-use crawl_core::warc::reader::MemberReader;
+use crawl_output::warc::reader::MemberReader;
 use crawl_test_kit::redis::{self, Options, RedisServer};
 use crawl_tests::engine::TestCrawl;
 use crawl_tests::otlp::OtlpReceiver;

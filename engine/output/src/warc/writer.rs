@@ -5,6 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crawl_core::record::RecordLocation;
 use serde::{Deserialize, Serialize};
 
 use super::WarcError;
@@ -78,14 +79,6 @@ impl WarcWriterConfig {
 pub struct WarcCheckpoint {
     pub file: String,
     pub bytes: u64,
-}
-
-/// A record's place: the file name and its gzip member's offset and compressed length.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct RecordLocation {
-    pub file: String,
-    pub offset: u64,
-    pub length: u64,
 }
 
 /// A record as written.

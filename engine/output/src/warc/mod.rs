@@ -68,14 +68,15 @@ pub mod writer;
 mod tests;
 
 pub use capture::{Capture, Metadata, Prepared, Revisit, RevisitTarget};
+pub use crawl_core::record::RecordLocation;
 pub use dedup::PayloadDedup;
 pub use digest::{Digest, Sha1};
 pub use http::{HttpHeaders, HttpVersion, RequestHead, ResponseHead};
 pub use naming::machine_hostname;
 pub use record::{RecordId, RecordType, Truncation};
 pub use writer::{
-    CaptureWritten, DEFAULT_MAX_BYTES, FileTimestamp, OpenReport, RecordLocation, WarcCheckpoint,
-    WarcWriter, WarcWriterConfig, WrittenRecord,
+    CaptureWritten, DEFAULT_MAX_BYTES, FileTimestamp, OpenReport, WarcCheckpoint, WarcWriter,
+    WarcWriterConfig, WrittenRecord,
 };
 
 /// Errors of the WARC writer.

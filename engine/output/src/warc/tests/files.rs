@@ -66,7 +66,7 @@ fn rotation_starts_new_files_with_warcinfo_and_rising_serials() {
     }
     if let Some(wio) = warcio() {
         for f in &files {
-            wio.check(f);
+            check(&wio, f);
         }
     }
 }
@@ -159,7 +159,7 @@ fn torn_tail_is_cut_at_the_checkpoint() {
         ]
     );
     if let Some(wio) = warcio() {
-        wio.check(&path);
+        check(&wio, &path);
     }
 
     // A checkpoint the files cannot honour is refused.
@@ -206,7 +206,7 @@ fn torn_tail_is_found_by_scanning_without_a_checkpoint() {
         ]
     );
     if let Some(wio) = warcio() {
-        wio.check(&path);
+        check(&wio, &path);
     }
 
     // A file torn inside its warcinfo record is left empty and gets a new one.
