@@ -26,13 +26,13 @@ use crate::supervisor::error::TreeError;
 use crate::supervisor::{CrawlSummary, FetcherFactory, RestartPolicy, Supervisor};
 use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
 use crawl_core::config::{Config, FrontierBackend};
-use crawl_core::frontier::embedded::EmbeddedFrontier;
-use crawl_core::frontier::redis::{RedisFrontier, RedisSettings};
-use crawl_core::frontier::{DirLock, FrontierError, FrontierStore, Resume, process_id};
+use crawl_core::frontier::{FrontierError, FrontierStore, Resume};
 use crawl_core::politeness::{HostQueues, PolitenessPolicy};
 use crawl_core::scope::ScopePolicy;
 use crawl_core::traps::{TrapRules, current_year};
 use crawl_output::jsonl::JsonlWriter;
+use crawl_store_embedded::{DirLock, EmbeddedFrontier, process_id};
+use crawl_store_redis::{RedisFrontier, RedisSettings};
 use std::sync::Arc;
 use std::time::Instant;
 

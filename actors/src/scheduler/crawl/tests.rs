@@ -7,10 +7,10 @@
 
 use super::*;
 use crawl_core::frontier::FrontierStore;
-use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::politeness::PolitenessPolicy;
 use crawl_core::robots::Robots;
 use crawl_core::scope::ScopeMode;
+use crawl_store_embedded::EmbeddedFrontier;
 
 #[path = "embeds_tests.rs"]
 mod embeds;

@@ -6,8 +6,8 @@ use super::keys::member;
 use super::records::ARCHIVE_FIELD;
 use super::scripts::SCRIPTS;
 use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
-use crate::frontier::codec::{self, PendingValue};
-use crate::frontier::{
+use crawl_core::frontier::codec::{self, PendingValue};
+use crawl_core::frontier::{
     Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
     SharedRobots, UrlRef, host_fp, url_fp,
 };
@@ -55,7 +55,7 @@ impl RedisFrontier {
         self.gate.owned().first().copied()
     }
 
-    /// [`crate::frontier::FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes (fenced), then the
+    /// [`crawl_core::frontier::FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes (fenced), then the
     /// checkpoint and acknowledgements, all as one pipeline (one request per call on a cluster).
     pub(super) fn commit_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         self.check_fatal()?;

@@ -1,13 +1,14 @@
-//! Tests of the Redis store against real `redis-server`s started by each test (see [`super::server`]).
+//! Tests of the Redis store against real `redis-server`s started by each test (`crawl_test_kit::redis`).
 
-use super::server::{RedisCluster, RedisServer, require, require_server};
 use super::*;
-use crate::frontier::contract::{self, disc};
-use crate::frontier::{Finished, SharedRobots};
-use crate::output::JsonlCheckpoint;
+use crawl_core::frontier::contract::{self, disc};
+use crawl_core::frontier::{Finished, SharedRobots};
+use crawl_core::output::JsonlCheckpoint;
 use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
+
+use crawl_test_kit::redis::{self as redis_tools, Options, RedisCluster, RedisServer};
 
 mod outage;
 
@@ -20,9 +21,9 @@ fn thread_server_url() -> String {
     SERVER.with(|s| {
         let mut s = s.borrow_mut();
         if s.is_none() {
-            *s = Some(RedisServer::unix(&[]).expect("start redis-server"));
+            *s = Some(RedisServer::start());
         }
-        s.as_ref().map(|s| s.url.clone()).unwrap()
+        s.as_ref().map(RedisServer::url).unwrap()
     })
 }
 
@@ -141,8 +142,8 @@ fn two_stores_split_the_shards_and_a_dead_one_is_taken_over() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    ownership_moves_to_the_survivor(&short(&srv.url, "own", 32, 1000));
+    let srv = RedisServer::start();
+    ownership_moves_to_the_survivor(&short(&srv.url(), "own", 32, 1000));
 }
 
 #[test]
@@ -150,8 +151,8 @@ fn a_process_whose_lease_was_taken_over_is_fenced() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = short(&srv.url, "fence", 4, 1000);
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "fence", 4, 1000);
     let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
     a.recover().unwrap();
     a.commit(Batch {
@@ -205,8 +206,20 @@ fn a_process_whose_lease_was_taken_over_is_fenced() {
     assert_eq!(c.counters.done, 1);
 }
 
+/// True when `redis-server` is installed (a note, or a failure under `CI=true`, when it is not).
+fn require_server() -> bool {
+    redis_tools::require("redis store", false)
+}
+
+/// A plain command on a test's server (setup and checks), through the client the store uses.
+fn query<T: redis::FromRedisValue>(srv: &RedisServer, cmd: &redis::Cmd) -> T {
+    let client = redis::Client::open(srv.url().as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    cmd.query(&mut c).unwrap()
+}
+
 fn used_memory(srv: &RedisServer) -> u64 {
-    let info: String = srv.query(redis::cmd("INFO").arg("memory"));
+    let info: String = query(srv, redis::cmd("INFO").arg("memory"));
     info.lines()
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
@@ -219,8 +232,8 @@ fn dedup_takes_at_most_16_bytes_per_url_and_buckets_stay_intsets() {
         return;
     }
     const URLS: u64 = 200_000;
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = settings(&srv.url, "mem");
+    let srv = RedisServer::start();
+    let s = settings(&srv.url(), "mem");
     let mut f = RedisFrontier::open(s.clone(), "m").unwrap();
     f.recover().unwrap();
     let mut by_shard: Vec<Vec<Fp>> = vec![Vec::new(); s.shards as usize];
@@ -245,7 +258,8 @@ fn dedup_takes_at_most_16_bytes_per_url_and_buckets_stay_intsets() {
     assert_eq!(f.mark_seen(7, &by_shard[7]).unwrap(), 0);
     let mut members = 0u64;
     for shard in 0..s.shards {
-        let (lv, sp): (Option<u32>, Option<u64>) = srv.query(
+        let (lv, sp): (Option<u32>, Option<u64>) = query(
+            &srv,
             redis::cmd("HMGET")
                 .arg(f.keys.meta(shard))
                 .arg("lv")
@@ -254,10 +268,10 @@ fn dedup_takes_at_most_16_bytes_per_url_and_buckets_stay_intsets() {
         let n = seen::buckets(lv.unwrap_or(0), sp.unwrap_or(0));
         for b in 0..n {
             let key = f.keys.bucket(shard, b);
-            let enc: Option<String> = srv.query(redis::cmd("OBJECT").arg("ENCODING").arg(&key));
+            let enc: Option<String> = query(&srv, redis::cmd("OBJECT").arg("ENCODING").arg(&key));
             if let Some(enc) = enc {
                 assert_eq!(enc, "intset", "{key}");
-                let card: u64 = srv.query(redis::cmd("SCARD").arg(&key));
+                let card: u64 = query(&srv, redis::cmd("SCARD").arg(&key));
                 members += card;
             }
         }
@@ -271,8 +285,8 @@ fn records_come_back_after_a_crash_and_are_taken_over_after_two_leases() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = short(&srv.url, "rec", 8, 1000);
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "rec", 8, 1000);
     {
         let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
         a.recover().unwrap();
@@ -340,9 +354,12 @@ fn a_password_protected_server_works_and_the_password_never_shows() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&["--requirepass", "s3cr3t-pw"]).unwrap();
-    assert!(srv.url.contains("s3cr3t-pw"));
-    let s = short(&srv.url, "pw", 8, 1000);
+    let srv = RedisServer::with(Options {
+        password: Some("s3cr3t-pw".into()),
+        aof: false,
+    });
+    assert!(srv.url().contains("s3cr3t-pw"));
+    let s = short(&srv.url(), "pw", 8, 1000);
     let debug = format!("{s:?}");
     assert!(!debug.contains("s3cr3t-pw"), "{debug}");
     let mut f = RedisFrontier::open(s.clone(), "a").unwrap();
@@ -356,7 +373,7 @@ fn a_password_protected_server_works_and_the_password_never_shows() {
     assert!(!format!("{f:?}").contains("s3cr3t-pw"));
     drop(f);
 
-    let wrong = short(&srv.url.replace("s3cr3t-pw", "wr0ng-pw"), "pw", 8, 1000);
+    let wrong = short(&srv.url().replace("s3cr3t-pw", "wr0ng-pw"), "pw", 8, 1000);
     let err = RedisFrontier::open(wrong, "a").unwrap_err();
     let text = format!("{err} {err:?}");
     assert!(
@@ -364,17 +381,17 @@ fn a_password_protected_server_works_and_the_password_never_shows() {
         "{text}"
     );
     assert!(text.contains("***"), "{text}");
-    let none = short(&srv.url.replace("?pass=s3cr3t-pw", ""), "pw", 8, 1000);
+    let none = short(&srv.url().replace("?pass=s3cr3t-pw", ""), "pw", 8, 1000);
     let err = RedisFrontier::open(none, "a").unwrap_err().to_string();
     assert!(!err.contains("s3cr3t-pw"), "{err}");
 }
 
 #[test]
 fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
-    if !require(&["redis-server", "redis-cli"]) {
+    if !redis_tools::require("redis store on a cluster", true) {
         return;
     }
-    let cluster = RedisCluster::start().unwrap();
+    let cluster = RedisCluster::start(3);
     let base = RedisSettings {
         urls: cluster.urls(),
         cluster: true,
@@ -405,7 +422,7 @@ fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
     let spread = cluster
         .nodes
         .iter()
-        .filter(|n| n.query::<i64>(&redis::cmd("DBSIZE")) > 0)
+        .filter(|n| query::<i64>(n, &redis::cmd("DBSIZE")) > 0)
         .count();
     assert!(spread >= 2, "keys on {spread} node(s)");
 }
@@ -415,8 +432,8 @@ fn an_apply_call_run_twice_applies_once() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let mut f = RedisFrontier::open(short(&srv.url, "twice", 4, 15_000), "a").unwrap();
+    let srv = RedisServer::start();
+    let mut f = RedisFrontier::open(short(&srv.url(), "twice", 4, 15_000), "a").unwrap();
     f.recover().unwrap();
     f.commit(Batch {
         discovered: vec![disc("http://h/1", "h", 0)],
@@ -450,9 +467,9 @@ fn an_apply_call_run_twice_applies_once() {
     let second = read(f.conn.call(&call).unwrap());
     assert_eq!(first.len(), 4, "{first:?}");
     assert_eq!(first, second);
-    let len: u64 = srv.query(redis::cmd("XLEN").arg(f.keys.stream(s)));
+    let len: u64 = query(&srv, redis::cmd("XLEN").arg(f.keys.stream(s)));
     assert_eq!(len, 1);
-    let done: u64 = srv.query(redis::cmd("HGET").arg(f.keys.meta(s)).arg("done"));
+    let done: u64 = query(&srv, redis::cmd("HGET").arg(f.keys.meta(s)).arg("done"));
     assert_eq!(done, 1);
 }
 
@@ -461,8 +478,8 @@ fn hosts_added_by_a_peer_reach_the_owner_at_its_next_poll() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = short(&srv.url, "peerhosts", 8, 15_000);
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "peerhosts", 8, 15_000);
     let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
     a.recover().unwrap();
     assert!(a.poll_shards().unwrap().hosts.is_empty());
@@ -501,10 +518,10 @@ fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = short(&srv.url, "pause", 4, 1000);
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "pause", 4, 1000);
     let until = 4_102_444_800_000; // far ahead
-    let rules = crate::robots::Robots::parse(
+    let rules = crawl_core::robots::Robots::parse(
         b"User-agent: *\nDisallow: /private\nCrawl-delay: 3\n",
         "crawl-engine/0.1",
     );
@@ -560,7 +577,7 @@ fn a_host_s_pause_and_robots_rules_move_with_its_shard() {
     assert_eq!(hosts, vec!["h"]);
     assert_eq!(ch.robots, vec![shared.clone()]);
     assert!(b.poll_shards().unwrap().gained.is_empty());
-    let back = crate::robots::Robots::from_snapshot(&robots[0].snapshot).unwrap();
+    let back = crawl_core::robots::Robots::from_snapshot(&robots[0].snapshot).unwrap();
     assert!(!back.is_allowed("/private/x"));
     assert_eq!(back.crawl_delay(), Some(Duration::from_secs(3)));
 }
@@ -570,10 +587,10 @@ fn with_recrawl_a_url_found_again_after_two_periods_is_queued_again_but_never_wh
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
+    let srv = RedisServer::start();
     let s = RedisSettings {
         recrawl_after_s: 1,
-        ..short(&srv.url, "recrawl", 1, 1000)
+        ..short(&srv.url(), "recrawl", 1, 1000)
     };
     let mut a = RedisFrontier::open(s, "a").unwrap();
     a.recover().unwrap();

@@ -2,7 +2,7 @@
 //! URLs that have it, in files written once and never changed.
 //!
 //! New pairs go to a small redb table first; when it is full its pairs are written out as a run, in the commit that
-//! empties the table (see [`super::embedded`]). The newest run merges into the one before it while that one is at
+//! empties the table (see [`crate::store`]). The newest run merges into the one before it while that one is at
 //! most twice its size, so a crawl of n URLs keeps O(log n) runs and rewrites each pair O(log n) times, sequentially,
 //! instead of copying a random B-tree page for every new URL.
 //!
@@ -11,7 +11,7 @@
 //! [`BLOCK`] pairs. Opening reads the header and the block index; a lookup reads the one or two blocks that can hold
 //! its fingerprint; a merge reads whole runs and checks their body checksum.
 
-use super::FrontierError;
+use crawl_core::frontier::FrontierError;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -32,7 +32,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FrontierError + '_ {
 }
 
 fn corrupt(path: &Path, detail: &str) -> FrontierError {
-    super::corrupt(format!("fingerprint run {}", path.display()), detail)
+    crawl_core::frontier::corrupt(format!("fingerprint run {}", path.display()), detail)
 }
 
 fn u64_at(buf: &[u8], at: usize) -> u64 {
@@ -375,5 +375,4 @@ pub fn remove_strays(dir: &Path, keep: &[u64]) -> Result<(), FrontierError> {
 }
 
 #[cfg(test)]
-#[path = "fpruns_tests.rs"]
 mod tests;

@@ -1,6 +1,6 @@
 //! The embedded frontier: redb on disk under data_dir.
 //!
-//! Tables (all keys fixed-width integers, all values compact binary, see [`super::codec`]):
+//! Tables (all keys fixed-width integers, all values compact binary, see [`crawl_core::frontier::codec`]):
 //! - `url_rows`, with sorted run files beside the database: the known URLs, each with a reference to the page
 //!   that linked it, found by fingerprint (the `known` module). A URL is pending while it is in its queue
 //!   and done once it left it, so finishing a URL writes nothing there.
@@ -14,17 +14,19 @@
 //! `kill -9` does not walk the file. An in-memory Bloom filter answers "surely new" for most new URLs; after a
 //! restart it is rebuilt in the background ([`FrontierStore::idle_work`]) and, until then, every link is looked up.
 
-use super::bloom::Bloom;
-use super::codec::{self, Parent, QueuedValue, Row};
-use super::fpruns::{self, Run};
-use super::known::{FpIndex, ROWS};
-use super::outbox;
-use super::recent::RecentUrls;
-use super::{
-    Added, Batch, Committed, Counters, DirLock, Entry, Fp, FrontierError, FrontierStore, HostInfo,
-    QueueKey, RECORDS_HOST, Resume, UrlRef, corrupt, host_fp, url_fp,
+use crate::bloom::Bloom;
+use crate::error::StoreResult;
+use crate::fpruns::{self, Run};
+use crate::known::{FpIndex, ROWS};
+use crate::lock::DirLock;
+use crate::outbox;
+use crate::recent::RecentUrls;
+use crawl_core::frontier::codec::{self, Parent, QueuedValue, Row};
+use crawl_core::frontier::{
+    Added, Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
+    RECORDS_HOST, Resume, UrlRef, corrupt, host_fp, url_fp,
 };
-use crate::output::JsonlCheckpoint;
+use crawl_core::output::JsonlCheckpoint;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -37,7 +39,7 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Opaque values kept with the commits (the archive checkpoint).
 const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
 const ARCHIVE_CHECKPOINT: &str = "archive_checkpoint";
-/// The fingerprint runs' list ([`super::fpruns::encode_list`]).
+/// The fingerprint runs' list ([`crate::fpruns::encode_list`]).
 const RUN_LIST: &str = "fp_runs";
 
 /// The on-disk format this code writes; a store of another format is refused with a clear error.
@@ -117,7 +119,8 @@ impl EmbeddedFrontier {
         // redb caches up to 1 GiB by default; memory must follow the configuration, not the frontier.
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
-            .create(&path)?;
+            .create(&path)
+            .store()?;
         Ok(EmbeddedFrontier {
             db,
             bloom: Bloom::new(1 << 16),
@@ -151,21 +154,22 @@ impl EmbeddedFrontier {
     /// Commits `batch` in one durable transaction; on an error nothing of it is stored.
     fn write_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         let mut out = Committed::default();
-        let mut txn = self.db.begin_write()?;
-        txn.set_durability(Durability::Immediate)?;
+        let mut txn = self.db.begin_write().store()?;
+        txn.set_durability(Durability::Immediate).store()?;
         txn.set_quick_repair(true);
         let mut counters = self.counters;
         let mut next_entry = self.next_entry;
         let mut next_record = self.next_record;
         // Host fingerprints hash as themselves (two lookups a URL).
-        let mut host_delta: super::fphash::FpMap<Fp, (i64, Option<String>)> = Default::default();
+        let mut host_delta: crawl_core::frontier::fphash::FpMap<Fp, (i64, Option<String>)> =
+            Default::default();
         let mut trim_to = self.trimmed_upto;
         let filter_complete = self.rebuild.is_none();
         let mut added_fps = Vec::new();
         let prepared;
         {
-            let mut rows = txn.open_table(ROWS)?;
-            let mut queue = txn.open_table(QUEUE)?;
+            let mut rows = txn.open_table(ROWS).store()?;
+            let mut queue = txn.open_table(QUEUE).store()?;
             for d in batch.discovered {
                 let fp = url_fp(&d.url);
                 if self.recent.contains(fp, &d.url) {
@@ -187,7 +191,8 @@ impl EmbeddedFrontier {
                 // The row number is the entry's sequence number: rows are appended in order.
                 let seq = next_entry;
                 next_entry += 1;
-                rows.insert(seq, codec::encode_row(&d.url, &parent).as_slice())?;
+                rows.insert(seq, codec::encode_row(&d.url, &parent).as_slice())
+                    .store()?;
                 self.index.add(fp, seq);
                 self.bloom.insert(fp);
                 added_fps.push(fp);
@@ -204,10 +209,12 @@ impl EmbeddedFrontier {
                     retries: 0,
                     redirect_chain: d.redirect_chain.clone(),
                 };
-                queue.insert(
-                    (host, d.depth, seq),
-                    codec::encode_queued(&value).as_slice(),
-                )?;
+                queue
+                    .insert(
+                        (host, d.depth, seq),
+                        codec::encode_queued(&value).as_slice(),
+                    )
+                    .store()?;
                 let delta = host_delta.entry(host).or_insert((0, None));
                 delta.0 += 1;
                 if delta.1.is_none() {
@@ -247,7 +254,7 @@ impl EmbeddedFrontier {
             }
             for e in &batch.updates {
                 let k = (e.host, e.depth, e.seq);
-                if queue.get(k)?.is_none() {
+                if queue.get(k).store()?.is_none() {
                     continue; // done meanwhile: never bring it back
                 }
                 let value = QueuedValue {
@@ -257,12 +264,18 @@ impl EmbeddedFrontier {
                     retries: e.retries,
                     redirect_chain: e.redirect_chain.clone(),
                 };
-                queue.insert(k, codec::encode_queued(&value).as_slice())?;
+                queue
+                    .insert(k, codec::encode_queued(&value).as_slice())
+                    .store()?;
             }
             for f in &batch.finished {
                 // A URL is done when it leaves its queue; its row in the URL table stays as it is (it only serves
                 // dedup and as a parent), so finishing costs no random write there. Finishing twice counts once.
-                if queue.remove((f.host, f.key.depth, f.key.seq))?.is_none() {
+                if queue
+                    .remove((f.host, f.key.depth, f.key.seq))
+                    .store()?
+                    .is_none()
+                {
                     continue;
                 }
                 counters.pending = counters.pending.saturating_sub(1);
@@ -272,9 +285,9 @@ impl EmbeddedFrontier {
                     counters.pages_fetched += 1;
                 }
             }
-            let mut outbox = txn.open_table(OUTBOX)?;
+            let mut outbox = txn.open_table(OUTBOX).store()?;
             if let Some((key, row)) = outbox::encode(&batch.records) {
-                outbox.insert(key, row.as_slice())?;
+                outbox.insert(key, row.as_slice()).store()?;
             }
             for (seq, _) in &batch.records {
                 next_record = next_record.max(seq + 1);
@@ -285,12 +298,12 @@ impl EmbeddedFrontier {
                 out.trimmed = outbox::trim(&mut outbox, cp.lines)?;
                 trim_to = cp.lines;
             }
-            let mut hosts = txn.open_table(HOSTS)?;
+            let mut hosts = txn.open_table(HOSTS).store()?;
             for (h, (delta, name)) in host_delta {
                 if delta == 0 {
                     continue;
                 }
-                let (pending, stored_name) = match hosts.get(h)? {
+                let (pending, stored_name) = match hosts.get(h).store()? {
                     Some(v) => codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?,
                     None => (0, String::new()),
                 };
@@ -301,41 +314,48 @@ impl EmbeddedFrontier {
                 };
                 let pending = pending.saturating_add_signed(delta);
                 if pending == 0 {
-                    hosts.remove(h)?;
+                    hosts.remove(h).store()?;
                 } else {
-                    hosts.insert(h, codec::encode_host(pending, &name).as_slice())?;
+                    hosts
+                        .insert(h, codec::encode_host(pending, &name).as_slice())
+                        .store()?;
                 }
             }
             prepared = self.index.flush_if_full()?;
-            let mut meta = txn.open_table(META)?;
-            meta.insert(key::FORMAT, FORMAT)?;
-            meta.insert(key::NEXT_RECORD, next_record)?;
-            meta.insert(key::NEXT_ENTRY, next_entry)?;
-            meta.insert(key::KNOWN, counters.known)?;
-            meta.insert(key::PENDING, counters.pending)?;
-            meta.insert(key::DONE, counters.done)?;
-            meta.insert(key::PAGES, counters.pages_fetched)?;
+            let mut meta = txn.open_table(META).store()?;
+            meta.insert(key::FORMAT, FORMAT).store()?;
+            meta.insert(key::NEXT_RECORD, next_record).store()?;
+            meta.insert(key::NEXT_ENTRY, next_entry).store()?;
+            meta.insert(key::KNOWN, counters.known).store()?;
+            meta.insert(key::PENDING, counters.pending).store()?;
+            meta.insert(key::DONE, counters.done).store()?;
+            meta.insert(key::PAGES, counters.pages_fetched).store()?;
             if let Some(cp) = batch.written {
-                meta.insert(key::CP_SET, 1)?;
-                meta.insert(key::CP_LINES, cp.lines)?;
-                meta.insert(key::CP_BYTES, cp.bytes)?;
+                meta.insert(key::CP_SET, 1).store()?;
+                meta.insert(key::CP_LINES, cp.lines).store()?;
+                meta.insert(key::CP_BYTES, cp.bytes).store()?;
             }
             if let Some(a) = &batch.archive_checkpoint {
-                txn.open_table(BLOBS)?
-                    .insert(ARCHIVE_CHECKPOINT, a.as_slice())?;
+                txn.open_table(BLOBS)
+                    .store()?
+                    .insert(ARCHIVE_CHECKPOINT, a.as_slice())
+                    .store()?;
             }
             if let Some(p) = &prepared {
                 let l = p.listing(&self.index);
-                txn.open_table(BLOBS)?.insert(RUN_LIST, l.list.as_slice())?;
-                meta.insert(key::NEXT_RUN, l.next_id)?;
-                meta.insert(key::RUN_ROWS, l.covered)?;
+                txn.open_table(BLOBS)
+                    .store()?
+                    .insert(RUN_LIST, l.list.as_slice())
+                    .store()?;
+                meta.insert(key::NEXT_RUN, l.next_id).store()?;
+                meta.insert(key::RUN_ROWS, l.covered).store()?;
             }
         }
         if let Err(e) = txn.commit() {
             if let Some(p) = prepared {
                 self.index.abandon(p);
             }
-            return Err(e.into());
+            return Err(e).store();
         }
         self.index.settle(prepared);
         for (a, fp) in out.added.iter().zip(added_fps) {
@@ -353,7 +373,7 @@ impl EmbeddedFrontier {
         rows: &impl ReadableTable<u64, &'static [u8]>,
         id: UrlRef,
     ) -> Result<Row, FrontierError> {
-        let Some(v) = rows.get(id.key)? else {
+        let Some(v) = rows.get(id.key).store()? else {
             return Err(corrupt(
                 format!("url row {}", id.key),
                 "missing from the row table",
@@ -377,7 +397,8 @@ fn create_atomically(path: &Path) -> Result<(), FrontierError> {
     drop(
         Database::builder()
             .set_cache_size(CACHE_BYTES)
-            .create(&tmp)?,
+            .create(&tmp)
+            .store()?,
     );
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
@@ -394,7 +415,7 @@ fn create_atomically(path: &Path) -> Result<(), FrontierError> {
 impl FrontierStore for EmbeddedFrontier {
     fn recover(&mut self) -> Result<Resume, FrontierError> {
         let mut rec = Resume::default();
-        let txn = self.db.begin_read()?;
+        let txn = self.db.begin_read().store()?;
         let mut checkpoint = None;
         let mut next_run = 1;
         let mut covered = 0;
@@ -402,7 +423,7 @@ impl FrontierStore for EmbeddedFrontier {
         match txn.open_table(META) {
             Ok(meta) => {
                 let get = |k: &str| -> Result<Option<u64>, FrontierError> {
-                    Ok(meta.get(k)?.map(|g| g.value()))
+                    Ok(meta.get(k).store()?.map(|g| g.value()))
                 };
                 match get(key::FORMAT)? {
                     Some(FORMAT) => {}
@@ -444,15 +465,18 @@ impl FrontierStore for EmbeddedFrontier {
                 }
             }
             Err(redb::TableError::TableDoesNotExist(_)) => rec.fresh = true,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         }
         match txn.open_table(BLOBS) {
             Ok(blobs) => {
-                rec.archive_checkpoint = blobs.get(ARCHIVE_CHECKPOINT)?.map(|v| v.value().to_vec());
-                run_list = blobs.get(RUN_LIST)?.map(|v| v.value().to_vec());
+                rec.archive_checkpoint = blobs
+                    .get(ARCHIVE_CHECKPOINT)
+                    .store()?
+                    .map(|v| v.value().to_vec());
+                run_list = blobs.get(RUN_LIST).store()?.map(|v| v.value().to_vec());
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         }
         match txn.open_table(ROWS) {
             Ok(rows) => {
@@ -463,12 +487,12 @@ impl FrontierStore for EmbeddedFrontier {
                 // A store that never committed a URL: no run is listed, and any run file is a stray.
                 fpruns::remove_strays(&self.dir, &[])?;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         }
         match txn.open_table(HOSTS) {
             Ok(hosts) => {
-                for item in hosts.iter()? {
-                    let (k, v) = item?;
+                for item in hosts.iter().store()? {
+                    let (k, v) = item.store()?;
                     let (pending, name) =
                         codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?;
                     if pending > 0 {
@@ -483,15 +507,15 @@ impl FrontierStore for EmbeddedFrontier {
                 }
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         }
         let from = checkpoint.map_or(0, |c| c.lines);
         self.trimmed_upto = from;
         match txn.open_table(OUTBOX) {
             Ok(outbox) => {
                 // A row keyed at or below the checkpoint may still hold later lines: read every row.
-                for item in outbox.iter()? {
-                    let (k, v) = item?;
+                for item in outbox.iter().store()? {
+                    let (k, v) = item.store()?;
                     let lines = outbox::decode(k.value(), v.value())
                         .map_err(|e| corrupt("outbox row", e))?;
                     rec.outbox.extend(
@@ -504,7 +528,7 @@ impl FrontierStore for EmbeddedFrontier {
                 rec.outbox.sort_unstable_by_key(|(seq, _)| *seq);
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         }
         // Size the filter for what is known and rebuild it while the crawl runs: the pairs in memory now, the
         // runs' in the idle time. Sized for what is known plus a quarter: the filter grows by layers past that.
@@ -542,13 +566,13 @@ impl FrontierStore for EmbeddedFrontier {
         after: Option<QueueKey>,
         max: usize,
     ) -> Result<Vec<Entry>, FrontierError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.db.begin_read().store()?;
         let queue = match txn.open_table(QUEUE) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         };
-        let rows = txn.open_table(ROWS)?;
+        let rows = txn.open_table(ROWS).store()?;
         let start = match after {
             Some(k) => Bound::Excluded((host, k.depth, k.seq)),
             None => Bound::Included((host, 0, 0)),
@@ -556,8 +580,12 @@ impl FrontierStore for EmbeddedFrontier {
         let end = Bound::Included((host, u32::MAX, u64::MAX));
         let mut out = Vec::with_capacity(max.min(1024));
         let mut last_parent: Option<(UrlRef, String)> = None;
-        for item in queue.range::<(u64, u32, u64)>((start, end))?.take(max) {
-            let (k, v) = item?;
+        for item in queue
+            .range::<(u64, u32, u64)>((start, end))
+            .store()?
+            .take(max)
+        {
+            let (k, v) = item.store()?;
             let (h, depth, seq) = k.value();
             let q = codec::decode_queued(v.value()).map_err(|e| corrupt("queue entry", e))?;
             let row = Self::lookup_row(&rows, q.id)?;
@@ -596,11 +624,11 @@ impl FrontierStore for EmbeddedFrontier {
     }
 
     fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.db.begin_read().store()?;
         let rows = match txn.open_table(ROWS) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).store(),
         };
         Ok(self.index.find(&rows, url_fp(url), url)?.is_some())
     }
@@ -643,5 +671,4 @@ impl FrontierStore for EmbeddedFrontier {
 }
 
 #[cfg(test)]
-#[path = "embedded_tests.rs"]
 mod tests;

@@ -4,8 +4,8 @@
 use super::conn::{Call, reply};
 use super::scripts::SCRIPTS;
 use super::{PAGE, RedisFrontier};
-use crate::frontier::FrontierError;
-use crate::output::JsonlCheckpoint;
+use crawl_core::frontier::FrontierError;
+use crawl_core::output::JsonlCheckpoint;
 use redis::Value;
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! - `meta`: a hash: `inst` (the crawl instance sentinel), `fence` (fencing token counter), `owner`, `token`,
 //!   `exp` (lease expiry, Redis server time in ms), `known`, `pending`, `done`, `pages`, `seq` (queue order
 //!   counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]);
-//! - `urls`: a hash of pending URLs, member → binary entry ([`crate::frontier::codec::PendingValue`]);
+//! - `urls`: a hash of pending URLs, member → binary entry ([`crawl_core::frontier::codec::PendingValue`]);
 //! - `q:<host fp>`: a sorted set per host queue (member = URL fingerprint, score = depth·2^33 + seq); the records
 //!   queue of the shard is `q:0`;
 //! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);
@@ -18,7 +18,7 @@
 //! Crawl-wide: `{c}:instance` (the crawl instance id, with its state), `{c}:members` (live processes, score =
 //! heartbeat expiry in server time), `{c}:proc:<process id>` (a process's JSONL checkpoint and next record number).
 
-use crate::frontier::Fp;
+use crawl_core::frontier::Fp;
 
 /// The consumer group of every records stream.
 pub const GROUP: &str = "g";

@@ -1,58 +1,9 @@
-//! Frontier benchmarks: host-queue push/pop (ordering and politeness bookkeeping) and durable store add/finish +
-//! group commit on a real redb file.
+//! Embedded store benchmarks: add/finish and group commit on a real redb file.
 
-use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::{Batch, Discovered, Entry, Finished, FrontierStore, JobKind, host_fp};
-use crawl_core::politeness::{Feedback, Gate, HostQueues, PolitenessPolicy, Pop};
+use crawl_store_embedded::EmbeddedFrontier;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
-
-fn entries(n: usize, hosts: usize) -> Vec<(String, Entry)> {
-    (0..n)
-        .map(|i| {
-            let host = format!("127.0.0.{}", i % hosts + 1);
-            let mut e = Entry::page(format!("http://{host}:8080/page/{i}"), (i % 7) as u32, None);
-            e.seq = i as u64;
-            (host, e)
-        })
-        .collect()
-}
-
-fn queues(c: &mut Criterion) {
-    let n = 10_000;
-    let items = entries(n, 8);
-    let mut g = c.benchmark_group("host_queues");
-    g.throughput(Throughput::Elements(n as u64));
-    g.bench_function("push_pop_release_10k_8_hosts", |b| {
-        b.iter_batched(
-            || items.clone(),
-            |items| {
-                let policy = PolitenessPolicy {
-                    per_host_concurrency: 8,
-                    min_delay: Duration::ZERO,
-                    ..Default::default()
-                };
-                let mut q = HostQueues::new(policy);
-                let now = Instant::now();
-                for (host, e) in items {
-                    let id = q.host_id(&host);
-                    q.push(id, e, now);
-                }
-                let mut dropped = Vec::new();
-                let mut popped = 0;
-                while let Pop::Ready(h, e) = q.pop_ready(now, |_, _| Gate::Go, &mut dropped) {
-                    black_box(&e);
-                    q.release(h, now, Feedback::Ok);
-                    popped += 1;
-                }
-                assert_eq!(popped, n);
-            },
-            BatchSize::LargeInput,
-        )
-    });
-    g.finish();
-}
 
 fn discovered(n: usize, hosts: usize, offset: usize) -> Vec<Discovered> {
     (0..n)
@@ -163,5 +114,5 @@ fn store(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, queues, store);
+criterion_group!(benches, store);
 criterion_main!(benches);

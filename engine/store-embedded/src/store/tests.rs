@@ -1,5 +1,7 @@
+mod contract;
+
 use super::*;
-use crate::frontier::JobKind;
+use crawl_core::frontier::{Discovered, JobKind};
 
 #[test]
 fn leftover_of_an_interrupted_creation_is_ignored() {
@@ -64,8 +66,8 @@ fn filter_is_rebuilt_in_the_background_after_reopen() {
     assert!(f.bloom.may_contain(url_fp("http://a/999")));
 }
 
-fn page(url: String, parent: Option<(UrlRef, String)>) -> super::super::Discovered {
-    super::super::Discovered {
+fn page(url: String, parent: Option<(UrlRef, String)>) -> Discovered {
+    Discovered {
         url,
         host: "a".into(),
         depth: 1,
@@ -75,7 +77,7 @@ fn page(url: String, parent: Option<(UrlRef, String)>) -> super::super::Discover
     }
 }
 
-fn discover(f: &mut EmbeddedFrontier, urls: Vec<super::super::Discovered>) -> Committed {
+fn discover(f: &mut EmbeddedFrontier, urls: Vec<Discovered>) -> Committed {
     f.commit(Batch {
         discovered: urls,
         ..Batch::default()
@@ -180,11 +182,11 @@ fn stray_run_files_are_removed_and_a_missing_listed_run_is_an_error() {
     {
         let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
         f.recover().unwrap();
-        let urls = (0..super::super::known::FLUSH_AT)
+        let urls = (0..crate::known::FLUSH_AT)
             .map(|i| page(format!("http://a/{i}"), None))
             .collect();
         discover(&mut f, urls);
-        assert_eq!(f.index.counts(), vec![super::super::known::FLUSH_AT as u64]);
+        assert_eq!(f.index.counts(), vec![crate::known::FLUSH_AT as u64]);
     }
     // A run written for a commit that never happened, and a half-written one.
     std::fs::write(dir.path().join("fp-9.run"), b"left by a crash").unwrap();
@@ -196,7 +198,7 @@ fn stray_run_files_are_removed_and_a_missing_listed_run_is_an_error() {
         assert!(!dir.path().join("fp-10.run.tmp").exists());
         assert!(f.is_known("http://a/77").unwrap());
     }
-    std::fs::remove_file(super::super::fpruns::run_path(dir.path(), 1)).unwrap();
+    std::fs::remove_file(crate::fpruns::run_path(dir.path(), 1)).unwrap();
     let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
     let err = f.recover().unwrap_err().to_string();
     assert!(err.contains("fp-1.run"), "{err}");
@@ -208,7 +210,7 @@ fn a_commit_that_fails_leaves_no_url_behind() {
     let mut f = EmbeddedFrontier::open(dir.path()).unwrap();
     f.recover().unwrap();
     let urls = || {
-        (0..super::super::known::FLUSH_AT)
+        (0..crate::known::FLUSH_AT)
             .map(|i| page(format!("http://a/{i}"), None))
             .collect()
     };
@@ -228,7 +230,7 @@ fn a_commit_that_fails_leaves_no_url_behind() {
     );
     std::fs::remove_dir(&blocker).unwrap();
     let c = discover(&mut f, urls());
-    assert_eq!(c.added.len(), super::super::known::FLUSH_AT);
-    assert_eq!(f.index.counts(), vec![super::super::known::FLUSH_AT as u64]);
+    assert_eq!(c.added.len(), crate::known::FLUSH_AT);
+    assert_eq!(f.index.counts(), vec![crate::known::FLUSH_AT as u64]);
     assert!(f.is_known("http://a/5").unwrap());
 }

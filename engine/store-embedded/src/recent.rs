@@ -2,7 +2,7 @@
 //! a hit here confirms a duplicate without a lookup in the store. Exact because it compares the URL, not only its
 //! fingerprint; bounded by two generations of `cap` entries (the older one is dropped when the newer fills).
 
-use super::fphash::FpMap;
+use crawl_core::frontier::fphash::FpMap;
 
 #[derive(Debug)]
 pub struct RecentUrls {

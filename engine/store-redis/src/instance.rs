@@ -5,7 +5,7 @@ use super::RedisSettings;
 use super::conn::{Call, Conn, reply};
 use super::keys::Keys;
 use super::scripts::SCRIPTS;
-use crate::frontier::FrontierError;
+use crawl_core::frontier::FrontierError;
 
 /// A random id (128 bits, hex) from the standard library's randomly keyed hasher.
 pub(super) fn random_id() -> String {

@@ -4,7 +4,7 @@
 use super::conn::{Call, reply};
 use super::scripts::SCRIPTS;
 use super::{RedisFrontier, commit};
-use crate::frontier::{
+use crawl_core::frontier::{
     Counters, FrontierError, HostInfo, RECORDS_HOST, ShardChanges, SharedRobots, host_fp,
 };
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! The Redis frontier: a [`FrontierStore`] shared by many crawl-engine processes on many machines.
+//! crawl-store-redis: the Redis frontier, a [`FrontierStore`] shared by many crawl-engine processes on many machines.
 //!
 //! The crawl is split into shards (`host_fp % shards`); all keys of a shard carry one hash tag, so every script
 //! touches one cluster slot (see [`keys`]). Any process may add discovered URLs to any shard (dedup makes adds
@@ -11,14 +11,14 @@
 //! shard that share a fingerprint count as one. The odds are in [`seen`] (about n²/2^65 for n URLs in a shard).
 //!
 //! # Layout
-//! - `mod.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads of queues;
+//! - `lib.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads of queues;
 //! - `poll.rs`: shard polls (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
 //! - `commit.rs`: a commit as one pipeline; `records.rs`: the records streams (pending entries after a restart,
 //!   acknowledgements, take-over); `instance.rs`: creating and checking the crawl's instance;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
-//! - `scripts.rs` and `lua/`: the scripts; `server.rs`: Redis servers for the tests; `tests.rs` (failures of Redis
-//!   itself in `tests/outage.rs`).
+//! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
+//!   `tests/outage.rs`).
 //!
 //! # Queue positions
 //! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number
@@ -45,24 +45,22 @@ mod poll;
 mod records;
 mod scripts;
 pub mod seen;
-#[cfg(test)]
-pub(crate) mod server;
 pub mod shards;
 mod spool;
 #[cfg(test)]
 mod tests;
 
-use crate::frontier::ShardGate;
-use crate::output::JsonlCheckpoint;
 pub use conn::redact;
+use crawl_core::frontier::ShardGate;
+use crawl_core::output::JsonlCheckpoint;
 pub use shards::LeaseTable;
 
-use super::codec;
-use super::{
+use conn::{Call, Conn, reply};
+use crawl_core::frontier::codec;
+use crawl_core::frontier::{
     Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
     RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
 };
-use conn::{Call, Conn, reply};
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member, member_fp};
 use redis::Value;
@@ -166,8 +164,8 @@ pub struct RedisFrontier {
     outstanding: BTreeMap<u64, (u32, String)>,
     /// Records of stopped processes claimed by the last polls, handed out with the next commit.
     claimed: Vec<(u32, String, Vec<u8>)>,
-    /// The lock of this process's data_dir, held as long as the store.
-    _lock: Option<crate::frontier::DirLock>,
+    /// The lock of this process's data_dir (whatever holds it: dropping it releases it), held as long as the store.
+    _lock: Option<Box<dyn Send>>,
     counters: Counters,
     unacked: u64,
     /// Pending URLs of the shards held, as of the last counters read.
@@ -206,7 +204,7 @@ fn parse_score(v: Value) -> Result<u64, FrontierError> {
 }
 
 /// The host a URL is deduplicated under (its shard): a page's host key, else the URL's own host.
-fn dedup_host(d: &super::Discovered) -> String {
+fn dedup_host(d: &crawl_core::frontier::Discovered) -> String {
     if d.kind.is_fetched() && !d.host.is_empty() {
         return d.host.clone();
     }
@@ -298,8 +296,8 @@ impl RedisFrontier {
     }
 
     /// Holds the lock of this process's data_dir for as long as the store lives.
-    pub fn with_lock(mut self, lock: crate::frontier::DirLock) -> RedisFrontier {
-        self._lock = Some(lock);
+    pub fn with_lock(mut self, lock: impl Send + 'static) -> RedisFrontier {
+        self._lock = Some(Box::new(lock));
         self
     }
 

@@ -1,7 +1,7 @@
 //! The spool: commits kept on disk while Redis is unreachable, and their replay at the next start.
 
 use super::conn::{Call, Conn, reply};
-use crate::frontier::FrontierError;
+use crawl_core::frontier::FrontierError;
 use redis::Value;
 
 /// Commits kept on disk while Redis is unreachable, one file per commit: the exact script calls, replayed in order

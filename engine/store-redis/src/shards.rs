@@ -19,8 +19,8 @@ use super::clock;
 use super::conn::{Call, Conn, reply};
 use super::keys::Keys;
 use super::scripts::SCRIPTS;
-use crate::frontier::{Fp, FrontierError};
-use crate::outage::{Outage, Report};
+use crawl_core::frontier::{Fp, FrontierError};
+use crawl_core::outage::{Outage, Report};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -96,7 +96,7 @@ impl LeaseTable {
     }
 
     /// [`Self::may_start`] for a stored entry (records-queue entries included: they live in every shard).
-    pub fn may_start_entry(&self, e: &crate::frontier::Entry) -> bool {
+    pub fn may_start_entry(&self, e: &crawl_core::frontier::Entry) -> bool {
         self.may_start_shard(self.shard_of_seq(e.seq))
     }
 
@@ -422,7 +422,7 @@ pub(crate) fn run(mut own: Ownership, control: Arc<Control>) {
     }
 }
 
-impl crate::frontier::ShardGate for LeaseTable {
+impl crawl_core::frontier::ShardGate for LeaseTable {
     fn shard_of(&self, host: Fp) -> u32 {
         LeaseTable::shard_of(self, host)
     }
@@ -477,7 +477,7 @@ mod tests {
         assert!(g.may_send(5));
         assert_eq!(g.shard_of(5), 1);
         assert_eq!(g.shard_of_seq(9), 1);
-        let mut e = crate::frontier::Entry::page("http://r/", 0, None);
+        let mut e = crawl_core::frontier::Entry::page("http://r/", 0, None);
         e.seq = 9;
         assert!(g.may_start_entry(&e));
         g.slots[1].handoff.store(true, Ordering::Release);

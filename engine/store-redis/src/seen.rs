@@ -1,7 +1,7 @@
 //! The dedup layout: which URLs a shard has ever seen, in at most about 16 bytes of Redis memory per URL, checked
 //! and marked in the same script that queues a new URL (`lua/seen.lua`, included in the add script).
 //!
-//! A URL is seen as its 64-bit fingerprint ([`crate::frontier::url_fp`]), written as the decimal form of an i64:
+//! A URL is seen as its 64-bit fingerprint ([`crawl_core::frontier::url_fp`]), written as the decimal form of an i64:
 //! Redis keeps such members of a set as 8-byte integers in an *integer set* (intset) as long as the set holds at most
 //! `set-max-intset-entries` (512 by default) members. The fingerprints of a shard are spread over buckets (one set
 //! each) by linear hashing on `h`, the integer value of the member's last 9 decimal digits (Lua numbers are doubles,
@@ -55,7 +55,7 @@ pub fn buckets(lv: u32, sp: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frontier::redis::keys::member;
+    use crate::keys::member;
 
     #[test]
     fn bucket_hash_reads_the_last_nine_digits() {

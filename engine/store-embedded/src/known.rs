@@ -5,14 +5,15 @@
 //!   copies are the last few, whatever the URLs hash to. Nothing else is written per URL.
 //! - the (fingerprint, row) pairs of the newest rows, at most about [`FLUSH_AT`], in memory. They are the rows
 //!   after the last run, so opening the store reads them back from the end of `url_rows`.
-//! - sorted runs of the older pairs in files beside the database ([`super::fpruns`]), listed in the store with the
+//! - sorted runs of the older pairs in files beside the database ([`crate::fpruns`]), listed in the store with the
 //!   row they cover up to, by the commit whose rows they complete.
 //!
 //! Exact dedup reads the rows a fingerprint points to and compares their URLs.
 
-use super::codec;
-use super::fpruns::{self, Run};
-use super::{FrontierError, corrupt};
+use crate::error::StoreResult;
+use crate::fpruns::{self, Run};
+use crawl_core::frontier::codec;
+use crawl_core::frontier::{FrontierError, corrupt, url_fp};
 use redb::{ReadableTable, TableDefinition};
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -31,7 +32,7 @@ fn matching(
     url: &str,
 ) -> Result<Option<u64>, FrontierError> {
     for &row in candidates {
-        let Some(v) = rows.get(row)? else {
+        let Some(v) = rows.get(row).store()? else {
             return Err(corrupt(
                 format!("url row {row}"),
                 "indexed but missing from the row table",
@@ -124,10 +125,13 @@ impl FpIndex {
             .map(|&(id, count)| Run::open(dir, id, count).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let mut fresh = BTreeSet::new();
-        for item in rows.range((Bound::Excluded(covered), Bound::Unbounded))? {
-            let (k, v) = item?;
+        for item in rows
+            .range((Bound::Excluded(covered), Bound::Unbounded))
+            .store()?
+        {
+            let (k, v) = item.store()?;
             let url = codec::row_url(v.value()).map_err(|e| corrupt("url row", e))?;
-            fresh.insert((super::url_fp(url), k.value()));
+            fresh.insert((url_fp(url), k.value()));
         }
         Ok(FpIndex {
             dir: dir.to_path_buf(),

@@ -3,8 +3,8 @@
 
 use super::RedisSettings;
 use super::spool::Spool;
-use crate::frontier::FrontierError;
-use crate::outage::{Outage, Report};
+use crawl_core::frontier::FrontierError;
+use crawl_core::outage::{Outage, Report};
 use redis::{ErrorKind, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
 use std::time::Duration;
 
@@ -454,7 +454,7 @@ fn is_server_error(e: &RedisError) -> bool {
 /// Reading script replies.
 pub mod reply {
     use super::Value;
-    use crate::frontier::FrontierError;
+    use crawl_core::frontier::FrontierError;
 
     fn bad(what: &str, v: &Value) -> FrontierError {
         FrontierError::Store(format!("unexpected reply from redis for {what}: {v:?}"))

@@ -8,8 +8,8 @@ fn a_crawl_whose_data_is_gone_is_an_error_not_a_restart() {
     if !require_server() {
         return;
     }
-    let srv = RedisServer::unix(&[]).unwrap();
-    let s = short(&srv.url, "lost", 8, 1000);
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "lost", 8, 1000);
     let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
     a.recover().unwrap();
     a.commit(Batch {
@@ -17,7 +17,7 @@ fn a_crawl_whose_data_is_gone_is_an_error_not_a_restart() {
         ..Batch::default()
     })
     .unwrap();
-    let _: () = srv.query(&redis::cmd("FLUSHALL"));
+    let _: () = query(&srv, &redis::cmd("FLUSHALL"));
     let err = a
         .commit(Batch {
             discovered: vec![disc("http://h/2", "h", 0)],
@@ -34,9 +34,9 @@ fn a_crawl_whose_data_is_gone_is_an_error_not_a_restart() {
     drop(a);
 
     // One shard's meta deleted under an existing crawl: opening refuses it.
-    let s = short(&srv.url, "lost2", 8, 1000);
+    let s = short(&srv.url(), "lost2", 8, 1000);
     drop(RedisFrontier::open(s.clone(), "a").unwrap());
-    let _: i64 = srv.query(redis::cmd("DEL").arg(Keys::new("lost2").meta(3)));
+    let _: i64 = query(&srv, redis::cmd("DEL").arg(Keys::new("lost2").meta(3)));
     let err = RedisFrontier::open(s, "a").unwrap_err().to_string();
     assert_eq!(err, "redis lost the crawl's data: shard 3 has no sentinel");
 }
@@ -46,12 +46,15 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
     if !require_server() {
         return;
     }
-    let mut srv = RedisServer::unix(&["--appendonly", "yes", "--appendfsync", "always"]).unwrap();
+    let mut srv = RedisServer::with(Options {
+        password: None,
+        aof: true,
+    });
     let spool = tempfile::tempdir().unwrap();
     let s = RedisSettings {
         max_outage_ms: 800,
         spool: Some(spool.path().to_path_buf()),
-        ..short(&srv.url, "spool", 4, 1000)
+        ..short(&srv.url(), "spool", 4, 1000)
     };
     {
         let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
@@ -78,7 +81,7 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
         assert_eq!(kept, 1, "the commit waits in the spool");
         a.abandon();
     }
-    srv.restart().unwrap();
+    srv.restart();
     // The next start replays it before recovering: the URL is done, its record comes back to be written.
     let mut a = RedisFrontier::open(s, "a").unwrap();
     assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
@@ -95,8 +98,11 @@ fn a_shard_lost_while_the_poll_fails_is_reported_by_the_next_poll() {
     if !require_server() {
         return;
     }
-    let mut srv = RedisServer::unix(&["--appendonly", "yes", "--appendfsync", "always"]).unwrap();
-    let mut a = RedisFrontier::open(short(&srv.url, "news", 4, 60_000), "a").unwrap();
+    let mut srv = RedisServer::with(Options {
+        password: None,
+        aof: true,
+    });
+    let mut a = RedisFrontier::open(short(&srv.url(), "news", 4, 60_000), "a").unwrap();
     a.recover().unwrap();
     a.commit(Batch {
         discovered: vec![disc("http://h/1", "h", 0)],
@@ -111,7 +117,7 @@ fn a_shard_lost_while_the_poll_fails_is_reported_by_the_next_poll() {
     a.gate.drop_shard(shard, token);
     srv.kill();
     assert!(a.poll_shards().is_err(), "no poll while redis is down");
-    srv.restart().unwrap();
+    srv.restart();
     let start = std::time::Instant::now();
     let ch = loop {
         match a.poll_shards() {

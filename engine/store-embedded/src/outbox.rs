@@ -4,10 +4,11 @@
 //! forms are read. A batch row starts with [`BATCH`] (a JSON line starts with `{`), then per line its number and
 //! length as varints and its bytes.
 
+use crate::error::StoreResult;
 use redb::ReadableTable;
 
-use super::FrontierError;
-use super::codec::{DecodeError, Reader, put_varint};
+use crawl_core::frontier::FrontierError;
+use crawl_core::frontier::codec::{DecodeError, Reader, put_varint};
 
 /// First byte of a batch row.
 const BATCH: u8 = 0;
@@ -56,8 +57,8 @@ pub fn trim(
     // Rows are read in place: only the lines a row keeps (of the one row that straddles `upto`) are copied.
     let mut rows: Vec<(u64, Lines)> = Vec::new();
     let mut trimmed = 0u64;
-    for item in outbox.range(..=upto)? {
-        let (k, v) = item?;
+    for item in outbox.range(..=upto).store()? {
+        let (k, v) = item.store()?;
         let key = k.value();
         let lines = decode(key, v.value()).map_err(corrupt)?;
         let total = lines.len();
@@ -70,9 +71,9 @@ pub fn trim(
         rows.push((key, kept));
     }
     for (key, kept) in rows {
-        outbox.remove(key)?;
+        outbox.remove(key).store()?;
         if let Some((k, row)) = encode(&kept) {
-            outbox.insert(k, row.as_slice())?;
+            outbox.insert(k, row.as_slice()).store()?;
         }
     }
     Ok(trimmed)

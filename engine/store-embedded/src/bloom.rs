@@ -104,7 +104,7 @@ mod tests {
     fn never_a_false_negative_and_few_false_positives() {
         let mut b = Bloom::new(10_000);
         let fps: Vec<u64> = (0..50_000u64)
-            .map(|i| crate::frontier::url_fp(&format!("http://h/{i}")))
+            .map(|i| crawl_core::frontier::url_fp(&format!("http://h/{i}")))
             .collect();
         for fp in &fps {
             b.insert(*fp);
@@ -114,7 +114,7 @@ mod tests {
             "no false negatives, also across layers"
         );
         let fp_count = (0..20_000u64)
-            .filter(|i| b.may_contain(crate::frontier::url_fp(&format!("http://other/{i}"))))
+            .filter(|i| b.may_contain(crawl_core::frontier::url_fp(&format!("http://other/{i}"))))
             .count();
         assert!(
             fp_count < 20_000 / 20,
