@@ -1,7 +1,7 @@
 //! IPv6 literal hosts: one canonical form (lowercase, compressed, bracketed) whatever way they are written, and
 //! the keys derived from it.
 
-use super::*;
+use crate::canon::*;
 
 #[test]
 fn ipv6_literals_are_lowercase_and_compressed() {

@@ -1,7 +1,7 @@
 //! Links written with the page's own `scheme://authority` resolve as path-absolute references: the result is the
 //! full parse's, for every base and rest tried.
 
-use super::*;
+use crate::canon::*;
 
 /// The resolution without the shortcut.
 fn full_parse(base: &Url, href: &str) -> Result<String, String> {
