@@ -45,8 +45,8 @@ pub struct Options {
 enum Listen {
     /// `redis.sock` in the server's directory.
     Unix,
-    /// A cluster node: its client port and its cluster bus port.
-    Cluster { port: u16, bus: u16 },
+    /// A cluster node on a loopback TCP port (its cluster bus on that port + 10000).
+    Cluster { port: u16 },
 }
 
 /// One `redis-server` process.
@@ -87,15 +87,14 @@ impl RedisServer {
         Ok(s)
     }
 
-    /// A cluster node on ports the system handed out (tried again on others when one was taken meanwhile).
+    /// A cluster node on a port the system handed out (tried again on another when one was taken meanwhile).
     fn cluster_node() -> Result<RedisServer, String> {
         let mut last = String::new();
         for _ in 0..PORT_TRIES {
-            let (port, bus) = (free_port()?, free_port()?);
-            if port == bus {
+            let Some(port) = free_port_pair()? else {
                 continue;
-            }
-            match RedisServer::spawn_new(Options::default(), Listen::Cluster { port, bus }) {
+            };
+            match RedisServer::spawn_new(Options::default(), Listen::Cluster { port }) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = e,
             }
@@ -160,14 +159,9 @@ impl RedisServer {
                     .arg(self.socket())
                     .args(["--unixsocketperm", "700"]);
             }
-            Listen::Cluster { port, bus } => {
+            Listen::Cluster { port } => {
                 cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                    .args([
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-port",
-                        &bus.to_string(),
-                    ])
+                    .args(["--cluster-enabled", "yes"])
                     .args(["--cluster-config-file", "nodes.conf"])
                     .args(["--cluster-node-timeout", "5000"]);
             }
@@ -311,13 +305,20 @@ impl Drop for RedisServer {
     }
 }
 
-/// A loopback TCP port the system handed out (bound to 127.0.0.1:0, then released for redis-server, which takes
-/// a port number rather than a listener).
-fn free_port() -> Result<u16, String> {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("bind 127.0.0.1:0: {e}"))
+/// A loopback TCP port the system handed out whose cluster bus port (+ 10000) is free too: both are bound (the
+/// first on 127.0.0.1:0), then released for redis-server, which takes a port number rather than a listener. None
+/// when the bus port is out of range or taken (the caller asks again).
+fn free_port_pair() -> Result<Option<u16>, String> {
+    let bind = |port: u16| TcpListener::bind((Ipv4Addr::LOCALHOST, port));
+    let first = bind(0).map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
+    let port = first
+        .local_addr()
+        .map_err(|e| format!("bind 127.0.0.1:0: {e}"))?
+        .port();
+    Ok(port
+        .checked_add(10_000)
+        .is_some_and(|bus| bind(bus).is_ok())
+        .then_some(port))
 }
 
 /// A Redis Cluster of masters on loopback TCP ports, made with `redis-cli --cluster create`.
