@@ -1,5 +1,8 @@
 //! Contract tests that every [`FrontierStore`] implementation must pass. Each takes a function that opens the
 //! store under test on a directory (a fresh one, or the same one again to check what survives a reopen).
+//!
+//! Test support, built with the feature `contract`: each store's tests call these functions (they panic on a
+//! breach, like any test).
 
 use super::*;
 use std::path::Path;
