@@ -114,7 +114,7 @@ bench-cluster: release
 	bash tests/scripts/bench_cluster.sh
 
 bench-micro:
-	$(CARGO) bench -p crawl-core -p crawl-actors -p crawl-observability
+	$(CARGO) bench -p crawl-core -p crawl-store-embedded -p crawl-actors -p crawl-observability
 
 # Alert rules of the observability stack: syntax check plus promtool unit tests (observability/deploy).
 PROMTOOL ?= promtool

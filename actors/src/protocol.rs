@@ -227,7 +227,7 @@ pub struct ArchiveItem {
 /// A fetch ready for the archive: its encoded records, and a page's outlinks (for its metadata record).
 #[derive(Debug)]
 pub struct Archived {
-    pub prepared: crawl_core::warc::Prepared,
+    pub prepared: crawl_output::warc::Prepared,
     pub outlinks: Vec<String>,
 }
 

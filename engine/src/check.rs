@@ -2,8 +2,8 @@
 //! WARC paths) and looks at where the seeds point, so that a config that passes the check also starts.
 
 use crawl_core::config::Config;
-use crawl_core::frontier::DirLock;
 use crawl_core::netaddr::classify_ip;
+use crawl_store_embedded::DirLock;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

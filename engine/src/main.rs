@@ -115,7 +115,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
     }
     // The data_dir's lock comes first: a second process on the same data_dir is told so, not that the metrics port
     // (or anything else) is busy.
-    let lock = crawl_core::frontier::DirLock::acquire(&config.frontier.data_dir)
+    let lock = crawl_store_embedded::DirLock::acquire(&config.frontier.data_dir)
         .map_err(|e| EngineError::Fatal(e.to_string()))?;
     let format = match config.observability.log_format {
         crawl_core::config::LogFormat::Auto => Format::Auto,

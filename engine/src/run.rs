@@ -35,7 +35,7 @@ pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError>
 pub fn run_crawl_locked(
     config: &Config,
     opts: Options,
-    lock: Option<crawl_core::frontier::DirLock>,
+    lock: Option<crawl_store_embedded::DirLock>,
 ) -> Result<Summary, EngineError> {
     let started = Instant::now();
     let grace = config.shutdown.grace;

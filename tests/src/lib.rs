@@ -6,9 +6,9 @@
 //! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
 //! - [`socks`]: in-test SOCKS5 servers that behave and misbehave, for the proxy-chain tests.
 //! - [`otlp`]: an in-process OTLP trace receiver (gRPC and OTLP/HTTP) that keeps the spans it is sent.
-//! - [`redis`]: `redis-server`s (and clusters) started by a test, killed, restarted with or without their data.
 //! - [`prom`]: a Prometheus text-format parser, a blocking `/metrics` scraper and `promtool check metrics`.
-//! - [`warcio`]: warcio, the Python WARC library, reading the archives the crawler writes.
+//!
+//! The Redis servers and the warcio runner the tests share with the other crates' tests are in `crawl-test-kit`.
 //!
 //! The integration tests that run the binary live in the `crawl-engine` package (`engine/tests/it/`, one test binary
 //! made of modules), which has this crate as a dev-dependency and hands [`engine::TestCrawl`] its binary path.
@@ -17,7 +17,5 @@ pub mod dns;
 pub mod engine;
 pub mod otlp;
 pub mod prom;
-pub mod redis;
 pub mod site;
 pub mod socks;
-pub mod warcio;

@@ -13,9 +13,9 @@ use crawl_actors::fetcher::http::{HttpClient, HttpSettings};
 use crawl_actors::parser::archive::{ARCHIVE_LEVEL, prepare};
 use crawl_actors::protocol::Job;
 use crawl_core::frontier::Entry;
-use crawl_core::warc::{WarcWriter, WarcWriterConfig};
+use crawl_output::warc::{WarcWriter, WarcWriterConfig};
+use crawl_test_kit::warcio::{Warcio, warc_files};
 use crawl_tests::dns::{DOH_HOST, FakeDoh, Zone};
-use crawl_tests::warcio::{Warcio, warc_files};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_answer_is_archived_as_an_http11_message_that_warcio_reads() {

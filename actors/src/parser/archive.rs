@@ -3,7 +3,7 @@
 
 use crate::protocol::RawResponse;
 use crate::protocol::{Archived, Job, JobResult};
-use crawl_core::warc::{
+use crawl_output::warc::{
     Capture, HttpHeaders, HttpVersion, Prepared, RequestHead, ResponseHead, Truncation,
 };
 

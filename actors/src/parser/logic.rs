@@ -13,7 +13,7 @@ use crawl_core::record::Reason;
 use crawl_core::robots::{MAX_ROBOTS_BYTES, Robots, StatusClass, classify_status, product_token};
 use crawl_core::scope::ScopePolicy;
 use crawl_core::urlparts::PartsAt;
-use crawl_core::warc::Sha1;
+use crawl_output::warc::Sha1;
 use std::sync::Arc;
 use std::time::SystemTime;
 

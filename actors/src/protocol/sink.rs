@@ -1,6 +1,6 @@
 //! What the sink answers a write with when it fails.
 
-use crawl_core::output::OutputError;
+use crawl_output::jsonl::OutputError;
 
 /// Why the sink could not append committed records. Never retried: the crawl stops, and the same command resumes it
 /// safely later.

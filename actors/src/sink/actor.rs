@@ -11,7 +11,8 @@ use crate::faults::{Faults, Stage};
 use crate::protocol::SinkError;
 use crate::protocol::WriteRecords;
 use actix::{Actor, Context, Handler};
-use crawl_core::output::{JsonlCheckpoint, JsonlWriter};
+use crawl_core::output::JsonlCheckpoint;
+use crawl_output::jsonl::JsonlWriter;
 
 pub struct Sink {
     writer: JsonlWriter,

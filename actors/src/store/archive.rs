@@ -6,7 +6,7 @@
 use crate::protocol::ArchiveItem;
 use crawl_core::config::Config;
 use crawl_core::frontier::Batch;
-use crawl_core::warc::{
+use crawl_output::warc::{
     Metadata, PayloadDedup, RecordLocation, Sha1, WarcCheckpoint, WarcError, WarcWriter,
     WarcWriterConfig,
 };

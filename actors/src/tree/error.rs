@@ -2,7 +2,7 @@
 //! the operator fixes the cause and runs the same command again.
 
 use crawl_core::frontier::FrontierError;
-use crawl_core::output::OutputError;
+use crawl_output::jsonl::OutputError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
@@ -15,5 +15,5 @@ pub enum TreeError {
     #[error(transparent)]
     Resolver(#[from] crate::resolver::error::ResolverError),
     #[error("warc output: {0}")]
-    Archive(#[from] crawl_core::warc::WarcError),
+    Archive(#[from] crawl_output::warc::WarcError),
 }

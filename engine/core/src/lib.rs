@@ -9,10 +9,9 @@
 //! - [`frontier`]: the durable set of known URLs and the record outbox, behind the [`frontier::FrontierStore`] trait.
 //! - [`politeness`]: per-host queues, depth ordering, per-host concurrency, delays, crawl-delay and backoff.
 //! - [`record`]: the JSONL output record.
-//! - [`output`]: the JSONL file (torn-line repair, line counting, appends).
+//! - [`output`]: where the JSONL output stands ([`output::JsonlCheckpoint`]), as the stores checkpoint it.
 //! - [`netaddr`]: which IP addresses are public.
 //! - [`retry_after`]: Retry-After header parsing.
-//! - [`warc`]: the WARC 1.1 archive (records, rotating `.warc.gz` files, checkpoints, torn-tail repair).
 
 pub mod backoff;
 pub mod canon;
@@ -29,4 +28,3 @@ pub mod robots;
 pub mod scope;
 pub mod traps;
 pub mod urlparts;
-pub mod warc;

@@ -559,5 +559,4 @@ impl HostQueues {
 }
 
 #[cfg(test)]
-#[path = "politeness_tests.rs"]
 mod tests;

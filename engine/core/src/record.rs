@@ -230,7 +230,7 @@ pub struct Record {
     /// offset and length of its gzip member; absent when WARC output is off or nothing was fetched. Added to the
     /// line when the archive is written, just before the commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warc: Option<crate::warc::RecordLocation>,
+    pub warc: Option<RecordLocation>,
 }
 
 /// The longest `title` a record carries, in characters.
@@ -246,6 +246,14 @@ fn is_zero(n: &u32) -> bool {
 pub enum RecordKind {
     /// A page requisite (image, stylesheet, script, font, icon...): fetched to archive it, never parsed for links.
     Embed,
+}
+
+/// Where a WARC record is: its file's name, and its gzip member's offset and compressed length.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RecordLocation {
+    pub file: String,
+    pub offset: u64,
+    pub length: u64,
 }
 
 /// The resolver's evidence for one record.

@@ -573,8 +573,6 @@ fn split_word(line: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 #[cfg(test)]
-#[path = "robots/tests.rs"]
 mod tests;
 #[cfg(test)]
-#[path = "robots/tests_parse.rs"]
 mod tests_parse;

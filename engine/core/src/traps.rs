@@ -301,5 +301,4 @@ impl Budgets {
 }
 
 #[cfg(test)]
-#[path = "traps_tests.rs"]
 mod tests;

@@ -404,5 +404,4 @@ fn dot_segment(b: &[u8], i: usize, end: usize) -> bool {
 }
 
 #[cfg(test)]
-#[path = "urlparts_tests.rs"]
 mod tests;

@@ -15,8 +15,8 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crawl_core::frontier::FrontierStore as _;
-use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::record::{Outcome, Reason, Record};
+use crawl_store_embedded::EmbeddedFrontier;
 use crawl_tests::engine::{RunResult, TestCrawl, signal, wait_with_deadline};
 use crawl_tests::site::{ExpectOptions, Route, Site, SiteSpec};
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crawl_core::frontier::FrontierStore as _;
-use crawl_core::frontier::embedded::EmbeddedFrontier;
+use crawl_store_embedded::EmbeddedFrontier;
 use crawl_tests::engine::{TestCrawl, wait_with_deadline};
 use crawl_tests::site::{Site, SiteSpec};
 

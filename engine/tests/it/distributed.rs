@@ -10,10 +10,10 @@
 
 use crate::ENGINE;
 use crawl_core::record::{Outcome, Reason, Record};
+use crawl_test_kit::redis::{self, Options, RedisServer};
 use crawl_tests::engine::{
     Drained, RunResult, TestCrawl, read_records, signal, wait_with_deadline,
 };
-use crawl_tests::redis::{self, Options, RedisServer};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

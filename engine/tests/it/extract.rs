@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crawl_core::record::{Outcome, Record, RecordKind};
-use crawl_core::warc::Sha1;
+use crawl_output::warc::Sha1;
 use crawl_tests::engine::{RunResult, TestCrawl, wait_with_deadline};
 use crawl_tests::site::{ExpectOptions, Route, Site, SiteSpec};
 

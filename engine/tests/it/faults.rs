@@ -634,7 +634,5 @@ async fn closed_connections_and_refused_ports_fail_after_retries() {
     assert_eq!(r.attempts, 3, "{r:?}");
 }
 
-#[path = "faults_hostile.rs"]
 mod hostile;
-#[path = "faults_stages.rs"]
 mod stages;

@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crawl_core::record::{Outcome, Reason, Record};
-use crawl_core::warc::reader::MemberReader;
+use crawl_output::warc::reader::MemberReader;
+use crawl_test_kit::redis::{self, Options, RedisServer};
 use crawl_tests::engine::TestCrawl;
 use crawl_tests::otlp::OtlpReceiver;
 use crawl_tests::prom;
-use crawl_tests::redis::{self, Options, RedisServer};
 use crawl_tests::socks::{Behaviour, FakeSocks, SocksOptions};
 use server::{Answer, Server, not_tls};
 
@@ -570,7 +570,6 @@ async fn the_redis_password_never_leaves_the_process() {
     let mut redis = RedisServer::with(Options {
         password: Some(redis_pass.clone()),
         aof: true,
-        ..Options::default()
     });
     assert!(redis.url().contains(&redis_pass));
 

@@ -10,9 +10,9 @@
 
 use crate::ENGINE;
 use crawl_core::record::Record;
+use crawl_test_kit::warcio::{Warcio, WarcioRecord, warc_files};
 use crawl_tests::engine::{RunResult, TestCrawl, wait_with_deadline};
 use crawl_tests::site::{Route, Site, SiteSpec};
-use crawl_tests::warcio::{Warcio, WarcioRecord, warc_files};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -77,7 +77,7 @@ fn a_page_carries_its_title_digest_links_and_requisites() {
     assert_eq!(out.title.as_deref(), Some("Home page"));
     assert_eq!(
         out.digest,
-        Some(crawl_core::warc::Sha1::of(HTML.as_bytes()).label())
+        Some(crawl_output::warc::Sha1::of(HTML.as_bytes()).label())
     );
     // Links one deeper than the page: past max_depth 5 here; requisites at the page's own depth.
     assert!(out.links.iter().all(|l| l.verdict == ScopeVerdict::TooDeep));

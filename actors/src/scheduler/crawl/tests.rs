@@ -8,12 +8,12 @@
 use super::*;
 use crate::protocol::SitemapOutcome;
 use crawl_core::frontier::FrontierStore;
-use crawl_core::frontier::embedded::EmbeddedFrontier;
 use crawl_core::frontier::{Counters, Fp};
 use crawl_core::politeness::PolitenessPolicy;
 use crawl_core::record::Outcome;
 use crawl_core::robots::Robots;
 use crawl_core::scope::{ScopeMode, ScopeVerdict};
+use crawl_store_embedded::EmbeddedFrontier;
 use std::collections::HashSet;
 
 mod embeds;

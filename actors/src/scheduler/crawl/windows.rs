@@ -218,8 +218,9 @@ impl Windows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crawl_core::frontier::{Discovered, FrontierStore, JobKind, embedded::EmbeddedFrontier};
+    use crawl_core::frontier::{Discovered, FrontierStore, JobKind};
     use crawl_core::politeness::PolitenessPolicy;
+    use crawl_store_embedded::EmbeddedFrontier;
 
     fn policy() -> PolitenessPolicy {
         PolitenessPolicy {

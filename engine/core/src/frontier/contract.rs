@@ -1,5 +1,10 @@
 //! Contract tests that every [`FrontierStore`] implementation must pass. Each takes a function that opens the
 //! store under test on a directory (a fresh one, or the same one again to check what survives a reopen).
+//!
+//! Test support, built with the feature `contract`: each store's tests call these functions (they panic on a
+//! breach, like any test).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed unwrap is a failed test
 
 use super::*;
 use std::path::Path;
@@ -273,42 +278,4 @@ pub fn embeds_are_queued_on_their_host_and_keep_their_kind(open: &Open) {
     assert_eq!(q[0].depth, 2);
     assert_eq!(q[1].kind, JobKind::Page);
     assert!(s.next_urls(RECORDS_HOST, None, 10).unwrap().is_empty());
-}
-
-macro_rules! contract_tests {
-    ($open:expr) => {
-        #[test]
-        fn dedup_is_exact_within_and_across_batches_and_reopen() {
-            super::dedup_is_exact_within_and_across_batches_and_reopen(&$open)
-        }
-        #[test]
-        fn next_urls_in_queue_order_per_host() {
-            super::next_urls_in_queue_order_per_host(&$open)
-        }
-        #[test]
-        fn excluded_links_go_to_the_records_queue() {
-            super::excluded_links_go_to_the_records_queue(&$open)
-        }
-        #[test]
-        fn finish_update_outbox_and_counters_survive_reopen() {
-            super::finish_update_outbox_and_counters_survive_reopen(&$open)
-        }
-        #[test]
-        fn embeds_are_queued_on_their_host_and_keep_their_kind() {
-            super::embeds_are_queued_on_their_host_and_keep_their_kind(&$open)
-        }
-        #[test]
-        fn an_empty_store_resumes_empty() {
-            super::an_empty_store_resumes_empty(&$open)
-        }
-    };
-}
-
-mod embedded {
-    use super::super::FrontierStore;
-    use super::super::embedded::EmbeddedFrontier;
-    fn open(dir: &std::path::Path) -> Box<dyn FrontierStore> {
-        Box::new(EmbeddedFrontier::open(dir).unwrap())
-    }
-    contract_tests!(open);
 }

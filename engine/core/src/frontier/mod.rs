@@ -1,10 +1,11 @@
 //! The frontier: every URL the crawl has discovered, which of them are still to do, and the outbox of records
 //! committed but not yet written to the JSONL.
 //!
-//! The [`FrontierStore`] trait is the durable part. The embedded store ([`embedded::EmbeddedFrontier`], redb on disk)
-//! implements it; a store shared by many processes implements the same contract. Scheduling order and politeness
-//! live in [`crate::politeness`]; the scheduler keeps only a bounded window of ready URLs per host in memory and asks
-//! the store for a host's next URLs, in order, when the window runs low.
+//! The [`FrontierStore`] trait is the durable part. The embedded store (`crawl-store-embedded`, redb on disk)
+//! implements it; a store shared by many processes (`crawl-store-redis`) implements the same contract, checked by
+//! the functions of the `contract` module (feature `contract`). Scheduling order and politeness live in
+//! [`crate::politeness`]; the scheduler keeps only a bounded window of ready URLs per host in memory and asks the
+//! store for a host's next URLs, in order, when the window runs low.
 //!
 //! Crash safety rests on one rule: a page's record, its "done" mark and the URLs it discovered are committed in the
 //! same [`Batch`], and the record is appended to the JSONL only after that commit. Records carry a sequence number
@@ -19,24 +20,17 @@
 //! store's 64-bit fingerprint ([`url_fp`]) plus a slot that tells apart the rare URLs sharing one). Both find a URL
 //! by its fingerprint and compare the URL itself, never the fingerprint alone, so dedup is exact.
 
-pub mod bloom;
 pub mod codec;
-pub mod embedded;
 mod entry;
 pub mod fphash;
-mod fpruns;
-mod known;
 mod lock;
-mod outbox;
-mod recent;
-pub mod redis;
 pub mod window;
 
-#[cfg(test)]
-mod contract;
+#[cfg(any(test, feature = "contract"))]
+pub mod contract;
 
 pub use entry::{Entry, JobKind, QueueKey, TrapKind, UrlRef};
-pub use lock::{DirLock, LockError, process_id};
+pub use lock::LockError;
 
 use crate::output::JsonlCheckpoint;
 
@@ -299,32 +293,12 @@ pub enum FrontierError {
 }
 
 /// A stored entry that cannot be read: what it is, and why.
-pub(crate) fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> FrontierError {
+pub fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> FrontierError {
     FrontierError::Corrupt {
         what: what.into(),
         detail: e.to_string(),
     }
 }
-
-impl From<redb::Error> for FrontierError {
-    fn from(e: redb::Error) -> Self {
-        FrontierError::Store(e.to_string())
-    }
-}
-
-macro_rules! redb_error_from {
-    ($($t:ty),*) => { $(impl From<$t> for FrontierError {
-        fn from(e: $t) -> Self { FrontierError::Store(e.to_string()) }
-    })* };
-}
-redb_error_from!(
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError
-);
 
 /// The durable frontier. One caller at a time (the store actor's thread); every method may touch the disk.
 ///

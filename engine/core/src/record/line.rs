@@ -2,8 +2,8 @@
 //! for absent values, the fields skipped when empty, serde_json's string escapes), without its serializer's
 //! per-value machinery. serde_json stays the reader, and the tests hold the two writers byte for byte.
 
+use super::RecordLocation;
 use super::{DnsInfo, Reason, Record, RecordKind};
-use crate::warc::RecordLocation;
 
 /// Appends `s` as a JSON string: `"` and `\` escaped, control characters as serde_json writes them (`\b`, `\t`,
 /// `\n`, `\f`, `\r`, else `\u00xx`), everything else (DEL and non-ASCII included) as it is.

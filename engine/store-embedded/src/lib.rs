@@ -1,0 +1,23 @@
+//! crawl-store-embedded: the frontier store of a single process, in redb on disk under data_dir, behind crawl-core's
+//! [`FrontierStore`](crawl_core::frontier::FrontierStore) trait; and the data_dir itself, which every process
+//! holds whatever its store (its lock and its identity).
+//!
+//! # Layout
+//! - [`store`]: the store ([`EmbeddedFrontier`]): tables, commits, recovery.
+//! - `known`: the known URLs, rows found by fingerprint through an in-memory part and `fpruns`, sorted run
+//!   files written once.
+//! - `outbox`: the outbox rows (records committed but not yet in the JSONL).
+//! - `bloom` and `recent`: the in-memory filter and cache that spare most lookups of new and repeated links.
+//! - [`lock`]: the data_dir's lock ([`DirLock`]) and the process's identity ([`process_id`]).
+
+mod bloom;
+mod error;
+mod fpruns;
+mod known;
+pub mod lock;
+mod outbox;
+mod recent;
+pub mod store;
+
+pub use lock::{DirLock, process_id};
+pub use store::EmbeddedFrontier;

@@ -1,0 +1,39 @@
+//! The store passes the contract every [`FrontierStore`] implementation must pass (`crawl_core::frontier::contract`).
+
+use crate::EmbeddedFrontier;
+use crawl_core::frontier::FrontierStore;
+use crawl_core::frontier::contract;
+
+fn open(dir: &std::path::Path) -> Box<dyn FrontierStore> {
+    Box::new(EmbeddedFrontier::open(dir).unwrap())
+}
+
+#[test]
+fn dedup_is_exact_within_and_across_batches_and_reopen() {
+    contract::dedup_is_exact_within_and_across_batches_and_reopen(&open);
+}
+
+#[test]
+fn next_urls_in_queue_order_per_host() {
+    contract::next_urls_in_queue_order_per_host(&open);
+}
+
+#[test]
+fn excluded_links_go_to_the_records_queue() {
+    contract::excluded_links_go_to_the_records_queue(&open);
+}
+
+#[test]
+fn finish_update_outbox_and_counters_survive_reopen() {
+    contract::finish_update_outbox_and_counters_survive_reopen(&open);
+}
+
+#[test]
+fn embeds_are_queued_on_their_host_and_keep_their_kind() {
+    contract::embeds_are_queued_on_their_host_and_keep_their_kind(&open);
+}
+
+#[test]
+fn an_empty_store_resumes_empty() {
+    contract::an_empty_store_resumes_empty(&open);
+}

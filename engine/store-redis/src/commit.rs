@@ -1,0 +1,372 @@
+//! A commit: the adds of every shard touched, then each owned shard's finished URLs, updates and records in one
+//! fenced script, then the JSONL checkpoint and the acknowledgements of written records.
+
+use super::conn::{Call, reply};
+use super::keys::member;
+use super::records::ARCHIVE_FIELD;
+use super::scripts::SCRIPTS;
+use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
+use crawl_core::frontier::codec::{self, PendingValue};
+use crawl_core::frontier::{
+    Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
+    SharedRobots, UrlRef, host_fp, url_fp,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// What one call of a commit was for.
+enum Plan {
+    Add(Vec<(usize, Discovered, Fp)>),
+    Apply(u32, u64, ShardWork),
+    /// The checkpoint, and the acknowledgements.
+    Written,
+}
+
+#[derive(Default)]
+struct ShardWork {
+    finished: Vec<Finished>,
+    updates: Vec<Entry>,
+    records: Vec<(u64, Vec<u8>)>,
+}
+
+/// The URL of a record line (JSON with a `url` field).
+fn record_url(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct R {
+        url: String,
+    }
+    serde_json::from_slice::<R>(line).ok().map(|r| r.url)
+}
+
+impl RedisFrontier {
+    /// The shard a record goes to: its finished URL's, else its URL's host's when held, else any held shard.
+    fn record_shard(&self, line: &[u8], by_fp: &HashMap<Fp, u32>) -> Option<u32> {
+        let url = record_url(line);
+        if let Some(u) = &url {
+            if let Some(&s) = by_fp.get(&url_fp(u)) {
+                return Some(s);
+            }
+            if let Some(h) = url_host(u) {
+                let s = self.shard_of_host(&h);
+                if self.gate.token(s).is_some() {
+                    return Some(s);
+                }
+            }
+        }
+        self.gate.owned().first().copied()
+    }
+
+    /// [`crawl_core::frontier::FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes (fenced), then the
+    /// checkpoint and acknowledgements, all as one pipeline (one request per call on a cluster).
+    pub(super) fn commit_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+        self.check_fatal()?;
+        let shards = u64::from(self.shards());
+        self.commits += 1;
+        let nonce = format!("{}:{}", self.session, self.commits);
+        let mut out = Committed::default();
+        let mut calls = Vec::new();
+        let mut plans = Vec::new();
+
+        // Adds: every shard touched, no ownership needed.
+        let mut adds: BTreeMap<u32, Vec<(usize, Discovered, Fp)>> = BTreeMap::new();
+        for (i, d) in batch.discovered.into_iter().enumerate() {
+            if d.depth >= MAX_DEPTH {
+                return Err(FrontierError::Store(format!(
+                    "depth {} of {} is beyond what the redis store queues ({MAX_DEPTH})",
+                    d.depth, d.url
+                )));
+            }
+            let shard = self.shard_of_host(&dedup_host(&d));
+            let qfp = if d.kind.is_fetched() {
+                host_fp(&d.host)
+            } else {
+                RECORDS_HOST
+            };
+            adds.entry(shard).or_default().push((i, d, qfp));
+        }
+        for (shard, mut list) in adds {
+            while !list.is_empty() {
+                let rest = list.split_off(list.len().min(ADD_CHUNK));
+                let mut c = self
+                    .shard_call(&SCRIPTS.add, shard)
+                    .arg(self.shards())
+                    .arg(&self.pid)
+                    .arg(self.settings.recrawl_after_s);
+                for (_, d, qfp) in &list {
+                    let (parent_ref, parent) = match &d.parent {
+                        Some((r, u)) => (Some(*r).filter(|r| r.key != 0), Some(u.clone())),
+                        None => (None, None),
+                    };
+                    let value = codec::encode_pending(&PendingValue {
+                        url: d.url.clone(),
+                        host: *qfp,
+                        kind: d.kind,
+                        attempt: 0,
+                        retries: 0,
+                        parent,
+                        parent_ref,
+                        redirect_chain: d.redirect_chain.clone(),
+                    });
+                    c.push(member(url_fp(&d.url)));
+                    c.push(*qfp);
+                    c.push(if *qfp == RECORDS_HOST {
+                        ""
+                    } else {
+                        d.host.as_str()
+                    });
+                    c.push(d.depth);
+                    c.push(value);
+                }
+                calls.push(c);
+                plans.push(Plan::Add(list));
+                list = rest;
+            }
+        }
+
+        // Finished URLs, updates and records: per shard, fenced by the lease token.
+        let mut work: BTreeMap<u32, ShardWork> = BTreeMap::new();
+        let mut by_fp = HashMap::new();
+        for f in batch.finished {
+            let s = (f.key.seq % shards) as u32;
+            by_fp.insert(f.id.key, s);
+            work.entry(s).or_default().finished.push(f);
+        }
+        for e in batch.updates {
+            let s = (e.seq % shards) as u32;
+            work.entry(s).or_default().updates.push(e);
+        }
+        for (seq, line) in batch.records {
+            match self.record_shard(&line, &by_fp) {
+                Some(s) => work.entry(s).or_default().records.push((seq, line)),
+                None => out.fenced_records.push(seq),
+            }
+        }
+        for (s, w) in work {
+            let Some(token) = self.gate.token(s) else {
+                out.fenced.extend(w.finished.iter().map(|f| f.id));
+                out.fenced_records.extend(w.records.iter().map(|r| r.0));
+                out.fenced_shards.push(s);
+                continue;
+            };
+            let mut c = self
+                .shard_call(&SCRIPTS.apply, s)
+                .arg(&self.pid)
+                .arg(token)
+                .arg(w.finished.len())
+                .arg(w.updates.len())
+                .arg(w.records.len())
+                .arg(nonce.as_str());
+            for f in &w.finished {
+                c.push(member(f.id.key));
+                c.push(f.host);
+                c.push(if f.fetched_page { "1" } else { "0" });
+            }
+            for e in &w.updates {
+                c.push(member(e.id.key));
+                c.push(codec::encode_pending(&PendingValue {
+                    url: e.url.clone(),
+                    host: e.host,
+                    kind: e.kind,
+                    attempt: e.attempt,
+                    retries: e.retries,
+                    parent: e.parent.clone(),
+                    parent_ref: e.parent_ref,
+                    redirect_chain: e.redirect_chain.clone(),
+                }));
+            }
+            for (seq, line) in &w.records {
+                c.push(*seq);
+                c.push(line.as_slice());
+            }
+            calls.push(c);
+            plans.push(Plan::Apply(s, token, w));
+        }
+
+        // Pauses of throttled hosts, kept with their shard for whoever crawls it next (not fenced: a late pause
+        // only makes a host wait longer).
+        let mut pauses: BTreeMap<u32, Vec<(String, u64, u32)>> = BTreeMap::new();
+        for (host, until, level) in batch.pauses {
+            pauses
+                .entry(self.shard_of_host(&host))
+                .or_default()
+                .push((host, until, level));
+        }
+        for (s, list) in pauses {
+            let mut c = Call::new(&SCRIPTS.hset, self.keys.pause(s));
+            for (host, until, level) in list {
+                c.push(host);
+                c.push(format!("{until}:{level}"));
+            }
+            calls.push(c);
+            plans.push(Plan::Written);
+        }
+
+        // robots.txt rules, kept with their host's shard like the pauses (a late write is as good as any).
+        let mut robots: BTreeMap<u32, Vec<SharedRobots>> = BTreeMap::new();
+        for r in batch.robots {
+            robots
+                .entry(self.shard_of_host(&r.host))
+                .or_default()
+                .push(r);
+        }
+        for (s, list) in robots {
+            let mut c = Call::new(&SCRIPTS.hset, self.keys.robots(s));
+            for r in list {
+                c.push(r.authority.as_str());
+                c.push(robots_value(&r));
+            }
+            calls.push(c);
+            plans.push(Plan::Written);
+        }
+
+        // Written: the checkpoint first, then the records it covers are acknowledged and deleted.
+        if let Some(a) = batch.archive_checkpoint {
+            calls.push(
+                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
+                    .arg(ARCHIVE_FIELD)
+                    .arg(a),
+            );
+            plans.push(Plan::Written);
+        }
+        if let Some(cp) = batch.written {
+            calls.push(
+                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
+                    .arg("lines")
+                    .arg(cp.lines)
+                    .arg("bytes")
+                    .arg(cp.bytes),
+            );
+            plans.push(Plan::Written);
+            let upto: Vec<u64> = self
+                .outstanding
+                .range(..=cp.lines)
+                .map(|(k, _)| *k)
+                .collect();
+            let mut list = Vec::with_capacity(upto.len());
+            for k in upto {
+                if let Some(v) = self.outstanding.remove(&k) {
+                    list.push(v);
+                }
+            }
+            out.trimmed = list.len() as u64;
+            for c in self.ack_calls(list) {
+                calls.push(c);
+                plans.push(Plan::Written);
+            }
+        }
+
+        let replies = self.conn.run_spooled(&calls)?;
+        let mut added: Vec<(usize, Added)> = Vec::new();
+        let mut applied: Vec<(u64, u32, String)> = Vec::new();
+        for (plan, r) in plans.into_iter().zip(replies) {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            match plan {
+                Plan::Add(list) => {
+                    let seqs = reply::array(v, "add")?;
+                    for ((i, d, qfp), seq) in list.into_iter().zip(seqs) {
+                        let seq = reply::uint(&seq, "add")?;
+                        if seq == 0 {
+                            out.duplicates += 1;
+                            continue;
+                        }
+                        self.counters.known += 1;
+                        self.counters.pending += 1;
+                        let (parent_ref, parent) = match d.parent {
+                            Some((r, u)) => (Some(r).filter(|r| r.key != 0), Some(u)),
+                            None => (None, None),
+                        };
+                        let id = UrlRef {
+                            key: url_fp(&d.url),
+                            slot: 0,
+                        };
+                        added.push((
+                            i,
+                            Added {
+                                entry: Entry {
+                                    url: d.url,
+                                    depth: d.depth,
+                                    parent,
+                                    parent_ref,
+                                    attempt: 0,
+                                    retries: 0,
+                                    redirect_chain: d.redirect_chain,
+                                    seq,
+                                    kind: d.kind,
+                                    host: qfp,
+                                    id,
+                                    queued_at: None,
+                                },
+                                host: if qfp == RECORDS_HOST {
+                                    String::new()
+                                } else {
+                                    d.host
+                                },
+                            },
+                        ));
+                    }
+                }
+                Plan::Apply(s, token, w) => {
+                    let a = reply::array(v, "apply")?;
+                    let ok = a.first().map(|v| reply::int(v, "apply")).transpose()? == Some(1);
+                    if !ok {
+                        tracing::warn!(
+                            shard = s,
+                            finished = w.finished.len(),
+                            records = w.records.len(),
+                            "shard fenced: its lease was taken over, nothing of it applied"
+                        );
+                        self.gate.drop_shard(s, token);
+                        out.fenced.extend(w.finished.iter().map(|f| f.id));
+                        out.fenced_records.extend(w.records.iter().map(|r| r.0));
+                        out.fenced_shards.push(s);
+                        continue;
+                    }
+                    let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "apply"));
+                    let (done, pages) = (n(1)?, n(2)?);
+                    self.counters.done += done;
+                    self.counters.pending = self.counters.pending.saturating_sub(done);
+                    self.counters.pages_fetched += pages;
+                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(3)) {
+                        applied.push((*seq, s, reply::string(id, "stream id")?));
+                    }
+                }
+                Plan::Written => {}
+            }
+        }
+        added.sort_by_key(|(i, _)| *i);
+        out.added = added.into_iter().map(|(_, a)| a).collect();
+        // The caller writes the kept records in batch order under the next line numbers, then the claimed
+        // records of stopped processes: number them the same way for the acknowledgements.
+        applied.sort_by_key(|(seq, _, _)| *seq);
+        for (_, s, id) in applied {
+            self.outstanding.insert(self.next_record, (s, id));
+            self.next_record += 1;
+        }
+        for (s, id, line) in std::mem::take(&mut self.claimed) {
+            self.outstanding.insert(self.next_record, (s, id));
+            self.next_record += 1;
+            out.extra.push(line);
+        }
+        out.counters = self.counters;
+        Ok(out)
+    }
+}
+
+/// A stored robots.txt entry: `expires_ms host\n` then the rules' snapshot.
+pub(super) fn parse_robots(authority: String, value: &[u8]) -> Option<SharedRobots> {
+    let nl = value.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&value[..nl]).ok()?;
+    let (expires, host) = head.split_once(' ')?;
+    Some(SharedRobots {
+        host: host.to_owned(),
+        authority,
+        expires_ms: expires.parse().ok()?,
+        snapshot: value[nl + 1..].to_vec(),
+    })
+}
+
+/// How a robots.txt entry is stored (read back by [`parse_robots`]).
+fn robots_value(r: &SharedRobots) -> Vec<u8> {
+    let mut value = format!("{} {}\n", r.expires_ms, r.host).into_bytes();
+    value.extend_from_slice(&r.snapshot);
+    value
+}

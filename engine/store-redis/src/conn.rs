@@ -1,0 +1,532 @@
+//! Connections to Redis (one server or a cluster), script calls sent as one pipeline where the connection allows
+//! it, and the redaction of secrets in URLs and error texts.
+
+use super::RedisSettings;
+use super::spool::Spool;
+use crawl_core::frontier::FrontierError;
+use crawl_core::outage::{Outage, Report};
+use redis::{ErrorKind, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
+use std::time::Duration;
+
+/// How long a connection attempt and a reply may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the store's requests wait for Redis to come back before the crawl stops with an error.
+pub const MAX_OUTAGE: Duration = Duration::from_secs(600);
+
+/// A Redis URL with its password (userinfo or `pass=` query parameter) replaced by `***`. Anything that cannot
+/// be parsed as a URL is not shown at all.
+pub fn redact(url: &str) -> String {
+    let Ok(mut u) = url::Url::parse(url) else {
+        return "<unparseable redis url>".to_owned();
+    };
+    if u.password().is_some() && u.set_password(Some("***")).is_err() {
+        return "<redis url>".to_owned();
+    }
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let secret = matches!(k.as_ref(), "pass" | "password");
+                (
+                    k.into_owned(),
+                    if secret {
+                        "***".to_owned()
+                    } else {
+                        v.into_owned()
+                    },
+                )
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
+}
+
+/// The passwords named in `urls` (to scrub them from any text that came back from the client library).
+fn secrets_of(urls: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for url in urls {
+        if let Ok(u) = url::Url::parse(url) {
+            if let Some(p) = u.password() {
+                out.push(p.to_owned());
+                if let Some(decoded) = percent_decode(p) {
+                    out.push(decoded);
+                }
+            }
+            for (k, v) in u.query_pairs() {
+                if matches!(k.as_ref(), "pass" | "password") {
+                    out.push(v.into_owned());
+                }
+            }
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Replaces every secret in `text` with `***`.
+fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "***");
+        }
+    }
+    out
+}
+
+/// One script call: the script, its one key (every script works on one key's slot), its arguments.
+pub struct Call {
+    pub(super) script: &'static Script,
+    pub(super) key: String,
+    pub(super) args: Vec<Vec<u8>>,
+}
+
+impl Call {
+    pub fn new(script: &'static Script, key: String) -> Call {
+        Call {
+            script,
+            key,
+            args: Vec::new(),
+        }
+    }
+
+    pub fn arg<T: ToRedisArgs>(mut self, a: T) -> Call {
+        a.write_redis_args(&mut self.args);
+        self
+    }
+
+    pub fn push<T: ToRedisArgs>(&mut self, a: T) {
+        a.write_redis_args(&mut self.args);
+    }
+
+    fn cmd(&self) -> redis::Cmd {
+        let mut c = redis::cmd("EVALSHA");
+        c.arg(self.script.get_hash()).arg(1).arg(&self.key);
+        for a in &self.args {
+            c.arg(a.as_slice());
+        }
+        c
+    }
+}
+
+/// What a script answered: a value, or an error the server returned for this call alone.
+pub type Reply = Result<Value, RedisError>;
+
+enum Link {
+    Single(redis::Connection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+/// A connection to the crawl's Redis: one server, or a cluster (MOVED/ASK handled by the client).
+pub struct Conn {
+    link: Link,
+    /// Retry through an outage (the store's connection); the lease thread's connection fails fast instead.
+    retry: bool,
+    /// How long a retrying request waits for Redis before it fails.
+    max_outage: Duration,
+    /// Where a commit waits on disk while Redis is unreachable.
+    spool: Option<Spool>,
+    /// The redacted URLs, for error texts.
+    target: String,
+    secrets: Vec<String>,
+    settings: RedisSettings,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+impl Conn {
+    pub fn open(settings: &RedisSettings) -> Result<Conn, FrontierError> {
+        let target = settings
+            .urls
+            .iter()
+            .map(|u| redact(u))
+            .collect::<Vec<_>>()
+            .join(",");
+        let secrets = secrets_of(&settings.urls);
+        let fail = |e: RedisError| FrontierError::Redis {
+            target: target.clone(),
+            detail: scrub(&e.to_string(), &secrets),
+        };
+        let link = if settings.cluster {
+            let client =
+                redis::cluster::ClusterClientBuilder::new(settings.urls.iter().map(String::as_str))
+                    .connection_timeout(CONNECT_TIMEOUT)
+                    .response_timeout(RESPONSE_TIMEOUT)
+                    .build()
+                    .map_err(fail)?;
+            Link::Cluster(Box::new(client.get_connection().map_err(fail)?))
+        } else {
+            let [url] = settings.urls.as_slice() else {
+                return Err(FrontierError::Redis {
+                    target: target.clone(),
+                    detail: "exactly one URL is needed when cluster = false".into(),
+                });
+            };
+            let client = redis::Client::open(url.as_str()).map_err(fail)?;
+            let conn = client
+                .get_connection_with_timeout(CONNECT_TIMEOUT)
+                .map_err(fail)?;
+            conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
+                .map_err(fail)?;
+            conn.set_write_timeout(Some(RESPONSE_TIMEOUT))
+                .map_err(fail)?;
+            Link::Single(conn)
+        };
+        Ok(Conn {
+            link,
+            retry: false,
+            max_outage: MAX_OUTAGE,
+            spool: None,
+            target,
+            secrets,
+            settings: settings.clone(),
+        })
+    }
+
+    /// A new connection to the same place (failing fast).
+    pub fn reopen(&self) -> Result<Conn, FrontierError> {
+        Conn::open(&self.settings)
+    }
+
+    /// Makes every request of this connection ride out an outage: a broken connection, or a server that answers
+    /// `LOADING` (reading its append-only file), `TRYAGAIN`, `CLUSTERDOWN` or `MASTERDOWN`, is retried on a fresh
+    /// connection with capped backoff for up to [`MAX_OUTAGE`]. Every script is idempotent, so a request that
+    /// reached Redis before the connection broke may run again.
+    pub fn retrying(mut self, max_outage: Duration) -> Conn {
+        self.retry = true;
+        self.max_outage = max_outage;
+        self
+    }
+
+    /// Turns the outage retries on or off (reads fail fast and are asked again later; commits wait); returns the
+    /// previous setting.
+    pub fn set_retry(&mut self, retry: bool) -> bool {
+        std::mem::replace(&mut self.retry, retry)
+    }
+
+    /// Keeps the commits that meet an outage in `dir` (see [`run_spooled`](Self::run_spooled)).
+    pub fn spool_in(&mut self, dir: &std::path::Path) {
+        self.spool = Some(Spool {
+            dir: dir.to_path_buf(),
+        });
+    }
+
+    /// The spool, when there is one.
+    pub fn spool(&self) -> Option<&Spool> {
+        self.spool.as_ref()
+    }
+
+    /// Like [`run`](Self::run), for a commit: when Redis is unreachable, the calls are first written to the spool
+    /// and fsynced, so that a process killed during the outage replays them at its next start
+    /// ([`Spool::replay`]); the file goes once the calls went through.
+    pub fn run_spooled(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
+        self.run_inner(calls, true)
+    }
+
+    /// The redacted URLs.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The error for a failure of the connection or of one call, secrets scrubbed. A shard script that refused to
+    /// touch a shard whose data is gone answers `LOST ...`: that becomes [`FrontierError::Lost`].
+    pub fn error(&self, e: &RedisError) -> FrontierError {
+        if e.code() == Some("LOST") {
+            return FrontierError::Lost(scrub(e.detail().unwrap_or("a shard"), &self.secrets));
+        }
+        FrontierError::Redis {
+            target: self.target.clone(),
+            detail: scrub(&e.to_string(), &self.secrets),
+        }
+    }
+
+    /// Runs one call; a server error is an error.
+    pub fn call(&mut self, call: &Call) -> Result<Value, FrontierError> {
+        let mut replies = self.run(std::slice::from_ref(call))?;
+        match replies.pop() {
+            Some(Ok(v)) => Ok(v),
+            Some(Err(e)) => Err(self.error(&e)),
+            None => Err(FrontierError::Redis {
+                target: self.target.clone(),
+                detail: "no reply".into(),
+            }),
+        }
+    }
+
+    /// Runs calls, in order: one pipeline on a single server, one request per call on a cluster. A failure of the
+    /// connection fails them all (after the outage retries of a [`retrying`](Self::retrying) connection); a server
+    /// error fails only its call.
+    pub fn run(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
+        self.run_inner(calls, false)
+    }
+
+    fn run_inner(&mut self, calls: &[Call], spooled: bool) -> Result<Vec<Reply>, FrontierError> {
+        if !self.retry {
+            let r = self.run_once(calls);
+            if matches!(r, Err(FrontierError::Redis { .. }))
+                && let Ok(c) = Conn::open(&self.settings)
+            {
+                // The connection may be broken for good: the next request goes over a fresh one.
+                self.link = c.link;
+            }
+            return r;
+        }
+        let mut outage = Outage::default();
+        let mut kept: Option<std::path::PathBuf> = None;
+        let mut delay = Duration::from_millis(50);
+        loop {
+            let failure = match self.run_once(calls) {
+                Ok(replies) => match replies
+                    .iter()
+                    .find_map(|r| r.as_ref().err().filter(|e| busy(e)))
+                {
+                    None => {
+                        if let Some(r) = outage.succeeded(std::time::Instant::now()) {
+                            tracing::info!(
+                                target_url = %self.target,
+                                outage_ms = r.lasted.as_millis() as u64,
+                                failures = r.failures,
+                                "redis reachable again"
+                            );
+                        }
+                        if let Some(path) = kept
+                            && let Err(e) = std::fs::remove_file(&path)
+                        {
+                            tracing::warn!(path = %path.display(), error = %e, "spooled commit not removed");
+                        }
+                        return Ok(replies);
+                    }
+                    Some(e) => self.error(e),
+                },
+                Err(e @ FrontierError::Lost(_)) => return Err(e),
+                Err(e) => e,
+            };
+            let now = std::time::Instant::now();
+            match outage.failed(now) {
+                Some(Report::First) => tracing::warn!(
+                    target_url = %self.target,
+                    error = %failure,
+                    "redis unreachable; retrying until it is back"
+                ),
+                Some(Report::Still {
+                    for_how_long,
+                    failures,
+                }) => tracing::warn!(
+                    target_url = %self.target,
+                    error = %failure,
+                    unreachable_s = for_how_long.as_secs(),
+                    failures,
+                    "redis still unreachable; retrying until it is back"
+                ),
+                None => {}
+            }
+            let since = outage.since().unwrap_or(now);
+            if spooled
+                && kept.is_none()
+                && let Some(spool) = &self.spool
+            {
+                match spool.write(calls) {
+                    Ok(path) => {
+                        tracing::warn!(path = %path.display(), calls = calls.len(), "commit spooled until redis is back");
+                        kept = Some(path);
+                    }
+                    Err(e) => tracing::error!(error = %e, "the commit could not be spooled"),
+                }
+            }
+            if since.elapsed() >= self.max_outage {
+                return Err(failure);
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_secs(2));
+            if let Ok(c) = Conn::open(&self.settings) {
+                self.link = c.link;
+            }
+        }
+    }
+
+    fn run_once(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut replies = match &mut self.link {
+            Link::Single(conn) => {
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                for c in calls {
+                    pipe.add_command(c.cmd());
+                }
+                let r: Result<Vec<Reply>, RedisError> = pipe.query(conn);
+                r
+            }
+            Link::Cluster(conn) => {
+                let mut out = Vec::with_capacity(calls.len());
+                for c in calls {
+                    match c.cmd().query::<Value>(conn.as_mut()) {
+                        Err(e) if !is_server_error(&e) => {
+                            out.clear();
+                            return Err(self.error(&e));
+                        }
+                        r => out.push(r),
+                    }
+                }
+                Ok(out)
+            }
+        }
+        .map_err(|e| self.error(&e))?;
+        // A server that lost its script cache (restarted, SCRIPT FLUSH) answers NOSCRIPT without running the
+        // call: load the script and run that call again.
+        for (i, c) in calls.iter().enumerate() {
+            let noscript = matches!(&replies[i], Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript));
+            if noscript {
+                let again = match &mut self.link {
+                    Link::Single(conn) => c
+                        .script
+                        .load(conn)
+                        .and_then(|_| c.cmd().query::<Value>(conn)),
+                    Link::Cluster(conn) => c
+                        .script
+                        .load(conn.as_mut())
+                        .and_then(|_| c.cmd().query::<Value>(conn.as_mut())),
+                };
+                if let Err(e) = &again
+                    && !is_server_error(e)
+                {
+                    return Err(self.error(e));
+                }
+                replies[i] = again;
+            }
+        }
+        Ok(replies)
+    }
+
+    /// Runs a plain command (one key's slot on a cluster, or a command the cluster client routes itself).
+    pub fn cmd(&mut self, cmd: &redis::Cmd) -> Result<Value, FrontierError> {
+        let r = match &mut self.link {
+            Link::Single(conn) => cmd.query::<Value>(conn),
+            Link::Cluster(conn) => cmd.query::<Value>(conn.as_mut()),
+        };
+        r.map_err(|e| self.error(&e))
+    }
+}
+
+/// A server that cannot answer now but will (loading its data, a cluster reconfiguring).
+fn busy(e: &RedisError) -> bool {
+    matches!(
+        e.code(),
+        Some("LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "BUSY")
+    )
+}
+
+fn is_server_error(e: &RedisError) -> bool {
+    matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
+}
+
+/// Reading script replies.
+pub mod reply {
+    use super::Value;
+    use crawl_core::frontier::FrontierError;
+
+    fn bad(what: &str, v: &Value) -> FrontierError {
+        FrontierError::Store(format!("unexpected reply from redis for {what}: {v:?}"))
+    }
+
+    pub fn int(v: &Value, what: &str) -> Result<i64, FrontierError> {
+        match v {
+            Value::Int(i) => Ok(*i),
+            Value::BulkString(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| bad(what, v)),
+            Value::SimpleString(s) => s.parse().map_err(|_| bad(what, v)),
+            _ => Err(bad(what, v)),
+        }
+    }
+
+    pub fn uint(v: &Value, what: &str) -> Result<u64, FrontierError> {
+        u64::try_from(int(v, what)?.max(0)).map_err(|_| bad(what, v))
+    }
+
+    pub fn bytes(v: Value, what: &str) -> Result<Vec<u8>, FrontierError> {
+        match v {
+            Value::BulkString(b) => Ok(b),
+            Value::SimpleString(s) => Ok(s.into_bytes()),
+            Value::Int(i) => Ok(i.to_string().into_bytes()),
+            other => Err(bad(what, &other)),
+        }
+    }
+
+    pub fn string(v: Value, what: &str) -> Result<String, FrontierError> {
+        String::from_utf8(bytes(v, what)?)
+            .map_err(|_| FrontierError::Store(format!("{what}: not utf-8")))
+    }
+
+    pub fn array(v: Value, what: &str) -> Result<Vec<Value>, FrontierError> {
+        match v {
+            Value::Array(a) | Value::Set(a) => Ok(a),
+            Value::Nil => Ok(Vec::new()),
+            other => Err(bad(what, &other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_passwords_in_userinfo_and_query() {
+        assert_eq!(
+            redact("redis://:s3cret@127.0.0.1:6379/2"),
+            "redis://:***@127.0.0.1:6379/2"
+        );
+        assert_eq!(
+            redact("redis://user:s3cret@host:1/0"),
+            "redis://user:***@host:1/0"
+        );
+        let unix = redact("redis+unix:///tmp/r.sock?db=1&pass=s3cret");
+        assert!(!unix.contains("s3cret"), "{unix}");
+        assert!(unix.contains("db=1"), "{unix}");
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert!(!redact("not a url :s3cret@").contains("s3cret"));
+    }
+
+    #[test]
+    fn scrub_removes_every_secret_form() {
+        let secrets = secrets_of(&["redis://:p%40ss@h:1".to_owned()]);
+        assert!(secrets.contains(&"p@ss".to_owned()));
+        assert_eq!(
+            scrub("auth p@ss failed (p%40ss)", &secrets),
+            "auth *** failed (***)"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! Key naming. Every key of shard `s` of crawl `c` starts with `{c:s}:`, so all of a shard's keys hash to one
+//! cluster slot and every script that works on a shard is single-slot. Crawl-wide keys start with `{c}:`.
+//!
+//! Per shard (the suffixes are built again inside the Lua scripts from the meta key's prefix):
+//! - `meta`: a hash: `inst` (the crawl instance sentinel), `fence` (fencing token counter), `owner`, `token`,
+//!   `exp` (lease expiry, Redis server time in ms), `known`, `pending`, `done`, `pages`, `seq` (queue order
+//!   counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]);
+//! - `urls`: a hash of pending URLs, member → binary entry ([`crawl_core::frontier::codec::PendingValue`]);
+//! - `q:<host fp>`: a sorted set per host queue (member = URL fingerprint, score = depth·2^33 + seq); the records
+//!   queue of the shard is `q:0`;
+//! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);
+//! - `pause`: a hash host key → `until:level`: until when (Unix ms) the host is paused after a 429/503 or a
+//!   Retry-After, and the step of its exponential backoff;
+//! - `robots`: a hash authority → the robots.txt rules that apply (until when, its host, the rules' snapshot);
+//! - `s:<bucket>`: the seen-URL buckets (integer sets);
+//! - `rec`: the records stream, with the consumer group `g`.
+//!
+//! Crawl-wide: `{c}:instance` (the crawl instance id, with its state), `{c}:members` (live processes, score =
+//! heartbeat expiry in server time), `{c}:proc:<process id>` (a process's JSONL checkpoint and next record number).
+
+use crawl_core::frontier::Fp;
+
+/// The consumer group of every records stream.
+pub const GROUP: &str = "g";
+
+/// Key names of one crawl.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    crawl: String,
+}
+
+impl Keys {
+    pub fn new(crawl: &str) -> Keys {
+        Keys {
+            crawl: crawl.to_owned(),
+        }
+    }
+
+    /// The prefix of every key of shard `s`, hash tag included.
+    pub fn shard_prefix(&self, shard: u32) -> String {
+        format!("{{{}:{}}}:", self.crawl, shard)
+    }
+
+    /// The shard's meta hash (the first key of every shard script).
+    pub fn meta(&self, shard: u32) -> String {
+        format!("{}meta", self.shard_prefix(shard))
+    }
+
+    /// The shard's pauses of throttled hosts (host key → until, Unix ms).
+    pub fn pause(&self, shard: u32) -> String {
+        format!("{}pause", self.shard_prefix(shard))
+    }
+
+    /// The shard's robots.txt rules (authority → `expires_ms host\n` + snapshot).
+    pub fn robots(&self, shard: u32) -> String {
+        format!("{}robots", self.shard_prefix(shard))
+    }
+
+    /// The shard's records stream.
+    pub fn stream(&self, shard: u32) -> String {
+        format!("{}rec", self.shard_prefix(shard))
+    }
+
+    /// A host's queue in its shard.
+    pub fn queue(&self, shard: u32, host: Fp) -> String {
+        format!("{}q:{}", self.shard_prefix(shard), host)
+    }
+
+    /// A seen-URL bucket of a shard.
+    pub fn bucket(&self, shard: u32, bucket: u64) -> String {
+        format!("{}s:{}", self.shard_prefix(shard), bucket)
+    }
+
+    pub fn instance(&self) -> String {
+        format!("{{{}}}:instance", self.crawl)
+    }
+
+    pub fn members(&self) -> String {
+        format!("{{{}}}:members", self.crawl)
+    }
+
+    pub fn process(&self, process_id: &str) -> String {
+        format!("{{{}}}:proc:{}", self.crawl, process_id)
+    }
+}
+
+/// A URL fingerprint as a set/hash member: the decimal form of the fingerprint's bits read as an i64, which Redis
+/// stores as an 8-byte integer in an integer set.
+pub fn member(fp: Fp) -> String {
+    (fp as i64).to_string()
+}
+
+/// The fingerprint of a member written by [`member`].
+pub fn member_fp(m: &[u8]) -> Option<Fp> {
+    std::str::from_utf8(m)
+        .ok()?
+        .parse::<i64>()
+        .ok()
+        .map(|v| v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_keys_share_one_hash_tag() {
+        let k = Keys::new("crawl");
+        assert_eq!(k.meta(7), "{crawl:7}:meta");
+        assert_eq!(k.stream(7), "{crawl:7}:rec");
+        assert_eq!(k.queue(7, 42), "{crawl:7}:q:42");
+        assert_eq!(k.bucket(7, 3), "{crawl:7}:s:3");
+        assert_eq!(k.members(), "{crawl}:members");
+        assert_eq!(k.process("p1"), "{crawl}:proc:p1");
+    }
+
+    #[test]
+    fn members_round_trip_all_fingerprints() {
+        for fp in [0, 1, 42, u64::MAX, 1 << 63, (1 << 63) - 1] {
+            assert_eq!(member_fp(member(fp).as_bytes()), Some(fp));
+        }
+        assert_eq!(member(u64::MAX), "-1");
+    }
+}

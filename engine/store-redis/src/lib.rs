@@ -1,0 +1,565 @@
+//! crawl-store-redis: the Redis frontier, a [`FrontierStore`] shared by many crawl-engine processes on many machines.
+//!
+//! The crawl is split into shards (`host_fp % shards`); all keys of a shard carry one hash tag, so every script
+//! touches one cluster slot (see [`keys`]). Any process may add discovered URLs to any shard (dedup makes adds
+//! idempotent); only the owner of a shard finishes, updates and records its URLs, and every such change is fenced
+//! by the shard's lease token (see [`shards`]). Records go to the shard's stream and, in the same script, into the
+//! committing process's pending entries; once the process has them in its own JSONL (fsynced) it acknowledges and
+//! deletes them. Records of a process that died before writing them are taken over by the shard's next owner.
+//!
+//! Dedup is exact at the 64-bit fingerprint level (not by comparing URLs like the embedded store): two URLs of one
+//! shard that share a fingerprint count as one. The odds are in [`seen`] (about n²/2^65 for n URLs in a shard).
+//!
+//! # Layout
+//! - `lib.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads of queues;
+//! - `poll.rs`: shard polls (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
+//! - `commit.rs`: a commit as one pipeline; `records.rs`: the records streams (pending entries after a restart,
+//!   acknowledgements, take-over); `instance.rs`: creating and checking the crawl's instance;
+//! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
+//!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
+//! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
+//!   `tests/outage.rs`).
+//!
+//! # Queue positions
+//! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number
+//! modulo the shard count, and sequence numbers are unique across shards. The score in a host queue is
+//! `depth·2^33 + seq`, exact in a double: depth stays below 2^20 and each shard can queue 2^33 / shards URLs
+//! (33 million with 256 shards). Every shard has its own part of the records queue (`q:0`), so that an excluded
+//! link is marked seen and queued for its record in one script; [`FrontierStore::next_urls`] for
+//! [`RECORDS_HOST`] merges the parts of the shards this process holds.
+//!
+//! # Outbox numbering
+//! A record's stream entry keeps the sequence number (JSONL line) it was committed with. [`FrontierStore::recover`]
+//! returns this process's pending records above the JSONL position: the one given with
+//! [`RedisFrontier::set_jsonl_lines`], else the checkpoint stored with the last commit that had one. They are
+//! numbered again from that position + 1, in their order, which keeps their numbers unless records of this process
+//! were taken over by a peer meanwhile (the gaps close). Records at or below the position are in the file already
+//! and are acknowledged.
+
+pub mod clock;
+mod commit;
+mod conn;
+mod instance;
+pub mod keys;
+mod poll;
+mod records;
+mod scripts;
+pub mod seen;
+pub mod shards;
+mod spool;
+#[cfg(test)]
+mod tests;
+
+pub use conn::redact;
+use crawl_core::frontier::ShardGate;
+use crawl_core::output::JsonlCheckpoint;
+pub use shards::LeaseTable;
+
+use conn::{Call, Conn, reply};
+use crawl_core::frontier::codec;
+use crawl_core::frontier::{
+    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
+    RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
+};
+use instance::{open_instance, random_id, validate};
+use keys::{Keys, member, member_fp};
+use redis::Value;
+use scripts::SCRIPTS;
+use shards::{Control, Ownership};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+pub const DEFAULT_SHARDS: u32 = 256;
+pub const DEFAULT_LEASE_MS: u64 = 15_000;
+pub const DEFAULT_MAX_OUTAGE_MS: u64 = 600_000;
+
+/// Bits of the queue score below the depth.
+const SCORE_SHIFT: u32 = 33;
+const SEQ_MASK: u64 = (1 << SCORE_SHIFT) - 1;
+/// Depths from here on do not fit the score.
+const MAX_DEPTH: u32 = 1 << 20;
+/// Items per script call when reading or acknowledging in pages.
+const PAGE: usize = 1000;
+/// URLs per add call (a call's arguments stay well below Redis's limits).
+const ADD_CHUNK: usize = 2000;
+
+/// Where the crawl lives in Redis and how it is split.
+#[derive(Clone)]
+pub struct RedisSettings {
+    /// `redis://[:password@]host:port[/db]` or `redis+unix:///path[?pass=...]`; one URL, or the seed nodes of a
+    /// cluster.
+    pub urls: Vec<String>,
+    /// Use the cluster client.
+    pub cluster: bool,
+    /// The crawl's name: the namespace of its keys (no `{` or `}`).
+    pub crawl: String,
+    /// Number of shards (default 256); every process of a crawl must use the same.
+    pub shards: u32,
+    /// Shard lease in ms (default 15000).
+    pub lease_ms: u64,
+    /// How long the store's requests wait for an unreachable Redis before the crawl stops (default 600000).
+    pub max_outage_ms: u64,
+    /// A URL first queued at least this long ago (seconds; between once and twice that) is queued again when it
+    /// is found again; 0: never.
+    pub recrawl_after_s: u64,
+    /// Where commits wait on disk during an outage (this process's data_dir/spool); None: in memory only.
+    pub spool: Option<std::path::PathBuf>,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        RedisSettings {
+            urls: Vec::new(),
+            cluster: false,
+            crawl: "crawl".into(),
+            shards: DEFAULT_SHARDS,
+            lease_ms: DEFAULT_LEASE_MS,
+            max_outage_ms: DEFAULT_MAX_OUTAGE_MS,
+            recrawl_after_s: 0,
+            spool: None,
+        }
+    }
+}
+
+/// Passwords never show: the URLs are redacted.
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field(
+                "urls",
+                &self.urls.iter().map(|u| redact(u)).collect::<Vec<_>>(),
+            )
+            .field("cluster", &self.cluster)
+            .field("crawl", &self.crawl)
+            .field("shards", &self.shards)
+            .field("lease_ms", &self.lease_ms)
+            .field("max_outage_ms", &self.max_outage_ms)
+            .field("recrawl_after_s", &self.recrawl_after_s)
+            .field("spool", &self.spool)
+            .finish()
+    }
+}
+
+/// Redis-backed [`FrontierStore`], shared by the processes of one crawl.
+pub struct RedisFrontier {
+    settings: RedisSettings,
+    pid: String,
+    keys: Keys,
+    conn: Conn,
+    /// The crawl instance id (the shards' sentinel).
+    inst: String,
+    fresh: bool,
+    gate: Arc<LeaseTable>,
+    control: Arc<Control>,
+    thread: Option<JoinHandle<()>>,
+    /// Shards the caller was told it holds.
+    reported: Vec<bool>,
+    /// Per shard: the hosts version read last, and the one the caller's hosts are as of.
+    host_versions: Vec<u64>,
+    hosts_known: Vec<u64>,
+    /// Records committed (or taken over) by this process and not acknowledged: sequence → (shard, stream id).
+    outstanding: BTreeMap<u64, (u32, String)>,
+    /// Records of stopped processes claimed by the last polls, handed out with the next commit.
+    claimed: Vec<(u32, String, Vec<u8>)>,
+    /// The lock of this process's data_dir (whatever holds it: dropping it releases it), held as long as the store.
+    _lock: Option<Box<dyn Send>>,
+    counters: Counters,
+    unacked: u64,
+    /// Pending URLs of the shards held, as of the last counters read.
+    pending_held: u64,
+    next_record: u64,
+    jsonl_lines: Option<u64>,
+    last_claim: Option<Instant>,
+    /// This run's id and commit counter: the nonce that makes a retried apply call harmless.
+    session: String,
+    commits: u64,
+}
+
+impl std::fmt::Debug for RedisFrontier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisFrontier")
+            .field("target", &self.conn.target())
+            .field("crawl", &self.settings.crawl)
+            .field("process", &self.pid)
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+fn score(k: QueueKey) -> u64 {
+    (u64::from(k.depth) << SCORE_SHIFT) | (k.seq & SEQ_MASK)
+}
+
+fn parse_score(v: Value) -> Result<u64, FrontierError> {
+    let s = reply::string(v, "queue score")?;
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    s.parse::<f64>()
+        .map(|f| f as u64)
+        .map_err(|_| FrontierError::Store(format!("bad queue score {s:?}")))
+}
+
+/// The host a URL is deduplicated under (its shard): a page's host key, else the URL's own host.
+fn dedup_host(d: &crawl_core::frontier::Discovered) -> String {
+    if d.kind.is_fetched() && !d.host.is_empty() {
+        return d.host.clone();
+    }
+    url_host(&d.url).unwrap_or_else(|| d.host.clone())
+}
+
+fn url_host(url: &str) -> Option<String> {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+}
+
+impl RedisFrontier {
+    /// Connects, opens (or creates) the crawl, takes the shards this process should own that are free, and starts
+    /// the lease thread. `process_id` must be stable for a data_dir: it names this process's pending records and
+    /// its leases, so a restart finds both again.
+    pub fn open(settings: RedisSettings, process_id: &str) -> Result<RedisFrontier, FrontierError> {
+        validate(&settings, process_id)?;
+        let keys = Keys::new(&settings.crawl);
+        let mut conn = Conn::open(&settings)?;
+        let (inst, fresh) = open_instance(&mut conn, &keys, settings.shards)?;
+        let mut conn = conn.retrying(std::time::Duration::from_millis(settings.max_outage_ms));
+        if let Some(dir) = &settings.spool {
+            conn.spool_in(dir);
+            // Before any lease is taken: a commit spooled by this process's previous run still carries the
+            // token of a lease nobody has taken since, and applies; one whose shard moved on is refused.
+            spool::replay(&mut conn, dir)?;
+        }
+        let gate = Arc::new(LeaseTable::new(settings.shards));
+        let mut own = Ownership {
+            conn: conn.reopen()?,
+            keys: keys.clone(),
+            inst: inst.clone(),
+            pid: process_id.to_owned(),
+            lease_ms: settings.lease_ms,
+            gate: gate.clone(),
+        };
+        own.round()?;
+        let control = Arc::new(Control::default());
+        let ctl = control.clone();
+        let thread = std::thread::Builder::new()
+            .name("redis-leases".into())
+            .spawn(move || shards::run(own, ctl))
+            .map_err(|e| FrontierError::Store(format!("cannot start the lease thread: {e}")))?;
+        tracing::info!(
+            target_url = %conn.target(),
+            crawl = %settings.crawl,
+            process = %process_id,
+            fresh,
+            owned = gate.owned().len(),
+            "redis frontier opened"
+        );
+        Ok(RedisFrontier {
+            reported: vec![false; settings.shards as usize],
+            host_versions: vec![0; settings.shards as usize],
+            hosts_known: vec![0; settings.shards as usize],
+            pid: process_id.to_owned(),
+            keys,
+            conn,
+            inst,
+            fresh,
+            gate,
+            control,
+            thread: Some(thread),
+            outstanding: BTreeMap::new(),
+            claimed: Vec::new(),
+            _lock: None,
+            counters: Counters::default(),
+            unacked: 0,
+            pending_held: 0,
+            next_record: 1,
+            jsonl_lines: None,
+            last_claim: None,
+            session: random_id(),
+            commits: 0,
+            settings,
+        })
+    }
+
+    /// The number of complete lines in this process's JSONL, when known before [`FrontierStore::recover`]: records
+    /// up to it are taken as written, the rest are numbered from it + 1.
+    pub fn set_jsonl_lines(&mut self, lines: u64) {
+        self.jsonl_lines = Some(lines);
+    }
+
+    /// The lease table (what the scheduler sees through [`ShardGate`]).
+    pub fn lease_table(&self) -> Arc<LeaseTable> {
+        self.gate.clone()
+    }
+
+    /// Holds the lock of this process's data_dir for as long as the store lives.
+    pub fn with_lock(mut self, lock: impl Send + 'static) -> RedisFrontier {
+        self._lock = Some(Box::new(lock));
+        self
+    }
+
+    /// This process's JSONL position as of its last commit that had one (None before the first).
+    pub fn checkpoint(&mut self) -> Result<Option<JsonlCheckpoint>, FrontierError> {
+        self.read_checkpoint()
+    }
+
+    fn shards(&self) -> u32 {
+        self.settings.shards
+    }
+
+    fn check_fatal(&self) -> Result<(), FrontierError> {
+        match self.gate.fatal() {
+            Some(m) => Err(FrontierError::Lost(m.to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    fn shard_call(&self, script: &'static redis::Script, shard: u32) -> Call {
+        Call::new(script, self.keys.meta(shard))
+            .arg(&self.inst)
+            .arg(shard)
+    }
+
+    fn shard_of_host(&self, host: &str) -> u32 {
+        (host_fp(host) % u64::from(self.shards())) as u32
+    }
+
+    fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
+        let mut it = reply::array(v, "queue")?.into_iter();
+        let mut out = Vec::new();
+        while let (Some(m), Some(sc), Some(val)) = (it.next(), it.next(), it.next()) {
+            let m = reply::bytes(m, "member")?;
+            let fp = member_fp(&m).ok_or_else(|| FrontierError::Corrupt {
+                what: "queue member".into(),
+                detail: String::from_utf8_lossy(&m).into_owned(),
+            })?;
+            let sc = parse_score(sc)?;
+            let raw = reply::bytes(val, "entry")?;
+            if raw.is_empty() {
+                tracing::warn!(url_fp = fp, "queued url has no entry; skipped");
+                continue;
+            }
+            let p = codec::decode_pending(&raw).map_err(|e| FrontierError::Corrupt {
+                what: format!("pending url {fp:016x}"),
+                detail: e.to_string(),
+            })?;
+            out.push(Entry {
+                url: p.url,
+                depth: (sc >> SCORE_SHIFT) as u32,
+                parent: p.parent,
+                parent_ref: p.parent_ref,
+                attempt: p.attempt,
+                retries: p.retries,
+                redirect_chain: p.redirect_chain,
+                seq: sc & SEQ_MASK,
+                kind: p.kind,
+                host: if queue_host == RECORDS_HOST {
+                    RECORDS_HOST
+                } else {
+                    p.host
+                },
+                id: UrlRef { key: fp, slot: 0 },
+                queued_at: None,
+            });
+        }
+        Ok(out)
+    }
+
+    fn next_call(&self, shard: u32, host: Fp, min: &str, count: usize) -> Call {
+        self.shard_call(&SCRIPTS.next, shard)
+            .arg(host)
+            .arg(min)
+            .arg(count)
+    }
+
+    /// Test hook: the lease thread stops renewing (as if the process hung).
+    #[cfg(test)]
+    pub(crate) fn pause_leases(&self) {
+        self.control.paused.store(true, Ordering::Release);
+    }
+
+    /// Test hook: drop without giving up leases or membership (as if the process died).
+    #[cfg(test)]
+    pub(crate) fn abandon(self) {
+        self.control.abandon.store(true, Ordering::Release);
+    }
+
+    /// Test hook: marks fingerprints seen in shard `shard` without queueing anything.
+    #[cfg(test)]
+    pub(crate) fn mark_seen(&mut self, shard: u32, fps: &[Fp]) -> Result<u64, FrontierError> {
+        let mut total = 0;
+        let calls: Vec<Call> = fps
+            .chunks(PAGE)
+            .map(|chunk| {
+                let mut c = self.shard_call(&SCRIPTS.mark, shard);
+                for &fp in chunk {
+                    c.push(member(fp));
+                }
+                c
+            })
+            .collect();
+        for r in self.conn.run(&calls)? {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            total += reply::uint(&v, "mark")?;
+        }
+        Ok(total)
+    }
+}
+
+impl Drop for RedisFrontier {
+    fn drop(&mut self) {
+        self.control.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl FrontierStore for RedisFrontier {
+    fn recover(&mut self) -> Result<Resume, FrontierError> {
+        self.check_fatal()?;
+        self.refresh_counters()?;
+        let mut rec = Resume::default();
+        let owned = self.gate.owned();
+        let mut records = HostInfo {
+            fp: RECORDS_HOST,
+            name: String::new(),
+            pending: 0,
+            paused_until_ms: 0,
+            backoff_level: 0,
+        };
+        let (hosts, robots) = self.hosts_of(&owned, true)?;
+        rec.robots = robots;
+        for (s, hosts) in hosts {
+            self.reported[s as usize] = true;
+            self.hosts_known[s as usize] = self.host_versions[s as usize];
+            for h in hosts {
+                if h.fp == RECORDS_HOST {
+                    records.pending += h.pending;
+                } else {
+                    rec.hosts.push(h);
+                }
+            }
+        }
+        if records.pending > 0 {
+            rec.hosts.push(records);
+        }
+        let checkpoint = self.read_checkpoint()?;
+        rec.archive_checkpoint = self.read_archive_checkpoint()?;
+        let base = self
+            .jsonl_lines
+            .or(checkpoint.map(|c| c.lines))
+            .unwrap_or(0);
+        // Every record still pending for this process is written again: one appended after the last checkpoint
+        // but not yet acknowledged may be in the file already (a duplicate `merge` drops), none is lost.
+        let mut keep = self.read_pel()?;
+        keep.sort_by_key(|p| p.seq);
+        self.outstanding.clear();
+        for (i, p) in keep.into_iter().enumerate() {
+            let seq = base + 1 + i as u64;
+            self.outstanding.insert(seq, (p.shard, p.id));
+            rec.outbox.push((seq, p.line));
+        }
+        self.next_record = base + 1 + rec.outbox.len() as u64;
+        rec.next_record = self.next_record;
+        rec.checkpoint = checkpoint;
+        rec.counters = self.counters;
+        rec.fresh = self.fresh;
+        Ok(rec)
+    }
+
+    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+        self.commit_batch(batch)
+    }
+
+    fn next_urls(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        // A read fails fast during an outage (the caller asks again later); only commits wait for Redis.
+        let retry = self.conn.set_retry(false);
+        let r = self.read_next(host, after, max);
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
+        self.check_fatal()?;
+        let shard = self.shard_of_host(&url_host(url).unwrap_or_default());
+        let v = self.conn.call(
+            &self
+                .shard_call(&SCRIPTS.known, shard)
+                .arg(member(url_fp(url)))
+                .arg(self.settings.recrawl_after_s),
+        )?;
+        Ok(reply::int(&v, "known")? == 1)
+    }
+
+    fn reread_shards(&mut self) {
+        self.reported.iter_mut().for_each(|r| *r = false);
+    }
+
+    fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
+        let retry = self.conn.set_retry(false);
+        let r = self.poll();
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
+        Some(self.gate.clone())
+    }
+}
+
+impl RedisFrontier {
+    fn read_next(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        self.check_fatal()?;
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut min = after.map_or_else(|| "-inf".to_owned(), |k| format!("({}", score(k)));
+        if host == RECORDS_HOST {
+            let owned = self.gate.owned();
+            let count = max.min(PAGE);
+            let calls: Vec<Call> = owned
+                .iter()
+                .map(|&s| self.next_call(s, RECORDS_HOST, &min, count))
+                .collect();
+            let mut out = Vec::new();
+            for r in self.conn.run(&calls)? {
+                let v = r.map_err(|e| self.conn.error(&e))?;
+                out.extend(self.parse_entries(v, RECORDS_HOST)?);
+            }
+            out.sort_by_key(|e| (e.depth, e.seq));
+            out.truncate(count);
+            return Ok(out);
+        }
+        let shard = (host % u64::from(self.shards())) as u32;
+        let mut out = Vec::new();
+        while out.len() < max {
+            let count = (max - out.len()).min(PAGE);
+            let v = self.conn.call(&self.next_call(shard, host, &min, count))?;
+            let got = self.parse_entries(v, host)?;
+            let n = got.len();
+            if let Some(last) = got.last() {
+                min = format!("({}", score(last.key()));
+            }
+            out.extend(got);
+            if n < count {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,13 @@
+//! crawl-test-kit: the tools crawl-engine's tests start and read, with no crate of the project under it, so the
+//! tests of every crate (the stores and the output writers included) can use it.
+//!
+//! # Layout
+//! - [`tool`]: the rule for a test that needs an optional tool: it skips with a note, except under `CI=true`, where
+//!   the missing tool fails it.
+//! - [`redis`]: `redis-server`s (and clusters) a test starts, on a unix socket or on ports the system handed out,
+//!   killed on drop.
+//! - [`warcio`]: warcio, the Python WARC library, as the independent reader of the archives the crawler writes.
+
+pub mod redis;
+pub mod tool;
+pub mod warcio;

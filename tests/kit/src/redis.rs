@@ -1,0 +1,423 @@
+//! Redis servers started by a test: Debian's `redis-server` on a unix socket in a temporary directory, or, for a
+//! cluster, on loopback ports the system handed out, never the machine's own Redis. A server counts as started once
+//! it answers PING (within a deadline); dropping one kills it.
+//!
+//! A test that needs Redis calls [`require`] first: it returns false (the test skips, with a note) when
+//! `redis-server` is missing, except under `CI=true`, where a missing tool fails the test.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::tool;
+
+const SERVER: &str = "redis-server";
+const CLI: &str = "redis-cli";
+const HINT: &str = "apt-get install redis-server redis-tools";
+/// How long a server may take to answer its first PING.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+/// How long a new cluster may take to reach `cluster_state:ok`.
+const CLUSTER_READY_WITHIN: Duration = Duration::from_secs(20);
+/// Ports handed out by the system may be taken again before the server binds them: tries before giving up.
+const PORT_TRIES: usize = 20;
+
+/// True when the Redis tools this test needs are installed (`redis-cli` too for a cluster). Missing: false with a
+/// note, or a panic under `CI=true`.
+pub fn require(test: &str, cluster: bool) -> bool {
+    let tools: &[&str] = if cluster { &[SERVER, CLI] } else { &[SERVER] };
+    tool::require(test, tools, HINT)
+}
+
+/// How to start a server.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `requirepass`.
+    pub password: Option<String>,
+    /// Keep an append-only file (fsync always), so a restart keeps the data.
+    pub aof: bool,
+}
+
+/// Where a server listens.
+#[derive(Debug, Clone, Copy)]
+enum Listen {
+    /// `redis.sock` in the server's directory.
+    Unix,
+    /// A cluster node on a loopback TCP port (its cluster bus on that port + 10000).
+    Cluster { port: u16 },
+}
+
+/// One `redis-server` process.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    opts: Options,
+    listen: Listen,
+}
+
+impl RedisServer {
+    /// A server on a unix socket, no password, nothing kept on disk.
+    pub fn start() -> RedisServer {
+        RedisServer::with(Options::default())
+    }
+
+    /// A server on a unix socket with these options.
+    pub fn with(opts: Options) -> RedisServer {
+        match RedisServer::spawn_new(opts, Listen::Unix) {
+            Ok(s) => s,
+            Err(e) => panic!("start {SERVER}: {e}"),
+        }
+    }
+
+    fn spawn_new(opts: Options, listen: Listen) -> Result<RedisServer, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("redis")
+            .tempdir()
+            .map_err(|e| format!("tempdir for redis: {e}"))?;
+        let mut s = RedisServer {
+            child: None,
+            dir,
+            opts,
+            listen,
+        };
+        s.spawn()?;
+        Ok(s)
+    }
+
+    /// A cluster node on a port the system handed out (tried again on another when one was taken meanwhile).
+    fn cluster_node() -> Result<RedisServer, String> {
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            let Some(port) = free_port_pair()? else {
+                continue;
+            };
+            match RedisServer::spawn_new(Options::default(), Listen::Cluster { port }) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = e,
+            }
+        }
+        Err(format!(
+            "no cluster node started in {PORT_TRIES} tries: {last}"
+        ))
+    }
+
+    /// The socket path (unix-socket servers).
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
+    /// The directory the server keeps its files in.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The URL the crawler is given (with the password when there is one).
+    pub fn url(&self) -> String {
+        match self.listen {
+            Listen::Cluster { port, .. } => {
+                let auth = self
+                    .opts
+                    .password
+                    .as_ref()
+                    .map(|p| format!(":{p}@"))
+                    .unwrap_or_default();
+                format!("redis://{auth}127.0.0.1:{port}/0")
+            }
+            Listen::Unix => {
+                let pass = self
+                    .opts
+                    .password
+                    .as_ref()
+                    .map(|p| format!("?pass={p}"))
+                    .unwrap_or_default();
+                format!("redis+unix://{}{pass}", self.socket().display())
+            }
+        }
+    }
+
+    /// The TCP port (cluster nodes).
+    pub fn port(&self) -> Option<u16> {
+        match self.listen {
+            Listen::Cluster { port, .. } => Some(port),
+            Listen::Unix => None,
+        }
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        let mut cmd = Command::new(SERVER);
+        cmd.current_dir(self.dir.path())
+            .args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--logfile", "redis.log"]);
+        match self.listen {
+            Listen::Unix => {
+                cmd.args(["--port", "0", "--unixsocket"])
+                    .arg(self.socket())
+                    .args(["--unixsocketperm", "700"]);
+            }
+            Listen::Cluster { port } => {
+                cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                    .args(["--cluster-enabled", "yes"])
+                    .args(["--cluster-config-file", "nodes.conf"])
+                    .args(["--cluster-node-timeout", "5000"]);
+            }
+        }
+        if let Some(p) = &self.opts.password {
+            cmd.args(["--requirepass", p]);
+        }
+        if self.opts.aof {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            cmd.args(["--appendonly", "no"]);
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{SERVER}: {e}"))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            if self.answers_ping() {
+                return Ok(());
+            }
+            if let Some(c) = &mut self.child
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                self.child = None;
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+                return Err(format!("{SERVER} exited ({status}): {log}"));
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                return Err(format!(
+                    "{SERVER} did not answer PING within {READY_WITHIN:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// True when the server answers PING (a password-protected one answers NOAUTH: it is up as well).
+    fn answers_ping(&self) -> bool {
+        let timeout = Some(Duration::from_millis(500));
+        let mut reply = [0u8; 64];
+        let n = match self.listen {
+            Listen::Unix => UnixStream::connect(self.socket()).and_then(|mut s| {
+                s.set_read_timeout(timeout)?;
+                s.write_all(b"PING\r\n")?;
+                s.read(&mut reply)
+            }),
+            Listen::Cluster { port, .. } => {
+                let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+                TcpStream::connect_timeout(&addr, Duration::from_millis(500)).and_then(|mut s| {
+                    s.set_read_timeout(timeout)?;
+                    s.write_all(b"PING\r\n")?;
+                    s.read(&mut reply)
+                })
+            }
+        };
+        n.is_ok_and(|n| {
+            let r = &reply[..n];
+            r.starts_with(b"+PONG") || r.starts_with(b"-NOAUTH")
+        })
+    }
+
+    /// Runs `redis-cli` against this server and returns its output.
+    pub fn cli(&self, args: &[&str]) -> Result<String, String> {
+        let mut cmd = Command::new(CLI);
+        match self.listen {
+            Listen::Cluster { port, .. } => cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()]),
+            Listen::Unix => cmd.arg("-s").arg(self.socket()),
+        };
+        if let Some(p) = &self.opts.password {
+            cmd.env("REDISCLI_AUTH", p);
+        }
+        let out = cmd
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{CLI}: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Kills the server at once (SIGKILL); its files stay.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the server again on the same socket or port and files (with `aof`, its data comes back).
+    pub fn restart(&mut self) {
+        self.kill();
+        if let Err(e) = self.spawn() {
+            panic!("restart {SERVER}: {e}");
+        }
+    }
+
+    /// Starts the server again with its data files removed: it comes back empty.
+    pub fn restart_empty(&mut self) {
+        self.kill();
+        for entry in std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("appendonly") || name.ends_with(".rdb") {
+                let p = entry.path();
+                let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+            }
+        }
+        if let Err(e) = self.spawn() {
+            panic!("restart {SERVER} empty: {e}");
+        }
+    }
+
+    /// `INFO memory`'s used_memory, in bytes (0 when it cannot be read).
+    pub fn used_memory(&self) -> u64 {
+        self.cli(&["INFO", "memory"])
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("used_memory:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A loopback TCP port the system handed out whose cluster bus port (+ 10000) is free too: both are bound (the
+/// first on 127.0.0.1:0), then released for redis-server, which takes a port number rather than a listener. None
+/// when the bus port is out of range or taken (the caller asks again).
+fn free_port_pair() -> Result<Option<u16>, String> {
+    let bind = |port: u16| TcpListener::bind((Ipv4Addr::LOCALHOST, port));
+    let first = bind(0).map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
+    let port = first
+        .local_addr()
+        .map_err(|e| format!("bind 127.0.0.1:0: {e}"))?
+        .port();
+    Ok(port
+        .checked_add(10_000)
+        .is_some_and(|bus| bind(bus).is_ok())
+        .then_some(port))
+}
+
+/// A Redis Cluster of masters on loopback TCP ports, made with `redis-cli --cluster create`.
+#[derive(Debug)]
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts `masters` nodes and joins them into one cluster (all slots covered, no replicas).
+    pub fn start(masters: usize) -> RedisCluster {
+        match RedisCluster::try_start(masters) {
+            Ok(c) => c,
+            Err(e) => panic!("redis cluster: {e}"),
+        }
+    }
+
+    fn try_start(masters: usize) -> Result<RedisCluster, String> {
+        let nodes = (0..masters)
+            .map(|_| RedisServer::cluster_node())
+            .collect::<Result<Vec<_>, _>>()?;
+        let addrs: Vec<String> = nodes
+            .iter()
+            .filter_map(RedisServer::port)
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let out = Command::new(CLI)
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{CLI} --cluster create: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{CLI} --cluster create: {}",
+                String::from_utf8_lossy(&out.stdout)
+            ));
+        }
+        let c = RedisCluster { nodes };
+        let deadline = Instant::now() + CLUSTER_READY_WITHIN;
+        while Instant::now() < deadline {
+            if c.nodes.iter().all(|n| {
+                n.cli(&["CLUSTER", "INFO"])
+                    .is_ok_and(|i| i.contains("cluster_state:ok"))
+            }) {
+                return Ok(c);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "the cluster did not reach cluster_state:ok within {CLUSTER_READY_WITHIN:?}"
+        ))
+    }
+
+    /// Seed URLs of the nodes.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_starts_keeps_data_over_an_aof_restart_and_comes_back_empty() {
+        if !require("redis server support", true) {
+            return;
+        }
+        let mut s = RedisServer::with(Options {
+            aof: true,
+            password: Some("pw-test".into()),
+        });
+        assert_eq!(s.cli(&["SET", "k", "v"]).unwrap().trim(), "OK");
+        s.restart();
+        assert_eq!(s.cli(&["GET", "k"]).unwrap().trim(), "v");
+        s.restart_empty();
+        assert_eq!(s.cli(&["GET", "k"]).unwrap().trim(), "");
+        assert!(s.url().starts_with("redis+unix://") && s.url().contains("pass=pw-test"));
+        assert!(s.used_memory() > 0);
+        let socket = s.socket();
+        drop(s);
+        assert!(
+            UnixStream::connect(&socket).is_err(),
+            "the server outlived its handle"
+        );
+    }
+
+    #[test]
+    fn a_cluster_covers_every_slot_on_ports_the_system_handed_out() {
+        if !require("redis cluster support", true) {
+            return;
+        }
+        let c = RedisCluster::start(3);
+        let ports: Vec<u16> = c.nodes.iter().filter_map(RedisServer::port).collect();
+        assert_eq!(ports.len(), 3);
+        let info = c.nodes[0].cli(&["CLUSTER", "INFO"]).unwrap();
+        assert!(info.contains("cluster_slots_assigned:16384"), "{info}");
+        assert!(c.urls().iter().all(|u| u.starts_with("redis://127.0.0.1:")));
+    }
+}
