@@ -20,4 +20,5 @@ pub mod prom;
 pub mod redis;
 pub mod site;
 pub mod socks;
+pub mod wait;
 pub mod warcio;
