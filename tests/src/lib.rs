@@ -19,3 +19,4 @@ pub mod otlp;
 pub mod prom;
 pub mod site;
 pub mod socks;
+pub mod wait;

@@ -190,8 +190,14 @@ struct Stop {
 }
 
 async fn snapshot(fx: &Fixture, label: &str) -> Stop {
-    // bytes the dead process sent may still be parsed by the site: let them land before counting
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // bytes the dead process sent may still be parsed by the site: they have all landed once the site has closed
+    // every connection
+    crawl_tests::wait::until(
+        Duration::from_secs(10),
+        &format!("{label}: the site closed every connection"),
+        || fx.site.open_connections() == 0,
+    )
+    .await;
     let (records, torn) = read_jsonl(fx);
     let requests = page_requests(&fx.site).len();
     eprintln!(

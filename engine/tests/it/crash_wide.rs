@@ -62,7 +62,13 @@ async fn kill9_with_a_frontier_of_100k_urls_records_each_fetched_url_once() {
         }
         child.kill().expect("kill -9");
         child.wait().expect("wait after kill");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // every request the dead process sent is in the log once the site has closed its connections
+        crawl_tests::wait::until(
+            Duration::from_secs(10),
+            "the site closed every connection",
+            || site.open_connections() == 0,
+        )
+        .await;
         eprintln!("kill -9 after {} page requests", page_requests(&site).len());
     }
     let res = tokio::task::spawn_blocking({

@@ -578,12 +578,12 @@ async fn second_process_on_the_same_data_dir_is_refused() {
         .expect("site");
     let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");
     let first = crawl.spawn();
-    for _ in 0..300 {
-        if site.hits(0, "/") > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crawl_tests::wait::until(
+        Duration::from_secs(6),
+        "the first process asked for the seed",
+        || site.hits(0, "/") > 0,
+    )
+    .await;
     assert_eq!(
         site.hits(0, "/"),
         1,

@@ -130,6 +130,17 @@ fn owners(c: &Cluster) -> BTreeSet<String> {
         .collect()
 }
 
+/// Waits until both processes hold shards and the crawl is under way (the site served 8 requests), so that what
+/// happens next meets fetches in flight and state in the store.
+async fn wait_under_way(c: &Cluster) {
+    crawl_tests::wait::until(
+        Duration::from_secs(30),
+        "two processes hold shards and the site served 8 requests",
+        || owners(c).len() >= 2 && c.site.requests().len() >= 8,
+    )
+    .await;
+}
+
 /// `crawl-engine merge` over every process's JSONL; returns the merged records.
 fn merge(c: &Cluster) -> Vec<Record> {
     let out = c.crawls[0].dir.path().join("merged.jsonl");
@@ -289,13 +300,19 @@ async fn a_killed_process_loses_nothing_and_its_shards_are_taken_over() {
     if !redis::require("distributed kill -9", false) {
         return;
     }
-    // Five runs, each killing one process at another moment; in odd runs it is started again.
+    // Five runs, each killing one process at another moment of the crawl (from its first request to well past its
+    // middle); in odd runs it is started again.
     for run in 0..5u64 {
         let c = cluster(214 + run as u8, 3, Options::default()).await;
         let mut children = spawn_all(&c);
         let victim = (run as usize) % 3;
-        let wait = Duration::from_millis(150 + 170 * run);
-        tokio::time::sleep(wait).await;
+        let served = 1 + 40 * run as usize;
+        crawl_tests::wait::until(
+            Duration::from_secs(30),
+            &format!("run {run}: the site served {served} requests"),
+            || c.site.requests().len() >= served,
+        )
+        .await;
         children[victim].kill();
         let killed_at = Instant::now();
         if run % 2 == 1 {
@@ -311,7 +328,7 @@ async fn a_killed_process_loses_nothing_and_its_shards_are_taken_over() {
             assert_eq!(r.code(), Some(0), "run {run} process {i}: {}", r.stderr);
         }
         let took = killed_at.elapsed();
-        let label = format!("run {run} (kill after {wait:?}, took {took:?} more)");
+        let label = format!("run {run} (kill after {served} requests, took {took:?} more)");
         let records = merge(&c);
         assert_exactly_once(&c, &records, &label);
         // What the killed process had in flight may be fetched again, nothing more.
@@ -345,8 +362,13 @@ async fn a_process_paused_past_its_lease_cannot_commit() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     signal(children[victim].child(), "STOP");
-    // Well past the lease: the other process takes every shard over and goes on.
-    tokio::time::sleep(Duration::from_millis(3 * LEASE_MS)).await;
+    // Past the lease the other process takes every shard over (it is then the only owner) and goes on.
+    crawl_tests::wait::until(
+        Duration::from_millis(20 * LEASE_MS),
+        "the other process took every shard of the paused one over",
+        || owners(&c).len() < 2,
+    )
+    .await;
     signal(children[victim].child(), "CONT");
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
@@ -374,7 +396,7 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     let mut c = cluster(224, 2, aof()).await;
     // The outage outlasts the leases: after it, shards may change hands before the crawl goes on.
     let children = spawn_all(&c);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_under_way(&c).await;
     c.redis.kill();
     // Down for 30 s, far past every lease: no process crashes or gives up, and once the fetches in flight are
     // done (well within a lease plus a second) no request starts until Redis is back.
@@ -430,7 +452,7 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     // A crawl whose Redis comes back empty is never declared finished.
     let mut c = cluster(228, 2, aof()).await;
     let children = spawn_all(&c);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_under_way(&c).await;
     c.redis.restart_empty();
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
@@ -471,7 +493,13 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
         t.rewrite(&over("c")).expect("rewrite config");
     }
     let mut children = spawn_all(&c);
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Killed once the crawl is under way (the shard owners are on the cluster, which `owners` does not read).
+    crawl_tests::wait::until(
+        Duration::from_secs(30),
+        "the site served 20 requests",
+        || c.site.requests().len() >= 20,
+    )
+    .await;
     children[1].kill();
     children[1] = c.crawls[1].spawn_drained();
     let results = tokio::task::spawn_blocking(move || wait_all(children))
@@ -493,14 +521,7 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
     let mut children = spawn_all(&c);
     // Redis goes down once both processes hold shards and the crawl is under way (a fixed wait could end before
     // a slow start had a fetch in flight, and then nothing would meet the outage).
-    let t0 = Instant::now();
-    while owners(&c).len() < 2 || c.site.requests().len() < 8 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the crawl never got under way"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_under_way(&c).await;
     c.redis.kill();
     // Results of the fetches in flight meet the outage: a process with work commits, and that commit goes to its
     // spool. That process is the one killed.

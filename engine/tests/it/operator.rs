@@ -79,14 +79,12 @@ async fn a_second_process_on_one_data_dir_is_told_about_the_lock_not_the_port() 
     let first = crawl.start();
     let addr = first.metrics_addr(Duration::from_secs(20));
     // Its signal handlers are in place once it has sent a request (they come before the first job).
-    let t0 = std::time::Instant::now();
-    while site.total_requests() == 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the first process sent no request"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crawl_tests::wait::until(
+        Duration::from_secs(20),
+        "the first process sent a request",
+        || site.total_requests() > 0,
+    )
+    .await;
     // The second process names the first one's port explicitly: it is busy, but the lock comes first.
     let second = TestCrawl::new(
         ENGINE,

@@ -514,7 +514,19 @@ async fn urls_wait_out_a_dns_outage_and_the_crawl_completes() {
     let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let mut asked_while_down = 0;
     let out = run_while(&crawl, async {
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Down until the engine, its failure kept for the negative TTL (1 s), has asked again after it.
+        crawl_tests::wait::until(
+            Duration::from_secs(30),
+            "the engine asked the down server again a negative TTL after its first query",
+            || {
+                let log = dns.log();
+                log.first().is_some_and(|first| {
+                    log.iter()
+                        .any(|q| q.at >= first.at + Duration::from_secs(1))
+                })
+            },
+        )
+        .await;
         asked_while_down = dns.queries();
         dns.set_down(false);
     })
@@ -552,13 +564,13 @@ async fn a_changed_answer_is_used_once_the_ttl_expired() {
     let crawl = TestCrawl::new(ENGINE, &[url(NAME, port, 0)], &over).expect("test crawl");
     let mut changed = None;
     let out = run_while(&crawl, async {
-        for _ in 0..200 {
-            if !a.requests().is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        crawl_tests::wait::until(Duration::from_secs(30), "a served a request", || {
+            !a.requests().is_empty()
+        })
+        .await;
+        // The answer changes in the middle of the first answer's TTL (2 s from the first query).
+        let first_query = dns.log().first().map(|q| q.at).expect("a query");
+        tokio::time::sleep_until((first_query + Duration::from_secs(1)).into()).await;
         dns.set(NAME, Behaviour::v4(&[ip(160)], 2));
         changed = Some(Instant::now());
     })

@@ -498,8 +498,12 @@ use = "drop"
         }
     }
 
-    rx.wait_for(|spans| !spans.is_empty(), Duration::from_secs(10));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The process has exited, and its exporter's shutdown waits for every export's answer, which the receiver
+    // sends once it has kept the spans: every span is in.
+    assert!(
+        rx.wait_for(|spans| !spans.is_empty(), Duration::from_secs(10)),
+        "no span reached the receiver"
+    );
     let spans = format!("{:?}", rx.spans());
     let mut sinks = vec![
         sink("stderr", run.stderr.clone()),
@@ -615,13 +619,21 @@ log_format = "json"
     let crawl = TestCrawl::new(ENGINE, &[seed], &overrides).expect("test crawl");
     let run = tokio::task::block_in_place(|| {
         let running = crawl.start();
-        // Redis goes away and comes back (from its AOF) while the crawl runs: reconnection paths log too.
-        let started = std::time::Instant::now();
-        while a.seen().len() < 4 && started.elapsed() < Duration::from_secs(20) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        // Redis goes away and comes back (from its AOF) while the crawl runs: reconnection paths log too. It comes
+        // back once the crawl has logged the outage.
+        crawl_tests::wait::until_blocking(Duration::from_secs(20), "A served 4 requests", || {
+            a.seen().len() >= 4
+        });
         redis.kill();
-        std::thread::sleep(Duration::from_millis(500));
+        let outage = running.wait_for_line(Duration::from_secs(10), |l| {
+            (l.contains("redis unreachable") || l.contains("shard lease round failed"))
+                .then_some(())
+        });
+        assert!(
+            outage.is_some(),
+            "the crawl never logged the outage:\n{}",
+            running.stderr_so_far()
+        );
         redis.restart();
         running.wait(DEADLINE)
     });

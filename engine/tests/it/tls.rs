@@ -167,11 +167,12 @@ async fn expired_certificate_and_stalled_handshake_are_tls_failures() {
     assert_eq!(r.status, None);
     assert_eq!(r.attempts, 1, "a certificate failure is not retried: {r:?}");
     // the server thread notes the connection when the client has closed it
-    let mut waited = Duration::ZERO;
-    while seen.lock().expect("seen lock").is_empty() && waited < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-        waited += Duration::from_millis(20);
-    }
+    crawl_tests::wait::until(
+        Duration::from_secs(5),
+        "the server thread noted the connection",
+        || !seen.lock().expect("seen lock").is_empty(),
+    )
+    .await;
     let seen = seen.lock().expect("seen lock").clone();
     assert_eq!(seen.len(), 1, "one connection: {seen:?}");
     assert_ne!(

@@ -287,15 +287,14 @@ async fn after_kill_9_the_archive_is_whole_and_no_page_is_archived_twice() {
     for more in [15, 25] {
         let before = lines();
         let mut child = crawl.spawn();
-        let t0 = std::time::Instant::now();
-        while lines() < before + more {
-            assert!(t0.elapsed() < DEADLINE, "the crawl did not progress");
+        crawl_tests::wait::until(DEADLINE, &format!("{more} more records"), || {
             assert!(
                 child.try_wait().expect("try_wait").is_none(),
                 "the crawl ended too early"
             );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+            lines() >= before + more
+        })
+        .await;
         child.kill().expect("kill -9");
         child.wait().expect("wait");
     }

@@ -43,6 +43,8 @@ pub(crate) struct HostStats {
     pub in_flight: AtomicUsize,
     pub peak: AtomicUsize,
     pub connections: AtomicUsize,
+    /// connections accepted and not yet closed
+    pub open: AtomicUsize,
     pub requests: AtomicU64,
     pub bytes: AtomicU64,
 }

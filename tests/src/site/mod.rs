@@ -495,6 +495,17 @@ impl Site {
             .map_or(0, |s| s.connections.load(Ordering::Relaxed))
     }
 
+    /// TCP connections of every host not closed yet: 0 once a killed client's connections are all closed, so
+    /// every request it sent before it died is in the log.
+    pub fn open_connections(&self) -> usize {
+        self.shared
+            .rec
+            .hosts
+            .iter()
+            .map(|s| s.open.load(Ordering::SeqCst))
+            .sum()
+    }
+
     /// Requests received by all hosts (counted even when logging is off).
     pub fn total_requests(&self) -> u64 {
         self.shared.rec.total_requests()

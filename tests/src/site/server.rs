@@ -134,6 +134,20 @@ where
     }
 }
 
+/// Counts a connection as open until its task ends (the peer closed it, it failed, or the site stopped).
+struct OpenConnection {
+    shared: Arc<Shared>,
+    host: usize,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        if let Some(s) = self.shared.rec.stats(self.host) {
+            s.open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
 /// Accepts connections for `host` until the site stops.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
@@ -147,10 +161,16 @@ pub(crate) async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 if let Some(s) = shared.rec.stats(host) {
                     s.connections.fetch_add(1, Ordering::Relaxed);
+                    s.open.fetch_add(1, Ordering::SeqCst);
                 }
                 let shared = Arc::clone(&shared);
                 let exec = Exec(tasks.clone());
+                let open = OpenConnection {
+                    shared: Arc::clone(&shared),
+                    host,
+                };
                 tasks.spawn(async move {
+                    let _open = open;
                     let builder = auto::Builder::new(exec);
                     let svc = hyper::service::service_fn(move |req| {
                         handle(Arc::clone(&shared), host, req)

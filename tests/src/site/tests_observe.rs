@@ -103,6 +103,41 @@ async fn logging_off_keeps_counters() {
     assert!(site.bytes_sent() > 1000);
 }
 
+/// A connection counts as open from its accept until the client closes it, also mid-request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_connections_fall_to_zero_once_clients_close() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let site = Site::start(SiteSpec::small()).await.unwrap();
+    let addr = site.addr(0).unwrap();
+    assert_eq!(site.open_connections(), 0);
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut asking = tokio::net::TcpStream::connect(site.addr(1).unwrap())
+        .await
+        .unwrap();
+    asking
+        .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut first = [0u8; 12];
+    asking.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    crate::wait::until(Duration::from_secs(10), "two connections open", || {
+        site.open_connections() == 2
+    })
+    .await;
+    idle.write_all(b"GET /page/1 HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    drop(idle);
+    drop(asking);
+    crate::wait::until(Duration::from_secs(10), "every connection closed", || {
+        site.open_connections() == 0
+    })
+    .await;
+    assert_eq!(site.connections(0) + site.connections(1), 2);
+    site.shutdown().await;
+}
+
 #[tokio::test]
 async fn shutdown_and_drop_stop_listening() {
     let site = Site::start(SiteSpec::small()).await.unwrap();

@@ -120,25 +120,40 @@ async fn sigterm_after_freeze(
     .expect("test crawl");
     let mut cmd = crawl.command();
     cmd.env("CRAWL_ENGINE_FAULTS", format!("{stage}/freeze:{marker}"));
-    let child = cmd.spawn().expect("spawn crawl-engine");
-    let waited = std::time::Instant::now();
-    while site.hits(0, started) == 0 {
-        assert!(waited.elapsed() < DEADLINE, "{started} was never requested");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // Let the marked work reach the stage, which then blocks its thread for good.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut child = cmd.spawn().expect("spawn crawl-engine");
+    // Its stderr, read as it comes: the stage logs the freeze before it blocks its thread for good.
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let pipe = child.stderr.take().expect("stderr piped");
+        let stderr = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut all = stderr.lock().expect("stderr");
+                all.push_str(&line);
+                all.push('\n');
+            }
+        })
+    };
+    let froze = || stderr.lock().expect("stderr").contains("injected freeze");
+    crawl_tests::wait::until(
+        DEADLINE,
+        &format!("{started} was requested and the {stage} stage froze on {marker}"),
+        || site.hits(0, started) > 0 && froze(),
+    )
+    .await;
     crawl_tests::engine::signal(&child, "TERM");
     let sent = std::time::Instant::now();
     let res = tokio::task::spawn_blocking(move || wait_with_deadline(child, DEADLINE))
         .await
         .expect("join");
     let took = sent.elapsed();
+    reader.join().expect("stderr reader");
+    let stderr = stderr.lock().expect("stderr").clone();
     assert_eq!(
         res.code(),
         Some(1),
-        "the crawl did not end: status 1\nstderr:\n{}",
-        res.stderr
+        "the crawl did not end: status 1\nstderr:\n{stderr}"
     );
     assert!(
         took < GRACE + Duration::from_secs(5) + Duration::from_secs(1),
@@ -146,9 +161,8 @@ async fn sigterm_after_freeze(
     );
     if says_grace {
         assert!(
-            res.stderr.contains("did not end within the grace period"),
-            "stderr:\n{}",
-            res.stderr
+            stderr.contains("did not end within the grace period"),
+            "stderr:\n{stderr}"
         );
     }
     // Nothing committed was lost: a rerun completes with each url once.
