@@ -119,9 +119,13 @@ bench-micro:
 # Alert rules of the observability stack: syntax check plus promtool unit tests (observability/deploy).
 PROMTOOL ?= promtool
 promtool-test:
-	@command -v $(PROMTOOL) >/dev/null 2>&1 || { echo "promtool not found: apt-get install prometheus" >&2; exit 1; }
-	$(PROMTOOL) check rules observability/deploy/alerts.yml
-	$(PROMTOOL) test rules observability/deploy/alerts_test.yml
+	@if ! command -v $(PROMTOOL) >/dev/null 2>&1; then \
+		if [ "$$CI" = true ]; then echo "promtool not found: apt-get install prometheus (CI=true requires it)" >&2; exit 1; fi; \
+		echo "note: skipping the alert-rule tests: promtool not found (apt-get install prometheus)" >&2; \
+	else \
+		$(PROMTOOL) check rules observability/deploy/alerts.yml && \
+		$(PROMTOOL) test rules observability/deploy/alerts_test.yml; \
+	fi
 
 # Every fuzz target in fuzz/ (cargo fuzz, nightly toolchain) for FUZZ_SECONDS each, one after the other, one process,
 # starting from the seeds in fuzz/corpus/<target>/; a crash stops the run and leaves its input in fuzz/artifacts/.

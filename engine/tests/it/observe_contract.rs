@@ -124,7 +124,13 @@ async fn the_first_scrape_has_every_known_series_at_zero() {
     }
     zero("crawl_dns_polluted_total", &[]);
     zero("crawl_trace_spans_dropped_total", &[]);
-    prom::promtool_check_metrics(&text).expect("promtool check metrics");
+    if crawl_test_kit::tool::require(
+        "the first scrape: promtool check metrics",
+        &["promtool"],
+        "apt-get install prometheus",
+    ) {
+        prom::promtool_check_metrics(&text).expect("promtool check metrics");
+    }
     site.shutdown().await;
 }
 

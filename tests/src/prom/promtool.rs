@@ -76,6 +76,13 @@ mod tests {
 
     #[test]
     fn promtool_accepts_good_and_rejects_bad_metrics() {
+        if !crawl_test_kit::tool::require(
+            "promtool check metrics",
+            &["promtool"],
+            "apt-get install prometheus",
+        ) {
+            return;
+        }
         let good = "# HELP crawl_records_total JSONL records.\n\
             # TYPE crawl_records_total counter\n\
             crawl_records_total{outcome=\"fetched\",reason=\"\"} 3\n\
