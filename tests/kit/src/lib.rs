@@ -6,8 +6,12 @@
 //!   the missing tool fails it.
 //! - [`redis`]: `redis-server`s (and clusters) a test starts, on a unix socket or on ports the system handed out,
 //!   killed on drop.
+//! - [`ToolError`]: why a tool failed a test's request.
 //! - [`warcio`]: warcio, the Python WARC library, as the independent reader of the archives the crawler writes.
 
+mod error;
 pub mod redis;
 pub mod tool;
 pub mod warcio;
+
+pub use error::ToolError;

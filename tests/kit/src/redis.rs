@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::tool;
+use crate::{ToolError, tool};
 
 const SERVER: &str = "redis-server";
 const CLI: &str = "redis-cli";
@@ -72,11 +72,11 @@ impl RedisServer {
         }
     }
 
-    fn spawn_new(opts: Options, listen: Listen) -> Result<RedisServer, String> {
+    fn spawn_new(opts: Options, listen: Listen) -> Result<RedisServer, ToolError> {
         let dir = tempfile::Builder::new()
             .prefix("redis")
             .tempdir()
-            .map_err(|e| format!("tempdir for redis: {e}"))?;
+            .map_err(ToolError::io("tempdir for redis"))?;
         let mut s = RedisServer {
             child: None,
             dir,
@@ -88,20 +88,21 @@ impl RedisServer {
     }
 
     /// A cluster node on a port the system handed out (tried again on another when one was taken meanwhile).
-    fn cluster_node() -> Result<RedisServer, String> {
-        let mut last = String::new();
+    fn cluster_node() -> Result<RedisServer, ToolError> {
+        let mut last = None;
         for _ in 0..PORT_TRIES {
             let Some(port) = free_port_pair()? else {
                 continue;
             };
             match RedisServer::spawn_new(Options::default(), Listen::Cluster { port }) {
                 Ok(s) => return Ok(s),
-                Err(e) => last = e,
+                Err(e) => last = Some(e),
             }
         }
-        Err(format!(
-            "no cluster node started in {PORT_TRIES} tries: {last}"
-        ))
+        Err(last.unwrap_or(ToolError::NotReady {
+            what: format!("a cluster node on a free port pair ({PORT_TRIES} tries)"),
+            within: READY_WITHIN,
+        }))
     }
 
     /// The socket path (unix-socket servers).
@@ -146,7 +147,7 @@ impl RedisServer {
         }
     }
 
-    fn spawn(&mut self) -> Result<(), String> {
+    fn spawn(&mut self) -> Result<(), ToolError> {
         let mut cmd = Command::new(SERVER);
         cmd.current_dir(self.dir.path())
             .args(["--save", "", "--daemonize", "no", "--protected-mode", "no"])
@@ -179,7 +180,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("{SERVER}: {e}"))?;
+            .map_err(ToolError::io(SERVER))?;
         self.child = Some(child);
         let deadline = Instant::now() + READY_WITHIN;
         loop {
@@ -192,13 +193,14 @@ impl RedisServer {
                 self.child = None;
                 let log =
                     std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
-                return Err(format!("{SERVER} exited ({status}): {log}"));
+                return Err(ToolError::failed(SERVER, status, log.as_bytes()));
             }
             if Instant::now() >= deadline {
                 self.kill();
-                return Err(format!(
-                    "{SERVER} did not answer PING within {READY_WITHIN:?}"
-                ));
+                return Err(ToolError::NotReady {
+                    what: format!("{SERVER} (PING)"),
+                    within: READY_WITHIN,
+                });
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -230,7 +232,7 @@ impl RedisServer {
     }
 
     /// Runs `redis-cli` against this server and returns its output.
-    pub fn cli(&self, args: &[&str]) -> Result<String, String> {
+    pub fn cli(&self, args: &[&str]) -> Result<String, ToolError> {
         let mut cmd = Command::new(CLI);
         match self.listen {
             Listen::Cluster { port, .. } => cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()]),
@@ -243,9 +245,9 @@ impl RedisServer {
             .args(args)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("{CLI}: {e}"))?;
+            .map_err(ToolError::io(CLI))?;
         if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            return Err(ToolError::failed(CLI, out.status, &out.stderr));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -308,12 +310,12 @@ impl Drop for RedisServer {
 /// A loopback TCP port the system handed out whose cluster bus port (+ 10000) is free too: both are bound (the
 /// first on 127.0.0.1:0), then released for redis-server, which takes a port number rather than a listener. None
 /// when the bus port is out of range or taken (the caller asks again).
-fn free_port_pair() -> Result<Option<u16>, String> {
+fn free_port_pair() -> Result<Option<u16>, ToolError> {
     let bind = |port: u16| TcpListener::bind((Ipv4Addr::LOCALHOST, port));
-    let first = bind(0).map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
+    let first = bind(0).map_err(ToolError::io("bind 127.0.0.1:0"))?;
     let port = first
         .local_addr()
-        .map_err(|e| format!("bind 127.0.0.1:0: {e}"))?
+        .map_err(ToolError::io("bind 127.0.0.1:0"))?
         .port();
     Ok(port
         .checked_add(10_000)
@@ -336,7 +338,7 @@ impl RedisCluster {
         }
     }
 
-    fn try_start(masters: usize) -> Result<RedisCluster, String> {
+    fn try_start(masters: usize) -> Result<RedisCluster, ToolError> {
         let nodes = (0..masters)
             .map(|_| RedisServer::cluster_node())
             .collect::<Result<Vec<_>, _>>()?;
@@ -351,11 +353,12 @@ impl RedisCluster {
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("{CLI} --cluster create: {e}"))?;
+            .map_err(ToolError::io(format!("{CLI} --cluster create")))?;
         if !out.status.success() {
-            return Err(format!(
-                "{CLI} --cluster create: {}",
-                String::from_utf8_lossy(&out.stdout)
+            return Err(ToolError::failed(
+                format!("{CLI} --cluster create"),
+                out.status,
+                &out.stdout,
             ));
         }
         let c = RedisCluster { nodes };
@@ -369,9 +372,10 @@ impl RedisCluster {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err(format!(
-            "the cluster did not reach cluster_state:ok within {CLUSTER_READY_WITHIN:?}"
-        ))
+        Err(ToolError::NotReady {
+            what: "the cluster (cluster_state:ok)".to_owned(),
+            within: CLUSTER_READY_WITHIN,
+        })
     }
 
     /// Seed URLs of the nodes.

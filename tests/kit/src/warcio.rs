@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::tool;
+use crate::{ToolError, tool};
 
 /// warcio's command and the Python it was installed for.
 #[derive(Debug, Clone)]
@@ -104,65 +104,80 @@ impl Warcio {
 
     /// `warcio check -v` on one file: it must pass, with every checkable digest reported `digest pass` (revisits
     /// have none). Returns warcio's report.
-    pub fn check(&self, path: &Path) -> Result<String, String> {
+    pub fn check(&self, path: &Path) -> Result<String, ToolError> {
         let out = Command::new(&self.exe)
             .arg("check")
             .arg("-v")
             .arg(path)
             .output()
-            .map_err(|e| format!("warcio: {e}"))?;
+            .map_err(ToolError::io("warcio check"))?;
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         if !out.status.success() || stdout.contains("failed") || stdout.contains("no digest") {
-            return Err(format!(
-                "warcio check {}:\n{stdout}\n{}",
-                path.display(),
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            return Err(ToolError::Failed {
+                what: format!("warcio check {}", path.display()),
+                status: out.status,
+                output: format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)),
+            });
         }
         let records = stdout.matches("WARC-Record-ID").count();
         let passed = stdout.matches("digest pass").count();
         let revisits = stdout.matches("not checked (revisit)").count();
         if records == 0 || records != passed + revisits {
-            return Err(format!("warcio check {}: {stdout}", path.display()));
+            return Err(ToolError::Report {
+                what: format!("warcio check {}", path.display()),
+                report: stdout,
+            });
         }
         Ok(stdout)
     }
 
     /// `warcio index -f FIELDS` on one file: one JSON object per record.
-    pub fn index(&self, path: &Path, fields: &str) -> Result<Vec<serde_json::Value>, String> {
+    pub fn index(&self, path: &Path, fields: &str) -> Result<Vec<serde_json::Value>, ToolError> {
         let out = Command::new(&self.exe)
             .args(["index", "-f", fields])
             .arg(path)
             .output()
-            .map_err(|e| format!("warcio: {e}"))?;
+            .map_err(ToolError::io("warcio index"))?;
         if !out.status.success() {
-            return Err(format!(
-                "warcio index {}: {}",
-                path.display(),
-                String::from_utf8_lossy(&out.stderr)
+            return Err(ToolError::failed(
+                format!("warcio index {}", path.display()),
+                out.status,
+                &out.stderr,
             ));
         }
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .map(|l| serde_json::from_str(l).map_err(|e| format!("warcio index line {l:?}: {e}")))
+            .map(|l| {
+                serde_json::from_str(l).map_err(|source| ToolError::Json {
+                    what: format!("warcio index line {l:?}"),
+                    source,
+                })
+            })
             .collect()
     }
 
     /// Every record of the files, in order, through warcio's Python API.
-    pub fn records(&self, files: &[PathBuf]) -> Result<Vec<WarcioRecord>, String> {
+    pub fn records(&self, files: &[PathBuf]) -> Result<Vec<WarcioRecord>, ToolError> {
         let out = self.python(RECORDS, files)?;
-        serde_json::from_slice(&out).map_err(|e| format!("warcio output: {e}"))
+        serde_json::from_slice(&out).map_err(|source| ToolError::Json {
+            what: "warcio records".to_owned(),
+            source,
+        })
     }
 
     /// A Python script run with warcio's interpreter (`sys.argv[1:]` = `args`); its standard output.
-    pub fn python(&self, script: &str, args: &[PathBuf]) -> Result<Vec<u8>, String> {
+    pub fn python(&self, script: &str, args: &[PathBuf]) -> Result<Vec<u8>, ToolError> {
         let out = Command::new(&self.python)
             .args(["-c", script])
             .args(args)
             .output()
-            .map_err(|e| format!("{}: {e}", self.python.display()))?;
+            .map_err(ToolError::io(self.python.display().to_string()))?;
         if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            return Err(ToolError::failed(
+                self.python.display().to_string(),
+                out.status,
+                &out.stderr,
+            ));
         }
         Ok(out.stdout)
     }
