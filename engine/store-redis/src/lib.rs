@@ -344,6 +344,67 @@ impl RedisFrontier {
             .arg(count)
     }
 
+    /// Shard news since the last poll (see [`ShardView::gather`]), and records taken over from processes that
+    /// stopped, at most every half lease; the caller is told only once every request went through.
+    fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
+        self.check_fatal()?;
+        let read = self.view.gather(&mut self.conn, &self.crawl, &self.gate)?;
+        let every = Duration::from_millis(self.crawl.settings.lease_ms / 2);
+        if self.ledger.claim_due(Instant::now(), every) {
+            // Handed to the caller with the next commit, numbered after that commit's own records.
+            let taken = records::take_over(&mut self.conn, &self.crawl, &self.gate)?;
+            self.ledger.hold(taken);
+        }
+        let mut ch = self.view.tell(read);
+        ch.claimed = self.ledger.claimed();
+        Ok(ch)
+    }
+
+    fn read_next(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        self.check_fatal()?;
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut min = after.map_or_else(|| "-inf".to_owned(), |k| format!("({}", score(k)));
+        if host == RECORDS_HOST {
+            let owned = self.gate.owned();
+            let count = max.min(PAGE);
+            let calls: Vec<Call> = owned
+                .iter()
+                .map(|&s| self.next_call(s, RECORDS_HOST, &min, count))
+                .collect();
+            let mut out = Vec::new();
+            for r in self.conn.run(&calls)? {
+                let v = r.map_err(|e| self.conn.error(&e))?;
+                out.extend(self.parse_entries(v, RECORDS_HOST)?);
+            }
+            out.sort_by_key(|e| (e.depth, e.seq));
+            out.truncate(count);
+            return Ok(out);
+        }
+        let shard = (host % u64::from(self.crawl.shards())) as u32;
+        let mut out = Vec::new();
+        while out.len() < max {
+            let count = (max - out.len()).min(PAGE);
+            let v = self.conn.call(&self.next_call(shard, host, &min, count))?;
+            let got = self.parse_entries(v, host)?;
+            let n = got.len();
+            if let Some(last) = got.last() {
+                min = format!("({}", score(last.key()));
+            }
+            out.extend(got);
+            if n < count {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     /// Test hook: the lease thread stops renewing (as if the process hung).
     #[cfg(test)]
     pub(crate) fn pause_leases(&self) {
@@ -480,68 +541,5 @@ impl FrontierStore for RedisFrontier {
 
     fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
         Some(self.gate.clone())
-    }
-}
-
-impl RedisFrontier {
-    /// Shard news since the last poll (see [`ShardView::gather`]), and records taken over from processes that
-    /// stopped, at most every half lease; the caller is told only once every request went through.
-    fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
-        self.check_fatal()?;
-        let read = self.view.gather(&mut self.conn, &self.crawl, &self.gate)?;
-        let every = Duration::from_millis(self.crawl.settings.lease_ms / 2);
-        if self.ledger.claim_due(Instant::now(), every) {
-            // Handed to the caller with the next commit, numbered after that commit's own records.
-            let taken = records::take_over(&mut self.conn, &self.crawl, &self.gate)?;
-            self.ledger.hold(taken);
-        }
-        let mut ch = self.view.tell(read);
-        ch.claimed = self.ledger.claimed();
-        Ok(ch)
-    }
-
-    fn read_next(
-        &mut self,
-        host: Fp,
-        after: Option<QueueKey>,
-        max: usize,
-    ) -> Result<Vec<Entry>, FrontierError> {
-        self.check_fatal()?;
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        let mut min = after.map_or_else(|| "-inf".to_owned(), |k| format!("({}", score(k)));
-        if host == RECORDS_HOST {
-            let owned = self.gate.owned();
-            let count = max.min(PAGE);
-            let calls: Vec<Call> = owned
-                .iter()
-                .map(|&s| self.next_call(s, RECORDS_HOST, &min, count))
-                .collect();
-            let mut out = Vec::new();
-            for r in self.conn.run(&calls)? {
-                let v = r.map_err(|e| self.conn.error(&e))?;
-                out.extend(self.parse_entries(v, RECORDS_HOST)?);
-            }
-            out.sort_by_key(|e| (e.depth, e.seq));
-            out.truncate(count);
-            return Ok(out);
-        }
-        let shard = (host % u64::from(self.crawl.shards())) as u32;
-        let mut out = Vec::new();
-        while out.len() < max {
-            let count = (max - out.len()).min(PAGE);
-            let v = self.conn.call(&self.next_call(shard, host, &min, count))?;
-            let got = self.parse_entries(v, host)?;
-            let n = got.len();
-            if let Some(last) = got.last() {
-                min = format!("({}", score(last.key()));
-            }
-            out.extend(got);
-            if n < count {
-                break;
-            }
-        }
-        Ok(out)
     }
 }
