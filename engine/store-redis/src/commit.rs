@@ -1,11 +1,14 @@
 //! A commit: the adds of every shard touched, then each owned shard's finished URLs, updates and records in one
 //! fenced script, then the JSONL checkpoint and the acknowledgements of written records.
 
-use super::conn::{Call, reply};
+use super::conn::{Call, Conn, reply};
+use super::crawl::Crawl;
 use super::keys::member;
-use super::records::ARCHIVE_FIELD;
+use super::poll::ShardView;
+use super::records::{self, ARCHIVE_FIELD, Records};
 use super::scripts::SCRIPTS;
-use super::{ADD_CHUNK, MAX_DEPTH, RedisFrontier, dedup_host, url_host};
+use super::shards::LeaseTable;
+use super::{ADD_CHUNK, MAX_DEPTH, dedup_host, url_host};
 use crawl_core::frontier::codec::{self, PendingValue};
 use crawl_core::frontier::{
     Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
@@ -37,31 +40,60 @@ fn record_url(line: &[u8]) -> Option<String> {
     serde_json::from_slice::<R>(line).ok().map(|r| r.url)
 }
 
-impl RedisFrontier {
-    /// The shard a record goes to: its finished URL's, else its URL's host's when held, else any held shard.
-    fn record_shard(&self, line: &[u8], by_fp: &HashMap<Fp, u32>) -> Option<u32> {
-        let url = record_url(line);
-        if let Some(u) = &url {
-            if let Some(&s) = by_fp.get(&url_fp(u)) {
+/// The shard a record goes to: its finished URL's, else its URL's host's when held, else any held shard.
+fn record_shard(
+    crawl: &Crawl,
+    gate: &LeaseTable,
+    line: &[u8],
+    by_fp: &HashMap<Fp, u32>,
+) -> Option<u32> {
+    let url = record_url(line);
+    if let Some(u) = &url {
+        if let Some(&s) = by_fp.get(&url_fp(u)) {
+            return Some(s);
+        }
+        if let Some(h) = url_host(u) {
+            let s = crawl.shard_of_host(&h);
+            if gate.token(s).is_some() {
                 return Some(s);
             }
-            if let Some(h) = url_host(u) {
-                let s = self.shard_of_host(&h);
-                if self.gate.token(s).is_some() {
-                    return Some(s);
-                }
-            }
         }
-        self.gate.owned().first().copied()
+    }
+    gate.owned().first().copied()
+}
+
+/// This run's commits: the session id and commit counter make each commit's nonce, which makes a retried apply
+/// call harmless.
+pub(super) struct CommitSession {
+    id: String,
+    commits: u64,
+}
+
+impl CommitSession {
+    pub fn new(id: String) -> CommitSession {
+        CommitSession { id, commits: 0 }
     }
 
-    /// [`crawl_core::frontier::FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes (fenced), then the
-    /// checkpoint and acknowledgements, all as one pipeline (one request per call on a cluster).
-    pub(super) fn commit_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
-        self.check_fatal()?;
-        let shards = u64::from(self.shards());
+    /// The next commit's nonce, unique to this run.
+    fn nonce(&mut self) -> String {
         self.commits += 1;
-        let nonce = format!("{}:{}", self.session, self.commits);
+        format!("{}:{}", self.id, self.commits)
+    }
+
+    /// [`crawl_core::frontier::FrontierStore::commit`]: adds to every shard touched, then the owned shards' changes
+    /// (fenced), then the checkpoint and acknowledgements, all as one pipeline (one request per call on a
+    /// cluster). The records applied go into the ledger, the counts into the view.
+    pub fn commit(
+        &mut self,
+        conn: &mut Conn,
+        crawl: &Crawl,
+        gate: &LeaseTable,
+        ledger: &mut Records,
+        view: &mut ShardView,
+        batch: Batch,
+    ) -> Result<Committed, FrontierError> {
+        let shards = u64::from(crawl.shards());
+        let nonce = self.nonce();
         let mut out = Committed::default();
         let mut calls = Vec::new();
         let mut plans = Vec::new();
@@ -75,7 +107,7 @@ impl RedisFrontier {
                     d.depth, d.url
                 )));
             }
-            let shard = self.shard_of_host(&dedup_host(&d));
+            let shard = crawl.shard_of_host(&dedup_host(&d));
             let qfp = if d.kind.is_fetched() {
                 host_fp(&d.host)
             } else {
@@ -86,11 +118,11 @@ impl RedisFrontier {
         for (shard, mut list) in adds {
             while !list.is_empty() {
                 let rest = list.split_off(list.len().min(ADD_CHUNK));
-                let mut c = self
+                let mut c = crawl
                     .shard_call(&SCRIPTS.add, shard)
-                    .arg(self.shards())
-                    .arg(&self.pid)
-                    .arg(self.settings.recrawl_after_s);
+                    .arg(crawl.shards())
+                    .arg(&crawl.pid)
+                    .arg(crawl.settings.recrawl_after_s);
                 for (_, d, qfp) in &list {
                     let (parent_ref, parent) = match &d.parent {
                         Some((r, u)) => (Some(*r).filter(|r| r.key != 0), Some(u.clone())),
@@ -135,21 +167,21 @@ impl RedisFrontier {
             work.entry(s).or_default().updates.push(e);
         }
         for (seq, line) in batch.records {
-            match self.record_shard(&line, &by_fp) {
+            match record_shard(crawl, gate, &line, &by_fp) {
                 Some(s) => work.entry(s).or_default().records.push((seq, line)),
                 None => out.fenced_records.push(seq),
             }
         }
         for (s, w) in work {
-            let Some(token) = self.gate.token(s) else {
+            let Some(token) = gate.token(s) else {
                 out.fenced.extend(w.finished.iter().map(|f| f.id));
                 out.fenced_records.extend(w.records.iter().map(|r| r.0));
                 out.fenced_shards.push(s);
                 continue;
             };
-            let mut c = self
+            let mut c = crawl
                 .shard_call(&SCRIPTS.apply, s)
-                .arg(&self.pid)
+                .arg(&crawl.pid)
                 .arg(token)
                 .arg(w.finished.len())
                 .arg(w.updates.len())
@@ -186,12 +218,12 @@ impl RedisFrontier {
         let mut pauses: BTreeMap<u32, Vec<(String, u64, u32)>> = BTreeMap::new();
         for (host, until, level) in batch.pauses {
             pauses
-                .entry(self.shard_of_host(&host))
+                .entry(crawl.shard_of_host(&host))
                 .or_default()
                 .push((host, until, level));
         }
         for (s, list) in pauses {
-            let mut c = Call::new(&SCRIPTS.hset, self.keys.pause(s));
+            let mut c = Call::new(&SCRIPTS.hset, crawl.keys.pause(s));
             for (host, until, level) in list {
                 c.push(host);
                 c.push(format!("{until}:{level}"));
@@ -204,12 +236,12 @@ impl RedisFrontier {
         let mut robots: BTreeMap<u32, Vec<SharedRobots>> = BTreeMap::new();
         for r in batch.robots {
             robots
-                .entry(self.shard_of_host(&r.host))
+                .entry(crawl.shard_of_host(&r.host))
                 .or_default()
                 .push(r);
         }
         for (s, list) in robots {
-            let mut c = Call::new(&SCRIPTS.hset, self.keys.robots(s));
+            let mut c = Call::new(&SCRIPTS.hset, crawl.keys.robots(s));
             for r in list {
                 c.push(r.authority.as_str());
                 c.push(robots_value(&r));
@@ -221,7 +253,7 @@ impl RedisFrontier {
         // Written: the checkpoint first, then the records it covers are acknowledged and deleted.
         if let Some(a) = batch.archive_checkpoint {
             calls.push(
-                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
+                Call::new(&SCRIPTS.hset, crawl.keys.process(&crawl.pid))
                     .arg(ARCHIVE_FIELD)
                     .arg(a),
             );
@@ -229,36 +261,26 @@ impl RedisFrontier {
         }
         if let Some(cp) = batch.written {
             calls.push(
-                Call::new(&SCRIPTS.hset, self.keys.process(&self.pid))
+                Call::new(&SCRIPTS.hset, crawl.keys.process(&crawl.pid))
                     .arg("lines")
                     .arg(cp.lines)
                     .arg("bytes")
                     .arg(cp.bytes),
             );
             plans.push(Plan::Written);
-            let upto: Vec<u64> = self
-                .outstanding
-                .range(..=cp.lines)
-                .map(|(k, _)| *k)
-                .collect();
-            let mut list = Vec::with_capacity(upto.len());
-            for k in upto {
-                if let Some(v) = self.outstanding.remove(&k) {
-                    list.push(v);
-                }
-            }
+            let list = ledger.written(cp.lines);
             out.trimmed = list.len() as u64;
-            for c in self.ack_calls(list) {
+            for c in records::ack_calls(crawl, list) {
                 calls.push(c);
                 plans.push(Plan::Written);
             }
         }
 
-        let replies = self.conn.run_spooled(&calls)?;
+        let replies = conn.run_spooled(&calls)?;
         let mut added: Vec<(usize, Added)> = Vec::new();
         let mut applied: Vec<(u64, u32, String)> = Vec::new();
         for (plan, r) in plans.into_iter().zip(replies) {
-            let v = r.map_err(|e| self.conn.error(&e))?;
+            let v = r.map_err(|e| conn.error(&e))?;
             match plan {
                 Plan::Add(list) => {
                     let seqs = reply::array(v, "add")?;
@@ -268,8 +290,7 @@ impl RedisFrontier {
                             out.duplicates += 1;
                             continue;
                         }
-                        self.counters.known += 1;
-                        self.counters.pending += 1;
+                        view.added();
                         let (parent_ref, parent) = match d.parent {
                             Some((r, u)) => (Some(r).filter(|r| r.key != 0), Some(u)),
                             None => (None, None),
@@ -314,7 +335,7 @@ impl RedisFrontier {
                             records = w.records.len(),
                             "shard fenced: its lease was taken over, nothing of it applied"
                         );
-                        self.gate.drop_shard(s, token);
+                        gate.drop_shard(s, token);
                         out.fenced.extend(w.finished.iter().map(|f| f.id));
                         out.fenced_records.extend(w.records.iter().map(|r| r.0));
                         out.fenced_shards.push(s);
@@ -322,9 +343,7 @@ impl RedisFrontier {
                     }
                     let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "apply"));
                     let (done, pages) = (n(1)?, n(2)?);
-                    self.counters.done += done;
-                    self.counters.pending = self.counters.pending.saturating_sub(done);
-                    self.counters.pages_fetched += pages;
+                    view.finished(done, pages);
                     for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(3)) {
                         applied.push((*seq, s, reply::string(id, "stream id")?));
                     }
@@ -336,17 +355,8 @@ impl RedisFrontier {
         out.added = added.into_iter().map(|(_, a)| a).collect();
         // The caller writes the kept records in batch order under the next line numbers, then the claimed
         // records of stopped processes: number them the same way for the acknowledgements.
-        applied.sort_by_key(|(seq, _, _)| *seq);
-        for (_, s, id) in applied {
-            self.outstanding.insert(self.next_record, (s, id));
-            self.next_record += 1;
-        }
-        for (s, id, line) in std::mem::take(&mut self.claimed) {
-            self.outstanding.insert(self.next_record, (s, id));
-            self.next_record += 1;
-            out.extra.push(line);
-        }
-        out.counters = self.counters;
+        out.extra = ledger.committed(applied);
+        out.counters = view.counters();
         Ok(out)
     }
 }
@@ -369,4 +379,45 @@ fn robots_value(r: &SharedRobots) -> Vec<u8> {
     let mut value = format!("{} {}\n", r.expires_ms, r.host).into_bytes();
     value.extend_from_slice(&r.snapshot);
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_commit_of_a_session_has_its_own_nonce() {
+        let mut a = CommitSession::new("run".into());
+        assert_eq!(a.nonce(), "run:1");
+        assert_eq!(a.nonce(), "run:2");
+        let mut b = CommitSession::new("other".into());
+        assert_eq!(b.nonce(), "other:1");
+    }
+
+    #[test]
+    fn record_lines_give_their_url() {
+        assert_eq!(
+            record_url(br#"{"url":"http://h/1","status":200}"#).as_deref(),
+            Some("http://h/1")
+        );
+        assert_eq!(record_url(b"not json"), None);
+        assert_eq!(record_url(br#"{"status":200}"#), None);
+    }
+
+    #[test]
+    fn robots_entries_read_back_as_written() {
+        let r = SharedRobots {
+            host: "h.example".into(),
+            authority: "h.example:443".into(),
+            expires_ms: 1_700_000_000_000,
+            snapshot: b"rules\nwith lines".to_vec(),
+        };
+        let back = parse_robots(r.authority.clone(), &robots_value(&r)).unwrap();
+        assert_eq!(
+            (back.host, back.authority, back.expires_ms, back.snapshot),
+            (r.host, r.authority, r.expires_ms, r.snapshot)
+        );
+        assert!(parse_robots("a".into(), b"no newline").is_none());
+        assert!(parse_robots("a".into(), b"soon h\n").is_none());
+    }
 }

@@ -11,10 +11,14 @@
 //! shard that share a fingerprint count as one. The odds are in [`seen`] (about n²/2^65 for n URLs in a shard).
 //!
 //! # Layout
-//! - `lib.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads of queues;
-//! - `poll.rs`: shard polls (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
-//! - `commit.rs`: a commit as one pipeline; `records.rs`: the records streams (pending entries after a restart,
-//!   acknowledgements, take-over); `instance.rs`: creating and checking the crawl's instance;
+//! - `lib.rs`: the store ([`RedisFrontier`]), its settings ([`RedisSettings`]), reads of queues; the store is
+//!   made of parts, each with its own state, which work against the connection and the crawl they are given:
+//! - `crawl.rs`: the crawl as this process sees it (settings, key names, instance, process id);
+//! - `poll.rs`: the shard view (what the caller was told of the shards, the counters) and the shard polls
+//!   (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
+//! - `commit.rs`: the commit session, a commit as one pipeline; `records.rs`: the records ledger (numbering as
+//!   JSONL lines, pending entries after a restart, acknowledgements, take-over); `instance.rs`: creating and
+//!   checking the crawl's instance;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
 //! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
@@ -39,6 +43,7 @@
 pub mod clock;
 mod commit;
 mod conn;
+mod crawl;
 mod instance;
 pub mod keys;
 mod poll;
@@ -55,22 +60,25 @@ use crawl_core::frontier::ShardGate;
 use crawl_core::output::JsonlCheckpoint;
 pub use shards::LeaseTable;
 
+use commit::CommitSession;
 use conn::{Call, Conn, reply};
+use crawl::Crawl;
 use crawl_core::frontier::codec;
 use crawl_core::frontier::{
-    Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
-    RECORDS_HOST, Resume, ShardChanges, UrlRef, host_fp, url_fp,
+    Batch, Committed, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey, RECORDS_HOST,
+    Resume, ShardChanges, UrlRef, url_fp,
 };
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member, member_fp};
+use poll::ShardView;
+use records::Records;
 use redis::Value;
 use scripts::SCRIPTS;
 use shards::{Control, Ownership};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub const DEFAULT_SHARDS: u32 = 256;
 pub const DEFAULT_LEASE_MS: u64 = 15_000;
@@ -145,46 +153,28 @@ impl std::fmt::Debug for RedisSettings {
 
 /// Redis-backed [`FrontierStore`], shared by the processes of one crawl.
 pub struct RedisFrontier {
-    settings: RedisSettings,
-    pid: String,
-    keys: Keys,
+    crawl: Crawl,
     conn: Conn,
-    /// The crawl instance id (the shards' sentinel).
-    inst: String,
     fresh: bool,
     gate: Arc<LeaseTable>,
     control: Arc<Control>,
     thread: Option<JoinHandle<()>>,
-    /// Shards the caller was told it holds.
-    reported: Vec<bool>,
-    /// Per shard: the hosts version read last, and the one the caller's hosts are as of.
-    host_versions: Vec<u64>,
-    hosts_known: Vec<u64>,
-    /// Records committed (or taken over) by this process and not acknowledged: sequence → (shard, stream id).
-    outstanding: BTreeMap<u64, (u32, String)>,
-    /// Records of stopped processes claimed by the last polls, handed out with the next commit.
-    claimed: Vec<(u32, String, Vec<u8>)>,
     /// The lock of this process's data_dir (whatever holds it: dropping it releases it), held as long as the store.
     _lock: Option<Box<dyn Send>>,
-    counters: Counters,
-    unacked: u64,
-    /// Pending URLs of the shards held, as of the last counters read.
-    pending_held: u64,
-    next_record: u64,
-    jsonl_lines: Option<u64>,
-    last_claim: Option<Instant>,
-    /// This run's id and commit counter: the nonce that makes a retried apply call harmless.
-    session: String,
-    commits: u64,
+    /// This process's records between the streams and its JSONL.
+    ledger: Records,
+    /// The shards and counters as the caller knows them.
+    view: ShardView,
+    session: CommitSession,
 }
 
 impl std::fmt::Debug for RedisFrontier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisFrontier")
             .field("target", &self.conn.target())
-            .field("crawl", &self.settings.crawl)
-            .field("process", &self.pid)
-            .field("counters", &self.counters)
+            .field("crawl", &self.crawl.settings.crawl)
+            .field("process", &self.crawl.pid)
+            .field("counters", &self.view.counters())
             .finish()
     }
 }
@@ -258,36 +248,28 @@ impl RedisFrontier {
             "redis frontier opened"
         );
         Ok(RedisFrontier {
-            reported: vec![false; settings.shards as usize],
-            host_versions: vec![0; settings.shards as usize],
-            hosts_known: vec![0; settings.shards as usize],
-            pid: process_id.to_owned(),
-            keys,
+            view: ShardView::new(settings.shards),
+            ledger: Records::new(),
+            session: CommitSession::new(random_id()),
+            crawl: Crawl {
+                settings,
+                keys,
+                inst,
+                pid: process_id.to_owned(),
+            },
             conn,
-            inst,
             fresh,
             gate,
             control,
             thread: Some(thread),
-            outstanding: BTreeMap::new(),
-            claimed: Vec::new(),
             _lock: None,
-            counters: Counters::default(),
-            unacked: 0,
-            pending_held: 0,
-            next_record: 1,
-            jsonl_lines: None,
-            last_claim: None,
-            session: random_id(),
-            commits: 0,
-            settings,
         })
     }
 
     /// The number of complete lines in this process's JSONL, when known before [`FrontierStore::recover`]: records
     /// up to it are taken as written, the rest are numbered from it + 1.
     pub fn set_jsonl_lines(&mut self, lines: u64) {
-        self.jsonl_lines = Some(lines);
+        self.ledger.set_jsonl_lines(lines);
     }
 
     /// The lease table (what the scheduler sees through [`ShardGate`]).
@@ -303,11 +285,7 @@ impl RedisFrontier {
 
     /// This process's JSONL position as of its last commit that had one (None before the first).
     pub fn checkpoint(&mut self) -> Result<Option<JsonlCheckpoint>, FrontierError> {
-        self.read_checkpoint()
-    }
-
-    fn shards(&self) -> u32 {
-        self.settings.shards
+        records::read_checkpoint(&mut self.conn, &self.crawl)
     }
 
     fn check_fatal(&self) -> Result<(), FrontierError> {
@@ -315,16 +293,6 @@ impl RedisFrontier {
             Some(m) => Err(FrontierError::Lost(m.to_owned())),
             None => Ok(()),
         }
-    }
-
-    fn shard_call(&self, script: &'static redis::Script, shard: u32) -> Call {
-        Call::new(script, self.keys.meta(shard))
-            .arg(&self.inst)
-            .arg(shard)
-    }
-
-    fn shard_of_host(&self, host: &str) -> u32 {
-        (host_fp(host) % u64::from(self.shards())) as u32
     }
 
     fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
@@ -369,155 +337,29 @@ impl RedisFrontier {
     }
 
     fn next_call(&self, shard: u32, host: Fp, min: &str, count: usize) -> Call {
-        self.shard_call(&SCRIPTS.next, shard)
+        self.crawl
+            .shard_call(&SCRIPTS.next, shard)
             .arg(host)
             .arg(min)
             .arg(count)
     }
 
-    /// Test hook: the lease thread stops renewing (as if the process hung).
-    #[cfg(test)]
-    pub(crate) fn pause_leases(&self) {
-        self.control.paused.store(true, Ordering::Release);
-    }
-
-    /// Test hook: drop without giving up leases or membership (as if the process died).
-    #[cfg(test)]
-    pub(crate) fn abandon(self) {
-        self.control.abandon.store(true, Ordering::Release);
-    }
-
-    /// Test hook: marks fingerprints seen in shard `shard` without queueing anything.
-    #[cfg(test)]
-    pub(crate) fn mark_seen(&mut self, shard: u32, fps: &[Fp]) -> Result<u64, FrontierError> {
-        let mut total = 0;
-        let calls: Vec<Call> = fps
-            .chunks(PAGE)
-            .map(|chunk| {
-                let mut c = self.shard_call(&SCRIPTS.mark, shard);
-                for &fp in chunk {
-                    c.push(member(fp));
-                }
-                c
-            })
-            .collect();
-        for r in self.conn.run(&calls)? {
-            let v = r.map_err(|e| self.conn.error(&e))?;
-            total += reply::uint(&v, "mark")?;
-        }
-        Ok(total)
-    }
-}
-
-impl Drop for RedisFrontier {
-    fn drop(&mut self) {
-        self.control.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-    }
-}
-
-impl FrontierStore for RedisFrontier {
-    fn recover(&mut self) -> Result<Resume, FrontierError> {
+    /// Shard news since the last poll (see [`ShardView::gather`]), and records taken over from processes that
+    /// stopped, at most every half lease; the caller is told only once every request went through.
+    fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
         self.check_fatal()?;
-        self.refresh_counters()?;
-        let mut rec = Resume::default();
-        let owned = self.gate.owned();
-        let mut records = HostInfo {
-            fp: RECORDS_HOST,
-            name: String::new(),
-            pending: 0,
-            paused_until_ms: 0,
-            backoff_level: 0,
-        };
-        let (hosts, robots) = self.hosts_of(&owned, true)?;
-        rec.robots = robots;
-        for (s, hosts) in hosts {
-            self.reported[s as usize] = true;
-            self.hosts_known[s as usize] = self.host_versions[s as usize];
-            for h in hosts {
-                if h.fp == RECORDS_HOST {
-                    records.pending += h.pending;
-                } else {
-                    rec.hosts.push(h);
-                }
-            }
+        let read = self.view.gather(&mut self.conn, &self.crawl, &self.gate)?;
+        let every = Duration::from_millis(self.crawl.settings.lease_ms / 2);
+        if self.ledger.claim_due(Instant::now(), every) {
+            // Handed to the caller with the next commit, numbered after that commit's own records.
+            let taken = records::take_over(&mut self.conn, &self.crawl, &self.gate)?;
+            self.ledger.hold(taken);
         }
-        if records.pending > 0 {
-            rec.hosts.push(records);
-        }
-        let checkpoint = self.read_checkpoint()?;
-        rec.archive_checkpoint = self.read_archive_checkpoint()?;
-        let base = self
-            .jsonl_lines
-            .or(checkpoint.map(|c| c.lines))
-            .unwrap_or(0);
-        // Every record still pending for this process is written again: one appended after the last checkpoint
-        // but not yet acknowledged may be in the file already (a duplicate `merge` drops), none is lost.
-        let mut keep = self.read_pel()?;
-        keep.sort_by_key(|p| p.seq);
-        self.outstanding.clear();
-        for (i, p) in keep.into_iter().enumerate() {
-            let seq = base + 1 + i as u64;
-            self.outstanding.insert(seq, (p.shard, p.id));
-            rec.outbox.push((seq, p.line));
-        }
-        self.next_record = base + 1 + rec.outbox.len() as u64;
-        rec.next_record = self.next_record;
-        rec.checkpoint = checkpoint;
-        rec.counters = self.counters;
-        rec.fresh = self.fresh;
-        Ok(rec)
+        let mut ch = self.view.tell(read);
+        ch.claimed = self.ledger.claimed();
+        Ok(ch)
     }
 
-    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
-        self.commit_batch(batch)
-    }
-
-    fn next_urls(
-        &mut self,
-        host: Fp,
-        after: Option<QueueKey>,
-        max: usize,
-    ) -> Result<Vec<Entry>, FrontierError> {
-        // A read fails fast during an outage (the caller asks again later); only commits wait for Redis.
-        let retry = self.conn.set_retry(false);
-        let r = self.read_next(host, after, max);
-        self.conn.set_retry(retry);
-        r
-    }
-
-    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
-        self.check_fatal()?;
-        let shard = self.shard_of_host(&url_host(url).unwrap_or_default());
-        let v = self.conn.call(
-            &self
-                .shard_call(&SCRIPTS.known, shard)
-                .arg(member(url_fp(url)))
-                .arg(self.settings.recrawl_after_s),
-        )?;
-        Ok(reply::int(&v, "known")? == 1)
-    }
-
-    fn reread_shards(&mut self) {
-        self.reported.iter_mut().for_each(|r| *r = false);
-    }
-
-    fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
-        let retry = self.conn.set_retry(false);
-        let r = self.poll();
-        self.conn.set_retry(retry);
-        r
-    }
-
-    fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
-        Some(self.gate.clone())
-    }
-}
-
-impl RedisFrontier {
     fn read_next(
         &mut self,
         host: Fp,
@@ -545,7 +387,7 @@ impl RedisFrontier {
             out.truncate(count);
             return Ok(out);
         }
-        let shard = (host % u64::from(self.shards())) as u32;
+        let shard = (host % u64::from(self.crawl.shards())) as u32;
         let mut out = Vec::new();
         while out.len() < max {
             let count = (max - out.len()).min(PAGE);
@@ -561,5 +403,143 @@ impl RedisFrontier {
             }
         }
         Ok(out)
+    }
+
+    /// Test hook: the lease thread stops renewing (as if the process hung).
+    #[cfg(test)]
+    pub(crate) fn pause_leases(&self) {
+        self.control.paused.store(true, Ordering::Release);
+    }
+
+    /// Test hook: drop without giving up leases or membership (as if the process died).
+    #[cfg(test)]
+    pub(crate) fn abandon(self) {
+        self.control.abandon.store(true, Ordering::Release);
+    }
+
+    /// Test hook: marks fingerprints seen in shard `shard` without queueing anything.
+    #[cfg(test)]
+    pub(crate) fn mark_seen(&mut self, shard: u32, fps: &[Fp]) -> Result<u64, FrontierError> {
+        let mut total = 0;
+        let calls: Vec<Call> = fps
+            .chunks(PAGE)
+            .map(|chunk| {
+                let mut c = self.crawl.shard_call(&SCRIPTS.mark, shard);
+                for &fp in chunk {
+                    c.push(member(fp));
+                }
+                c
+            })
+            .collect();
+        for r in self.conn.run(&calls)? {
+            let v = r.map_err(|e| self.conn.error(&e))?;
+            total += reply::uint(&v, "mark")?;
+        }
+        Ok(total)
+    }
+}
+
+impl Drop for RedisFrontier {
+    fn drop(&mut self) {
+        self.control.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl FrontierStore for RedisFrontier {
+    fn recover(&mut self) -> Result<Resume, FrontierError> {
+        self.check_fatal()?;
+        self.view.refresh(&mut self.conn, &self.crawl, &self.gate)?;
+        let mut rec = Resume::default();
+        let owned = self.gate.owned();
+        let mut records = HostInfo {
+            fp: RECORDS_HOST,
+            name: String::new(),
+            pending: 0,
+            paused_until_ms: 0,
+            backoff_level: 0,
+        };
+        let (hosts, robots) = poll::hosts_of(&mut self.conn, &self.crawl, &owned, true)?;
+        rec.robots = robots;
+        for (s, hosts) in hosts {
+            self.view.told(s);
+            for h in hosts {
+                if h.fp == RECORDS_HOST {
+                    records.pending += h.pending;
+                } else {
+                    rec.hosts.push(h);
+                }
+            }
+        }
+        if records.pending > 0 {
+            rec.hosts.push(records);
+        }
+        let checkpoint = records::read_checkpoint(&mut self.conn, &self.crawl)?;
+        rec.archive_checkpoint = records::read_archive_checkpoint(&mut self.conn, &self.crawl)?;
+        // Every record still pending for this process is written again: one appended after the last checkpoint
+        // but not yet acknowledged may be in the file already (a duplicate `merge` drops), none is lost.
+        let pending = records::read_pel(&mut self.conn, &self.crawl)?;
+        rec.outbox = self.ledger.recover(checkpoint.map(|c| c.lines), pending);
+        rec.next_record = self.ledger.next_record();
+        rec.checkpoint = checkpoint;
+        rec.counters = self.view.counters();
+        rec.fresh = self.fresh;
+        Ok(rec)
+    }
+
+    fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
+        self.check_fatal()?;
+        self.session.commit(
+            &mut self.conn,
+            &self.crawl,
+            &self.gate,
+            &mut self.ledger,
+            &mut self.view,
+            batch,
+        )
+    }
+
+    fn next_urls(
+        &mut self,
+        host: Fp,
+        after: Option<QueueKey>,
+        max: usize,
+    ) -> Result<Vec<Entry>, FrontierError> {
+        // A read fails fast during an outage (the caller asks again later); only commits wait for Redis.
+        let retry = self.conn.set_retry(false);
+        let r = self.read_next(host, after, max);
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn is_known(&mut self, url: &str) -> Result<bool, FrontierError> {
+        self.check_fatal()?;
+        let shard = self.crawl.shard_of_host(&url_host(url).unwrap_or_default());
+        let v = self.conn.call(
+            &self
+                .crawl
+                .shard_call(&SCRIPTS.known, shard)
+                .arg(member(url_fp(url)))
+                .arg(self.crawl.settings.recrawl_after_s),
+        )?;
+        Ok(reply::int(&v, "known")? == 1)
+    }
+
+    fn reread_shards(&mut self) {
+        self.view.reread();
+    }
+
+    fn poll_shards(&mut self) -> Result<ShardChanges, FrontierError> {
+        let retry = self.conn.set_retry(false);
+        let r = self.poll();
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
+        Some(self.gate.clone())
     }
 }

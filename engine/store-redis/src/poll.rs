@@ -1,187 +1,421 @@
-//! What a process learns from Redis at each shard poll: the crawl's counters, the hosts (and robots.txt rules) of
-//! the shards it gained or that gained hosts, and the records of processes that stopped.
+//! The shard view: what the caller was told about the shards (which it holds, the hosts it knows of each) and the
+//! crawl's counters, and the polls that bring both up to date: counters, the hosts (and robots.txt rules) of the
+//! shards gained or that gained hosts, the shards lost.
 
-use super::conn::{Call, reply};
+use super::commit;
+use super::conn::{Call, Conn, reply};
+use super::crawl::Crawl;
 use super::scripts::SCRIPTS;
-use super::{RedisFrontier, commit};
+use super::shards::LeaseTable;
 use crawl_core::frontier::{
     Counters, FrontierError, HostInfo, RECORDS_HOST, ShardChanges, SharedRobots, host_fp,
 };
 use std::collections::HashMap;
-use std::time::Instant;
 
 /// Shards, each with its hosts that have pending URLs.
 pub(super) type ShardHosts = Vec<(u32, Vec<HostInfo>)>;
 
-impl RedisFrontier {
+/// A shard's stats as its script answers them: known, pending, done, pages fetched, unacknowledged records, hosts
+/// version.
+type ShardStats = [u64; 6];
+
+/// The shards and counters as the caller knows them.
+pub(super) struct ShardView {
+    /// Shards the caller was told it holds.
+    reported: Vec<bool>,
+    /// Per shard: the hosts version read last, and the one the caller's hosts are as of.
+    host_versions: Vec<u64>,
+    hosts_known: Vec<u64>,
+    counters: Counters,
+    /// Records committed and not acknowledged, in every shard.
+    unacked: u64,
+    /// Pending URLs of the shards held, as of the last counters read.
+    pending_held: u64,
+}
+
+/// What a poll read, told to the caller by [`ShardView::tell`] once every read went through.
+pub(super) struct Poll {
+    changes: ShardChanges,
+    gained: ShardHosts,
+    changed: ShardHosts,
+}
+
+impl ShardView {
+    pub fn new(shards: u32) -> ShardView {
+        ShardView {
+            reported: vec![false; shards as usize],
+            host_versions: vec![0; shards as usize],
+            hosts_known: vec![0; shards as usize],
+            counters: Counters::default(),
+            unacked: 0,
+            pending_held: 0,
+        }
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The caller forgot its shards: the next poll tells every held shard as gained.
+    pub fn reread(&mut self) {
+        self.reported.iter_mut().for_each(|r| *r = false);
+    }
+
+    /// The caller was told shard `s` with its hosts as of the last read.
+    pub fn told(&mut self, s: u32) {
+        self.reported[s as usize] = true;
+        self.hosts_known[s as usize] = self.host_versions[s as usize];
+    }
+
+    /// A commit added a URL.
+    pub fn added(&mut self) {
+        self.counters.known += 1;
+        self.counters.pending += 1;
+    }
+
+    /// A commit finished `done` URLs, `pages` of them fetched pages.
+    pub fn finished(&mut self, done: u64, pages: u64) {
+        self.counters.done += done;
+        self.counters.pending = self.counters.pending.saturating_sub(done);
+        self.counters.pages_fetched += pages;
+    }
+
     /// Sums every shard's counters and unacknowledged records.
-    pub(super) fn refresh_counters(&mut self) -> Result<(), FrontierError> {
-        let calls: Vec<Call> = (0..self.shards())
-            .map(|s| self.shard_call(&SCRIPTS.stats, s))
+    pub fn refresh(
+        &mut self,
+        conn: &mut Conn,
+        crawl: &Crawl,
+        gate: &LeaseTable,
+    ) -> Result<(), FrontierError> {
+        let calls: Vec<Call> = (0..crawl.shards())
+            .map(|s| crawl.shard_call(&SCRIPTS.stats, s))
             .collect();
+        let mut rows = Vec::with_capacity(calls.len());
+        for r in conn.run(&calls)? {
+            let v = r.map_err(|e| conn.error(&e))?;
+            let a = reply::array(v, "stats")?;
+            let mut row = ShardStats::default();
+            for (i, n) in row.iter_mut().enumerate() {
+                *n = a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"))?;
+            }
+            rows.push(row);
+        }
+        self.count(&rows, |s| gate.token(s).is_some());
+        Ok(())
+    }
+
+    /// Takes every shard's stats (in shard order) as the counters; `held` tells the shards this process holds.
+    fn count(&mut self, rows: &[ShardStats], held: impl Fn(u32) -> bool) {
         let mut c = Counters::default();
         let mut unacked = 0;
         let mut pending_held = 0;
-        for (s, r) in self.conn.run(&calls)?.into_iter().enumerate() {
-            let v = r.map_err(|e| self.conn.error(&e))?;
-            let a = reply::array(v, "stats")?;
-            let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "stats"));
-            let pending = n(1)?;
-            c.known += n(0)?;
+        for (s, &[known, pending, done, pages, un, version]) in rows.iter().enumerate() {
+            c.known += known;
             c.pending += pending;
-            if self.gate.token(s as u32).is_some() {
+            if held(s as u32) {
                 pending_held += pending;
             }
-            c.done += n(2)?;
-            c.pages_fetched += n(3)?;
-            unacked += n(4)?;
-            self.host_versions[s] = n(5)?;
+            c.done += done;
+            c.pages_fetched += pages;
+            unacked += un;
+            self.host_versions[s] = version;
         }
         self.counters = c;
         self.unacked = unacked;
         self.pending_held = pending_held;
-        Ok(())
     }
 
-    /// The hosts with pending URLs of some shards (each shard with its hosts), and (`gained`) the robots.txt rules kept with them.
-    pub(super) fn hosts_of(
-        &mut self,
-        shards: &[u32],
-        gained: bool,
-    ) -> Result<(ShardHosts, Vec<SharedRobots>), FrontierError> {
-        let calls: Vec<Call> = shards
-            .iter()
-            .map(|&s| {
-                self.shard_call(&SCRIPTS.hosts, s)
-                    .arg(if gained { "1" } else { "0" })
-            })
-            .collect();
-        let mut out = Vec::with_capacity(shards.len());
-        let mut robots = Vec::new();
-        for (&s, r) in shards.iter().zip(self.conn.run(&calls)?) {
-            let v = r.map_err(|e| self.conn.error(&e))?;
-            let mut parts = reply::array(v, "hosts")?.into_iter();
-            let (Some(counts), Some(pauses)) = (parts.next(), parts.next()) else {
-                return Err(FrontierError::Store("hosts: short reply".into()));
-            };
-            if let Some(rules) = parts.next() {
-                let mut it = reply::array(rules, "robots")?.into_iter();
-                while let (Some(authority), Some(value)) = (it.next(), it.next()) {
-                    let authority = reply::string(authority, "authority")?;
-                    let value = reply::bytes(value, "robots")?;
-                    match commit::parse_robots(authority, &value) {
-                        Some(r) => robots.push(r),
-                        None => tracing::warn!(
-                            shard = s,
-                            "unreadable robots.txt rules in the store ignored"
-                        ),
-                    }
-                }
-            }
-            let mut paused = HashMap::new();
-            let mut it = reply::array(pauses, "pauses")?.into_iter();
-            while let (Some(name), Some(value)) = (it.next(), it.next()) {
-                // `until` (Unix ms) or `until:level`.
-                let value = reply::string(value, "pause")?;
-                let (until, level) = value.split_once(':').unwrap_or((value.as_str(), "0"));
-                let parse = |s: &str| {
-                    s.parse::<u64>().map_err(|e| FrontierError::Corrupt {
-                        what: "host pause".into(),
-                        detail: format!("{value:?}: {e}"),
-                    })
-                };
-                let level = u32::try_from(parse(level)?).unwrap_or(u32::MAX);
-                paused.insert(reply::string(name, "host")?, (parse(until)?, level));
-            }
-            let mut it = reply::array(counts, "hosts")?.into_iter();
-            let mut hosts = Vec::new();
-            while let (Some(name), Some(count)) = (it.next(), it.next()) {
-                let name = reply::string(name, "host")?;
-                let pending = reply::uint(&count, "host count")?;
-                if pending == 0 {
-                    continue;
-                }
-                let fp = if name.is_empty() {
-                    RECORDS_HOST
-                } else {
-                    host_fp(&name)
-                };
-                let (paused_until_ms, backoff_level) = paused.get(&name).copied().unwrap_or((0, 0));
-                hosts.push(HostInfo {
-                    fp,
-                    name,
-                    pending,
-                    paused_until_ms,
-                    backoff_level,
-                });
-            }
-            out.push((s, hosts));
-        }
-        Ok((out, robots))
-    }
-
-    /// Shard news since the last poll: shards gained (with their hosts and robots.txt rules) and lost, hosts that
-    /// appeared in held shards, the crawl's counters, and records taken over from processes that stopped.
-    ///
-    /// What the caller has been told (`reported`, `hosts_known`) changes only once every request of the poll went
-    /// through: a poll that fails on the way (Redis down or loading) tells nothing, and the next one tells it all,
-    /// the losses included.
-    pub(super) fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
-        self.check_fatal()?;
-        let mut ch = ShardChanges::default();
+    /// Shards held and not told (gained), and told and no longer held (lost).
+    fn news(&self, held: impl Fn(u32) -> bool) -> (Vec<u32>, Vec<u32>) {
         let mut gained = Vec::new();
-        for s in 0..self.shards() {
-            let held = self.gate.token(s).is_some();
-            let told = self.reported[s as usize];
+        let mut lost = Vec::new();
+        for (s, &told) in self.reported.iter().enumerate() {
+            let s = s as u32;
+            let held = held(s);
             if held && !told {
                 gained.push(s);
             } else if told && !held {
-                ch.lost.push(s);
+                lost.push(s);
             }
         }
-        self.refresh_counters()?;
-        ch.counters = Some(self.counters);
-        ch.unacked = self.unacked;
-        ch.pending_held = self.pending_held;
-        (ch.leases_renewed, ch.leases_lost) = self.gate.lease_counts();
-        ch.spooled = self
-            .conn
-            .spool()
-            .and_then(|s| s.pending().ok())
-            .map_or(0, |p| p.len() as u64);
-        let (gained_hosts, robots) = self.hosts_of(&gained, true)?;
-        let changed: Vec<u32> = (0..self.shards())
+        (gained, lost)
+    }
+
+    /// Shards told and kept whose hosts changed since the caller read them.
+    fn changed(&self, gained: &[u32], lost: &[u32]) -> Vec<u32> {
+        (0..self.reported.len() as u32)
             .filter(|&s| {
                 let i = s as usize;
                 self.reported[i]
                     && !gained.contains(&s)
-                    && !ch.lost.contains(&s)
+                    && !lost.contains(&s)
                     && self.host_versions[i] != self.hosts_known[i]
             })
-            .collect();
-        let changed_hosts = self.hosts_of(&changed, false)?.0;
-        let every = std::time::Duration::from_millis(self.settings.lease_ms / 2);
-        if self.last_claim.is_none_or(|t| t.elapsed() >= every) {
-            self.last_claim = Some(Instant::now());
-            // Handed to the caller with the next commit, numbered after that commit's own records.
-            let taken = self.take_over()?;
-            self.claimed.extend(taken);
-        }
-        // Nothing below fails: the caller is told all of it.
+            .collect()
+    }
+
+    /// Reads the shard news since the last poll: shards gained (with their hosts and robots.txt rules) and lost,
+    /// hosts that appeared in held shards, the crawl's counters. What the caller has been told changes only with
+    /// [`ShardView::tell`]: a poll that fails on the way (Redis down or loading) tells nothing, and the next one
+    /// tells it all, the losses included.
+    pub fn gather(
+        &mut self,
+        conn: &mut Conn,
+        crawl: &Crawl,
+        gate: &LeaseTable,
+    ) -> Result<Poll, FrontierError> {
+        let mut ch = ShardChanges::default();
+        let (gained, lost) = self.news(|s| gate.token(s).is_some());
+        ch.lost = lost;
+        self.refresh(conn, crawl, gate)?;
+        ch.counters = Some(self.counters);
+        ch.unacked = self.unacked;
+        ch.pending_held = self.pending_held;
+        (ch.leases_renewed, ch.leases_lost) = gate.lease_counts();
+        ch.spooled = conn
+            .spool()
+            .and_then(|s| s.pending().ok())
+            .map_or(0, |p| p.len() as u64);
+        let (gained_hosts, robots) = hosts_of(conn, crawl, &gained, true)?;
+        ch.robots = robots;
+        let changed = self.changed(&gained, &ch.lost);
+        let changed_hosts = hosts_of(conn, crawl, &changed, false)?.0;
+        Ok(Poll {
+            changes: ch,
+            gained: gained_hosts,
+            changed: changed_hosts,
+        })
+    }
+
+    /// Tells the caller what a poll read; nothing here fails.
+    pub fn tell(&mut self, poll: Poll) -> ShardChanges {
+        let Poll {
+            changes: mut ch,
+            gained,
+            changed,
+        } = poll;
         for &s in &ch.lost {
             self.reported[s as usize] = false;
         }
-        ch.robots = robots;
-        for (s, hosts) in gained_hosts {
-            self.reported[s as usize] = true;
-            self.hosts_known[s as usize] = self.host_versions[s as usize];
+        for (s, hosts) in gained {
+            self.told(s);
             ch.gained.push((s, hosts));
         }
-        for (s, hosts) in changed_hosts {
+        for (s, hosts) in changed {
             self.hosts_known[s as usize] = self.host_versions[s as usize];
             ch.hosts.extend(hosts);
         }
-        ch.claimed = self.claimed.len() as u64;
-        Ok(ch)
+        ch
+    }
+}
+
+/// The hosts with pending URLs of some shards (each shard with its hosts), and (`gained`) the robots.txt rules kept with them.
+pub(super) fn hosts_of(
+    conn: &mut Conn,
+    crawl: &Crawl,
+    shards: &[u32],
+    gained: bool,
+) -> Result<(ShardHosts, Vec<SharedRobots>), FrontierError> {
+    let calls: Vec<Call> = shards
+        .iter()
+        .map(|&s| {
+            crawl
+                .shard_call(&SCRIPTS.hosts, s)
+                .arg(if gained { "1" } else { "0" })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(shards.len());
+    let mut robots = Vec::new();
+    for (&s, r) in shards.iter().zip(conn.run(&calls)?) {
+        let v = r.map_err(|e| conn.error(&e))?;
+        let mut parts = reply::array(v, "hosts")?.into_iter();
+        let (Some(counts), Some(pauses)) = (parts.next(), parts.next()) else {
+            return Err(FrontierError::Store("hosts: short reply".into()));
+        };
+        if let Some(rules) = parts.next() {
+            let mut it = reply::array(rules, "robots")?.into_iter();
+            while let (Some(authority), Some(value)) = (it.next(), it.next()) {
+                let authority = reply::string(authority, "authority")?;
+                let value = reply::bytes(value, "robots")?;
+                match commit::parse_robots(authority, &value) {
+                    Some(r) => robots.push(r),
+                    None => tracing::warn!(
+                        shard = s,
+                        "unreadable robots.txt rules in the store ignored"
+                    ),
+                }
+            }
+        }
+        let mut paused = HashMap::new();
+        let mut it = reply::array(pauses, "pauses")?.into_iter();
+        while let (Some(name), Some(value)) = (it.next(), it.next()) {
+            // `until` (Unix ms) or `until:level`.
+            let value = reply::string(value, "pause")?;
+            let (until, level) = value.split_once(':').unwrap_or((value.as_str(), "0"));
+            let parse = |s: &str| {
+                s.parse::<u64>().map_err(|e| FrontierError::Corrupt {
+                    what: "host pause".into(),
+                    detail: format!("{value:?}: {e}"),
+                })
+            };
+            let level = u32::try_from(parse(level)?).unwrap_or(u32::MAX);
+            paused.insert(reply::string(name, "host")?, (parse(until)?, level));
+        }
+        let mut it = reply::array(counts, "hosts")?.into_iter();
+        let mut hosts = Vec::new();
+        while let (Some(name), Some(count)) = (it.next(), it.next()) {
+            let name = reply::string(name, "host")?;
+            let pending = reply::uint(&count, "host count")?;
+            if pending == 0 {
+                continue;
+            }
+            let fp = if name.is_empty() {
+                RECORDS_HOST
+            } else {
+                host_fp(&name)
+            };
+            let (paused_until_ms, backoff_level) = paused.get(&name).copied().unwrap_or((0, 0));
+            hosts.push(HostInfo {
+                fp,
+                name,
+                pending,
+                paused_until_ms,
+                backoff_level,
+            });
+        }
+        out.push((s, hosts));
+    }
+    Ok((out, robots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(name: &str) -> HostInfo {
+        HostInfo {
+            fp: host_fp(name),
+            name: name.into(),
+            pending: 1,
+            paused_until_ms: 0,
+            backoff_level: 0,
+        }
+    }
+
+    /// A poll that read only the given news.
+    fn read(view: &ShardView, held: &[u32], hosts: &[(u32, &str)]) -> Poll {
+        let (gained, lost) = view.news(|s| held.contains(&s));
+        let changed = view.changed(&gained, &lost);
+        let of = |shards: &[u32]| -> ShardHosts {
+            shards
+                .iter()
+                .map(|&s| {
+                    let list = hosts.iter().filter(|h| h.0 == s);
+                    (s, list.map(|h| host(h.1)).collect())
+                })
+                .collect()
+        };
+        Poll {
+            changes: ShardChanges {
+                lost,
+                ..ShardChanges::default()
+            },
+            gained: of(&gained),
+            changed: of(&changed),
+        }
+    }
+
+    fn stats(version: u64) -> ShardStats {
+        [0, 0, 0, 0, 0, version]
+    }
+
+    #[test]
+    fn held_shards_are_told_once_and_lost_ones_once() {
+        let mut v = ShardView::new(4);
+        let ch = v.tell(read(&v, &[1, 2], &[(1, "a"), (2, "b")]));
+        let gained: Vec<u32> = ch.gained.iter().map(|g| g.0).collect();
+        assert_eq!(gained, [1, 2]);
+        assert_eq!(ch.gained[0].1[0].name, "a");
+        assert!(ch.lost.is_empty());
+
+        let ch = v.tell(read(&v, &[1, 2], &[]));
+        assert!(ch.gained.is_empty() && ch.lost.is_empty(), "nothing new");
+
+        let ch = v.tell(read(&v, &[2, 3], &[]));
+        assert_eq!(ch.gained.iter().map(|g| g.0).collect::<Vec<_>>(), [3]);
+        assert_eq!(ch.lost, [1]);
+        let ch = v.tell(read(&v, &[2, 3], &[]));
+        assert!(ch.gained.is_empty() && ch.lost.is_empty(), "told once");
+    }
+
+    #[test]
+    fn rereading_tells_every_held_shard_again() {
+        let mut v = ShardView::new(3);
+        v.tell(read(&v, &[0, 2], &[]));
+        v.reread();
+        let ch = v.tell(read(&v, &[0, 2], &[]));
+        assert_eq!(ch.gained.iter().map(|g| g.0).collect::<Vec<_>>(), [0, 2]);
+        assert!(ch.lost.is_empty());
+    }
+
+    #[test]
+    fn hosts_of_kept_shards_are_read_again_when_their_version_moves() {
+        let mut v = ShardView::new(3);
+        v.count(&[stats(1), stats(1), stats(1)], |_| true);
+        v.tell(read(&v, &[0, 1, 2], &[]));
+        v.count(&[stats(1), stats(2), stats(1)], |_| true);
+        let ch = v.tell(read(&v, &[0, 1, 2], &[(1, "new"), (0, "not read")]));
+        assert!(ch.gained.is_empty());
+        assert_eq!(ch.hosts.len(), 1);
+        assert_eq!(ch.hosts[0].name, "new");
+        let ch = v.tell(read(&v, &[0, 1, 2], &[(1, "new")]));
+        assert!(ch.hosts.is_empty(), "the caller has them as of version 2");
+
+        // A shard lost and gained back is told with its hosts as gained, not as changed.
+        v.count(&[stats(1), stats(3), stats(1)], |_| true);
+        let lost = v.tell(read(&v, &[0, 2], &[(1, "x")]));
+        assert_eq!(lost.lost, [1]);
+        assert!(lost.hosts.is_empty());
+        let back = v.tell(read(&v, &[0, 1, 2], &[(1, "x")]));
+        assert_eq!(back.gained.len(), 1);
+        assert!(back.hosts.is_empty());
+    }
+
+    #[test]
+    fn counters_sum_every_shard_and_pending_held_only_the_held_ones() {
+        let mut v = ShardView::new(3);
+        v.count(
+            &[
+                [10, 4, 6, 5, 1, 0],
+                [20, 7, 13, 9, 2, 0],
+                [1, 1, 0, 0, 0, 0],
+            ],
+            |s| s != 1,
+        );
+        let c = v.counters();
+        assert_eq!(
+            (c.known, c.pending, c.done, c.pages_fetched),
+            (31, 12, 19, 14)
+        );
+        assert_eq!(v.unacked, 3);
+        assert_eq!(v.pending_held, 5);
+    }
+
+    #[test]
+    fn commits_move_the_counters_between_reads() {
+        let mut v = ShardView::new(1);
+        v.added();
+        v.added();
+        v.finished(1, 1);
+        let c = v.counters();
+        assert_eq!((c.known, c.pending, c.done, c.pages_fetched), (2, 1, 1, 1));
+        v.finished(5, 0);
+        assert_eq!(v.counters().pending, 0, "never below zero");
+        v.count(&[[7, 3, 4, 2, 0, 0]], |_| false);
+        assert_eq!(
+            v.counters().known,
+            7,
+            "a read replaces what commits counted"
+        );
     }
 }

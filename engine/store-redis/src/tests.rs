@@ -2,7 +2,7 @@
 
 use super::*;
 use crawl_core::frontier::contract::{self, disc};
-use crawl_core::frontier::{Finished, SharedRobots};
+use crawl_core::frontier::{Finished, SharedRobots, host_fp};
 use crawl_core::output::JsonlCheckpoint;
 use std::cell::RefCell;
 use std::path::Path;
@@ -261,13 +261,13 @@ fn dedup_takes_at_most_16_bytes_per_url_and_buckets_stay_intsets() {
         let (lv, sp): (Option<u32>, Option<u64>) = query(
             &srv,
             redis::cmd("HMGET")
-                .arg(f.keys.meta(shard))
+                .arg(f.crawl.keys.meta(shard))
                 .arg("lv")
                 .arg("sp"),
         );
         let n = seen::buckets(lv.unwrap_or(0), sp.unwrap_or(0));
         for b in 0..n {
-            let key = f.keys.bucket(shard, b);
+            let key = f.crawl.keys.bucket(shard, b);
             let enc: Option<String> = query(&srv, redis::cmd("OBJECT").arg("ENCODING").arg(&key));
             if let Some(enc) = enc {
                 assert_eq!(enc, "intset", "{key}");
@@ -444,8 +444,9 @@ fn an_apply_call_run_twice_applies_once() {
     let s = (e.seq % 4) as u32;
     let token = f.gate.token(s).unwrap();
     let call = f
+        .crawl
         .shard_call(&SCRIPTS.apply, s)
-        .arg(&f.pid)
+        .arg(&f.crawl.pid)
         .arg(token)
         .arg(1)
         .arg(0)
@@ -467,9 +468,12 @@ fn an_apply_call_run_twice_applies_once() {
     let second = read(f.conn.call(&call).unwrap());
     assert_eq!(first.len(), 4, "{first:?}");
     assert_eq!(first, second);
-    let len: u64 = query(&srv, redis::cmd("XLEN").arg(f.keys.stream(s)));
+    let len: u64 = query(&srv, redis::cmd("XLEN").arg(f.crawl.keys.stream(s)));
     assert_eq!(len, 1);
-    let done: u64 = query(&srv, redis::cmd("HGET").arg(f.keys.meta(s)).arg("done"));
+    let done: u64 = query(
+        &srv,
+        redis::cmd("HGET").arg(f.crawl.keys.meta(s)).arg("done"),
+    );
     assert_eq!(done, 1);
 }
 
