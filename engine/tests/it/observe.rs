@@ -378,27 +378,6 @@ async fn a_collector_overloaded_for_a_moment_loses_no_span() {
     site.shutdown().await;
 }
 
-/// A gRPC collector given without its protocol on a port other than 4317 gets OTLP/HTTP, the default: every export
-/// fails, the crawl goes on, and the log names why and the fix.
-#[tokio::test]
-async fn a_grpc_collector_under_the_default_protocol_is_named_with_the_fix() {
-    let rx = OtlpReceiver::start().await;
-    let site = Site::builder(spec(195)).start().await.expect("site");
-    let overrides = format!("[observability]\notlp_endpoint = \"{}\"\n", rx.endpoint());
-    let (c, run) = crawl_ok(&[site.seed_url()], &overrides).await;
-    assert!(c.records().len() > 20, "the crawl went on");
-    assert_start_line_names(&run.stderr, "http/protobuf");
-    let warning = run
-        .stderr
-        .lines()
-        .find(|l| l.contains("the collector speaks the other otlp protocol"))
-        .unwrap_or_else(|| panic!("no warning naming the protocol:\n{}", run.stderr));
-    assert!(warning.contains(r#"otlp_protocol = \"grpc\""#), "{warning}");
-    assert!(warning.contains("HTTP/2 only"), "{warning}");
-    assert!(rx.spans().is_empty(), "no export went through");
-    site.shutdown().await;
-}
-
 /// Exports compressed with gzip (over OTLP/HTTP, the default) arrive whole: the receiver inflates them.
 #[tokio::test]
 async fn gzip_compressed_exports_arrive_whole() {
