@@ -1,5 +1,5 @@
 //! Observability of the real binary: every JSONL record has one OpenTelemetry trace (received by an in-process
-//! OTLP/gRPC receiver) whose root span names the URL and whose child spans (queue wait, robots, DNS, connect, first
+//! OTLP receiver, over OTLP/HTTP and over gRPC) whose root span names the URL and whose child spans (queue wait, robots, DNS, connect, first
 //! byte, body, parse, output) hang off it; secrets in URLs never reach a span; no trace header reaches a site;
 //! sampling at 0 exports nothing but still ids every record; `/metrics` counts match the JSONL, pass
 //! `promtool check metrics`, and carry trace-id exemplars in OpenMetrics.
