@@ -204,3 +204,33 @@ impl Exporter {
         self.runtime.shutdown_timeout(Duration::from_secs(2));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both protocols take an `https://` collector (gRPC needs the exporter's TLS feature; OTLP/HTTP the rustls
+    /// connector), with and without gzip.
+    #[test]
+    fn both_protocols_build_for_http_and_https_collectors() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let _enter = runtime.enter();
+        for protocol in [Protocol::Grpc, Protocol::HttpProtobuf] {
+            for endpoint in ["http://127.0.0.1:4317", "https://collector.example:443"] {
+                for compression in [Compression::None, Compression::Gzip] {
+                    let target = Target {
+                        endpoint: Some(endpoint),
+                        protocol,
+                        compression,
+                    };
+                    if let Err(e) = otlp(&target) {
+                        panic!("{protocol:?} {endpoint} {compression:?}: {e}");
+                    }
+                }
+            }
+        }
+    }
+}
