@@ -325,6 +325,18 @@ async fn over_otlp_grpc_every_record_s_trace_arrives_whole() {
             .unwrap_or_else(|| panic!("no trace exported for {} ({id})", r.url));
         let root = trace.iter().find(|s| s.is_root()).expect("root");
         assert_eq!(root.attr_str("crawl.outcome"), Some(r.outcome.as_str()));
+        assert!(
+            root.resource_str("service.name")
+                .is_some_and(|s| s.contains("crawl-engine"))
+        );
+        assert!(root.attr_str("url.full").is_some() && root.attr_int("crawl.depth").is_some());
+        assert!(
+            trace
+                .iter()
+                .all(|s| s.is_root() || s.parent_span_id.as_deref() == Some(root.span_id.as_str())),
+            "{}: every child hangs off the root",
+            r.url
+        );
         if r.outcome == Outcome::Fetched {
             let n = names(trace);
             for want in [
