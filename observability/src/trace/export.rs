@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Spans ended and not yet settled by an export at most (unless `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise); past
-/// that a span is dropped and counted.
+/// that a span is dropped and counted. The benchmark crawl (`make bench-otlp`, some 85,000 spans a second at
+/// `sample_ratio = 1`) dropped none with this queue, and thousands with 8,192 or 4,096. The batch processor's
+/// channel takes its room at start (some 300 bytes a span).
 pub(crate) const QUEUE_SPANS: usize = 16_384;
 /// Spans per export request (unless `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` says otherwise).
 pub(crate) const BATCH_SPANS: usize = 2_048;
