@@ -1,4 +1,5 @@
-//! crawl-observability: logging, OpenTelemetry tracing over OTLP/gRPC, and Prometheus metrics for crawl-engine.
+//! crawl-observability: logging, OpenTelemetry tracing (the SDK and `opentelemetry-otlp`: OTLP/gRPC or OTLP/HTTP),
+//! and Prometheus metrics for crawl-engine.
 //!
 //! # Layout
 //! - [`init`]: installs the global `tracing` subscriber (text on a terminal, JSON otherwise, or as configured) with a
@@ -42,11 +43,14 @@ pub enum Format {
 /// Where and how spans are exported.
 #[derive(Debug, Clone)]
 pub struct OtlpSettings {
-    /// `http://host:port` of an OTLP collector; None = `OTEL_EXPORTER_OTLP_ENDPOINT`, else no export.
+    /// `http(s)://host:port` of an OTLP collector (over OTLP/HTTP `/v1/traces` goes after it); None =
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`, else no export.
     pub endpoint: Option<String>,
-    /// How spans are sent; None = `OTEL_EXPORTER_OTLP_PROTOCOL`, else OTLP/HTTP.
+    /// How spans are sent; None = `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else
+    /// OTLP/HTTP.
     pub protocol: Option<Protocol>,
-    /// How export requests are compressed; None = `OTEL_EXPORTER_OTLP_COMPRESSION`, else not at all.
+    /// How export requests are compressed; None = `OTEL_EXPORTER_OTLP_TRACES_COMPRESSION`, else
+    /// `OTEL_EXPORTER_OTLP_COMPRESSION`, else not at all.
     pub compression: Option<Compression>,
     /// `service.name` (OTEL_SERVICE_NAME, when set, wins).
     pub service_name: String,
@@ -177,8 +181,8 @@ impl Guard {
             .map(|(_, target)| target)
     }
 
-    /// Flushes and stops the exporter. Runs the blocking shutdown on a thread of its own: on a runtime thread it
-    /// could not wait for the exporter's runtime.
+    /// Flushes and stops the exporter. Runs the SDK's blocking shutdown on a thread of its own: on a runtime
+    /// thread (actix's current-thread runtime) it could not wait for the exports it starts.
     pub fn shutdown(&mut self) {
         let Some((exporter, _)) = self.otel.take().and_then(|o| o.exporter) else {
             return;
@@ -199,45 +203,69 @@ impl Drop for Guard {
     }
 }
 
-/// The export protocol in use: the configured one, else `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` or
-/// `http/protobuf`), else OTLP/HTTP, the OpenTelemetry specification's default (and the cheaper of the two for the
-/// crawl); an error names a protocol of the environment that is not supported.
+/// The export protocol in use: the configured one, else `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
+/// `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` or `http/protobuf`), else OTLP/HTTP, the OpenTelemetry specification's
+/// default; an error names a protocol of the environment that is not supported.
 fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
     configured_or_env(
         configured,
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc or http/protobuf"),
+        (
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                "OTEL_EXPORTER_OTLP_PROTOCOL",
+            ],
+            "grpc or http/protobuf",
+        ),
         Protocol::parse,
         Protocol::HttpProtobuf,
     )
 }
 
-/// The compression in use: the configured one, else `OTEL_EXPORTER_OTLP_COMPRESSION` (`none` or `gzip`), else
-/// none; an error names a compression of the environment that is not supported.
+/// The compression in use: the configured one, else `OTEL_EXPORTER_OTLP_TRACES_COMPRESSION`, else
+/// `OTEL_EXPORTER_OTLP_COMPRESSION` (`none` or `gzip`), else none; an error names a compression of the
+/// environment that is not supported.
 fn resolve_compression(configured: Option<Compression>) -> Result<Compression, String> {
     configured_or_env(
         configured,
-        ("OTEL_EXPORTER_OTLP_COMPRESSION", "none or gzip"),
+        (
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+                "OTEL_EXPORTER_OTLP_COMPRESSION",
+            ],
+            "none or gzip",
+        ),
         Compression::parse,
         Compression::None,
     )
 }
 
-/// `configured`, else the environment variable `var` read by `parse` (a value it does not know is an error that
-/// names the `choices`), else `default`.
+/// The first of `vars` that is set and not blank.
+fn first_env(vars: &[&'static str]) -> Option<(&'static str, String)> {
+    vars.iter().find_map(|var| {
+        std::env::var(var)
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .map(|v| (*var, v))
+    })
+}
+
+/// `configured`, else the first environment variable of `vars` that is set, read by `parse` (a value it does not
+/// know is an error that names the `choices`), else `default`.
 fn configured_or_env<T>(
     configured: Option<T>,
-    (var, choices): (&str, &str),
+    (vars, choices): (&[&'static str], &str),
     parse: fn(&str) -> Option<T>,
     default: T,
 ) -> Result<T, String> {
     if let Some(c) = configured {
         return Ok(c);
     }
-    match std::env::var(var) {
-        Ok(v) if !v.trim().is_empty() => {
-            parse(&v).ok_or_else(|| format!("{var}={:?} is not supported ({choices})", v.trim()))
+    match first_env(vars) {
+        Some((var, v)) => {
+            parse(&v).ok_or_else(|| format!("{var}={v:?} is not supported ({choices})"))
         }
-        _ => Ok(default),
+        None => Ok(default),
     }
 }
 
@@ -265,18 +293,23 @@ fn port_mismatch(endpoint: &str, protocol: Protocol) -> Option<String> {
     ))
 }
 
-/// The collector endpoint in use: the configured one, else `OTEL_EXPORTER_OTLP_ENDPOINT`.
-fn resolve_endpoint(configured: Option<&str>) -> Option<String> {
-    configured
-        .map(str::to_owned)
-        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
+/// The collector endpoint in use: the configured one (a base, `/v1/traces` goes after it over OTLP/HTTP), else
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the whole URL), else `OTEL_EXPORTER_OTLP_ENDPOINT` (a base); with
+/// whether it is the configured one.
+fn resolve_endpoint(configured: Option<&str>) -> Option<(String, bool)> {
+    if let Some(c) = configured.map(str::trim).filter(|s| !s.is_empty()) {
+        return Some((c.to_owned(), true));
+    }
+    first_env(&[
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ])
+    .map(|(_, v)| (v, false))
 }
 
 fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
     trace::set_sample_ratio(s.sample_ratio);
-    let Some(endpoint) = resolve_endpoint(s.endpoint.as_deref()) else {
+    let Some((endpoint, configured)) = resolve_endpoint(s.endpoint.as_deref()) else {
         trace::install(trace::Tracer::Ids);
         return Ok(OtelPipeline { exporter: None });
     };
@@ -293,30 +326,19 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(s.service_name.clone());
     }
-    let resource = resource.build();
-    // Resource values as the exporter encodes them: numbers and flags as they are, anything else as its text.
-    let values: Vec<_> = resource
-        .iter()
-        .map(|(k, v)| (k.as_str(), v, v.as_str()))
-        .collect();
-    let resource: Vec<Attr<'_>> = values
-        .iter()
-        .map(|(key, value, text)| match value {
-            opentelemetry::Value::I64(i) => Attr::new(key, *i),
-            opentelemetry::Value::F64(f) => Attr::new(key, *f),
-            opentelemetry::Value::Bool(b) => Attr::new(key, *b),
-            _ => Attr::new(key, text.as_ref()),
-        })
-        .collect();
     let otlp_error = |detail| TelemetryError::Otlp {
         endpoint: endpoint.clone(),
         detail,
     };
     let protocol = resolve_protocol(s.protocol).map_err(otlp_error)?;
     let compression = resolve_compression(s.compression).map_err(otlp_error)?;
-    let exporter = trace::Exporter::start(&endpoint, (protocol, compression), &resource)
-        .map_err(otlp_error)?;
-    trace::install(exporter.tracer());
+    let target = trace::Target {
+        endpoint: configured.then_some(endpoint.as_str()),
+        protocol,
+        compression,
+    };
+    let exporter = trace::Exporter::start(&target, resource.build()).map_err(otlp_error)?;
+    trace::install(trace::Tracer::Export(exporter.tracer()));
     let target = ExportTarget {
         endpoint,
         protocol,
@@ -385,8 +407,8 @@ mod tests {
     #[test]
     fn configured_endpoint_wins() {
         assert_eq!(
-            resolve_endpoint(Some("http://127.0.0.1:4317")).as_deref(),
-            Some("http://127.0.0.1:4317")
+            resolve_endpoint(Some("http://127.0.0.1:4317")),
+            Some(("http://127.0.0.1:4317".to_owned(), true))
         );
         assert_eq!(
             resolve_endpoint(Some("  ")),
@@ -401,14 +423,24 @@ mod tests {
             resolve_compression(Some(Compression::Gzip)),
             Ok(Compression::Gzip)
         );
-        if std::env::var_os("OTEL_EXPORTER_OTLP_COMPRESSION").is_none() {
+        if first_env(&[
+            "OTEL_EXPORTER_OTLP_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        ])
+        .is_none()
+        {
             assert_eq!(resolve_compression(None), Ok(Compression::None));
         }
         assert_eq!(Compression::parse(" gzip "), Some(Compression::Gzip));
         assert_eq!(Compression::parse("none"), Some(Compression::None));
         assert_eq!(Compression::parse("zstd"), None);
         // The environment is the process's: only judged when the test runs without the variable.
-        if std::env::var_os("OTEL_EXPORTER_OTLP_PROTOCOL").is_none() {
+        if first_env(&[
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        ])
+        .is_none()
+        {
             assert_eq!(resolve_protocol(None), Ok(Protocol::HttpProtobuf));
         }
     }

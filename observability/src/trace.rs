@@ -2,87 +2,48 @@
 //! its [`TraceCtx`] (the ids, a plain value) travels inside the actor messages, and every actor adds its child
 //! spans with it, with measured start and end times.
 //!
-//! Spans are the engine's own records rather than `tracing` spans or the OpenTelemetry SDK's, because their start
-//! times are measured before the span can exist (the wait span starts when the URL was queued, the connect span
-//! inside hyper's connector), and because at one trace per URL the SDK's path (a `SpanData` per span, a bounded
-//! channel, a copy of every batch, protobuf messages built from it) cost the crawl about a quarter of its CPU. A
-//! child span is encoded into OTLP protobuf when it ends ([`wire`]) and the encoded batches go to the collector
-//! over OTLP/gRPC or OTLP/HTTP ([`export`]). Log events stay on `tracing` and carry `trace_id` fields.
+//! Spans are the OpenTelemetry SDK's, made with explicit start and end times (`SpanBuilder::with_start_time`,
+//! `end_with_timestamp`) rather than as `tracing` spans: their start is measured before the span can exist (the
+//! wait span starts when the URL was queued, the connect span inside hyper's connector). They go through the SDK's
+//! batch span processor to `opentelemetry-otlp`'s exporter ([`export`]). A root is sampled by its trace id with
+//! the ratio in force ([`set_sample_ratio`]) and its children follow it; a trace that is not sampled keeps its
+//! trace id (records carry it) and costs nothing more: no attributes are built and no child span is made. Log
+//! events stay on `tracing` and carry `trace_id` fields.
 
-use opentelemetry::trace::TraceId;
-use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
-use std::cell::{Cell, RefCell};
+use opentelemetry::Context;
+use opentelemetry::trace::{
+    Span as _, SpanBuilder, SpanContext, SpanId, Status, TraceContextExt as _, TraceFlags, TraceId,
+    TraceState, Tracer as _,
+};
+use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SdkTracer, Span};
+use std::cell::Cell;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 mod alike;
 mod attr;
+mod counting;
 mod export;
 mod loss;
+mod protocol;
+mod sampler;
 mod time;
-mod wire;
 
 pub use alike::Alike;
-pub use attr::{Attr, AttrValue, Const, KEY_HEAD_MAX, KeyHead, preset, preset_len};
-pub use export::{Compression, Protocol};
+pub use attr::{Attr, AttrValue};
+pub(crate) use export::{Exporter, Target};
+pub use protocol::{Compression, Protocol};
+pub use sampler::{LiveRatio, sample_ratio, set_sample_ratio};
 pub use time::{Stamp, wall};
-
-use export::Batches;
-use wire::{ATTRIBUTES_FIELD, SpanRef, put_attr};
-
-/// Encodes `attributes` as `Span.attributes` fields, appended to `out` (from a slice: an array given by value was
-/// moved into its iterator and each attribute out of it again).
-fn encode_attributes(out: &mut Vec<u8>, attributes: &[Attr<'_>]) {
-    for a in attributes {
-        put_attr(out, ATTRIBUTES_FIELD, a);
-    }
-}
 
 /// The instrumentation scope of every span.
 pub const SCOPE: &str = "crawl-engine";
 
-/// The share of new traces that are recorded and exported; changed live by a config reload.
-static RATIO_BITS: AtomicU64 = AtomicU64::new(0);
-
-/// Sets the sampling ratio of new traces (clamped to 0..=1).
-pub fn set_sample_ratio(ratio: f64) {
-    let r = if ratio.is_nan() {
-        0.0
-    } else {
-        ratio.clamp(0.0, 1.0)
-    };
-    RATIO_BITS.store(r.to_bits(), Ordering::Relaxed);
-}
-
-/// The current sampling ratio.
-pub fn sample_ratio() -> f64 {
-    f64::from_bits(RATIO_BITS.load(Ordering::Relaxed))
-}
-
-/// Whether a trace id falls under `ratio` (the same rule as the SDK's `TraceIdRatioBased`). A root is sampled by
-/// this rule with the ratio in force when it starts, so a reload applies at once; its children follow it, so a
-/// trace is exported whole or not at all.
-pub fn ratio_admits(trace_id: TraceId, ratio: f64) -> bool {
-    if ratio >= 1.0 {
-        return true;
-    }
-    if ratio <= 0.0 {
-        return false;
-    }
-    let bytes = trace_id.to_bytes();
-    let mut low = [0u8; 8];
-    low.copy_from_slice(&bytes[8..16]);
-    let rnd = u64::from_be_bytes(low) >> 1;
-    let bound = (ratio * (1u64 << 63) as f64) as u64;
-    rnd < bound
-}
-
-/// The tracer in force: trace ids only (no exporter), or ids and spans exported to `Batches`.
+/// The tracer in force: trace ids only (no exporter), or the SDK's tracer whose spans are exported.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Tracer {
     Ids,
-    Export(&'static Batches),
+    Export(&'static SdkTracer),
 }
 
 /// The installed tracer (`None` before [`install`]: no trace ids at all).
@@ -120,157 +81,21 @@ fn tracer() -> Option<Tracer> {
         .unwrap_or_else(|_| read())
 }
 
-/// The running span exporter: its batches, the task that sends them and the runtime of that task and of the gRPC
-/// connection.
-pub(crate) struct Exporter {
-    batches: &'static Batches,
-    stop: Arc<tokio::sync::Notify>,
-    task: tokio::task::JoinHandle<()>,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl std::fmt::Debug for Exporter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exporter").finish_non_exhaustive()
-    }
-}
-
-/// How long shutdown waits for the last export.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
-
-impl Exporter {
-    /// Starts exporting to the OTLP collector at `endpoint` over `protocol`, requests compressed as `compression`,
-    /// on a runtime thread of its own (`otlp`), spans carrying `resource`.
-    pub(crate) fn start(
-        endpoint: &str,
-        (protocol, compression): (Protocol, Compression),
-        resource: &[Attr<'_>],
-    ) -> Result<Exporter, String> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("otlp")
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        // Built inside the runtime whose tasks carry its connection.
-        let transport = {
-            let _enter = runtime.enter();
-            export::Otlp::new(endpoint, protocol, compression, export::EXPORT_TIMEOUT)?
-        };
-        Ok(Exporter::launch(
-            runtime,
-            transport,
-            (export::QUEUE_SPANS, export::BATCH_SPANS),
-            export::EXPORT_EVERY,
-            resource,
-        ))
-    }
-
-    /// Starts the export task on `runtime`: at most `limit` spans pending, `batch` spans a request.
-    fn launch<T: export::Transport>(
-        runtime: tokio::runtime::Runtime,
-        transport: T,
-        (limit, batch): (u64, usize),
-        every: Duration,
-        resource: &[Attr<'_>],
-    ) -> Exporter {
-        let batches = Batches::new(limit, batch);
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let task = runtime.spawn(export::run(
-            batches,
-            wire::Header::new(resource, SCOPE),
-            transport,
-            every,
-            stop.clone(),
-        ));
-        Exporter {
-            batches,
-            stop,
-            task,
-            runtime,
-        }
-    }
-
-    /// The tracer that exports here.
-    pub(crate) fn tracer(&self) -> Tracer {
-        Tracer::Export(self.batches)
-    }
-
-    /// Takes no more spans, sends what is pending (waiting at most [`SHUTDOWN_WAIT`]) and counts what was not
-    /// sent. Blocks: call it off any tokio runtime thread.
-    pub(crate) fn shutdown(self) {
-        self.shutdown_within(SHUTDOWN_WAIT);
-    }
-
-    fn shutdown_within(self, wait: Duration) {
-        self.batches.close();
-        self.stop.notify_one();
-        let task = self.task;
-        let finished = self
-            .runtime
-            .block_on(async { tokio::time::timeout(wait, task).await.is_ok() });
-        if !finished {
-            tracing::warn!(
-                wait_ms = wait.as_millis() as u64,
-                "trace export did not finish at shutdown"
-            );
-        }
-        self.batches.loss().close();
-        self.runtime.shutdown_timeout(Duration::from_secs(2));
-    }
-}
-
-/// A trace id as 32 lowercase hex digits (what its `Display` writes, without the formatter's generic path: every
-/// record takes one).
-fn hex_id(id: TraceId) -> String {
-    hex_bytes(id.to_bytes())
-}
-
-/// 16 bytes (a trace id) as 32 lowercase hex digits.
+/// 16 bytes (a trace id) as 32 lowercase hex digits (what `TraceId`'s `Display` writes, without the formatter's
+/// generic path: every record takes one).
 pub(crate) fn hex_bytes(id: [u8; 16]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 32];
-    for (pair, b) in out.chunks_exact_mut(2).zip(id) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 0xf)];
+    let mut out = String::with_capacity(32);
+    for b in id {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
-    // Hex digits are ASCII: the check cannot fail.
-    std::str::from_utf8(&out).unwrap_or_default().to_owned()
+    out
 }
 
-thread_local! {
-    /// The state of this thread's span id sequence, seeded from the SDK's random generator.
-    static SPAN_IDS: Cell<u64> = Cell::new(u64::from_be_bytes(
-        RandomIdGenerator::default().new_span_id().to_bytes(),
-    ));
-}
-
-/// A new span id: the next value of this thread's SplitMix64 sequence (a bijection of a counter with a random
-/// start, so ids of one thread never repeat and those of threads seeded apart almost never meet), never zero. The
-/// SDK's generator draws from the thread's cryptographic generator, several times the cost for a value that only
-/// has to be unique within its trace.
-fn new_span_id() -> [u8; 8] {
-    let state = SPAN_IDS
-        .try_with(|s| {
-            let next = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-            s.set(next);
-            next
-        })
-        .unwrap_or_else(|_| {
-            u64::from_be_bytes(RandomIdGenerator::default().new_span_id().to_bytes())
-        });
-    let mut z = state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    z.max(1).to_be_bytes()
-}
-
-/// What a span of a URL's trace needs: the trace's id, and for an exported trace its root span's id and where
-/// its spans go. A plain value (`Copy`), carried in the actor messages: adding a child span reads nothing shared
-/// with the other actors and writes no count of references (the root span is the [`Trace`], which one actor
-/// owns). An empty one (no tracer installed) makes every call a no-op, and so does one that is not sampled (it
-/// only has its trace id).
+/// What a span of a URL's trace needs: the trace's id, and for an exported trace its root span's id and the
+/// tracer of its spans. A plain value (`Copy`), carried in the actor messages. An empty one (no tracer installed)
+/// makes every call a no-op, and so does one that is not sampled (it only has its trace id).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TraceCtx(Inner);
 
@@ -282,95 +107,33 @@ enum Inner {
     Sampled(Sampled),
 }
 
-/// The ids of an exported trace and its exporter's batches.
-#[derive(Clone, Copy)]
+/// The ids of an exported trace and the tracer of its spans.
+#[derive(Clone, Copy, Debug)]
 struct Sampled {
-    trace_id: [u8; 16],
+    trace_id: TraceId,
     /// The root span's id: every child's parent.
-    root: [u8; 8],
-    out: &'static Batches,
-}
-
-impl std::fmt::Debug for Sampled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sampled")
-            .field("trace_id", &hex_bytes(self.trace_id))
-            .finish_non_exhaustive()
-    }
+    root: SpanId,
+    tracer: &'static SdkTracer,
 }
 
 impl Sampled {
-    /// Exports a child span that ended.
-    fn child(
-        &self,
-        name: &str,
-        (start, end): (Stamp, Stamp),
-        attributes: Attributes<'_>,
-        error: Option<&str>,
-    ) {
-        self.out.push(&SpanRef {
-            trace_id: self.trace_id,
-            span_id: new_span_id(),
-            parent: Some(self.root),
-            name,
-            start_ns: start.0,
-            end_ns: end.max(start).0,
-            encoded: attributes.encoded,
-            attributes: attributes.list,
-            error,
-        });
-    }
-}
-
-/// A child span's attributes: already encoded, then still to encode.
-#[derive(Clone, Copy)]
-struct Attributes<'a> {
-    encoded: &'a [u8],
-    list: &'a [Attr<'a>],
-}
-
-/// Bytes a root span's encoded attributes typically take (URL, kind, depth, outcome, status, JSONL line).
-const ROOT_ATTRIBUTE_BYTES: usize = 256;
-
-/// Buffers of roots' attributes a thread keeps for its next roots at most: the scheduler starts and ends every
-/// root, and a group commit ends as many at once as it holds records.
-const POOLED_ROOT_BUFFERS: usize = 256;
-
-thread_local! {
-    /// Buffers of the roots that ended on this thread, empty, for the next roots: a root's buffer goes round
-    /// without the allocator (whose per-thread cache, handed hundreds of frees at once when a commit's traces
-    /// end, flushed them to its arena at every commit and filled itself again from it).
-    static ROOT_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A buffer for a new root's attributes: one a root that ended left on this thread, else a new one.
-fn root_buffer() -> Vec<u8> {
-    ROOT_BUFFERS
-        .try_with(|pool| pool.try_borrow_mut().ok()?.pop())
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Vec::with_capacity(ROOT_ATTRIBUTE_BYTES))
-}
-
-/// Keeps an ended root's buffer for the next root on this thread (not one grown past a few roots' worth, for a
-/// long URL: it is freed).
-fn give_back(mut buffer: Vec<u8>) {
-    if buffer.capacity() > 4 * ROOT_ATTRIBUTE_BYTES {
-        return;
-    }
-    buffer.clear();
-    let _ = ROOT_BUFFERS.try_with(|pool| {
-        if let Ok(mut pool) = pool.try_borrow_mut()
-            && pool.len() < POOLED_ROOT_BUFFERS
-        {
-            pool.push(buffer);
+    /// A child span of the root from `start`, with `attributes`.
+    fn child(&self, name: &'static str, start: Stamp, attributes: &[Attr<'_>]) -> Span {
+        let parent = SpanContext::new(
+            self.trace_id,
+            self.root,
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::NONE,
+        );
+        let cx = Context::new().with_remote_span_context(parent);
+        let mut builder = SpanBuilder::from_name(name).with_start_time(start.system_time());
+        if !attributes.is_empty() {
+            builder.attributes = Some(attributes.iter().map(Attr::key_value).collect());
         }
-    });
+        self.tracer.build_with_context(builder, &cx)
+    }
 }
-
-/// Bytes of encoded attributes an open child span ([`TraceCtx::start`]) has room for when it starts: a DNS
-/// answer's five (name, source, outcome, verdict, addresses) fit.
-const CHILD_ATTRIBUTE_BYTES: usize = 160;
 
 /// The trace of one URL, with its root span: kept by the actor that starts it and ends it (the scheduler), while
 /// the other actors get its [`TraceCtx`]. The root span is exported when it ends ([`Trace::end`]) or when the
@@ -378,18 +141,8 @@ const CHILD_ATTRIBUTE_BYTES: usize = 160;
 #[derive(Debug, Default)]
 pub struct Trace {
     ctx: TraceCtx,
-    /// The root span, until it is exported (only in a sampled trace).
-    root: Option<RootSpan>,
-}
-
-/// The root span of a sampled trace, still open.
-#[derive(Debug)]
-struct RootSpan {
-    name: &'static str,
-    start: Stamp,
-    /// Its attributes, encoded as they are set.
-    attributes: Vec<u8>,
-    error: Option<String>,
+    /// The root span, until it ends (only in a sampled trace).
+    root: Option<Span>,
 }
 
 /// Starts the root span of a URL's trace at `start`.
@@ -403,33 +156,36 @@ fn root_with(
     start: Stamp,
     attributes: &[Attr<'_>],
 ) -> Trace {
-    let Some(tracer) = tracer else {
-        return Trace::default();
-    };
-    let trace_id = RandomIdGenerator::default().new_trace_id();
     match tracer {
-        Tracer::Export(out) if ratio_admits(trace_id, sample_ratio()) => {
-            // A root collects a dozen attributes: room for them at once, not by regrowing.
-            let mut encoded = root_buffer();
-            encode_attributes(&mut encoded, attributes);
-            Trace {
-                ctx: TraceCtx(Inner::Sampled(Sampled {
-                    trace_id: trace_id.to_bytes(),
-                    root: new_span_id(),
-                    out,
-                })),
-                root: Some(RootSpan {
-                    name,
-                    start,
-                    attributes: encoded,
-                    error: None,
-                }),
-            }
-        }
-        _ => Trace {
-            ctx: TraceCtx(Inner::Ids(trace_id)),
+        None => Trace::default(),
+        Some(Tracer::Ids) => Trace {
+            ctx: TraceCtx(Inner::Ids(RandomIdGenerator::default().new_trace_id())),
             root: None,
         },
+        Some(Tracer::Export(tracer)) => {
+            // The sampler decides before any attribute is made.
+            let builder = SpanBuilder::from_name(name).with_start_time(start.system_time());
+            let mut span = tracer.build_with_context(builder, &Context::new());
+            let sc = span.span_context();
+            let (trace_id, root) = (sc.trace_id(), sc.span_id());
+            if !sc.is_sampled() {
+                return Trace {
+                    ctx: TraceCtx(Inner::Ids(trace_id)),
+                    root: None,
+                };
+            }
+            if !attributes.is_empty() {
+                span.set_attributes(attributes.iter().map(Attr::key_value));
+            }
+            Trace {
+                ctx: TraceCtx(Inner::Sampled(Sampled {
+                    trace_id,
+                    root,
+                    tracer,
+                })),
+                root: Some(span),
+            }
+        }
     }
 }
 
@@ -454,17 +210,17 @@ impl Trace {
         self.ctx.is_sampled()
     }
 
-    /// Adds attributes to the root span (nothing once it ended).
+    /// Adds attributes to the root span (nothing once it ended, or when the trace is not exported).
     pub fn set_attributes(&mut self, attributes: &[Attr<'_>]) {
         if let Some(root) = &mut self.root {
-            encode_attributes(&mut root.attributes, attributes);
+            root.set_attributes(attributes.iter().map(Attr::key_value));
         }
     }
 
     /// Marks the root span failed.
     pub fn set_error(&mut self, message: &str) {
         if let Some(root) = &mut self.root {
-            root.error = Some(message.to_owned());
+            root.set_status(Status::error(message.to_owned()));
         }
     }
 
@@ -474,29 +230,15 @@ impl Trace {
     }
 
     fn finish(&mut self, at: Stamp) {
-        let (Some(root), Inner::Sampled(ids)) = (self.root.take(), &self.ctx.0) else {
-            return;
-        };
-        ids.out.push(&SpanRef {
-            trace_id: ids.trace_id,
-            span_id: ids.root,
-            parent: None,
-            name: root.name,
-            start_ns: root.start.0,
-            end_ns: at.0,
-            encoded: &root.attributes,
-            attributes: &[],
-            error: root.error.as_deref(),
-        });
-        give_back(root.attributes);
+        if let Some(mut root) = self.root.take() {
+            root.end_with_timestamp(at.system_time());
+        }
     }
 }
 
 impl Drop for Trace {
     fn drop(&mut self) {
-        if self.root.is_some() {
-            self.finish(Stamp::now());
-        }
+        self.finish(Stamp::now());
     }
 }
 
@@ -505,14 +247,14 @@ impl TraceCtx {
     pub fn trace_id(&self) -> Option<String> {
         match &self.0 {
             Inner::Off => None,
-            Inner::Ids(id) => Some(hex_id(*id)),
-            Inner::Sampled(s) => Some(hex_bytes(s.trace_id)),
+            Inner::Ids(id) => Some(hex_bytes(id.to_bytes())),
+            Inner::Sampled(s) => Some(hex_bytes(s.trace_id.to_bytes())),
         }
     }
 
     /// The trace id of an exported trace, as its 16 bytes (None when it is not exported).
     pub fn exported_id(&self) -> Option<[u8; 16]> {
-        self.sampled().map(|s| s.trace_id)
+        self.sampled().map(|s| s.trace_id.to_bytes())
     }
 
     /// Whether this trace is exported.
@@ -553,16 +295,16 @@ impl TraceCtx {
     fn finished(
         &self,
         name: &'static str,
-        times: (Stamp, Stamp),
+        (start, end): (Stamp, Stamp),
         attributes: &[Attr<'_>],
         error: Option<&str>,
     ) {
         if let Some(s) = self.sampled() {
-            let attributes = Attributes {
-                encoded: &[],
-                list: attributes,
-            };
-            s.child(name, times, attributes, error);
+            let mut span = s.child(name, start, attributes);
+            if let Some(e) = error {
+                span.set_status(Status::error(e.to_owned()));
+            }
+            span.end_with_timestamp(end.max(start).system_time());
         }
     }
 
@@ -570,34 +312,16 @@ impl TraceCtx {
     pub fn start(&self, name: &'static str, attributes: &[Attr<'_>]) -> ChildSpan {
         match self.sampled() {
             Some(s) => {
-                // Room for the attributes an open span usually collects, not regrown as they are set.
-                let mut encoded = Vec::with_capacity(CHILD_ATTRIBUTE_BYTES);
-                encode_attributes(&mut encoded, attributes);
-                ChildSpan(Some(Open {
-                    ctx: *s,
-                    name,
-                    start: Stamp::now(),
-                    attributes: encoded,
-                    error: None,
-                }))
+                let start = Stamp::now();
+                ChildSpan(Some((s.child(name, start, attributes), start)))
             }
             None => ChildSpan::none(),
         }
     }
 }
 
-/// A child span in progress (of a sampled trace).
-struct Open {
-    ctx: Sampled,
-    name: &'static str,
-    start: Stamp,
-    /// Its attributes, encoded as they are set.
-    attributes: Vec<u8>,
-    error: Option<String>,
-}
-
 /// A child span in progress; exported when it ends or is dropped.
-pub struct ChildSpan(Option<Open>);
+pub struct ChildSpan(Option<(Span, Stamp)>);
 
 impl ChildSpan {
     /// A span that records nothing.
@@ -612,14 +336,14 @@ impl ChildSpan {
     }
 
     pub fn set(&mut self, a: Attr<'_>) {
-        if let Some(s) = &mut self.0 {
-            put_attr(&mut s.attributes, ATTRIBUTES_FIELD, &a);
+        if let Some((s, _)) = &mut self.0 {
+            s.set_attribute(a.key_value());
         }
     }
 
     pub fn set_error(&mut self, message: &str) {
-        if let Some(s) = &mut self.0 {
-            s.error = Some(message.to_owned());
+        if let Some((s, _)) = &mut self.0 {
+            s.set_status(Status::error(message.to_owned()));
         }
     }
 
@@ -628,16 +352,8 @@ impl ChildSpan {
     }
 
     fn finish(&mut self) {
-        if let Some(s) = self.0.take() {
-            s.ctx.child(
-                s.name,
-                (s.start, Stamp::now()),
-                Attributes {
-                    encoded: &s.attributes,
-                    list: &[],
-                },
-                s.error.as_deref(),
-            );
+        if let Some((mut s, start)) = self.0.take() {
+            s.end_with_timestamp(Stamp::now().max(start).system_time());
         }
     }
 }

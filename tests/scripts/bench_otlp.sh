@@ -13,6 +13,8 @@
 # outside both the commit and the records' SHA-1 digests (valgrind has no SHA extensions: the sha1 crate's software
 # rounds count some 34,000 instructions a page there, which the hardware does in a small fraction; with them in the
 # denominator the exporter's share looks smaller than it is): counts that do not move with the load of the machine.
+# A mode may name its sample ratio after a dash (default RATIO, else 1.0): MODES="none http-0.1 http-1.0" crawls
+# without an exporter, with OTLP/HTTP sampling a tenth of the URLs and with it sampling every URL, alternated.
 # MODES="none grpc http gzip" adds gzip: OTLP/HTTP with otlp_compression = "gzip" (the sink inflates it; its bytes
 # are the compressed ones). SITE=realistic crawls the realistic corpus of make bench-peer (documentation-like pages
 # of 5-60 KB) instead of the ~4 KB pages: the exporter's work is the same a page, the crawl's grows with the page.
@@ -52,13 +54,13 @@ start_site() { # HOSTS PAGES
   wait_for "$out/seeds"
   read_seeds "$out/seeds"
 }
-# config ENDPOINT PROTOCOL [COMPRESSION]: the crawl's config, exporting to ENDPOINT over PROTOCOL when ENDPOINT is
-# given.
+# config ENDPOINT PROTOCOL COMPRESSION RATIO: the crawl's config, exporting to ENDPOINT over PROTOCOL when
+# ENDPOINT is given.
 config() {
   bench_config "" "warn,crawl_observability::trace=info"
   if [ -n "$1" ]; then
-    printf 'otlp_endpoint = "%s"\notlp_protocol = "%s"\notlp_compression = "%s"\nsample_ratio = 1.0\n' \
-      "$1" "$2" "${3:-none}"
+    printf 'otlp_endpoint = "%s"\notlp_protocol = "%s"\notlp_compression = "%s"\nsample_ratio = %s\n' \
+      "$1" "$2" "$3" "$4"
   fi
   if [ -n "$hosts_table" ]; then printf '%s\n' "$hosts_table"; fi
 }
@@ -73,13 +75,15 @@ crawl() {
     for _ in $(seq 1 100); do grep -q ready "$out/sink-$mode-$tag.log" 2>/dev/null && break; sleep 0.05; done
     endpoint=$(sed -n 's/.*endpoint=\([^ ]*\).*/\1/p' "$out/sink-$mode-$tag.log")
   fi
-  local protocol=$mode compression=none
-  case "$mode" in
+  local kind=${mode%%-*} ratio=${RATIO:-1.0}
+  if [ "$kind" != "$mode" ]; then ratio=${mode#*-}; fi
+  local protocol=$kind compression=none
+  case "$kind" in
     http | base) protocol=http/protobuf ;;
     gzip) protocol=http/protobuf compression=gzip ;;
   esac
-  config "$endpoint" "$protocol" "$compression" > "$out/config.toml"
-  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$(crawler "$mode")" --config "$out/config.toml" --no-progress \
+  config "$endpoint" "$protocol" "$compression" "$ratio" > "$out/config.toml"
+  OTEL_EXPORTER_OTLP_ENDPOINT= "$@" "$(crawler "$kind")" --config "$out/config.toml" --no-progress \
     --summary-json "$out/summary-$mode-$tag.json" "${seeds[@]}" > /dev/null 2> "$out/engine-$mode-$tag.log"
   if [ "$mode" != none ]; then
     kill -TERM "$sink"; wait "$sink" || true
@@ -101,8 +105,10 @@ MODES="$MODES" REPEATS="$REPEATS" OUT="$out" CALLGRIND="${CALLGRIND:-0}" python3
 import json, os, random, re, statistics, subprocess
 n, out = int(os.environ["REPEATS"]), os.environ["OUT"]
 modes = tuple(os.environ["MODES"].split())
-names = {"none": "none", "grpc": "OTLP/gRPC", "http": "OTLP/HTTP", "gzip": "OTLP/HTTP gzip",
+kinds = {"none": "none", "grpc": "OTLP/gRPC", "http": "OTLP/HTTP", "gzip": "OTLP/HTTP gzip",
          "base": "OTLP/HTTP of BASE_BIN"}
+# A mode is a kind, with its sample ratio after a dash when it names one.
+names = {m: kinds[m.split("-")[0]] + (f" at {m.split('-', 1)[1]}" if "-" in m else "") for m in modes}
 exporting = [m for m in modes if m != "none"]
 rows = {m: [] for m in modes}
 for i in range(1, n + 1):

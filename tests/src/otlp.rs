@@ -10,7 +10,9 @@
 //! Point the engine at [`OtlpReceiver::http_endpoint`] (OTLP/HTTP, the engine's default protocol) or
 //! [`OtlpReceiver::endpoint`] (gRPC) (`observability.otlp_endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`),
 //! then read [`OtlpReceiver::spans`] or wait with [`OtlpReceiver::wait_for`]. Dropping the receiver stops the server.
-//! [`OtlpReceiver::refuse_next`] makes the OTLP/HTTP side answer a few exports as an overloaded collector does.
+//! [`OtlpReceiver::refuse_next`] makes the OTLP/HTTP side answer a few exports as an overloaded collector does,
+//! [`OtlpReceiver::require_authorization`] makes both sides refuse exports without a given `authorization` header
+//! (as an authenticated Tempo or Grafana Cloud does), and [`OtlpReceiver::delay_exports`] makes both sides slow.
 
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
@@ -215,12 +217,41 @@ struct Store {
     refused: std::sync::atomic::AtomicUsize,
     /// OTLP/HTTP exports kept that came gzip-compressed.
     gzipped: std::sync::atomic::AtomicUsize,
+    /// The `authorization` header an export must carry to be kept (None: any export is).
+    authorization: Mutex<Option<String>>,
+    /// Exports refused for want of that header (either protocol).
+    unauthorized: std::sync::atomic::AtomicUsize,
+    /// How long each export is held before it is answered (either protocol), in milliseconds.
+    delay_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Store {
     fn lock(&self) -> MutexGuard<'_, Vec<SpanRecord>> {
         // A test that panicked while holding the lock must not hide the spans from the others.
         self.spans.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether an export with the `authorization` header `given` is let in (counted when it is not).
+    fn authorized(&self, given: Option<&str>) -> bool {
+        let want = self
+            .authorization
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let ok = want.is_none_or(|w| given == Some(w.as_str()));
+        if !ok {
+            self.unauthorized
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        ok
+    }
+
+    /// Holds an export as long as [`OtlpReceiver::delay_exports`] said.
+    async fn hold(&self) {
+        let ms = self.delay_ms.load(std::sync::atomic::Ordering::SeqCst);
+        if ms > 0 {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
     }
 
     /// Keeps the spans of an export (from either protocol) and wakes the waiting tests.
@@ -239,6 +270,14 @@ impl TraceService for Service {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.hold().await;
+        let given = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        if !self.0.authorized(given) {
+            return Err(tonic::Status::unauthenticated("authorization required"));
+        }
         self.0.keep(request.get_ref());
         Ok(tonic::Response::new(ExportTraceServiceResponse {
             partial_success: None,
@@ -283,6 +322,14 @@ async fn serve_http(listener: tokio::net::TcpListener, store: Arc<Store>) {
                         .is_some_and(|v| v == "application/x-protobuf");
                     if req.method() != http::Method::POST || req.uri().path() != "/v1/traces" {
                         return Ok::<_, std::convert::Infallible>(answer(404));
+                    }
+                    store.hold().await;
+                    let given = req
+                        .headers()
+                        .get(http::header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok());
+                    if !store.authorized(given) {
+                        return Ok(answer(401));
                     }
                     if !is_protobuf {
                         return Ok(answer(415));
@@ -473,6 +520,32 @@ impl OtlpReceiver {
         self.store
             .refuse
             .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Makes both sides refuse (gRPC `UNAUTHENTICATED`, HTTP 401) every export whose `authorization` header is
+    /// not `value`.
+    pub fn require_authorization(&self, value: &str) {
+        *self
+            .store
+            .authorization
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(value.to_owned());
+    }
+
+    /// Exports refused so far for want of the `authorization` header [`OtlpReceiver::require_authorization`]
+    /// asks for.
+    pub fn unauthorized(&self) -> usize {
+        self.store
+            .unauthorized
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Makes both sides hold each export `delay` before answering it, as a slow collector does.
+    pub fn delay_exports(&self, delay: Duration) {
+        self.store.delay_ms.store(
+            u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::SeqCst,
+        );
     }
 
     /// OTLP/HTTP exports kept that came gzip-compressed (`Content-Encoding: gzip`).

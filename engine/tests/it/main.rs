@@ -56,6 +56,7 @@ mod faults;
 mod netguard;
 mod observe;
 mod observe_contract;
+mod observe_export;
 mod operator;
 mod proxy;
 mod proxy_interop;

@@ -2,9 +2,9 @@
 //! at most once a minute.
 //!
 //! Spans are lost in three places: a batch the exporter failed to send (the collector is down, refuses, or does not
-//! answer within the export timeout), a span that finds the pending spans at their bound (spans encoded and not yet
-//! settled by an export), and spans still pending when shutdown gives up. [`Loss`] keeps the account: spans
-//! accepted, settled and dropped.
+//! answer within the export timeout, retries included), a span that finds the pending spans at their bound (spans
+//! ended and not yet settled by an export), and spans still pending when shutdown gives up. [`Loss`] keeps the
+//! account: spans accepted, settled and dropped (fed by the wrappers of [`super::counting`]).
 
 use crate::metrics::metrics;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -69,7 +69,7 @@ impl Loss {
         })
     }
 
-    /// Spans accepted and not settled yet: what is encoded and waiting for (or inside) an export.
+    /// Spans accepted and not settled yet: what is waiting for (or inside) an export.
     fn pending(&self) -> u64 {
         self.accepted
             .load(Ordering::Acquire)
@@ -102,11 +102,6 @@ impl Loss {
         true
     }
 
-    /// Gives back spans [`Loss::admit`] took but that went nowhere (the exporter had shut down).
-    pub(crate) fn unadmit(&self, spans: u64) {
-        self.accepted.fetch_sub(spans, Ordering::AcqRel);
-    }
-
     /// Counts `spans` lost for `reason` and warns unless a warning went out less than a minute ago.
     fn lose(&self, spans: u64, reason: &'static str, error: &str) {
         if spans == 0 {
@@ -125,13 +120,13 @@ impl Loss {
         }
     }
 
-    /// An export of `spans` finished with `result`.
-    pub(crate) fn settle(&self, spans: u64, result: &Result<(), String>) {
+    /// An export of `spans` finished, failed with `error` if there is one.
+    pub(crate) fn settle(&self, spans: u64, error: Option<&str>) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
         self.settled.fetch_add(spans, Ordering::AcqRel);
-        if let Err(e) = result {
+        if let Some(e) = error {
             self.lose(spans, "export failed", e);
         }
     }

@@ -146,6 +146,11 @@ impl Stamp {
         }
     }
 
+    /// The wall-clock time, as the SDK's spans take it.
+    pub fn system_time(self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(self.0)
+    }
+
     /// Nanoseconds since the Unix epoch.
     pub fn unix_nanos(self) -> u64 {
         self.0

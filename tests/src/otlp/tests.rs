@@ -166,3 +166,42 @@ fn background_receiver_serves_synchronous_tests() {
     // The server is gone: the port no longer accepts.
     assert!(std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_err());
 }
+
+/// A provider whose gRPC exports carry `authorization: <value>` when `value` is given.
+fn provider_with(endpoint: &str, authorization: Option<&str>) -> SdkTracerProvider {
+    use opentelemetry_otlp::WithTonicConfig as _;
+    let mut metadata = tonic::metadata::MetadataMap::new();
+    if let Some(v) = authorization {
+        metadata.insert("authorization", v.parse().expect("metadata value"));
+    }
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_endpoint(endpoint)
+        .with_metadata(metadata)
+        .build()
+        .expect("build the OTLP exporter");
+    SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_without_the_required_authorization_is_refused() {
+    let rx = OtlpReceiver::start().await;
+    rx.require_authorization("Bearer t0ken");
+    for (given, kept) in [
+        (None, 0),
+        (Some("Bearer other"), 0),
+        (Some("Bearer t0ken"), 3),
+    ] {
+        rx.clear();
+        let provider = provider_with(&rx.endpoint(), given);
+        emit(&provider);
+        tokio::task::spawn_blocking(move || provider.shutdown())
+            .await
+            .expect("join the shutdown")
+            .ok();
+        assert_eq!(rx.spans().len(), kept, "{given:?}");
+    }
+    assert_eq!(rx.unauthorized(), 2);
+}
