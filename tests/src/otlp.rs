@@ -430,9 +430,10 @@ impl OtlpReceiver {
     pub async fn start() -> OtlpReceiver {
         let store = Arc::new(Store::default());
         let (stop_tx, stop_rx) = oneshot::channel();
-        let ((addr, http_addr), server) = bind(store.clone(), stop_rx)
-            .await
-            .expect("OTLP receiver: bind 127.0.0.1:0");
+        let ((addr, http_addr), server) = match bind(store.clone(), stop_rx).await {
+            Ok(bound) => bound,
+            Err(e) => panic!("OTLP receiver: bind 127.0.0.1:0: {e}"),
+        };
         let task = tokio::spawn(async move {
             if let Err(e) = server.await {
                 eprintln!("OTLP receiver: server failed: {e}");
@@ -455,7 +456,7 @@ impl OtlpReceiver {
         let (ready_tx, ready_rx) =
             std::sync::mpsc::channel::<std::io::Result<(SocketAddr, SocketAddr)>>();
         let thread_store = store.clone();
-        let thread = std::thread::Builder::new()
+        let thread = match std::thread::Builder::new()
             .name("otlp-receiver".into())
             .spawn(move || {
                 let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -489,12 +490,15 @@ impl OtlpReceiver {
                 });
                 // Dropping the runtime cancels what is left (connection tasks that did not close in time).
                 rt.shutdown_timeout(DRAIN_GRACE);
-            })
-            .expect("OTLP receiver: spawn its thread");
-        let (addr, http_addr) = ready_rx
-            .recv()
-            .expect("OTLP receiver: its thread ended before it was ready")
-            .expect("OTLP receiver: start (runtime, bind 127.0.0.1:0)");
+            }) {
+            Ok(thread) => thread,
+            Err(e) => panic!("OTLP receiver: spawn its thread: {e}"),
+        };
+        let (addr, http_addr) = match ready_rx.recv() {
+            Ok(Ok(addrs)) => addrs,
+            Ok(Err(e)) => panic!("OTLP receiver: start (runtime, bind 127.0.0.1:0): {e}"),
+            Err(_) => panic!("OTLP receiver: its thread ended before it was ready"),
+        };
         OtlpReceiver {
             addr,
             http_addr,

@@ -45,7 +45,7 @@ async fn crawl_with_env(
     overrides: &str,
     env: &[(&str, &str)],
 ) -> (TestCrawl, RunResult) {
-    let c = TestCrawl::new(ENGINE, seeds, overrides);
+    let c = TestCrawl::new(ENGINE, seeds, overrides).expect("test crawl");
     let mut cmd = c.command();
     for (k, v) in env {
         cmd.env(k, v);
