@@ -65,7 +65,7 @@ fn same_origin_path<'h>(base: &Url, href: &'h str) -> Option<&'h str> {
         return None;
     }
     let rest = href.strip_prefix(&base[..Position::BeforePath])?;
-    crate::urlparts::path_absolute(rest.as_bytes()).then_some(rest)
+    path_absolute(rest.as_bytes()).then_some(rest)
 }
 
 /// `scheme://host:port` with the port always explicit (`http://a.com:80`): the robots.txt cache key.
@@ -310,6 +310,12 @@ fn hex_val(b: u8) -> Option<u8> {
 
 fn is_unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// Whether a reference (its tabs and newlines removed) is path-absolute against an `http(s)` base: a `/`
+/// followed by neither `/` nor `\`, either of which would start an authority of its own.
+pub(crate) fn path_absolute(reference: &[u8]) -> bool {
+    reference.first() == Some(&b'/') && !matches!(reference.get(1), Some(b'/' | b'\\'))
 }
 
 #[cfg(test)]

@@ -410,7 +410,7 @@ mod tests {
             vec![Regex::new("/private/").unwrap()],
             10,
         )
-        .with_traps(TrapRules::new(&crate::config::TrapsConfig::default(), 2026));
+        .with_traps(TrapRules::new(&crate::traps::TrapsConfig::default(), 2026));
         let loop_url = u("http://a.com/x/x/x/x");
         assert_eq!(
             p.check(&loop_url, 1),

@@ -14,8 +14,50 @@ use std::collections::{HashMap, HashSet};
 use url::Url;
 
 use crate::canon;
-use crate::config::TrapsConfig;
 use crate::record::Reason;
+
+/// `[traps]`: crawler-trap limits; each URL they cut is recorded excluded with its own reason.
+/// A limit of 0 is off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrapsConfig {
+    /// URLs admitted per host (reason `host_budget`); 0 = unlimited.
+    pub max_urls_per_host: u64,
+    /// URLs admitted per host and URL pattern (digit runs and query values aside; reason `pattern_budget`).
+    pub max_urls_per_pattern: u64,
+    /// Times one path segment may occur in a path (reason `repeated_path`).
+    pub max_repeated_segments: u32,
+    /// Path bytes, query bytes and query parameters (reason `long_url`).
+    pub max_path_bytes: usize,
+    pub max_query_bytes: usize,
+    pub max_query_params: usize,
+    /// Cut calendar-like URLs whose year is outside the window below (reason `calendar`).
+    pub calendar: bool,
+    /// Years before and after the current year a calendar-like URL may name.
+    pub calendar_past_years: u32,
+    pub calendar_future_years: u32,
+    /// Query and `;` path parameters removed from seeds, links and redirect targets: lowercase names, a trailing `*`
+    /// matches any suffix.
+    pub strip_params: Vec<String>,
+}
+
+impl Default for TrapsConfig {
+    fn default() -> Self {
+        Self {
+            max_urls_per_host: 0,
+            max_urls_per_pattern: 0,
+            max_repeated_segments: 3,
+            max_path_bytes: 1_024,
+            max_query_bytes: 1_024,
+            max_query_params: 32,
+            calendar: true,
+            calendar_past_years: 30,
+            calendar_future_years: 3,
+            strip_params: ["jsessionid", "phpsessid", "sid", "utm_*"]
+                .map(str::to_owned)
+                .to_vec(),
+        }
+    }
+}
 
 /// The per-URL trap rules of a crawl.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -9,6 +9,7 @@
 //! string without parsing its host again when the thread has parsed the same origin before, and [`JoinBase`]
 //! resolves a page's plain links against it as strings, where resolving them with the parser takes a parse each.
 
+use crate::canon;
 use foldhash::quality::RandomState;
 use std::collections::HashMap;
 
@@ -28,7 +29,7 @@ pub struct UrlParts<'a> {
 impl UrlParts<'_> {
     /// `scheme://host:port` with the port always explicit: the same string as [`crate::canon::authority_key`].
     pub fn authority_key(&self) -> String {
-        crate::canon::authority_key_of(self.scheme, self.host, self.port)
+        canon::authority_key_of(self.scheme, self.host, self.port)
     }
 }
 
@@ -131,13 +132,7 @@ fn origin_and_rest(url: &str) -> Option<(&str, &str)> {
         .all(|b| b > b' ' && !matches!(b, b'?' | b'#' | b'\\' | 0x7f));
     // A tab or newline there is removed by the parser, and what follows it could be a second `/`.
     let tab_next = matches!(b.get(1), Some(b'\t' | b'\n' | b'\r'));
-    (plain_authority && path_absolute(b) && !tab_next).then_some((origin, rest))
-}
-
-/// Whether a reference (its tabs and newlines removed) is path-absolute against an `http(s)` base: a `/`
-/// followed by neither `/` nor `\`, either of which would start an authority of its own.
-pub(crate) fn path_absolute(reference: &[u8]) -> bool {
-    reference.first() == Some(&b'/') && !matches!(reference.get(1), Some(b'/' | b'\\'))
+    (plain_authority && canon::path_absolute(b) && !tab_next).then_some((origin, rest))
 }
 
 /// A base URL references (as found in a page) are joined to as strings: [`JoinBase::join`] gives the same string as
@@ -232,7 +227,7 @@ impl<'a> JoinBase<'a> {
         }
         let prefix = match b.first()? {
             b'?' => return None,
-            b'/' if !path_absolute(b) => return None,
+            b'/' if !canon::path_absolute(b) => return None,
             b'/' => &self.base[..self.origin_len],
             _ => {
                 let first_segment = b

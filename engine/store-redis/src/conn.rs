@@ -2,10 +2,11 @@
 //! it, and the redaction of secrets in URLs and error texts.
 
 use super::RedisSettings;
+pub use super::call::Call;
 use super::spool::Spool;
 use crawl_core::frontier::FrontierError;
 use crawl_core::outage::{Outage, Report};
-use redis::{ErrorKind, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 use std::time::Duration;
 
 /// How long a connection attempt and a reply may take.
@@ -96,41 +97,6 @@ fn scrub(text: &str, secrets: &[String]) -> String {
         }
     }
     out
-}
-
-/// One script call: the script, its one key (every script works on one key's slot), its arguments.
-pub struct Call {
-    pub(super) script: &'static Script,
-    pub(super) key: String,
-    pub(super) args: Vec<Vec<u8>>,
-}
-
-impl Call {
-    pub fn new(script: &'static Script, key: String) -> Call {
-        Call {
-            script,
-            key,
-            args: Vec::new(),
-        }
-    }
-
-    pub fn arg<T: ToRedisArgs>(mut self, a: T) -> Call {
-        a.write_redis_args(&mut self.args);
-        self
-    }
-
-    pub fn push<T: ToRedisArgs>(&mut self, a: T) {
-        a.write_redis_args(&mut self.args);
-    }
-
-    fn cmd(&self) -> redis::Cmd {
-        let mut c = redis::cmd("EVALSHA");
-        c.arg(self.script.get_hash()).arg(1).arg(&self.key);
-        for a in &self.args {
-            c.arg(a.as_slice());
-        }
-        c
-    }
 }
 
 /// What a script answered: a value, or an error the server returned for this call alone.
@@ -497,6 +463,43 @@ pub mod reply {
             other => Err(bad(what, &other)),
         }
     }
+}
+
+/// Replays the commits an earlier run of this process left in the spool (it was stopped during an outage), oldest
+/// first, then removes them. A replayed commit whose shard has another owner now is refused (fenced) and dropped:
+/// that owner redoes the work.
+pub(super) fn replay_spool(conn: &mut Conn, dir: &std::path::Path) -> Result<(), FrontierError> {
+    let Some(spool) = conn.spool().cloned() else {
+        return Ok(());
+    };
+    let io = |e: std::io::Error| FrontierError::Io {
+        path: dir.display().to_string(),
+        source: e,
+    };
+    spool.remove_partial().map_err(io)?;
+    for path in spool.pending().map_err(io)? {
+        match Spool::read(&path).map_err(io)? {
+            Some(calls) => {
+                let replies = conn.run(&calls)?;
+                if let Some(e) = replies.iter().find_map(|r| r.as_ref().err()) {
+                    return Err(conn.error(e));
+                }
+                let refused = replies
+                    .iter()
+                    .filter(|r| {
+                        matches!(r, Ok(Value::Array(a)) if a.len() == 1 && reply::int(&a[0], "apply").is_ok_and(|n| n == 0))
+                    })
+                    .count();
+                tracing::info!(path = %path.display(), calls = calls.len(), refused, "spooled commit replayed");
+            }
+            None => tracing::warn!(
+                path = %path.display(),
+                "incomplete spooled commit dropped (it was never sent)"
+            ),
+        }
+        std::fs::remove_file(&path).map_err(io)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@
 //! were taken over by a peer meanwhile (the gaps close). Records at or below the position are in the file already
 //! and are acknowledged.
 
+mod call;
 pub mod clock;
 mod commit;
 mod conn;
@@ -48,6 +49,7 @@ mod instance;
 pub mod keys;
 mod poll;
 mod records;
+mod robots;
 mod scripts;
 pub mod seen;
 pub mod shards;
@@ -221,7 +223,7 @@ impl RedisFrontier {
             conn.spool_in(dir);
             // Before any lease is taken: a commit spooled by this process's previous run still carries the
             // token of a lease nobody has taken since, and applies; one whose shard moved on is refused.
-            spool::replay(&mut conn, dir)?;
+            conn::replay_spool(&mut conn, dir)?;
         }
         let gate = Arc::new(LeaseTable::new(settings.shards));
         let mut own = Ownership {

@@ -2,9 +2,9 @@
 //! crawl's counters, and the polls that bring both up to date: counters, the hosts (and robots.txt rules) of the
 //! shards gained or that gained hosts, the shards lost.
 
-use super::commit;
 use super::conn::{Call, Conn, reply};
 use super::crawl::Crawl;
+use super::robots;
 use super::scripts::SCRIPTS;
 use super::shards::LeaseTable;
 use crawl_core::frontier::{
@@ -237,7 +237,7 @@ pub(super) fn hosts_of(
             while let (Some(authority), Some(value)) = (it.next(), it.next()) {
                 let authority = reply::string(authority, "authority")?;
                 let value = reply::bytes(value, "robots")?;
-                match commit::parse_robots(authority, &value) {
+                match robots::parse_robots(authority, &value) {
                     Some(r) => robots.push(r),
                     None => tracing::warn!(
                         shard = s,

@@ -1,8 +1,6 @@
 //! The spool: commits kept on disk while Redis is unreachable, and their replay at the next start.
 
-use super::conn::{Call, Conn, reply};
-use crawl_core::frontier::FrontierError;
-use redis::Value;
+use super::call::Call;
 
 /// Commits kept on disk while Redis is unreachable, one file per commit: the exact script calls, replayed in order
 /// at the next start. Every script is idempotent (an apply carries its nonce, and a shard whose lease has passed to
@@ -115,41 +113,4 @@ fn parse_spool(data: &[u8]) -> Option<Vec<Call>> {
         calls.push(c);
     }
     Some(calls)
-}
-
-/// Replays the commits an earlier run of this process left in the spool (it was stopped during an outage), oldest
-/// first, then removes them. A replayed commit whose shard has another owner now is refused (fenced) and dropped:
-/// that owner redoes the work.
-pub(super) fn replay(conn: &mut Conn, dir: &std::path::Path) -> Result<(), FrontierError> {
-    let Some(spool) = conn.spool().cloned() else {
-        return Ok(());
-    };
-    let io = |e: std::io::Error| FrontierError::Io {
-        path: dir.display().to_string(),
-        source: e,
-    };
-    spool.remove_partial().map_err(io)?;
-    for path in spool.pending().map_err(io)? {
-        match Spool::read(&path).map_err(io)? {
-            Some(calls) => {
-                let replies = conn.run(&calls)?;
-                if let Some(e) = replies.iter().find_map(|r| r.as_ref().err()) {
-                    return Err(conn.error(e));
-                }
-                let refused = replies
-                    .iter()
-                    .filter(|r| {
-                        matches!(r, Ok(Value::Array(a)) if a.len() == 1 && reply::int(&a[0], "apply").is_ok_and(|n| n == 0))
-                    })
-                    .count();
-                tracing::info!(path = %path.display(), calls = calls.len(), refused, "spooled commit replayed");
-            }
-            None => tracing::warn!(
-                path = %path.display(),
-                "incomplete spooled commit dropped (it was never sent)"
-            ),
-        }
-        std::fs::remove_file(&path).map_err(io)?;
-    }
-    Ok(())
 }

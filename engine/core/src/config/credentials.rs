@@ -10,6 +10,7 @@
 use std::fmt;
 
 use super::proxy::Secret;
+use super::validate::hide_userinfo;
 use super::value_error::{UrlProblem, UrlRole, ValueError};
 
 /// The headers sent to one origin. `Debug` shows the origin and `***` for each value given.
@@ -178,18 +179,6 @@ impl Credentials {
 impl FromIterator<Credential> for Credentials {
     fn from_iter<I: IntoIterator<Item = Credential>>(iter: I) -> Self {
         Self(iter.into_iter().collect())
-    }
-}
-
-/// `s` as written, with the user name and password of a `scheme://user:pass@host` authority replaced by `***`.
-pub fn hide_userinfo(s: &str) -> std::borrow::Cow<'_, str> {
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return s.into();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]).into(),
-        None => s.into(),
     }
 }
 

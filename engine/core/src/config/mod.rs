@@ -47,7 +47,8 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
 
-pub use credentials::{Credential, Credentials, hide_userinfo};
+pub use crate::traps::TrapsConfig;
+pub use credentials::{Credential, Credentials};
 pub use errors::{ConfigError, ConfigErrors, ErrorKind};
 pub use observability::{
     DEFAULT_METRICS_LISTEN, DEFAULT_SERVICE_NAME, LogFormat, ObservabilityConfig, OtlpCompression,
@@ -58,6 +59,7 @@ pub use proxy::{
     redact_credentials,
 };
 pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
+pub use validate::hide_userinfo;
 pub use value_error::{HopProblem, NameRole, UrlProblem, UrlRole, ValueError};
 
 use crate::scope::ScopeMode;
@@ -166,49 +168,6 @@ impl Default for CrawlConfig {
             sitemap_max_urls: 50_000,
             embeds: false,
             embeds_scope: ScopeMode::Any,
-        }
-    }
-}
-
-/// `[traps]`: crawler-trap limits; each URL they cut is recorded excluded with its own reason.
-/// A limit of 0 is off.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrapsConfig {
-    /// URLs admitted per host (reason `host_budget`); 0 = unlimited.
-    pub max_urls_per_host: u64,
-    /// URLs admitted per host and URL pattern (digit runs and query values aside; reason `pattern_budget`).
-    pub max_urls_per_pattern: u64,
-    /// Times one path segment may occur in a path (reason `repeated_path`).
-    pub max_repeated_segments: u32,
-    /// Path bytes, query bytes and query parameters (reason `long_url`).
-    pub max_path_bytes: usize,
-    pub max_query_bytes: usize,
-    pub max_query_params: usize,
-    /// Cut calendar-like URLs whose year is outside the window below (reason `calendar`).
-    pub calendar: bool,
-    /// Years before and after the current year a calendar-like URL may name.
-    pub calendar_past_years: u32,
-    pub calendar_future_years: u32,
-    /// Query and `;` path parameters removed from seeds, links and redirect targets: lowercase names, a trailing `*`
-    /// matches any suffix.
-    pub strip_params: Vec<String>,
-}
-
-impl Default for TrapsConfig {
-    fn default() -> Self {
-        Self {
-            max_urls_per_host: 0,
-            max_urls_per_pattern: 0,
-            max_repeated_segments: 3,
-            max_path_bytes: 1_024,
-            max_query_bytes: 1_024,
-            max_query_params: 32,
-            calendar: true,
-            calendar_past_years: 30,
-            calendar_future_years: 3,
-            strip_params: ["jsessionid", "phpsessid", "sid", "utm_*"]
-                .map(str::to_owned)
-                .to_vec(),
         }
     }
 }

@@ -17,12 +17,24 @@ use super::{
 };
 use crate::scope::ScopeMode;
 
+/// `s` as written, with the user name and password of a `scheme://user:pass@host` authority replaced by `***`.
+pub fn hide_userinfo(s: &str) -> std::borrow::Cow<'_, str> {
+    let Some((scheme, rest)) = s.split_once("://") else {
+        return s.into();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]).into(),
+        None => s.into(),
+    }
+}
+
 /// A seed: an absolute `http`/`https` URL with a host.
 pub(super) fn seed_url(s: &str) -> Result<url::Url, ValueError> {
     // A seed may carry a user name and password: never shown.
     let bad = |problem| ValueError::Url {
         role: UrlRole::Seed,
-        shown: super::credentials::hide_userinfo(s).into_owned(),
+        shown: hide_userinfo(s).into_owned(),
         problem,
     };
     let url = url::Url::parse(s).map_err(|e| bad(UrlProblem::Syntax(e)))?;
