@@ -57,8 +57,9 @@ demo-cluster: release
 # warcio from the venv .ci/run makes, when there is one and WARCIO is not set.
 export WARCIO ?= $(if $(wildcard .tools/warcio/bin/warcio),$(CURDIR)/.tools/warcio/bin/warcio,)
 
-# Everything CI runs: the README's table of targets against make help, alert-rule tests (promtool), unit tests, integration tests (engine/tests/it: the binary cargo
-# builds for them, loopback servers), and a check that the fuzz targets (outside the workspace) still compile.
+# Everything CI runs: the README's table of targets against make help, alert-rule tests (promtool), unit tests,
+# integration tests (engine/tests/it: the binary cargo builds for them, loopback servers), and a check that the fuzz
+# targets (outside the workspace) still compile.
 test: help-check promtool-test fuzz-check
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
