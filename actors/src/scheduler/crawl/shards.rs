@@ -327,40 +327,9 @@ impl Shards {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::crawl::tests::shards::Table;
     use crawl_core::frontier::host_fp;
     use crawl_core::politeness::{HostQueues, PolitenessPolicy, Pop};
-    use std::sync::Mutex;
-
-    /// Two shards by host fingerprint parity; the test says which are owned, expired and handed off.
-    #[derive(Debug, Default)]
-    struct Table {
-        owned: Mutex<HashSet<u32>>,
-        expired: Mutex<HashSet<u32>>,
-        handoff: Mutex<HashSet<u32>>,
-        quiet: Mutex<HashSet<u32>>,
-    }
-
-    impl ShardGate for Table {
-        fn shard_of(&self, host: Fp) -> u32 {
-            (host % 2) as u32
-        }
-        fn may_start(&self, host: Fp) -> bool {
-            let s = self.shard_of(host);
-            self.owns(s) && !self.expired.lock().unwrap().contains(&s)
-        }
-        fn owns(&self, shard: u32) -> bool {
-            self.owned.lock().unwrap().contains(&shard)
-        }
-        fn owned_count(&self) -> usize {
-            self.owned.lock().unwrap().len()
-        }
-        fn handoffs(&self) -> Vec<u32> {
-            self.handoff.lock().unwrap().iter().copied().collect()
-        }
-        fn quiet(&self, shard: u32) {
-            self.quiet.lock().unwrap().insert(shard);
-        }
-    }
 
     fn windows() -> Windows {
         let policy = PolitenessPolicy {

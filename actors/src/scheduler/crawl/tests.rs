@@ -20,7 +20,8 @@ mod embeds;
 mod faults;
 mod links;
 mod reload;
-mod shards;
+/// Also the home of the shard-gate test double the `Shards` part's tests use.
+pub(in crate::scheduler::crawl) mod shards;
 mod traps;
 
 pub(super) fn settings() -> CrawlSettings {

@@ -10,11 +10,11 @@ use std::sync::Mutex;
 
 /// Two shards by host fingerprint parity; the test says which are owned and whether their lease is live.
 #[derive(Debug, Default)]
-struct Table {
-    owned: Mutex<HashSet<u32>>,
-    expired: Mutex<HashSet<u32>>,
-    handoff: Mutex<HashSet<u32>>,
-    quiet: Mutex<HashSet<u32>>,
+pub(in crate::scheduler::crawl) struct Table {
+    pub(in crate::scheduler::crawl) owned: Mutex<HashSet<u32>>,
+    pub(in crate::scheduler::crawl) expired: Mutex<HashSet<u32>>,
+    pub(in crate::scheduler::crawl) handoff: Mutex<HashSet<u32>>,
+    pub(in crate::scheduler::crawl) quiet: Mutex<HashSet<u32>>,
 }
 
 impl ShardGate for Table {
