@@ -93,19 +93,46 @@ fn batch_sizes() -> (usize, usize, Duration) {
     (queue, batch, every)
 }
 
-/// The HTTP client of OTLP/HTTP: hyper over rustls (the system's trust roots, else the bundled Mozilla ones) for
-/// `https://`, plain for `http://`.
-fn http_client(timeout: Duration) -> opentelemetry_http::hyper::HyperClient<HttpsConnector> {
+/// The HTTP client of OTLP/HTTP: hyper over rustls for `https://`, plain for `http://`. Only an `https://`
+/// collector (`secure`) has the system's trust roots read (else the bundled Mozilla ones): reading and decoding
+/// them is most of the exporter's start-up, wasted on a plain-http collector.
+fn http_client(
+    timeout: Duration,
+    secure: bool,
+) -> opentelemetry_http::hyper::HyperClient<HttpsConnector> {
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
     connector.set_connect_timeout(Some(timeout));
     connector.set_nodelay(true);
     connector.enforce_http(false);
-    let tls = match hyper_rustls::HttpsConnectorBuilder::new().with_native_roots() {
-        Ok(b) => b,
-        Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
-    };
+    let native = secure
+        .then(|| {
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_native_roots()
+                .ok()
+        })
+        .flatten();
+    let tls =
+        native.unwrap_or_else(|| hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots());
     let https = tls.https_or_http().enable_http1().wrap_connector(connector);
     opentelemetry_http::hyper::HyperClient::new(https, timeout, None)
+}
+
+/// Whether the collector is `https://`: the configured endpoint, else the environment's, as the SDK reads it.
+fn https_endpoint(target: &Target<'_>) -> bool {
+    let from_env = || {
+        std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .ok()
+    };
+    target
+        .endpoint
+        .map(str::to_owned)
+        .or_else(from_env)
+        .is_some_and(|e| {
+            e.trim_start()
+                .get(..6)
+                .is_some_and(|p| p.eq_ignore_ascii_case("https:"))
+        })
 }
 
 type HttpsConnector =
@@ -131,7 +158,7 @@ fn otlp(target: &Target<'_>) -> Result<opentelemetry_otlp::SpanExporter, String>
             let mut b = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_http_client(http_client(export_timeout()));
+                .with_http_client(http_client(export_timeout(), https_endpoint(target)));
             if let Some(endpoint) = target.endpoint {
                 b = b.with_endpoint(format!("{}{HTTP_PATH}", endpoint.trim_end_matches('/')));
             }
@@ -210,6 +237,20 @@ impl Exporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A configured endpoint decides whether the trust roots are read: only an `https://` one (any case) does.
+    #[test]
+    fn only_an_https_collector_is_secure() {
+        let target = |endpoint| Target {
+            endpoint: Some(endpoint),
+            protocol: Protocol::HttpProtobuf,
+            compression: Compression::None,
+        };
+        assert!(https_endpoint(&target("https://collector.example:4318")));
+        assert!(https_endpoint(&target("HTTPS://collector.example")));
+        assert!(!https_endpoint(&target("http://127.0.0.1:4318")));
+        assert!(!https_endpoint(&target("http")));
+    }
 
     /// Both protocols take an `https://` collector (gRPC needs the exporter's TLS feature; OTLP/HTTP the rustls
     /// connector), with and without gzip.
