@@ -1,8 +1,10 @@
 //! Tests of the loader's error reporting: every error kind at its exact line:column, unknown
-//! keys with suggestions, syntax errors, and several errors collected in one run.
+//! keys with suggestions, syntax errors, several errors collected in one run, and the
+//! [`ValueError`] reason kept next to the position.
 
 use super::tests::{errors, ok, only_error};
 use super::*;
+use crate::netguard::CidrError;
 
 #[test]
 fn wrong_types_name_the_expected_type() {
@@ -373,4 +375,64 @@ fn the_redis_backend_is_checked_and_its_password_never_shown() {
     assert!(m.contains("invalid crawl name"), "{m}");
     let (_, _, m, _) = only_error("[frontier.redis]\nlease_ms = 50\n");
     assert!(m.contains("lease_ms"), "{m}");
+}
+
+#[test]
+fn the_loader_keeps_the_reason_next_to_the_position() {
+    let text = "[crawl]\nseeds = [\"https://a.example/\", \"ftp://u:hunter2@b.example/\"]\n\
+                max_depth = -1\n[security]\nallow_cidrs = [\"10.1.2.3/16\"]\n\
+                [fetch]\nhttp2 = 1\n";
+    let all = errors(text);
+    let found: Vec<(usize, usize, ErrorKind, Option<ValueError>)> = all
+        .iter()
+        .map(|e| (e.line, e.column, e.kind, e.reason.clone()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                2,
+                32,
+                ErrorKind::InvalidValue,
+                Some(ValueError::Url {
+                    role: UrlRole::Seed,
+                    shown: "ftp://***@b.example/".to_owned(),
+                    problem: UrlProblem::Scheme {
+                        found: "ftp".to_owned()
+                    }
+                })
+            ),
+            (
+                3,
+                1,
+                ErrorKind::InvalidValue,
+                Some(ValueError::BelowMinimum { min: 0, found: -1 })
+            ),
+            (
+                5,
+                16,
+                ErrorKind::InvalidValue,
+                Some(ValueError::AddressBlock(CidrError::HostBits {
+                    text: "10.1.2.3/16".to_owned(),
+                    network: "10.1.0.0".parse().unwrap(),
+                    prefix: 16
+                }))
+            ),
+            (7, 1, ErrorKind::WrongType, None),
+        ]
+    );
+    let shown: Vec<String> = all.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown[..3],
+        [
+            "test.toml:2:32: `crawl.seeds[1]`: URL `ftp://***@b.example/` must use http or https, \
+             found `ftp`",
+            "test.toml:3:1: `crawl.max_depth`: must not be negative, found -1",
+            "test.toml:5:16: `security.allow_cidrs[0]`: invalid address block `10.1.2.3/16`: host \
+             bits are set (did you mean `10.1.0.0/16`?)",
+        ]
+    );
+    for e in &all {
+        assert!(!format!("{e} {e:?}").contains("hunter2"), "{e:?}");
+    }
 }

@@ -37,8 +37,6 @@ mod resolver_tests;
 mod tests;
 #[cfg(test)]
 mod traps_tests;
-#[cfg(test)]
-mod value_error_tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
