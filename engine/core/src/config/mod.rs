@@ -2,8 +2,8 @@
 //! that reads a TOML file and reports every problem at once, each as `path:line:col: message`.
 //!
 //! Loading parses into a spanned tree (`toml::de::DeTable`), walks the known schema collecting
-//! errors (`reader`, `build`, `validate`), then returns the typed `Config` only if none were found.
-//! Every key is optional; an empty file yields [`Config::default`].
+//! errors (`reader`, `schema`, `build`, `validate`), then returns the typed `Config` only if none
+//! were found. Every key is optional; an empty file yields [`Config::default`].
 //!
 //! [`reload`] decides which differences between two validated configs a running crawl can
 //! apply (SIGHUP) and which need a restart.
@@ -16,6 +16,7 @@ mod proxy;
 mod reader;
 mod redis;
 pub mod reload;
+mod schema;
 mod validate;
 mod value_error;
 

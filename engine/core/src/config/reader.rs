@@ -1,6 +1,6 @@
 //! Walks the spanned TOML tree (`toml::de::DeTable`) section by section, converting values to
 //! typed settings and recording every problem with its key's position. The keys a section asks
-//! for form the schema, so unknown keys are exactly those nobody asked for.
+//! for form the [`Schema`], which then reports those nobody asked for.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::errors::{ErrorKind, Pos, Sink};
-use super::validate::closest;
+use super::schema::{Schema, report_unknown_nested};
 use super::value_error::ValueError;
 
 /// Longest duration accepted anywhere (ten years), so that `Instant + d` can never overflow.
@@ -19,8 +19,7 @@ const MAX_DURATION_SECS: u64 = 10 * 365 * 24 * 3600;
 pub(super) struct Walker<'a, 't, 'i> {
     sink: Sink<'a>,
     root: &'t DeTable<'i>,
-    /// Sections in the order they were asked for, each with the keys asked for.
-    schema: Vec<(&'static str, Vec<&'static str>)>,
+    schema: Schema,
 }
 
 impl<'a, 't, 'i> Walker<'a, 't, 'i> {
@@ -28,13 +27,13 @@ impl<'a, 't, 'i> Walker<'a, 't, 'i> {
         Self {
             sink,
             root,
-            schema: Vec::new(),
+            schema: Schema::default(),
         }
     }
 
     /// Opens a section; a present but non-table value is reported and the section's defaults apply.
     pub(super) fn section<'w>(&'w mut self, name: &'static str) -> Section<'w, 'a, 't, 'i> {
-        self.schema.push((name, Vec::new()));
+        self.schema.open(name);
         let mut table = None;
         let mut start = Pos::START;
         if let Some((k, v)) = self.root.get_key_value(name) {
@@ -65,72 +64,12 @@ impl<'a, 't, 'i> Walker<'a, 't, 'i> {
 
     /// The dotted names of every key asked for so far.
     pub(super) fn dotted_keys(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (section, keys) in &self.schema {
-            for key in keys {
-                out.push(format!("{section}.{key}"));
-            }
-        }
-        out
+        self.schema.dotted_keys()
     }
 
     /// Reports every section and key present in the document that the schema does not know.
     pub(super) fn check_unknown(&mut self) {
-        let root = self.root;
-        for (k, v) in root.iter() {
-            let name: &str = k.get_ref();
-            let Some((_, keys)) = self.schema.iter().find(|(s, _)| *s == name) else {
-                let pos = self.sink.pos(k.span().start);
-                let hint = self.hint(name, self.schema.iter().map(|(s, _)| *s));
-                let what = if v.get_ref().is_table() {
-                    "section"
-                } else {
-                    "key"
-                };
-                self.sink.push(
-                    pos,
-                    ErrorKind::UnknownKey,
-                    format!("unknown {what} `{name}`{hint}"),
-                );
-                continue;
-            };
-            let DeValue::Table(table) = v.get_ref() else {
-                continue; // already reported as a wrong type
-            };
-            let keys = keys.clone();
-            for (key, _) in table.iter() {
-                let key_name: &str = key.get_ref();
-                if keys.contains(&key_name) {
-                    continue;
-                }
-                let pos = self.sink.pos(key.span().start);
-                let hint = self.hint(key_name, keys.iter().copied());
-                self.sink.push(
-                    pos,
-                    ErrorKind::UnknownKey,
-                    format!("unknown key `{name}.{key_name}`{hint}"),
-                );
-            }
-        }
-    }
-
-    /// "; did you mean `x`?" from a close name at the same level, else from the same key in
-    /// other sections; empty when nothing fits.
-    fn hint<'s>(&self, name: &str, same_level: impl Iterator<Item = &'s str>) -> String {
-        if let Some(best) = closest(name, same_level) {
-            return format!("; did you mean `{best}`?");
-        }
-        let elsewhere: Vec<String> = self
-            .schema
-            .iter()
-            .filter(|(_, keys)| keys.contains(&name))
-            .map(|(section, _)| format!("`{section}.{name}`"))
-            .collect();
-        if elsewhere.is_empty() {
-            String::new()
-        } else {
-            format!("; did you mean {}?", elsewhere.join(" or "))
-        }
+        self.schema.report_unknown(self.root, &mut self.sink);
     }
 
     pub(super) fn into_sink(self) -> Sink<'a> {
@@ -159,10 +98,8 @@ pub(super) struct Section<'w, 'a, 't, 'i> {
 impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     fn entry(&mut self, key: &'static str) -> Option<(Pos, &'t Spanned<DeValue<'i>>)> {
         self.asked.push(key);
-        if !self.nested
-            && let Some((_, keys)) = self.walker.schema.last_mut()
-        {
-            keys.push(key);
+        if !self.nested {
+            self.walker.schema.ask(key);
         }
         let (k, v) = self.table?.get_key_value(key)?;
         Some((self.walker.sink.pos(k.span().start), v))
@@ -622,20 +559,8 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
 
     /// Reports the keys of a nested table that `read` did not ask for.
     fn check_unknown_nested(&mut self) {
-        let Some(table) = self.table else {
-            return;
-        };
-        for (k, _) in table.iter() {
-            let key: &str = k.get_ref();
-            if self.asked.contains(&key) {
-                continue;
-            }
-            let pos = self.walker.sink.pos(k.span().start);
-            let hint = closest(key, self.asked.iter().copied())
-                .map(|best| format!("; did you mean `{best}`?"))
-                .unwrap_or_default();
-            let text = format!("unknown key `{}.{key}`{hint}", self.name);
-            self.walker.sink.push(pos, ErrorKind::UnknownKey, text);
+        if let Some(table) = self.table {
+            report_unknown_nested(&self.name, table, &self.asked, &mut self.walker.sink);
         }
     }
 
