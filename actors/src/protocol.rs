@@ -1,13 +1,14 @@
 //! The protocol between the actors: the unit of work ([`Job`]) and its results, and every message that one actor
-//! sends to another, with the types they carry ([`RawResponse`], [`Stats`], [`SinkError`], [`CrawlSummary`]).
-//! Children (fetchers, parsers, the sink, the store) import what they exchange from here and nothing from their
-//! supervisor or the scheduler; this module imports no actor.
+//! sends to another, with the types they carry ([`RawResponse`], [`RedirectError`], [`Stats`], [`SinkError`],
+//! [`CrawlSummary`]). Children (fetchers, parsers, the sink, the store) import what they exchange from here and
+//! nothing from their supervisor or the scheduler; this module imports no actor.
 //!
 //! A job goes scheduler → fetcher ([`Fetch`]) → parser ([`Parse`]) → scheduler ([`JobDone`]); committed records go
 //! scheduler → sink ([`WriteRecords`]); children report to the supervisor ([`ChildFailed`], [`LeaseExpired`]), which
 //! tells the scheduler about fetchers ([`FetcherDown`], [`FetcherUp`], [`Abort`]) and the engine about the end
 //! ([`CrawlFinished`]).
 
+mod redirect;
 mod response;
 mod sink;
 mod stats;
@@ -18,6 +19,7 @@ use crawl_core::politeness::HostId;
 use crawl_core::record::Reason;
 use crawl_core::robots::Robots;
 use crawl_core::scope::ScopeVerdict;
+pub use redirect::RedirectError;
 pub use response::{RawResponse, Timings};
 pub use sink::SinkError;
 pub use stats::Stats;
@@ -104,7 +106,7 @@ pub struct PageOutcome {
     /// Links to follow (nofollow removed), deduplicated within the page.
     pub links: Vec<FoundLink>,
     /// For 3xx: the canonical Location target, or why it is unusable.
-    pub redirect_to: Option<Result<FoundLink, String>>,
+    pub redirect_to: Option<Result<FoundLink, RedirectError>>,
     pub noindex: bool,
     /// The proxy chain used, or "direct" (None when no proxy is configured).
     pub proxy: Option<String>,

@@ -80,9 +80,28 @@ pub enum TelemetryError {
     #[error("a global tracing subscriber is already installed")]
     AlreadyInstalled,
     #[error("otlp exporter for {endpoint}: {detail}")]
-    Otlp { endpoint: String, detail: String },
+    Otlp { endpoint: String, detail: OtlpError },
     #[error("metrics listener {addr}: {detail}")]
     Listen { addr: SocketAddr, detail: String },
+}
+
+/// Why the span exporter of an endpoint ([`TelemetryError::Otlp`]) could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    /// An `OTEL_EXPORTER_OTLP_*` variable names a protocol or compression that is not supported; `choices` are
+    /// those that are.
+    #[error("{var}={value:?} is not supported ({choices})")]
+    Unsupported {
+        var: &'static str,
+        value: String,
+        choices: &'static str,
+    },
+    /// The runtime that carries the exporter's connections could not start.
+    #[error("{0}")]
+    Runtime(std::io::Error),
+    /// The OTLP exporter refused its settings (those of the environment included).
+    #[error("{0}")]
+    Build(opentelemetry_otlp::ExporterBuildError),
 }
 
 /// Changes the log filter of the running process.
@@ -206,7 +225,7 @@ impl Drop for Guard {
 /// The export protocol in use: the configured one, else `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
 /// `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` or `http/protobuf`), else OTLP/HTTP, the OpenTelemetry specification's
 /// default; an error names a protocol of the environment that is not supported.
-fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
+fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, OtlpError> {
     configured_or_env(
         configured,
         (
@@ -224,7 +243,7 @@ fn resolve_protocol(configured: Option<Protocol>) -> Result<Protocol, String> {
 /// The compression in use: the configured one, else `OTEL_EXPORTER_OTLP_TRACES_COMPRESSION`, else
 /// `OTEL_EXPORTER_OTLP_COMPRESSION` (`none` or `gzip`), else none; an error names a compression of the
 /// environment that is not supported.
-fn resolve_compression(configured: Option<Compression>) -> Result<Compression, String> {
+fn resolve_compression(configured: Option<Compression>) -> Result<Compression, OtlpError> {
     configured_or_env(
         configured,
         (
@@ -254,17 +273,22 @@ fn first_env(vars: &[&'static str]) -> Option<(&'static str, String)> {
 /// know is an error that names the `choices`), else `default`.
 fn configured_or_env<T>(
     configured: Option<T>,
-    (vars, choices): (&[&'static str], &str),
+    (vars, choices): (&[&'static str], &'static str),
     parse: fn(&str) -> Option<T>,
     default: T,
-) -> Result<T, String> {
+) -> Result<T, OtlpError> {
     if let Some(c) = configured {
         return Ok(c);
     }
     match first_env(vars) {
-        Some((var, v)) => {
-            parse(&v).ok_or_else(|| format!("{var}={v:?} is not supported ({choices})"))
-        }
+        Some((var, value)) => match parse(&value) {
+            Some(t) => Ok(t),
+            None => Err(OtlpError::Unsupported {
+                var,
+                value,
+                choices,
+            }),
+        },
         None => Ok(default),
     }
 }
@@ -418,10 +442,13 @@ mod tests {
 
     #[test]
     fn configured_protocol_wins_and_otlp_http_is_the_default() {
-        assert_eq!(resolve_protocol(Some(Protocol::Grpc)), Ok(Protocol::Grpc));
         assert_eq!(
-            resolve_compression(Some(Compression::Gzip)),
-            Ok(Compression::Gzip)
+            resolve_protocol(Some(Protocol::Grpc)).ok(),
+            Some(Protocol::Grpc)
+        );
+        assert_eq!(
+            resolve_compression(Some(Compression::Gzip)).ok(),
+            Some(Compression::Gzip)
         );
         if first_env(&[
             "OTEL_EXPORTER_OTLP_COMPRESSION",
@@ -429,7 +456,7 @@ mod tests {
         ])
         .is_none()
         {
-            assert_eq!(resolve_compression(None), Ok(Compression::None));
+            assert_eq!(resolve_compression(None).ok(), Some(Compression::None));
         }
         assert_eq!(Compression::parse(" gzip "), Some(Compression::Gzip));
         assert_eq!(Compression::parse("none"), Some(Compression::None));
@@ -441,8 +468,29 @@ mod tests {
         ])
         .is_none()
         {
-            assert_eq!(resolve_protocol(None), Ok(Protocol::HttpProtobuf));
+            assert_eq!(resolve_protocol(None).ok(), Some(Protocol::HttpProtobuf));
         }
+    }
+
+    /// A value of the environment that the parser does not know is an error naming the variable, its value and
+    /// the choices. `PATH` stands for the variable: every test process has it, and a test cannot set one safely.
+    #[test]
+    fn an_unsupported_environment_value_names_the_variable_and_the_choices() {
+        let Some((_, path)) = first_env(&["PATH"]) else {
+            panic!("the test process has no PATH");
+        };
+        let never = |_: &str| None::<Protocol>;
+        let e = configured_or_env(None, (&["PATH"], "a or b"), never, Protocol::Grpc)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(e, Some(format!("PATH={path:?} is not supported (a or b)")));
+        let configured = configured_or_env(
+            Some(Protocol::HttpProtobuf),
+            (&["PATH"], "a or b"),
+            never,
+            Protocol::Grpc,
+        );
+        assert_eq!(configured.ok(), Some(Protocol::HttpProtobuf));
     }
 
     #[test]

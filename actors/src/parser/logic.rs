@@ -6,7 +6,9 @@ use super::decode::{DecodeError, decode_body};
 use super::extract::{ExtractOptions, extract_links};
 use super::sitemap::{SitemapKind, parse_sitemap};
 use crate::protocol::RawResponse;
-use crate::protocol::{FoundLink, Job, JobResult, PageOutcome, RobotsOutcome, SitemapOutcome};
+use crate::protocol::{
+    FoundLink, Job, JobResult, PageOutcome, RedirectError, RobotsOutcome, SitemapOutcome,
+};
 use crawl_core::canon;
 use crawl_core::frontier::JobKind;
 use crawl_core::record::Reason;
@@ -263,11 +265,7 @@ fn page_with_body(
         out.redirect_to = header(&resp, http::header::LOCATION).map(|loc| {
             canon::canonicalize_relative(base, loc)
                 .map(|u| judge_in(scope, u, job.entry.depth))
-                // Shown without the user name and password it may carry.
-                .map_err(|e| {
-                    let shown = crawl_core::config::hide_userinfo(loc);
-                    format!("unusable Location {shown:?}: {e}")
-                })
+                .map_err(|e| RedirectError::unusable(loc, e))
         });
     }
     let body = match body {

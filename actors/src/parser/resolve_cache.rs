@@ -162,8 +162,8 @@ impl Drop for PageResolver<'_> {
 mod tests {
     use super::*;
 
-    fn outcome(r: Result<impl Into<String>, CanonError>) -> Result<String, String> {
-        r.map(Into::into).map_err(|e| e.to_string())
+    fn outcome(r: Result<impl Into<String>, CanonError>) -> Result<String, CanonError> {
+        r.map(Into::into)
     }
 
     #[test]

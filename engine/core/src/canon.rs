@@ -22,7 +22,7 @@ pub const MAX_URL_LEN: usize = 2048;
 const MAX_INPUT_LEN: usize = MAX_URL_LEN * 4;
 
 /// Why a string could not be turned into a canonical crawlable URL.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CanonError {
     /// WHATWG parsing failed.
     #[error("invalid url: {0}")]

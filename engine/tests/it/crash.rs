@@ -11,7 +11,7 @@
 
 use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Child;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crawl_core::frontier::FrontierStore as _;
@@ -228,8 +228,17 @@ async fn wait_for(fx: &Fixture, child: &mut Child, point: Point) {
     }
 }
 
+/// The crawl process ended before the kill point.
+#[derive(Debug, thiserror::Error)]
+#[error("crawl ended ({status}) before kill point {point:?}: {stderr}")]
+struct EndedEarly {
+    status: ExitStatus,
+    point: Point,
+    stderr: String,
+}
+
 /// Polls until `point`, bounded; an error (with the exit status and stderr) when the process ends first.
-async fn try_wait_for(fx: &Fixture, child: &mut Child, point: Point) -> Result<(), String> {
+async fn try_wait_for(fx: &Fixture, child: &mut Child, point: Point) -> Result<(), EndedEarly> {
     let target = match point {
         Point::Share(s) => (fx.want.len() as f64 * s) as usize,
         _ => 0,
@@ -244,14 +253,16 @@ async fn try_wait_for(fx: &Fixture, child: &mut Child, point: Point) -> Result<(
             return Ok(());
         }
         if let Some(status) = child.try_wait().expect("try_wait") {
-            let mut err = String::new();
+            let mut stderr = String::new();
             if let Some(mut e) = child.stderr.take() {
                 use std::io::Read as _;
-                let _ = e.read_to_string(&mut err);
+                let _ = e.read_to_string(&mut stderr);
             }
-            return Err(format!(
-                "crawl ended ({status}) before kill point {point:?}: {err}"
-            ));
+            return Err(EndedEarly {
+                status,
+                point,
+                stderr,
+            });
         }
         assert!(start.elapsed() < DEADLINE, "{point:?} not reached");
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -577,7 +588,7 @@ async fn kill9_while_the_frontier_is_created_then_the_same_command_resumes() {
             }
             Err(e) => failures.push(format!(
                 "attempt {attempt}: killed with frontier.redb at {len} bytes, then {}",
-                e.trim()
+                e.to_string().trim()
             )),
         }
     }

@@ -8,6 +8,7 @@ use super::counting::{Admit, Counted};
 use super::loss::Loss;
 use super::protocol::{Compression, Protocol};
 use super::{SCOPE, sampler};
+use crate::OtlpError;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::Resource;
@@ -139,7 +140,7 @@ type HttpsConnector =
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
 
 /// The OTLP exporter of `target` (inside the runtime that will carry its connections).
-fn otlp(target: &Target<'_>) -> Result<opentelemetry_otlp::SpanExporter, String> {
+fn otlp(target: &Target<'_>) -> Result<opentelemetry_otlp::SpanExporter, OtlpError> {
     let gzip = target.compression == Compression::Gzip;
     let built = match target.protocol {
         Protocol::Grpc => {
@@ -168,18 +169,18 @@ fn otlp(target: &Target<'_>) -> Result<opentelemetry_otlp::SpanExporter, String>
             b.build()
         }
     };
-    built.map_err(|e| e.to_string())
+    built.map_err(OtlpError::Build)
 }
 
 impl Exporter {
     /// Starts exporting to `target`, spans carrying `resource`, on a runtime thread of its own.
-    pub(crate) fn start(target: &Target<'_>, resource: Resource) -> Result<Exporter, String> {
+    pub(crate) fn start(target: &Target<'_>, resource: Resource) -> Result<Exporter, OtlpError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("otlp")
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(OtlpError::Runtime)?;
         // Built inside the runtime whose tasks carry its connection.
         let otlp = {
             let _enter = runtime.enter();

@@ -54,12 +54,35 @@ const FIXED64: u64 = 1;
 const LEN: u64 = 2;
 const FIXED32: u64 = 5;
 
+/// Why a request body is not a well-formed export request (answered with an error, counted apart).
+#[derive(Debug, thiserror::Error)]
+enum Malformed {
+    #[error("truncated varint")]
+    TruncatedVarint,
+    #[error("varint longer than 10 bytes")]
+    LongVarint,
+    #[error("length too large")]
+    LengthTooLarge,
+    #[error("truncated field")]
+    TruncatedField,
+    #[error("wire type {wire} of field {field}")]
+    WireType { wire: u64, field: u64 },
+    #[error("truncated grpc frame")]
+    TruncatedFrame,
+    #[error("truncated grpc message")]
+    TruncatedMessage,
+    #[error("unknown compressed flag {0}")]
+    CompressedFlag(u8),
+    #[error("gzip: {0}")]
+    Gzip(std::io::Error),
+}
+
 /// Reads a varint at the front of `buf`.
-fn varint(buf: &mut &[u8]) -> Result<u64, String> {
+fn varint(buf: &mut &[u8]) -> Result<u64, Malformed> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let Some((&b, rest)) = buf.split_first() else {
-            return Err("truncated varint".into());
+            return Err(Malformed::TruncatedVarint);
         };
         *buf = rest;
         v |= u64::from(b & 0x7f) << shift;
@@ -67,14 +90,14 @@ fn varint(buf: &mut &[u8]) -> Result<u64, String> {
             return Ok(v);
         }
     }
-    Err("varint longer than 10 bytes".into())
+    Err(Malformed::LongVarint)
 }
 
 /// Calls `f(field, payload)` for each length-delimited field of the message `buf`, skipping the others.
 fn each_len_field(
     mut buf: &[u8],
-    mut f: impl FnMut(u64, &[u8]) -> Result<(), String>,
-) -> Result<(), String> {
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), Malformed>,
+) -> Result<(), Malformed> {
     while !buf.is_empty() {
         let key = varint(&mut buf)?;
         let (field, wire) = (key >> 3, key & 7);
@@ -86,20 +109,21 @@ fn each_len_field(
             FIXED64 => 8,
             FIXED32 => 4,
             LEN => {
-                let n = usize::try_from(varint(&mut buf)?).map_err(|_| "length too large")?;
-                let payload = buf.get(..n).ok_or("truncated field")?;
+                let n =
+                    usize::try_from(varint(&mut buf)?).map_err(|_| Malformed::LengthTooLarge)?;
+                let payload = buf.get(..n).ok_or(Malformed::TruncatedField)?;
                 f(field, payload)?;
                 n
             }
-            other => return Err(format!("wire type {other} of field {field}")),
+            wire => return Err(Malformed::WireType { wire, field }),
         };
-        buf = buf.get(skip..).ok_or("truncated field")?;
+        buf = buf.get(skip..).ok_or(Malformed::TruncatedField)?;
     }
     Ok(())
 }
 
 /// The spans in an encoded `ExportTraceServiceRequest`: `resource_spans` (1) → `scope_spans` (2) → `spans` (2).
-fn count_spans(request: &[u8]) -> Result<u64, String> {
+fn count_spans(request: &[u8]) -> Result<u64, Malformed> {
     let mut spans = 0u64;
     each_len_field(request, |f, resource_spans| {
         if f != 1 {
@@ -119,33 +143,33 @@ fn count_spans(request: &[u8]) -> Result<u64, String> {
 }
 
 /// `bytes` inflated from gzip.
-fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
+fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, Malformed> {
     use std::io::Read as _;
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes)
         .read_to_end(&mut out)
-        .map_err(|e| format!("gzip: {e}"))?;
+        .map_err(Malformed::Gzip)?;
     Ok(out)
 }
 
 /// The spans of a gRPC request body: length-prefixed messages (a flag byte, 0 for uncompressed and 1 for gzip,
 /// and a big-endian length).
-fn count_body(mut body: Bytes) -> Result<u64, String> {
+fn count_body(mut body: Bytes) -> Result<u64, Malformed> {
     let mut spans = 0;
     while body.has_remaining() {
         if body.remaining() < 5 {
-            return Err("truncated grpc frame".into());
+            return Err(Malformed::TruncatedFrame);
         }
         let compressed = body.get_u8();
         let len = body.get_u32() as usize;
         if body.remaining() < len {
-            return Err("truncated grpc message".into());
+            return Err(Malformed::TruncatedMessage);
         }
         let message = body.split_to(len);
         spans += match compressed {
             0 => count_spans(&message)?,
             1 => count_spans(&gunzip(&message)?)?,
-            _ => return Err(format!("unknown compressed flag {compressed}")),
+            flag => return Err(Malformed::CompressedFlag(flag)),
         };
     }
     Ok(spans)
@@ -239,7 +263,7 @@ async fn handle(counts: Arc<Counts>, req: Request<Incoming>) -> Result<Reply, In
         }
         Err(e) => {
             counts.rejected.fetch_add(1, Ordering::Relaxed);
-            answer(3, 400, &e)
+            answer(3, 400, &e.to_string())
         }
     }
 }
@@ -368,10 +392,10 @@ mod tests {
 
     #[test]
     fn spans_are_counted_across_resources_scopes_and_messages() {
-        assert_eq!(count_spans(&request(&[&[3, 0, 2], &[5]])), Ok(10));
-        assert_eq!(count_spans(&request(&[])), Ok(0));
+        assert_eq!(count_spans(&request(&[&[3, 0, 2], &[5]])).ok(), Some(10));
+        assert_eq!(count_spans(&request(&[])).ok(), Some(0));
         let body = framed(&[request(&[&[4]]), request(&[&[1, 1]])]);
-        assert_eq!(count_body(body), Ok(6));
+        assert_eq!(count_body(body).ok(), Some(6));
     }
 
     #[test]
@@ -379,31 +403,66 @@ mod tests {
         use std::io::Write as _;
         let whole = request(&[&[2]]);
         let cut = whole[..whole.len() - 3].to_vec();
-        assert!(count_spans(&cut).is_err(), "a truncated message");
-        assert!(count_spans(&[0x0b]).is_err(), "wire type 3");
         assert!(
-            count_body(Bytes::from_static(&[0, 0, 0])).is_err(),
+            matches!(count_spans(&cut), Err(Malformed::TruncatedField)),
+            "a truncated message"
+        );
+        let e = count_spans(&[0x0b]).unwrap_err();
+        assert!(
+            matches!(e, Malformed::WireType { wire: 3, field: 1 }),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "wire type 3 of field 1");
+        assert!(
+            matches!(count_spans(&[0x0a, 0x80]), Err(Malformed::TruncatedVarint)),
+            "a truncated length"
+        );
+        assert!(
+            matches!(count_spans(&[0x08; 1]), Err(Malformed::TruncatedVarint)),
+            "a varint field without its value"
+        );
+        assert!(
+            matches!(count_spans(&[0x80; 11]), Err(Malformed::LongVarint)),
+            "an endless varint"
+        );
+        assert!(
+            matches!(
+                count_body(Bytes::from_static(&[0, 0, 0])),
+                Err(Malformed::TruncatedFrame)
+            ),
             "a truncated frame"
+        );
+        assert!(
+            matches!(
+                count_body(Bytes::from_static(&[0, 0, 0, 0, 9, 1])),
+                Err(Malformed::TruncatedMessage)
+            ),
+            "a frame longer than the body"
         );
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&whole).unwrap();
         let zipped = gz.finish().unwrap();
-        assert_eq!(gunzip(&zipped), Ok(whole.clone()));
+        assert_eq!(gunzip(&zipped).ok(), Some(whole.clone()));
         let mut framed_gzip = framed(std::slice::from_ref(&zipped)).to_vec();
         framed_gzip[0] = 1;
         assert_eq!(
-            count_body(Bytes::from(framed_gzip)),
-            Ok(2),
+            count_body(Bytes::from(framed_gzip)).ok(),
+            Some(2),
             "a gzip message"
         );
         let mut not_gzip = framed(&[whole]).to_vec();
         not_gzip[0] = 1;
-        assert!(
-            count_body(Bytes::from(not_gzip)).is_err(),
-            "flagged, not gzip"
-        );
+        let e = count_body(Bytes::from(not_gzip)).unwrap_err();
+        assert!(matches!(e, Malformed::Gzip(_)), "flagged, not gzip: {e:?}");
+        assert!(e.to_string().starts_with("gzip: "), "{e}");
         let mut unknown = framed(&[zipped]).to_vec();
         unknown[0] = 2;
-        assert!(count_body(Bytes::from(unknown)).is_err(), "an unknown flag");
+        assert!(
+            matches!(
+                count_body(Bytes::from(unknown)),
+                Err(Malformed::CompressedFlag(2))
+            ),
+            "an unknown flag"
+        );
     }
 }

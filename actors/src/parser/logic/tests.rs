@@ -159,6 +159,38 @@ fn a_requisite_redirect_is_judged_against_the_requisites_scope() {
     assert_eq!(target.verdict, ScopeVerdict::OutOfScope);
 }
 
+#[test]
+fn an_unusable_location_is_carried_with_its_reason_and_without_userinfo() {
+    let s = settings(None, 100);
+    let page = job("http://a.test/page", JobKind::Page, 1);
+    let out = process_page(
+        &s,
+        &page,
+        resp(302, &[("location", "http://u:pw@[bad/x")], ""),
+    );
+    assert_eq!(
+        out.redirect_to,
+        Some(Err(RedirectError::Unusable {
+            location: "http://***@[bad/x".to_owned(),
+            reason: canon::CanonError::Parse(url::ParseError::InvalidIpv6Address),
+        }))
+    );
+    let out = process_page(&s, &page, resp(301, &[("location", "ftp://a.test/f")], ""));
+    assert!(
+        matches!(
+            &out.redirect_to,
+            Some(Err(RedirectError::Unusable {
+                reason: canon::CanonError::UnsupportedScheme(scheme),
+                ..
+            })) if scheme == "ftp"
+        ),
+        "{:?}",
+        out.redirect_to
+    );
+    let out = process_page(&s, &page, resp(302, &[], ""));
+    assert_eq!(out.redirect_to, None, "no Location");
+}
+
 fn gzip(data: &[u8]) -> Vec<u8> {
     use std::io::Write as _;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -78,8 +78,8 @@ pub(super) fn record(entry: &Entry, out: PageOutcome, max_redirects: u32) -> (Re
                     Then::Follow(target, chain)
                 }
             }
-            Some(Err(detail)) => {
-                record.error = Some(detail);
+            Some(Err(unusable)) => {
+                record.error = Some(unusable.to_string());
                 Then::Done
             }
             None => Then::Done,
@@ -100,6 +100,8 @@ pub(super) fn record(entry: &Entry, out: PageOutcome, max_redirects: u32) -> (Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::RedirectError;
+    use crawl_core::canon::CanonError;
     use crawl_core::scope::ScopeVerdict;
 
     fn found(url: &str) -> FoundLink {
@@ -183,13 +185,17 @@ mod tests {
         assert_eq!(r.error.as_deref(), Some("more than 1 redirects"));
         assert_eq!(then, Then::Done);
         let unusable = PageOutcome {
-            redirect_to: Some(Err("no location".into())),
+            redirect_to: Some(Err(RedirectError::unusable("http://", CanonError::NoHost))),
             ..answer(302)
         };
         let (r, then) = record(&entry, unusable, 2);
         assert_eq!(
-            (r.outcome, r.error.as_deref()),
-            (Outcome::Fetched, Some("no location"))
+            (r.outcome, r.error.as_deref(), r.redirect_to),
+            (
+                Outcome::Fetched,
+                Some("unusable Location \"http://\": url has no host"),
+                None
+            )
         );
         assert_eq!(then, Then::Done);
     }

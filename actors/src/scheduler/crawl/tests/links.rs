@@ -2,6 +2,8 @@
 //! per-host and global concurrency. The harness is in the parent module.
 
 use super::*;
+use crate::protocol::RedirectError;
+use crawl_core::canon::CanonError;
 
 #[test]
 fn links_are_admitted_or_excluded_and_recorded_once() {
@@ -144,7 +146,10 @@ fn unusable_redirect_and_out_of_scope_target() {
     let j = h.one(0);
     let out = PageOutcome {
         status: 302,
-        redirect_to: Some(Err("location is not a url".into())),
+        redirect_to: Some(Err(RedirectError::unusable(
+            "http://[::1",
+            CanonError::Parse(url::ParseError::InvalidIpv6Address),
+        ))),
         ..PageOutcome::default()
     };
     h.done(&j, JobResult::Page(Box::new(out)), 0);
@@ -159,7 +164,10 @@ fn unusable_redirect_and_out_of_scope_target() {
     h.flush();
     let bad = h.record("http://a.test/bad");
     assert_eq!((bad.status, bad.redirect_to.as_deref()), (Some(302), None));
-    assert_eq!(bad.error.as_deref(), Some("location is not a url"));
+    assert_eq!(
+        bad.error.as_deref(),
+        Some("unusable Location \"http://[::1\": invalid url: invalid IPv6 address")
+    );
     let z = h.record("http://z.test/");
     assert_eq!(z.reason, Some(Reason::Scope));
     assert_eq!(z.parent.as_deref(), Some("http://a.test/out"));
