@@ -202,6 +202,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             path: config_path.clone(),
             seeds: cli.seeds.clone(),
             log: Some(guard.log_control()),
+            export_queue: guard.export_target().map(|t| t.queue),
         },
     };
     let summary = run_crawl_locked(&config, opts, Some(lock));

@@ -13,6 +13,7 @@ use crawl_core::config::Config;
 use crawl_core::config::reload::{Part, changed_keys, plan};
 use crawl_observability::LogControl;
 use crawl_observability::metrics::metrics;
+use crawl_observability::trace::ExportQueue;
 use std::path::PathBuf;
 
 /// Where the config came from, to read it again.
@@ -24,6 +25,8 @@ pub struct ReloadSource {
     pub seeds: Vec<String>,
     /// Changes the log filter.
     pub log: Option<LogControl>,
+    /// The trace exporter's queue (None: no export).
+    pub export_queue: Option<ExportQueue>,
 }
 
 /// How a reload ended.
@@ -138,7 +141,21 @@ impl Reloader {
             tracing::warn!(error = %e, "log level not changed");
         }
         if parts.contains(&Part::SampleRatio) {
-            crawl_observability::trace::set_sample_ratio(new.observability.sample_ratio);
+            let ratio = new.observability.sample_ratio;
+            crawl_observability::trace::set_sample_ratio(ratio);
+            if let Some(q) = self.source.export_queue
+                && let Some(sized_for) = q.sized_for
+                && ratio > sized_for
+            {
+                tracing::warn!(
+                    sample_ratio = ratio,
+                    queue_spans = q.spans,
+                    sized_for,
+                    "the trace export queue was sized for the sample ratio at start: a fast crawl may now drop \
+                     spans (counted in crawl_trace_spans_dropped_total); a restart sizes it anew, as does \
+                     OTEL_BSP_MAX_QUEUE_SIZE"
+                );
+            }
         }
         self.current = new;
         ReloadOutcome::Applied(plan.live)

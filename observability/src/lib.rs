@@ -158,11 +158,13 @@ struct OtelPipeline {
 
 /// Where spans are exported: the endpoint and protocol in use, each the configured one or the environment's, as
 /// resolved once when the exporter started.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExportTarget {
     pub endpoint: String,
     pub protocol: Protocol,
     pub compression: Compression,
+    /// The batch processor's queue, as sized at start.
+    pub queue: trace::ExportQueue,
 }
 
 /// Keeps telemetry alive; [`Guard::shutdown`] (or drop) flushes the spans still buffered.
@@ -361,12 +363,14 @@ fn otel_pipeline(s: &OtlpSettings) -> Result<OtelPipeline, TelemetryError> {
         protocol,
         compression,
     };
-    let exporter = trace::Exporter::start(&target, resource.build()).map_err(otlp_error)?;
-    trace::install(trace::Tracer::Export(exporter.tracer()));
+    let exporter =
+        trace::Exporter::start(&target, resource.build(), s.sample_ratio).map_err(otlp_error)?;
+    trace::install(exporter.tracer());
     let target = ExportTarget {
         endpoint,
         protocol,
         compression,
+        queue: exporter.queue(),
     };
     Ok(OtelPipeline {
         exporter: Some((exporter, target)),
@@ -500,6 +504,10 @@ mod tests {
                 endpoint: endpoint.to_owned(),
                 protocol,
                 compression: Compression::None,
+                queue: trace::ExportQueue {
+                    spans: 1,
+                    sized_for: None,
+                },
             }
             .port_mismatch()
         };

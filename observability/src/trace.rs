@@ -6,16 +6,17 @@
 //! `end_with_timestamp`) rather than as `tracing` spans: their start is measured before the span can exist (the
 //! wait span starts when the URL was queued, the connect span inside hyper's connector). They go through the SDK's
 //! batch span processor to `opentelemetry-otlp`'s exporter ([`export`]). A root is sampled by its trace id with
-//! the ratio in force ([`set_sample_ratio`]) and its children follow it; a trace that is not sampled keeps its
-//! trace id (records carry it) and costs nothing more: no attributes are built and no child span is made. Log
-//! events stay on `tracing` and carry `trace_id` fields.
+//! the ratio in force ([`set_sample_ratio`]), decided before the SDK builds a span ([`sampler::decide_root`]), and
+//! its children follow it; a trace that is not sampled keeps its trace id (records carry it) and costs nothing
+//! more: no SDK span, no attributes and no child span are made. Log events stay on `tracing` and carry
+//! `trace_id` fields.
 
 use opentelemetry::Context;
 use opentelemetry::trace::{
     Span as _, SpanBuilder, SpanContext, SpanId, Status, TraceContextExt as _, TraceFlags, TraceId,
     TraceState, Tracer as _,
 };
-use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SdkTracer, Span};
+use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, Sampler, SdkTracer, Span};
 use std::cell::Cell;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +32,7 @@ mod time;
 
 pub use alike::Alike;
 pub use attr::{Attr, AttrValue};
+pub use export::ExportQueue;
 pub(crate) use export::{Exporter, Target};
 pub use protocol::{Compression, Protocol};
 pub use sampler::{LiveRatio, sample_ratio, set_sample_ratio};
@@ -39,11 +41,12 @@ pub use time::{Stamp, wall};
 /// The instrumentation scope of every span.
 pub const SCOPE: &str = "crawl-engine";
 
-/// The tracer in force: trace ids only (no exporter), or the SDK's tracer whose spans are exported.
+/// The tracer in force: trace ids only (no exporter), or the SDK's tracer whose spans are exported, with the
+/// sampler of its provider (which roots are decided by before the SDK builds them).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Tracer {
     Ids,
-    Export(&'static SdkTracer),
+    Export(&'static SdkTracer, &'static Sampler),
 }
 
 /// The installed tracer (`None` before [`install`]: no trace ids at all).
@@ -162,10 +165,18 @@ fn root_with(
             ctx: TraceCtx(Inner::Ids(RandomIdGenerator::default().new_trace_id())),
             root: None,
         },
-        Some(Tracer::Export(tracer)) => {
-            // The sampler decides before any attribute is made.
+        Some(Tracer::Export(tracer, sampler)) => {
+            // The sampler decides before any span or attribute is made: a trace not sampled keeps only its id.
+            let (trace_id, sampled) = sampler::decide_root(sampler, name);
+            if !sampled {
+                return Trace {
+                    ctx: TraceCtx(Inner::Ids(trace_id)),
+                    root: None,
+                };
+            }
             let builder = SpanBuilder::from_name(name).with_start_time(start.system_time());
             let mut span = tracer.build_with_context(builder, &Context::new());
+            sampler::forget_decided();
             let sc = span.span_context();
             let (trace_id, root) = (sc.trace_id(), sc.span_id());
             if !sc.is_sampled() {

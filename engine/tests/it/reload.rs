@@ -349,6 +349,15 @@ async fn sighup_turns_tracing_on_and_raises_the_log_level() {
         "{}",
         lines[at]
     );
+    // The export queue was sized for the ratio at start (0: the smallest queue), and the operator is told so.
+    let queue = lines
+        .iter()
+        .find(|l| l.contains("trace export queue was sized"))
+        .unwrap_or_else(|| panic!("no warning about the export queue:\n{}", run.stderr));
+    assert!(
+        queue.contains("\"queue_spans\":2048") && queue.contains("\"sized_for\":0"),
+        "{queue}"
+    );
     // Records fetched before the reload were not sampled, those after it were.
     let records = c.records();
     assert_complete(&records, &site);

@@ -7,23 +7,27 @@
 use super::counting::{Admit, Counted};
 use super::loss::Loss;
 use super::protocol::{Compression, Protocol};
-use super::{SCOPE, sampler};
+use super::{SCOPE, Tracer, sampler};
 use crate::OtlpError;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{
-    BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider,
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider,
 };
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Spans ended and not yet settled by an export at most (unless `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise); past
-/// that a span is dropped and counted. The benchmark crawl (`make bench-otlp`, some 85,000 spans a second at
-/// `sample_ratio = 1`) dropped none with this queue, and thousands with 8,192 or 4,096. The batch processor's
-/// channel takes its room at start (some 300 bytes a span).
+/// Spans ended and not yet settled by an export at most at `sample_ratio = 1` (unless `OTEL_BSP_MAX_QUEUE_SIZE`
+/// says otherwise); past that a span is dropped and counted. The benchmark crawl (`make bench-otlp`, some 115,000
+/// spans a second at `sample_ratio = 1`) dropped none with this queue, and thousands with 8,192 or 4,096. The
+/// batch processor's channel takes its room at start (a few hundred bytes a span, some MiB here), so a lower
+/// ratio gets a queue in proportion ([`queue_for`]).
 pub(crate) const QUEUE_SPANS: usize = 16_384;
-/// Spans per export request (unless `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` says otherwise).
+/// The smallest queue, whatever the ratio.
+const QUEUE_MIN: usize = 2_048;
+/// Spans per export request at most (unless `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` says otherwise), and half the queue
+/// at most, so that an export starts while the queue still has room.
 pub(crate) const BATCH_SPANS: usize = 2_048;
 /// Time between exports when no batch fills up (unless `OTEL_BSP_SCHEDULE_DELAY` says otherwise).
 pub(crate) const EXPORT_EVERY: Duration = Duration::from_millis(500);
@@ -51,6 +55,8 @@ pub(crate) struct Target<'a> {
 pub(crate) struct Exporter {
     provider: SdkTracerProvider,
     tracer: &'static SdkTracer,
+    sampler: &'static Sampler,
+    queue: ExportQueue,
     loss: Arc<Loss>,
     runtime: tokio::runtime::Runtime,
 }
@@ -85,11 +91,44 @@ fn export_timeout() -> Duration {
         .unwrap_or(EXPORT_TIMEOUT)
 }
 
-/// The batch processor's queue and batch sizes and export interval: the `OTEL_BSP_*` variables where set, else
-/// the crawl's.
-fn batch_sizes() -> (usize, usize, Duration) {
-    let queue = env_usize("OTEL_BSP_MAX_QUEUE_SIZE", QUEUE_SPANS).max(1);
-    let batch = env_usize("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH_SPANS).clamp(1, queue);
+/// The queue for `ratio`, the sampling ratio at start: [`QUEUE_SPANS`] at 1 and in proportion below, rounded up
+/// to a power of two, never under [`QUEUE_MIN`].
+fn queue_for(ratio: f64) -> usize {
+    let ratio = if ratio.is_nan() {
+        0.0
+    } else {
+        ratio.clamp(0.0, 1.0)
+    };
+    let wanted = (QUEUE_SPANS as f64 * ratio).ceil() as usize;
+    wanted.next_power_of_two().clamp(QUEUE_MIN, QUEUE_SPANS)
+}
+
+/// The batch processor's queue as sized at start: its spans and the sampling ratio it was sized for (None with
+/// `OTEL_BSP_MAX_QUEUE_SIZE`, which the operator sized).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExportQueue {
+    pub spans: usize,
+    pub sized_for: Option<f64>,
+}
+
+/// The batch processor's queue and batch sizes and export interval for `ratio`: the `OTEL_BSP_*` variables where
+/// set, else the crawl's.
+fn batch_sizes(ratio: f64) -> (ExportQueue, usize, Duration) {
+    let queue = match env_usize("OTEL_BSP_MAX_QUEUE_SIZE", 0) {
+        0 => ExportQueue {
+            spans: queue_for(ratio),
+            sized_for: Some(ratio),
+        },
+        set => ExportQueue {
+            spans: set,
+            sized_for: None,
+        },
+    };
+    let batch = env_usize(
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        BATCH_SPANS.min(queue.spans / 2),
+    )
+    .clamp(1, queue.spans);
     let every = env_ms("OTEL_BSP_SCHEDULE_DELAY").unwrap_or(EXPORT_EVERY);
     (queue, batch, every)
 }
@@ -174,7 +213,11 @@ fn otlp(target: &Target<'_>) -> Result<opentelemetry_otlp::SpanExporter, OtlpErr
 
 impl Exporter {
     /// Starts exporting to `target`, spans carrying `resource`, on a runtime thread of its own.
-    pub(crate) fn start(target: &Target<'_>, resource: Resource) -> Result<Exporter, OtlpError> {
+    pub(crate) fn start(
+        target: &Target<'_>,
+        resource: Resource,
+        ratio: f64,
+    ) -> Result<Exporter, OtlpError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("otlp")
@@ -186,7 +229,7 @@ impl Exporter {
             let _enter = runtime.enter();
             otlp(target)?
         };
-        let (queue, batch, every) = batch_sizes();
+        let (queue, batch, every) = batch_sizes(ratio);
         let loss = Loss::new();
         let exporter = Counted {
             inner: Arc::new(otlp),
@@ -194,34 +237,43 @@ impl Exporter {
             loss: loss.clone(),
         };
         let config = BatchConfigBuilder::default()
-            .with_max_queue_size(queue)
+            .with_max_queue_size(queue.spans)
             .with_max_export_batch_size(batch)
             .with_scheduled_delay(every)
             .build();
         let processor = Admit {
             inner: BatchSpanProcessor::new(exporter, config),
             loss: loss.clone(),
-            limit: queue as u64,
+            limit: queue.spans as u64,
         };
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)
             .with_sampler(sampler::sampler())
+            .with_id_generator(sampler::DecidedIds)
             .with_resource(resource)
             .build();
-        // One tracer for the life of the process: the trace contexts in the actor messages refer to it without
-        // counting references.
+        // One tracer and one sampler for the life of the process: the trace contexts in the actor messages refer
+        // to the tracer without counting references, and roots are decided by the provider's sampler.
         let tracer: &'static SdkTracer = Box::leak(Box::new(provider.tracer(SCOPE)));
+        let sampler: &'static Sampler = Box::leak(Box::new(sampler::sampler()));
         Ok(Exporter {
             provider,
             tracer,
+            sampler,
+            queue,
             loss,
             runtime,
         })
     }
 
-    /// The tracer whose spans go here.
-    pub(crate) fn tracer(&self) -> &'static SdkTracer {
-        self.tracer
+    /// The batch processor's queue.
+    pub(crate) fn queue(&self) -> ExportQueue {
+        self.queue
+    }
+
+    /// The tracer whose spans go here, with the sampler of its roots.
+    pub(crate) fn tracer(&self) -> Tracer {
+        Tracer::Export(self.tracer, self.sampler)
     }
 
     /// Sends what is pending (waiting at most [`SHUTDOWN_WAIT`]), takes no more spans and counts what was not
@@ -238,6 +290,29 @@ impl Exporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The queue follows the ratio at start, within its bounds, and the batch stays within half of it.
+    #[test]
+    fn the_queue_is_sized_for_the_ratio() {
+        assert_eq!(queue_for(1.0), QUEUE_SPANS);
+        assert_eq!(queue_for(0.5), 8_192);
+        assert_eq!(queue_for(0.2), 4_096);
+        assert_eq!(queue_for(0.1), QUEUE_MIN);
+        assert_eq!(queue_for(0.0), QUEUE_MIN);
+        assert_eq!(queue_for(f64::NAN), QUEUE_MIN);
+        assert_eq!(queue_for(7.0), QUEUE_SPANS);
+        // The environment of the test process sets no OTEL_BSP_* variable.
+        let (queue, batch, _) = batch_sizes(0.1);
+        assert_eq!(
+            queue,
+            ExportQueue {
+                spans: QUEUE_MIN,
+                sized_for: Some(0.1)
+            }
+        );
+        assert_eq!(batch, QUEUE_MIN / 2);
+        assert_eq!(batch_sizes(1.0).1, BATCH_SPANS);
+    }
 
     /// A configured endpoint decides whether the trust roots are read: only an `https://` one (any case) does.
     #[test]

@@ -1,10 +1,17 @@
 //! Sampling: a URL's root span is sampled by its trace id with the ratio in force when it starts (the SDK's
 //! `TraceIdRatioBased` rule), and its children follow it (parent-based), so a trace is exported whole or not at
 //! all. The ratio is a process-wide value a config reload changes; new roots see it at once.
+//!
+//! A root is decided before the SDK builds a span ([`decide_root`]): a trace that is not sampled then costs no SDK
+//! span at all (most of them, at the ratios real crawls use), and a sampled one hands its trace id to the SDK
+//! through the provider's id generator ([`DecidedIds`]), so the SDK's own decision, on the same id, agrees.
 
-use opentelemetry::trace::{Link, SpanKind, TraceId};
+use opentelemetry::trace::{Link, SpanId, SpanKind, TraceId};
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_sdk::trace::{Sampler, SamplingResult, ShouldSample};
+use opentelemetry_sdk::trace::{
+    IdGenerator, RandomIdGenerator, Sampler, SamplingDecision, SamplingResult, ShouldSample,
+};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The share of new traces that are recorded and exported (bits of an `f64`).
@@ -55,10 +62,53 @@ pub(crate) fn sampler() -> Sampler {
     Sampler::ParentBased(Box::new(LiveRatio))
 }
 
+thread_local! {
+    /// The trace id a root was decided on, until the SDK asks for it.
+    static DECIDED: Cell<Option<TraceId>> = const { Cell::new(None) };
+}
+
+/// A new root's trace id and whether `sampler` samples it (as the SDK would decide for a span `name` without a
+/// parent). When it does, the SDK span built next on this thread gets that id ([`DecidedIds`]).
+pub(crate) fn decide_root(sampler: &Sampler, name: &str) -> (TraceId, bool) {
+    let id = RandomIdGenerator::default().new_trace_id();
+    let sampled = sampler
+        .should_sample(None, id, name, &SpanKind::Internal, &[], &[])
+        .decision
+        != SamplingDecision::Drop;
+    if sampled {
+        // On a thread being torn down there is nowhere to keep it: the SDK then makes an id of its own.
+        let _ = DECIDED.try_with(|d| d.set(Some(id)));
+    }
+    (id, sampled)
+}
+
+/// Forgets a decided id the SDK did not take (a provider shut down builds no span).
+pub(crate) fn forget_decided() {
+    let _ = DECIDED.try_with(|d| d.take());
+}
+
+/// The provider's id generator: a root's trace id is the one [`decide_root`] decided on, where there is one;
+/// every other id is the SDK's random one.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct DecidedIds;
+
+impl IdGenerator for DecidedIds {
+    fn new_trace_id(&self) -> TraceId {
+        DECIDED
+            .try_with(Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| RandomIdGenerator::default().new_trace_id())
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        RandomIdGenerator::default().new_span_id()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry_sdk::trace::SamplingDecision;
 
     fn sampled(trace_id: TraceId) -> bool {
         let r = LiveRatio.should_sample(None, trace_id, "t", &SpanKind::Internal, &[], &[]);
@@ -83,5 +133,36 @@ mod tests {
         assert_eq!(share(f64::NAN), 0);
         set_sample_ratio(-1.0);
         assert_eq!(sample_ratio(), 0.0);
+    }
+
+    /// A sampled root's id is the next root id the generator gives, once; a root not sampled leaves none.
+    #[test]
+    fn a_sampled_decision_hands_its_id_to_the_next_root_only() {
+        let (id, sampled) = decide_root(&Sampler::AlwaysOn, "t");
+        assert!(sampled);
+        assert_eq!(DecidedIds.new_trace_id(), id);
+        assert_ne!(DecidedIds.new_trace_id(), id, "taken once");
+        let (dropped, sampled) = decide_root(&Sampler::AlwaysOff, "t");
+        assert!(!sampled);
+        assert_ne!(DecidedIds.new_trace_id(), dropped);
+        let (id, _) = decide_root(&Sampler::AlwaysOn, "t");
+        forget_decided();
+        assert_ne!(DecidedIds.new_trace_id(), id, "forgotten");
+        assert_ne!(DecidedIds.new_span_id(), SpanId::INVALID);
+    }
+
+    /// The decision is the ratio rule's on the id it returns.
+    #[test]
+    fn the_decision_follows_the_ratio_rule_on_its_id() {
+        let half = Sampler::TraceIdRatioBased(0.5);
+        let mut seen = [0u32; 2];
+        for _ in 0..2_000 {
+            let (id, sampled) = decide_root(&half, "t");
+            forget_decided();
+            let rule = half.should_sample(None, id, "t", &SpanKind::Internal, &[], &[]);
+            assert_eq!(sampled, rule.decision == SamplingDecision::RecordAndSample);
+            seen[usize::from(sampled)] += 1;
+        }
+        assert!(seen[0] > 800 && seen[1] > 800, "{seen:?}");
     }
 }

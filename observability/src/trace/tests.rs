@@ -28,10 +28,11 @@ fn tracer(sampler: Sampler) -> (Tracer, Kept) {
     let kept = Kept::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(kept.clone())
-        .with_sampler(sampler)
+        .with_sampler(sampler.clone())
+        .with_id_generator(sampler::DecidedIds)
         .build();
     let tracer: &'static SdkTracer = Box::leak(Box::new(provider.tracer(SCOPE)));
-    (Tracer::Export(tracer), kept)
+    (Tracer::Export(tracer, Box::leak(Box::new(sampler))), kept)
 }
 
 fn attr(span: &SpanData, key: &str) -> Option<opentelemetry::Value> {
@@ -133,6 +134,33 @@ fn a_trace_dropped_before_its_end_exports_its_root_then() {
     let spans = kept.spans();
     assert_eq!(spans.len(), 1);
     assert!(spans[0].end_time >= before);
+}
+
+/// Roots are decided before the SDK builds them, and a sampled one is exported under the id it was decided on.
+#[test]
+fn a_root_is_exported_under_the_id_it_was_sampled_by() {
+    let (t, kept) = tracer(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+        0.5,
+    ))));
+    let mut exported = Vec::new();
+    for _ in 0..400 {
+        let root = root_with(Some(t), "crawl.url", Stamp::now(), &[]);
+        if root.is_sampled() {
+            exported.push(root.trace_id().unwrap_or_default());
+        }
+        root.end(Stamp::now());
+    }
+    let got: Vec<String> = kept
+        .spans()
+        .iter()
+        .map(|s| s.span_context.trace_id().to_string())
+        .collect();
+    assert_eq!(got, exported, "one root a sampled trace, under its own id");
+    assert!(
+        (100..300).contains(&got.len()),
+        "{} of 400 at 0.5",
+        got.len()
+    );
 }
 
 #[test]
