@@ -44,6 +44,11 @@ impl CrawlId {
         ok.then(|| CrawlId(s.to_owned()))
     }
 
+    /// The id of 128 random bits, as 32 hex digits.
+    pub fn from_bits(high: u64, low: u64) -> CrawlId {
+        CrawlId(format!("{high:016x}{low:016x}"))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
