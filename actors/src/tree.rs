@@ -48,6 +48,7 @@ use crate::supervisor::{FetcherFactory, RestartPolicy, Supervisor};
 use actix::{Actor, Addr, Arbiter, AsyncContext, Context, SyncArbiter};
 use crawl_core::config::{Config, FrontierBackend};
 use crawl_core::frontier::{FrontierError, FrontierStore, Resume};
+use crawl_core::ownership::CrawlId;
 use crawl_core::politeness::HostQueues;
 use crawl_output::jsonl::JsonlWriter;
 use crawl_store_embedded::{DirLock, EmbeddedFrontier, process_id};
@@ -176,13 +177,9 @@ fn workers(configured: u32) -> usize {
 /// records it lacks are written by the caller).
 fn open_frontier(
     config: &Config,
-    lock: Option<DirLock>,
+    lock: DirLock,
 ) -> Result<(Box<dyn FrontierStore>, Resume, JsonlWriter), TreeError> {
     let dir = &config.frontier.data_dir;
-    let lock = match lock {
-        Some(l) => l,
-        None => DirLock::acquire(dir).map_err(FrontierError::from)?,
-    };
     match config.frontier.backend {
         FrontierBackend::Embedded => {
             let mut store = EmbeddedFrontier::open_locked(dir, lock)?;
@@ -198,17 +195,7 @@ fn open_frontier(
         FrontierBackend::Redis => {
             // This process's lock and identity are in data_dir; the frontier is in Redis.
             let pid = process_id(dir).map_err(FrontierError::from)?;
-            let r = &config.frontier.redis;
-            let settings = RedisSettings {
-                urls: r.urls.iter().map(|u| u.expose().to_owned()).collect(),
-                cluster: r.cluster,
-                crawl: r.crawl.clone(),
-                shards: r.shards,
-                lease_ms: u64::try_from(r.lease.as_millis()).unwrap_or(u64::MAX),
-                max_outage_ms: u64::try_from(r.max_outage.as_millis()).unwrap_or(u64::MAX),
-                recrawl_after_s: r.recrawl_after.as_secs(),
-                spool: Some(dir.join("spool")),
-            };
+            let settings = redis_settings(config);
             let mut store = RedisFrontier::open(settings, &pid)?.with_lock(lock);
             let checkpoint = store.checkpoint()?;
             let writer = JsonlWriter::open_at(&config.output.jsonl, checkpoint)?;
@@ -219,13 +206,30 @@ fn open_frontier(
     }
 }
 
-/// Starts the tree. Must run inside an actix `System`. `lock` is the data_dir's lock when the caller took it
-/// already (None: taken here); `extra_roots` are trusted by the HTTP client besides the webpki roots.
+/// The Redis store's settings from the config, as a run opens the store (its spool in the data_dir).
+pub fn redis_settings(config: &Config) -> RedisSettings {
+    let r = &config.frontier.redis;
+    RedisSettings {
+        urls: r.urls.iter().map(|u| u.expose().to_owned()).collect(),
+        cluster: r.cluster,
+        crawl: r.crawl.clone(),
+        shards: r.shards,
+        lease_ms: u64::try_from(r.lease.as_millis()).unwrap_or(u64::MAX),
+        max_outage_ms: u64::try_from(r.max_outage.as_millis()).unwrap_or(u64::MAX),
+        recrawl_after_s: r.recrawl_after.as_secs(),
+        spool: Some(config.frontier.data_dir.join("spool")),
+    }
+}
+
+/// Starts the tree. Must run inside an actix `System`. `lock` is the data_dir's lock, taken by the caller when it
+/// claimed the crawl's outputs for `crawl` (whose id the WARC files carry); `extra_roots` are trusted by the HTTP
+/// client besides the webpki roots.
 pub fn start(
     config: &Config,
     faults: Faults,
     extra_roots: Vec<CertificateDer<'static>>,
-    lock: Option<DirLock>,
+    lock: DirLock,
+    crawl: &CrawlId,
 ) -> Result<Tree, TreeError> {
     let now = Instant::now();
     let (store, mut recovered, mut writer) = open_frontier(config, lock)?;
@@ -233,12 +237,10 @@ pub fn start(
     // Records committed before a crash but not in the file yet: write them now, exactly once.
     let outbox = std::mem::take(&mut recovered.outbox);
     let before = writer.lines();
-    let jsonl = write_lines(&mut writer, &outbox).map_err(|e| {
-        FrontierError::Store(format!(
-            "{e}; the output file {} does not match the frontier in {} (was it truncated or replaced?)",
-            config.output.jsonl.display(),
-            config.frontier.data_dir.display()
-        ))
+    let jsonl = write_lines(&mut writer, &outbox).map_err(|source| TreeError::Outbox {
+        jsonl: config.output.jsonl.display().to_string(),
+        data_dir: config.frontier.data_dir.display().to_string(),
+        source,
     })?;
     let rewritten = writer.lines() - before;
     if repaired_bytes > 0 || rewritten > 0 || !recovered.fresh {
@@ -252,8 +254,11 @@ pub fn start(
         );
     }
 
-    let archive =
-        crate::store::archive::Archive::open(config, recovered.archive_checkpoint.as_deref())?;
+    let archive = crate::store::archive::Archive::open(
+        config,
+        recovered.archive_checkpoint.as_deref(),
+        crawl,
+    )?;
     let scope = scope_policy(config);
     let policy = politeness_policy(config);
     let settings = CrawlSettings {

@@ -1,9 +1,16 @@
-//! `--check` beyond parsing: opens what a run would open (the data_dir and its lock, the metrics port, the JSONL and
-//! WARC paths) and looks at where the seeds point, so that a config that passes the check also starts.
+//! `--check` beyond parsing: sees what a run would. It judges the outputs as a run claims them (a data_dir, JSONL
+//! or WARC folder held by another process or owned by another crawl is refused with the run's own message), checks
+//! that the paths can be made and written and that the metrics port is free, connects to Redis as a run would and
+//! tries a TCP connection to every other server the config names, and looks at where the seeds point. It creates
+//! nothing and takes no lock for longer than a look.
 
+mod reach;
+
+use crate::error::CheckFailed;
+use crate::ownership::{shown, survey};
 use crawl_core::config::Config;
 use crawl_core::netaddr::classify_ip;
-use crawl_store_embedded::DirLock;
+use reach::RedisFinding;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,39 +18,95 @@ use std::time::Duration;
 /// How long the seeds' names may take to resolve, all together.
 const RESOLVE_BUDGET: Duration = Duration::from_secs(3);
 
-/// What the check found: errors make `--check` fail (exit 2), warnings do not.
+/// What the check found. `refused` and `failed` make `--check` fail, with the exit status a run would have (2 for
+/// config and ownership, else 1); warnings and notes do not.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Findings {
-    pub errors: Vec<String>,
+    /// Config and ownership problems: a run is refused (exit 2).
+    pub refused: Vec<String>,
+    /// What a run would fail on at runtime (exit 1): a server out of reach, an output that cannot be read.
+    pub failed: Vec<String>,
     pub warnings: Vec<String>,
+    /// What `--fresh` would move aside.
+    pub notes: Vec<String>,
 }
 
-/// Runs every check of a run's resources against `config`.
-pub fn preflight(config: &Config) -> Findings {
-    let mut f = Findings::default();
+impl Findings {
+    /// The failure `--check` ends with, when there is one.
+    pub fn failure(&self) -> Option<CheckFailed> {
+        (!self.refused.is_empty() || !self.failed.is_empty()).then(|| CheckFailed {
+            refused: self.refused.clone(),
+            failed: self.failed.clone(),
+        })
+    }
+}
+
+/// Runs every check of a run's resources against `config` (`fresh`: as `--fresh` would run).
+pub fn preflight(config: &Config, fresh: bool) -> Findings {
+    let mut f = Findings {
+        refused: paths(config),
+        ..Findings::default()
+    };
+    // The outputs as a run claims them.
+    match survey(config, fresh) {
+        Ok(s) => {
+            f.refused
+                .extend(s.refusals().iter().map(ToString::to_string));
+            f.notes.extend(
+                s.to_move()
+                    .into_iter()
+                    .map(|(o, p)| format!("--fresh moves {} {} aside", o.key(), shown(&p))),
+            );
+        }
+        Err(e) => f.failed.push(e.to_string()),
+    }
+    if let Some(addr) = config.observability.metrics_listen
+        && let Err(e) = std::net::TcpListener::bind(addr)
+    {
+        f.refused.push(format!(
+            "observability.metrics_listen: cannot listen on {addr}: {e} (use a free port, port 0 for any free \
+             port, or \"\" to turn metrics off)"
+        ));
+    }
+    match reach::redis(config) {
+        Some(RedisFinding::Refused(m)) => f.refused.push(m),
+        Some(RedisFinding::Failed(m)) => f.failed.push(m),
+        Some(RedisFinding::Reached) | None => {}
+    }
+    f.warnings
+        .extend(reach::unreachable(config, reach::servers(config)));
+    if !config.security.allow_private_networks {
+        f.warnings.extend(private_seeds(config));
+    }
+    f
+}
+
+/// The paths a run writes that it could not make or write: the data_dir, the JSONL, the WARC folder.
+pub fn paths(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
     let data_dir = &config.frontier.data_dir;
     if data_dir.exists() {
         if !data_dir.is_dir() {
-            f.errors.push(format!(
+            out.push(format!(
                 "frontier.data_dir: {} is not a directory",
                 data_dir.display()
             ));
-        } else if let Err(e) = DirLock::acquire(data_dir) {
-            f.errors.push(format!("frontier.data_dir: {e}"));
+        } else if let Err(e) = writable_dir(data_dir) {
+            out.push(format!("frontier.data_dir: {e}"));
         }
     } else if let Err(e) = creatable(data_dir) {
-        f.errors.push(format!("frontier.data_dir: {e}"));
+        out.push(format!("frontier.data_dir: {e}"));
     }
     let jsonl = &config.output.jsonl;
     if jsonl.exists() {
         if let Err(e) = std::fs::OpenOptions::new().append(true).open(jsonl) {
-            f.errors.push(format!(
+            out.push(format!(
                 "output.jsonl: cannot write {}: {e}",
                 jsonl.display()
             ));
         }
     } else if let Err(e) = creatable(jsonl) {
-        f.errors.push(format!("output.jsonl: {e}"));
+        out.push(format!("output.jsonl: {e}"));
     }
     if let Some(dir) = &config.output.warc_dir {
         let r = if dir.exists() {
@@ -52,21 +115,10 @@ pub fn preflight(config: &Config) -> Findings {
             creatable(dir)
         };
         if let Err(e) = r {
-            f.errors.push(format!("output.warc_dir: {e}"));
+            out.push(format!("output.warc_dir: {e}"));
         }
     }
-    if let Some(addr) = config.observability.metrics_listen
-        && let Err(e) = std::net::TcpListener::bind(addr)
-    {
-        f.errors.push(format!(
-            "observability.metrics_listen: cannot listen on {addr}: {e} (use a free port, port 0 for any free \
-             port, or \"\" to turn metrics off)"
-        ));
-    }
-    if !config.security.allow_private_networks {
-        f.warnings.extend(private_seeds(config));
-    }
-    f
+    out
 }
 
 /// Seeds whose host is (or resolves to) an address the crawl may not reach (the guard of `[security]`: non-public
@@ -183,78 +235,4 @@ fn writable_dir(dir: &Path) -> Result<(), PathError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(dir: &Path) -> Config {
-        let mut c = Config::default();
-        c.frontier.data_dir = dir.join("data");
-        c.output.jsonl = dir.join("out/crawl.jsonl");
-        c.output.warc_dir = Some(dir.join("warc"));
-        c.observability.metrics_listen = None;
-        c
-    }
-
-    #[test]
-    fn a_fresh_layout_passes_and_creates_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = config(dir.path());
-        assert_eq!(preflight(&c), Findings::default());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn a_locked_data_dir_a_busy_port_and_a_path_under_a_file_are_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut c = config(dir.path());
-        let _held = DirLock::acquire(&c.frontier.data_dir).unwrap();
-        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        c.observability.metrics_listen = Some(busy.local_addr().unwrap());
-        std::fs::write(dir.path().join("file"), b"x").unwrap();
-        c.output.warc_dir = Some(dir.path().join("file/warc"));
-        let f = preflight(&c);
-        assert_eq!(f.errors.len(), 3, "{f:?}");
-        assert!(f.errors[0].starts_with("frontier.data_dir:") && f.errors[0].contains("in use"));
-        assert!(
-            f.errors[1].starts_with("output.warc_dir:") && f.errors[1].contains("not a directory")
-        );
-        assert!(f.errors[2].starts_with("observability.metrics_listen:"));
-    }
-
-    #[test]
-    fn a_relative_path_is_judged_by_the_current_directory_and_a_file_blocks_its_children() {
-        assert!(creatable(Path::new("no-such-folder/sub/crawl.jsonl")).is_ok());
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("f"), b"x").unwrap();
-        let err = creatable(&dir.path().join("f/a/b"))
-            .unwrap_err()
-            .to_string();
-        assert!(err.ends_with("f is not a directory"), "{err}");
-    }
-
-    #[test]
-    fn private_seeds_warn_unless_allowed() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut c = config(dir.path());
-        c.add_seed(url::Url::parse("http://127.0.0.9/").unwrap());
-        c.add_seed(url::Url::parse("http://intranet.example/").unwrap());
-        c.add_seed(url::Url::parse("http://[::1]:8080/").unwrap());
-        c.resolver
-            .hosts
-            .insert("intranet.example".into(), vec!["10.1.2.3".parse().unwrap()]);
-        let f = preflight(&c);
-        assert!(f.errors.is_empty(), "{f:?}");
-        assert_eq!(f.warnings.len(), 3, "{f:?}");
-        assert!(
-            f.warnings[1].contains("10.1.2.3 (private)"),
-            "{}",
-            f.warnings[1]
-        );
-        c.security.allow_cidrs = vec!["10.1.0.0/16".parse().unwrap(), "::1".parse().unwrap()];
-        let f = preflight(&c);
-        assert_eq!(f.warnings.len(), 1, "only 127.0.0.9 is left: {f:?}");
-        assert!(f.warnings[0].contains("127.0.0.9 (loopback)"), "{f:?}");
-        c.security.allow_private_networks = true;
-        assert!(preflight(&c).warnings.is_empty());
-    }
-}
+mod tests;

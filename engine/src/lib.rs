@@ -6,6 +6,7 @@
 //! - [`reload`]: SIGHUP config reloads. [`signals`]: SIGINT/SIGTERM on a thread of their own.
 //! - [`merge`]: one JSONL from the files of a distributed crawl's processes.
 //! - [`summary`]: the end-of-crawl report, with the process's CPU and memory (`crawl_observability::usage`).
+//! - [`ownership`]: the crawl's outputs claimed before it writes a byte (`--fresh` moves old ones aside).
 //! - [`check`]: `--check` beyond parsing. [`error`]: exit statuses.
 
 pub mod check;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod error;
 pub mod load;
 pub mod merge;
+pub mod ownership;
 pub mod progress;
 pub mod reload;
 pub mod run;
@@ -21,4 +23,4 @@ pub mod summary;
 
 pub use error::EngineError;
 pub use load::{load_config, load_config_with};
-pub use run::{Options, run_crawl, run_crawl_locked};
+pub use run::{Options, run_crawl, run_crawl_owned};

@@ -1,13 +1,18 @@
 //! `crawl-engine --config config.toml`: crawls from the seeds and exits 0 when the frontier is empty or a limit is
-//! reached, 2 on bad usage or config, 1 on a fatal runtime error.
+//! reached, 2 on bad usage, config or ownership (before anything is written), 1 on a runtime failure (the message
+//! says whether the same command resumes); `--check` exits as the run would. The table: [`EXIT_STATUS`].
+//!
+//! [`EXIT_STATUS`]: crawl_engine::error::EXIT_STATUS
 
 use clap::Parser as _;
 use crawl_actors::protocol::FinishReason;
 use crawl_actors::tree::{Faults, proxy_chains};
 use crawl_engine::cli::{Cli, Command};
+use crawl_engine::error::CheckFailed;
+use crawl_engine::ownership;
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;
-use crawl_engine::{EngineError, Options, load_config_with, run_crawl_locked};
+use crawl_engine::{EngineError, Options, load_config_with, run_crawl_owned};
 use crawl_observability::server::MetricsServer;
 use crawl_observability::{Format, OtlpSettings, TelemetryConfig};
 use std::io::IsTerminal;
@@ -74,12 +79,12 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
                 "warning: no seeds: a run needs crawl.seeds in the config or --seed URL on the command line"
             );
         }
-        let found = crawl_engine::check::preflight(&config);
+        let found = crawl_engine::check::preflight(&config, cli.fresh);
         for w in &found.warnings {
             eprintln!("warning: {w}");
         }
-        if !found.errors.is_empty() {
-            return Err(EngineError::Usage(found.errors.join("\n")).into());
+        if let Some(failed) = found.failure() {
+            return Err(EngineError::Check(failed).into());
         }
         println!(
             "{}: ok ({} seed{}, data_dir {}, output {})",
@@ -96,6 +101,9 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             config.frontier.data_dir.display(),
             config.output.jsonl.display()
         );
+        for n in &found.notes {
+            println!("  {n}");
+        }
         if config.frontier.backend == crawl_core::config::FrontierBackend::Redis {
             let r = &config.frontier.redis;
             let urls: Vec<String> = r.urls.iter().map(ToString::to_string).collect();
@@ -113,10 +121,29 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    // The data_dir's lock comes first: a second process on the same data_dir is told so, not that the metrics port
-    // (or anything else) is busy.
-    let lock = crawl_store_embedded::DirLock::acquire(&config.frontier.data_dir)
-        .map_err(|e| EngineError::Fatal(e.to_string()))?;
+    // The outputs are claimed first, before anything is written: a second process, or another crawl, on the same
+    // data_dir, JSONL or WARC folder is told so (exit 2), not that the metrics port (or anything else) is busy.
+    let mut refused = ownership::survey(&config, cli.fresh)?
+        .refusals()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>();
+    refused.extend(crawl_engine::check::paths(&config));
+    if !refused.is_empty() {
+        return Err(EngineError::Check(CheckFailed {
+            refused,
+            failed: Vec::new(),
+        })
+        .into());
+    }
+    let owned = ownership::claim(&config, cli.fresh, |m| {
+        eprintln!(
+            "crawl-engine: --fresh: moved {} {} to {}",
+            m.output.key(),
+            ownership::shown(&m.from),
+            ownership::shown(&m.to)
+        );
+    })?;
     let format = match config.observability.log_format {
         crawl_core::config::LogFormat::Auto => Format::Auto,
         crawl_core::config::LogFormat::Text => Format::Text,
@@ -205,7 +232,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             export_queue: guard.export_target().map(|t| t.queue),
         },
     };
-    let summary = run_crawl_locked(&config, opts, Some(lock));
+    let summary = run_crawl_owned(&config, opts, owned);
     // Flush the last spans whatever the outcome (on this thread: no runtime is running any more).
     guard.shutdown();
     let summary = summary?;

@@ -1,6 +1,7 @@
 //! Running one crawl inside an actix system.
 
 use crate::error::EngineError;
+use crate::ownership::Owned;
 use crate::progress;
 use crate::summary::Summary;
 use crawl_actors::tree::{self, Ending, Faults};
@@ -25,18 +26,21 @@ pub struct Options {
     pub reload: crate::reload::ReloadSource,
 }
 
-/// Runs a crawl to its end on a new actix system. Blocks the calling thread.
+/// Runs a crawl to its end on a new actix system, claiming its outputs first. Blocks the calling thread.
 pub fn run_crawl(config: &Config, opts: Options) -> Result<Summary, EngineError> {
-    run_crawl_locked(config, opts, None)
+    let owned = crate::ownership::claim(config, false, |_| {})?;
+    run_crawl_owned(config, opts, owned)
 }
 
-/// [`run_crawl`] with the data_dir's lock already taken (the binary takes it before it opens any listener, so that a
-/// second process on the same data_dir is told so, whatever else it would have tripped over first).
-pub fn run_crawl_locked(
+/// [`run_crawl`] with the outputs already claimed (the binary claims them before it opens any listener, so that a
+/// second process on the same outputs is told so, whatever else it would have tripped over first). They stay
+/// locked until the crawl ends.
+pub fn run_crawl_owned(
     config: &Config,
     opts: Options,
-    lock: Option<crawl_store_embedded::DirLock>,
+    owned: Owned,
 ) -> Result<Summary, EngineError> {
+    let (lock, identity, _markers) = owned.into_lock();
     let started = Instant::now();
     let grace = config.shutdown.grace;
     let output = config.output.jsonl.display().to_string();
@@ -57,7 +61,13 @@ pub fn run_crawl_locked(
         } else {
             None
         };
-        let mut tree = tree::start(&config, opts.faults.clone(), opts.extra_roots.clone(), lock)?;
+        let mut tree = tree::start(
+            &config,
+            opts.faults.clone(),
+            opts.extra_roots.clone(),
+            lock,
+            &identity.crawl,
+        )?;
         let reload_task = hangup.map(|h| {
             let reloader = crate::reload::Reloader::new(
                 opts.reload.clone(),

@@ -180,8 +180,9 @@ impl Summary {
         if self.reason == FinishReason::Completed && this_run == 0 && s.total_done > 0 {
             out.push(format!(
                 "the crawl was already complete: all {} URLs known in {} are done and recorded in {}. To start \
-                 over, delete both (or point frontier.data_dir and output.jsonl at new paths); to add URLs, run \
-                 with new --seed URLs.",
+                 over, run with --fresh (it moves the data_dir, the JSONL and the WARC folder aside), or point \
+                 frontier.data_dir, output.jsonl and output.warc_dir at new paths; to add URLs, run with new \
+                 --seed URLs.",
                 s.known, self.data_dir, self.output
             ));
         } else if s.fetched == 0 && s.failed == 0 && s.excluded > 0 {
@@ -275,7 +276,7 @@ mod tests {
             text.contains("the crawl was already complete: all 120 URLs known in data are done"),
             "{text}"
         );
-        assert!(text.contains("delete both"), "{text}");
+        assert!(text.contains("run with --fresh"), "{text}");
         // Stopped by a signal before anything happened: not complete.
         assert!(summary(FinishReason::Shutdown, stats).advice().is_empty());
     }

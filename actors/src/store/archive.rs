@@ -6,6 +6,7 @@
 use crate::protocol::ArchiveItem;
 use crawl_core::config::Config;
 use crawl_core::frontier::Batch;
+use crawl_core::ownership::CrawlId;
 use crawl_output::warc::{
     Metadata, PayloadDedup, RecordLocation, Sha1, WarcCheckpoint, WarcError, WarcWriter,
     WarcWriterConfig,
@@ -23,8 +24,12 @@ pub struct Archive {
 
 impl Archive {
     /// Opens the archive of `config.output.warc_dir` (None when WARC output is off), cut back to `checkpoint`
-    /// (as the last commit stored it).
-    pub fn open(config: &Config, checkpoint: Option<&[u8]>) -> Result<Option<Archive>, WarcError> {
+    /// (as the last commit stored it); its warcinfo records name `crawl` (`isPartOf`).
+    pub fn open(
+        config: &Config,
+        checkpoint: Option<&[u8]>,
+        crawl: &CrawlId,
+    ) -> Result<Option<Archive>, WarcError> {
         let Some(dir) = &config.output.warc_dir else {
             return Ok(None);
         };
@@ -32,10 +37,13 @@ impl Archive {
         cfg.max_bytes = config.output.warc_max_bytes;
         cfg.compression_level = crate::parser::archive::ARCHIVE_LEVEL;
         cfg.config_digest = Some(Sha1::of(format!("{config:?}").as_bytes()).label());
-        cfg.warcinfo_extra = vec![(
-            "http-header-user-agent".to_owned(),
-            config.crawl.user_agent.clone(),
-        )];
+        cfg.warcinfo_extra = vec![
+            (
+                "http-header-user-agent".to_owned(),
+                config.crawl.user_agent.clone(),
+            ),
+            ("isPartOf".to_owned(), crawl.to_string()),
+        ];
         let checkpoint: Option<WarcCheckpoint> = match checkpoint {
             Some(b) => Some(serde_json::from_slice(b).map_err(|e| {
                 WarcError::InvalidMessage(format!("stored archive checkpoint: {e}"))

@@ -16,4 +16,13 @@ pub enum TreeError {
     Resolver(#[from] crate::resolver::error::ResolverError),
     #[error("warc output: {0}")]
     Archive(#[from] crawl_output::warc::WarcError),
+    /// The records the frontier committed do not follow the JSONL's last line.
+    #[error(
+        "{source}; the output file {jsonl} does not match the frontier in {data_dir} (was it truncated or replaced?)"
+    )]
+    Outbox {
+        jsonl: String,
+        data_dir: String,
+        source: crate::protocol::SinkError,
+    },
 }

@@ -10,6 +10,8 @@
 //! - [`politeness`]: per-host queues, depth ordering, per-host concurrency, delays, crawl-delay and backoff.
 //! - [`record`]: the JSONL output record.
 //! - [`output`]: where the JSONL output stands ([`output::JsonlCheckpoint`]), as the stores checkpoint it.
+//! - [`ownership`]: which crawl owns each output (data_dir, JSONL, WARC folder), and what a crawl may do with what
+//!   it finds at its paths.
 //! - [`netaddr`]: which IP addresses are public.
 //! - [`retry_after`]: Retry-After header parsing.
 
@@ -21,6 +23,7 @@ pub mod netaddr;
 pub mod netguard;
 pub mod outage;
 pub mod output;
+pub mod ownership;
 pub mod politeness;
 pub mod record;
 pub mod retry_after;

@@ -9,10 +9,13 @@
 //! - `outbox`: the outbox rows (records committed but not yet in the JSONL).
 //! - `bloom` and `recent`: the in-memory filter and cache that spare most lookups of new and repeated links.
 //! - [`lock`]: the data_dir's lock ([`DirLock`]) and the process's identity ([`process_id`]).
+//! - [`identity`]: the crawl the data_dir holds (`crawl-id`), and what a data_dir holds as seen before anything
+//!   is written there.
 
 mod bloom;
 mod error;
 mod fpruns;
+pub mod identity;
 mod known;
 pub mod lock;
 mod outbox;

@@ -11,6 +11,7 @@ use crawl_core::frontier::LockError;
 #[derive(Debug)]
 pub struct DirLock {
     _file: File,
+    dir: PathBuf,
     path: PathBuf,
 }
 
@@ -46,12 +47,21 @@ impl DirLock {
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         write!(file, "{}", std::process::id()).map_err(io)?;
-        Ok(DirLock { _file: file, path })
+        Ok(DirLock {
+            _file: file,
+            dir: dir.to_path_buf(),
+            path,
+        })
     }
 
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The data_dir it locks.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
@@ -111,7 +121,7 @@ pub fn process_id(dir: &Path) -> Result<String, LockError> {
 }
 
 /// 64 bits from the standard library's randomly seeded hasher, the time and the process id.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now()

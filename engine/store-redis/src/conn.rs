@@ -132,6 +132,15 @@ impl std::fmt::Debug for Conn {
 
 impl Conn {
     pub fn open(settings: &RedisSettings) -> Result<Conn, FrontierError> {
+        Conn::open_within(settings, CONNECT_TIMEOUT, RESPONSE_TIMEOUT)
+    }
+
+    /// [`open`](Self::open) with other deadlines for connecting and for each reply.
+    pub fn open_within(
+        settings: &RedisSettings,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Conn, FrontierError> {
         let target = settings
             .urls
             .iter()
@@ -146,8 +155,8 @@ impl Conn {
         let link = if settings.cluster {
             let client =
                 redis::cluster::ClusterClientBuilder::new(settings.urls.iter().map(String::as_str))
-                    .connection_timeout(CONNECT_TIMEOUT)
-                    .response_timeout(RESPONSE_TIMEOUT)
+                    .connection_timeout(connect)
+                    .response_timeout(response)
                     .build()
                     .map_err(fail)?;
             Link::Cluster(Box::new(client.get_connection().map_err(fail)?))
@@ -159,13 +168,9 @@ impl Conn {
                 });
             };
             let client = redis::Client::open(url.as_str()).map_err(fail)?;
-            let conn = client
-                .get_connection_with_timeout(CONNECT_TIMEOUT)
-                .map_err(fail)?;
-            conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
-                .map_err(fail)?;
-            conn.set_write_timeout(Some(RESPONSE_TIMEOUT))
-                .map_err(fail)?;
+            let conn = client.get_connection_with_timeout(connect).map_err(fail)?;
+            conn.set_read_timeout(Some(response)).map_err(fail)?;
+            conn.set_write_timeout(Some(response)).map_err(fail)?;
             Link::Single(conn)
         };
         Ok(Conn {

@@ -23,6 +23,11 @@ pub(super) fn random_id() -> String {
     format!("{x:016x}{:016x}", b.finish())
 }
 
+/// The shard count an instance id (`<random>-s<shards>`) was made with.
+pub(super) fn made_with(inst: &str) -> Option<u32> {
+    inst.rsplit_once("-s").and_then(|(_, n)| n.parse().ok())
+}
+
 /// Settings that cannot work are refused before anything is sent.
 pub(super) fn validate(s: &RedisSettings, pid: &str) -> Result<(), FrontierError> {
     let bad = |m: String| Err(FrontierError::Store(m));
@@ -79,9 +84,7 @@ pub(super) fn open_instance(
         )));
     };
     let inst = inst.to_owned();
-    let made_with = inst
-        .rsplit_once("-s")
-        .and_then(|(_, n)| n.parse::<u32>().ok());
+    let made_with = made_with(&inst);
     if made_with != Some(shards) {
         return Err(FrontierError::Store(format!(
             "the crawl was created with {} shards; this process is configured with {shards}",

@@ -18,7 +18,7 @@
 //!   (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
 //! - `commit.rs`: the commit session, a commit as one pipeline; `records.rs`: the records ledger (numbering as
 //!   JSONL lines, pending entries after a restart, acknowledgements, take-over); `instance.rs`: creating and
-//!   checking the crawl's instance;
+//!   checking the crawl's instance; `probe.rs`: `--check`'s look at Redis, changing nothing;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
 //! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
@@ -48,6 +48,7 @@ mod crawl;
 mod instance;
 pub mod keys;
 mod poll;
+mod probe;
 mod records;
 mod robots;
 mod scripts;
@@ -60,6 +61,7 @@ mod tests;
 pub use conn::redact;
 use crawl_core::frontier::ShardGate;
 use crawl_core::output::JsonlCheckpoint;
+pub use probe::{CrawlThere, probe};
 pub use shards::LeaseTable;
 
 use commit::CommitSession;

@@ -205,11 +205,25 @@ async fn help_version_and_unreadable_config() {
     help.arg("--help");
     let res = run_cmd(help).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
-    for flag in ["--config", "--seed", "--check"] {
+    for flag in ["--config", "--seed", "--check", "--fresh"] {
         assert!(
             res.stdout.contains(flag),
             "help lacks {flag}:\n{}",
             res.stdout
+        );
+    }
+    // The exit statuses: one table in --help, and a row for each in the README.
+    assert!(
+        res.stdout.contains(crawl_engine::error::EXIT_STATUS),
+        "{}",
+        res.stdout
+    );
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README");
+    for status in ["0", "1", "2", "130"] {
+        assert!(
+            readme.contains(&format!("\n| `{status}` | ")),
+            "the README's exit status table has no row for {status}"
         );
     }
     let mut version = engine();
@@ -292,15 +306,16 @@ async fn check_names_the_redis_frontier_without_its_password() {
         &["http://127.0.0.64:9/".to_owned()],
         "[frontier]\nbackend = \"redis\"\n[frontier.redis]\nurls = [\"redis://:canary-pw-7731@127.0.0.1:1/0\"]\ncrawl = \"news\"\n",
     ).expect("test crawl");
+    // --check connects as the run would: nothing listens there, a runtime failure (exit 1) for both.
     let mut cmd = t.command();
     cmd.arg("--check");
     let res = run_cmd(cmd).await;
-    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert_eq!(res.code(), Some(1), "{res:?}");
     assert!(
-        res.stdout
-            .contains("frontier: redis redis://:***@127.0.0.1:1/0 (crawl news, 256 shards"),
+        res.stderr
+            .contains("frontier.redis.urls: redis redis://:***@127.0.0.1:1/0: "),
         "{}",
-        res.stdout
+        res.stderr
     );
     assert!(!format!("{res:?}").contains("canary-pw-7731"));
 

@@ -514,14 +514,25 @@ async fn second_process_on_same_data_dir_is_refused_and_first_completes() {
         first.try_wait().expect("try_wait").is_none(),
         "the second process is refused while the first still runs"
     );
-    assert!(
-        second.code().is_some_and(|c| c != 0),
-        "second process must fail: {second:?}"
+    assert_eq!(
+        second.code(),
+        Some(2),
+        "second process must be refused: {second:?}"
     );
     let dir = fx.crawl.data_dir.display().to_string();
     assert!(
         second.stderr.contains(&dir) && second.stderr.contains("in use"),
         "the refusal names the data_dir as in use: {}",
+        second.stderr
+    );
+    // The same command twice: one refusal (the data_dir's), not one per output the first process holds.
+    assert_eq!(
+        second
+            .stderr
+            .matches("in use by another crawl-engine process")
+            .count(),
+        1,
+        "{}",
         second.stderr
     );
     assert!(!second.stdout.contains("crawl "), "{}", second.stdout);

@@ -26,6 +26,10 @@
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
 //! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
 //!   what a run opens, a run that fetched nothing, a finished crawl run again.
+//! - `ownership` (20-29): every output owned by one crawl: a second crawl on a running crawl's JSONL or WARC
+//!   folder refused before it writes, a leftover archive after a start-over refused and moved aside by `--fresh`,
+//!   `--check` saying the same, the exit status of a run and of `--check` for each failure class, Redis reached or
+//!   not.
 //! - `tls` (135-139): an https seed with an expired certificate and a stalled TLS handshake, recorded reason tls
 //!   with the detail naming the cause.
 //! - `traps` (140-149): a site full of crawler traps (calendar, `/a/a/a/...`, session ids, a number template,
@@ -58,6 +62,7 @@ mod observe;
 mod observe_contract;
 mod observe_export;
 mod operator;
+mod ownership;
 mod proxy;
 mod proxy_interop;
 mod reload;

@@ -96,7 +96,7 @@ async fn a_second_process_on_one_data_dir_is_told_about_the_lock_not_the_port() 
     )
     .expect("test crawl");
     let res = run_cmd(second.command()).await;
-    assert_eq!(res.code(), Some(1), "{res:?}");
+    assert_eq!(res.code(), Some(2), "{res:?}");
     assert!(
         res.stderr
             .contains("is in use by another crawl-engine process"),

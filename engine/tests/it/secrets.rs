@@ -161,12 +161,18 @@ fn dir_sinks(label: &str, dir: &Path) -> Vec<Sink> {
         .collect()
 }
 
-/// Each WARC record, decompressed: its WARC header block, and its content block (marked `served` for responses).
+/// Each WARC record, decompressed: its WARC header block, and its content block (marked `served` for responses);
+/// the folder's other files (its owner marker, the writers' locks) as they are.
 fn warc_sinks(dir: &Path) -> Vec<Sink> {
     let mut files = Vec::new();
     files_under(dir, &mut files);
     let mut out = Vec::new();
     for p in files {
+        if !p.to_string_lossy().ends_with(".warc.gz") {
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+            out.push(sink(format!("warc_dir {}", p.display()), bytes));
+            continue;
+        }
         let f = std::fs::File::open(&p).expect("open warc");
         let mut r = MemberReader::new(f);
         let mut i = 0;
@@ -511,6 +517,10 @@ use = "drop"
         sink("spans", spans),
         sink("metrics", scrapes),
         sink("jsonl", std::fs::read(&crawl.jsonl).expect("jsonl")),
+        sink(
+            "jsonl marker",
+            std::fs::read(format!("{}.owner", crawl.jsonl.display())).expect("jsonl marker"),
+        ),
     ];
     sinks.extend(dir_sinks("data_dir", &crawl.data_dir));
     sinks.extend(warc_sinks(&warc_dir));

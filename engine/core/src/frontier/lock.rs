@@ -3,7 +3,11 @@
 /// Why the data_dir could not be locked.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("data_dir {path} is in use by another crawl-engine process{}; stop it or use another data_dir", holder.as_ref().map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    #[error(
+        "frontier.data_dir: {path} is in use by another crawl-engine process{}; stop it, or give this crawl its own \
+         frontier.data_dir",
+        holder.as_ref().map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
     InUse {
         path: String,
         holder: Option<String>,
