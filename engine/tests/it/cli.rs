@@ -1,4 +1,7 @@
-//! The command line: `--check` with positioned errors, missing seeds, `--help`, `--version`, unreadable configs.
+//! The command line: `--check` with positioned errors, missing seeds and seeds without a scheme, `--help`,
+//! `--version`, unreadable configs.
+//!
+//! Seeds use 127.0.0.64-65 and 127.0.0.42 (refused by the network guard or never answered: nothing is served).
 
 use super::crawl::{run_cmd, toml_str};
 use crate::ENGINE;
@@ -98,6 +101,57 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_
     })
     .await;
     assert_eq!(res.code(), Some(0), "{res:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeds_without_a_scheme_are_each_refused_with_the_url_they_stand_for() {
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[
+            "docs.example.org/start".to_owned(),
+            "https://fine.example/".to_owned(),
+            "127.0.0.42:8080".to_owned(),
+        ],
+        "",
+    )
+    .expect("test crawl");
+    let config = crawl.config_path.display().to_string();
+    for check in [false, true] {
+        let mut cmd = crawl.command();
+        cmd.args(["--seed", "www.example.org", "--seed", "localhost:8080/"]);
+        if check {
+            cmd.arg("--check");
+        }
+        let res = run_cmd(cmd).await;
+        assert_eq!(res.code(), Some(2), "--check {check}: {res:?}");
+        // Every bad seed, of the file (at its position) and of the command line, in one report.
+        for want in [
+            "`crawl.seeds[0]`: URL `docs.example.org/start` has no scheme; did you mean \
+             `https://docs.example.org/start`?",
+            "`crawl.seeds[2]`: URL `127.0.0.42:8080` has no scheme; did you mean `http://127.0.0.42:8080/`?",
+            "--seed: URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?",
+            "--seed: URL `localhost:8080/` has no scheme; did you mean `http://localhost:8080/`?",
+        ] {
+            assert!(
+                res.stderr.contains(want),
+                "--check {check}: no {want:?} in\n{}",
+                res.stderr
+            );
+        }
+        assert!(res.stderr.contains(&format!("{config}:")), "{}", res.stderr);
+        for noise in [
+            "relative URL without a base",
+            "unsupported scheme",
+            "no seeds",
+        ] {
+            assert!(!res.stderr.contains(noise), "{noise}:\n{}", res.stderr);
+        }
+        assert!(res.stdout.is_empty(), "{}", res.stdout);
+        assert!(
+            !crawl.data_dir.exists(),
+            "a refused start opened the data_dir"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

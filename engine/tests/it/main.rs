@@ -3,7 +3,8 @@
 //! the one cargo built for this test run, [`ENGINE`].
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
-//! - `cli`: `--check`, missing seeds, `--help`/`--version`, unreadable configs.
+//! - `cli` (127.0.0.42, 64-65; nothing served): `--check`, missing seeds, seeds without a scheme, `--help`/`--version`,
+//!   unreadable configs.
 //! - `crawl` (127.0.0.50-69): exact URL sets, scope, depth, limits, filters, gzip, CLI, data_dir lock.
 //! - `robots_politeness` (70-89): the robots.txt status matrix, crawl-delay, per-host delay and concurrency, 429/503.
 //! - `crash` (90-109): kill -9 at many points, torn lines, outbox rewrite, SIGTERM drain, second signal.
