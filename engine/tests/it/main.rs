@@ -26,7 +26,8 @@
 //! - `warc` (230-239): the archive read back with warcio (digests, payloads per encoding, truncation, revisits,
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
 //! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
-//!   what a run opens, a run that fetched nothing, a finished crawl run again.
+//!   what a run opens, a run that fetched nothing (no fetch, no robots.txt request counted), a finished crawl run
+//!   again.
 //! - `tls` (135-139): an https seed with an expired certificate and a stalled TLS handshake, recorded reason tls
 //!   with the detail naming the cause.
 //! - `traps` (140-149): a site full of crawler traps (calendar, `/a/a/a/...`, session ids, a number template,

@@ -1,6 +1,7 @@
 //! The operator's first hour (127.0.0.250-254): the shipped config runs whatever holds the default metrics port, a
 //! second process on one data_dir is told about the lock, `--check` opens what a run opens, a run that could fetch
-//! nothing says why, and a finished crawl run again says it is complete.
+//! nothing says why (and counts no fetch and no robots.txt request for it), and a finished crawl run again says it
+//! is complete.
 
 use super::crawl::{run_cmd, toml_str};
 use crate::ENGINE;
@@ -211,13 +212,41 @@ async fn a_run_that_fetches_nothing_says_why_and_a_finished_crawl_says_it_is_com
         "[security]\nallow_private_networks = false\n",
     )
     .expect("test crawl");
-    let res = run_cmd(private.command()).await;
+    let summary = private.dir.path().join("summary.json");
+    let mut cmd = private.command();
+    cmd.arg("--summary-json").arg(&summary);
+    let res = run_cmd(cmd).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
     assert!(
         res.stdout
             .contains("nothing was fetched: 1 URLs are on private or loopback addresses"),
         "{}",
         res.stdout
+    );
+    // The refused seed is no fetch and no robots.txt request: the summary counts none, and the site saw none.
+    for want in [
+        "  fetched          0\n",
+        "  excluded         1  (private_network 1)\n",
+        "  all runs         1  done of 1 known (0 pages fetched)\n",
+        " robots.txt 0,",
+    ] {
+        assert!(res.stdout.contains(want), "no {want:?} in\n{}", res.stdout);
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).expect("summary json")).expect("json");
+    assert_eq!(
+        (
+            &json["fetched"],
+            &json["total_fetched"],
+            &json["robots_fetches"]
+        ),
+        (&0.into(), &0.into(), &0.into()),
+        "{json}"
+    );
+    assert_eq!(
+        site.total_requests(),
+        0,
+        "the refused seed's site was asked"
     );
 
     let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");
