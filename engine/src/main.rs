@@ -1,10 +1,10 @@
 //! `crawl-engine --config config.toml`: crawls from the seeds and exits 0 when the frontier is empty or a limit is
 //! reached, 2 on bad usage or config, 1 on a fatal runtime error.
 
-use clap::Parser as _;
 use crawl_actors::protocol::FinishReason;
 use crawl_actors::tree::{Faults, proxy_chains};
 use crawl_engine::cli::{Cli, Command};
+use crawl_engine::config_file::ConfigFile;
 use crawl_engine::progress::Mode;
 use crawl_engine::reload::ReloadSource;
 use crawl_engine::{EngineError, Options, load_config_with, run_crawl_locked};
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
             "crawl-engine: warning: jemalloc background threads are off ({e}); freed memory returns more slowly"
         );
     }
-    let cli = Cli::parse();
+    let cli = Cli::from_env_args();
     match real_main(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -58,10 +58,12 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let config_path = cli.config.clone().or_else(|| {
-        let p = std::path::PathBuf::from("config.toml");
-        p.exists().then_some(p)
-    });
+    let config_file = ConfigFile::locate(
+        cli.config.as_deref(),
+        cli.config_from_env,
+        std::path::Path::new("."),
+    );
+    let config_path = config_file.path().map(std::path::Path::to_path_buf);
     let config = load_config_with(config_path.as_deref(), &cli.seeds, !cli.check)?;
     let faults = match std::env::var("CRAWL_ENGINE_FAULTS") {
         Ok(spec) => Faults::parse(&spec)
@@ -83,10 +85,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }
         println!(
             "{}: ok ({} seed{}, data_dir {}, output {})",
-            config_path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "defaults".into()),
+            config_file.label(),
             config.crawl.seeds.len(),
             if config.crawl.seeds.len() == 1 {
                 ""
@@ -151,6 +150,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }),
     })
     .map_err(EngineError::from)?;
+    config_file.log();
     if let Some(target) = guard.export_target() {
         let (endpoint, protocol) = (&target.endpoint, target.protocol.as_str());
         tracing::info!(

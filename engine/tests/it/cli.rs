@@ -1,5 +1,5 @@
 //! The command line: `--check` with positioned errors, missing seeds and seeds without a scheme, `--help`,
-//! `--version`, unreadable configs.
+//! `--version`, unreadable configs, and which config file a run uses (logged at start).
 //!
 //! Seeds use 127.0.0.64-65 and 127.0.0.42 (refused by the network guard or never answered: nothing is served).
 
@@ -154,6 +154,79 @@ async fn seeds_without_a_scheme_are_each_refused_with_the_url_they_stand_for() {
     }
 }
 
+/// The `config file` (or `no config file`) line of a run's JSON log.
+fn config_line(stderr: &str) -> serde_json::Value {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("config file\""))
+        .unwrap_or_else(|| panic!("no config file line:\n{stderr}"));
+    serde_json::from_str(line).expect("json log line")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_logs_its_config_file_and_says_when_it_was_found_in_the_working_directory() {
+    // The seed is refused by the network guard: the run ends at once without a connection.
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &["http://127.0.0.42:9/".to_owned()],
+        "[security]\nallow_private_networks = false\n",
+    )
+    .expect("test crawl");
+    let config = std::fs::canonicalize(&crawl.config_path).expect("config");
+    // The line names the file by an absolute path.
+    let path_of = |v: &serde_json::Value| {
+        let p =
+            std::path::PathBuf::from(v["path"].as_str().unwrap_or_else(|| panic!("no path: {v}")));
+        assert!(p.is_absolute(), "{v}");
+        std::fs::canonicalize(p).expect("logged path exists")
+    };
+
+    // --config: named, and said to be.
+    let res = run_cmd(crawl.command()).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let v = config_line(&res.stderr);
+    assert_eq!(v["level"], "INFO", "{v}");
+    assert_eq!(v["message"], "config file", "{v}");
+    assert_eq!(v["origin"], "--config", "{v}");
+    assert_eq!(path_of(&v), config, "{v}");
+
+    // No --config: ./config.toml of the working directory, and the line says why.
+    let mut cmd = engine();
+    cmd.current_dir(crawl.dir.path()).arg("--no-progress");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let v = config_line(&res.stderr);
+    assert_eq!(
+        v["origin"], "the working directory's config.toml: no --config given",
+        "{v}"
+    );
+    assert_eq!(path_of(&v), config, "{v}");
+    // --check says the same on its ok line.
+    let mut cmd = engine();
+    cmd.current_dir(crawl.dir.path()).arg("--check");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stdout.starts_with(
+            "config.toml (the working directory's config.toml: no --config given): ok"
+        ),
+        "{}",
+        res.stdout
+    );
+
+    // CRAWL_ENGINE_CONFIG names it too, from elsewhere.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let mut cmd = engine();
+    cmd.current_dir(elsewhere.path())
+        .env("CRAWL_ENGINE_CONFIG", &config)
+        .arg("--no-progress");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let v = config_line(&res.stderr);
+    assert_eq!(v["origin"], "CRAWL_ENGINE_CONFIG", "{v}");
+    assert_eq!(path_of(&v), config, "{v}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_protocol_from_the_environment_that_is_not_supported_stops_the_start() {
     let c = TestCrawl::new(ENGINE, &["http://127.0.0.65:9/".to_owned()], "").expect("test crawl");
@@ -259,10 +332,24 @@ async fn help_version_and_unreadable_config() {
     help.arg("--help");
     let res = run_cmd(help).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
-    for flag in ["--config", "--seed", "--check"] {
+    // The options, where the config comes from, where the outputs go and what the signals do.
+    for words in [
+        "--config",
+        "--seed",
+        "--check",
+        "CRAWL_ENGINE_CONFIG",
+        "./config.toml in the working directory",
+        "output.jsonl",
+        "output.warc_dir",
+        "frontier.data_dir",
+        "SIGINT",
+        "SIGTERM",
+        "SIGHUP",
+        "the same command resumes",
+    ] {
         assert!(
-            res.stdout.contains(flag),
-            "help lacks {flag}:\n{}",
+            res.stdout.contains(words),
+            "help lacks {words}:\n{}",
             res.stdout
         );
     }

@@ -4,7 +4,7 @@
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
 //! - `cli` (127.0.0.42, 64-65; nothing served): `--check`, missing seeds, seeds without a scheme, `--help`/`--version`,
-//!   unreadable configs.
+//!   unreadable configs, the config file a run logs.
 //! - `crawl` (127.0.0.50-69): exact URL sets, scope, depth, limits, filters, gzip, CLI, data_dir lock.
 //! - `robots_politeness` (70-89): the robots.txt status matrix, crawl-delay, per-host delay and concurrency, 429/503.
 //! - `crash` (90-109): kill -9 at many points, torn lines, outbox rewrite, SIGTERM drain, second signal.
