@@ -11,7 +11,7 @@ help:
 	@printf '%-20s %s\n' \
 		'make build' 'debug build of the workspace (the default target)' \
 		'make release' 'release build of crawl-engine and the test site' \
-		'make demo' 'a real crawl of a generated 4-host site on 127.0.0.20-23 with ./config.toml, no internet' \
+		'make demo' 'a real crawl of a generated 4-host site on 127.0.0.20-23 with demo/config.toml, no internet' \
 		'make demo-cluster' 'three processes crawl the demo site through a local Redis, then their files are merged' \
 		'make test' 'the whole test suite: alert rules, unit and integration tests, doc tests, fuzz targets compiled' \
 		'make test-it' 'the integration tests alone (the real binary against loopback servers)' \
@@ -46,7 +46,7 @@ build:
 release:
 	$(CARGO) build --release -p crawl-engine -p crawl-tests --bin crawl-engine --bin testsite
 
-# A real crawl of a generated multi-host site on 127.0.0.x with the root config.toml; no internet needed.
+# A real crawl of a generated multi-host site on 127.0.0.x with demo/config.toml (run from .demo/); no internet needed.
 demo: release
 	bash tests/scripts/demo.sh
 
@@ -151,6 +151,8 @@ doc:
 
 ci: lint test
 
+# What the repository's scripts make, never the files of a crawl run with ./config.toml (crawl-data/, crawl.jsonl,
+# warc/): those are a user's.
 clean:
 	$(CARGO) clean
 	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .tools

@@ -92,11 +92,11 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_
     );
     assert!(!empty.data_dir.exists());
 
-    // The shipped config passes --check as it is.
-    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../config.toml");
+    // The demo's config passes --check as it is (the template, which binds 9464 under --check, in `template`).
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo/config.toml");
     let res = run_cmd({
         let mut c = Command::new(ENGINE);
-        c.args(["--config", shipped, "--check"]);
+        c.args(["--config", demo, "--check"]);
         c
     })
     .await;

@@ -25,7 +25,7 @@
 //!   link cap, page requisites with `crawl.embeds`.
 //! - `warc` (230-239): the archive read back with warcio (digests, payloads per encoding, truncation, revisits,
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
-//! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
+//! - `operator` (250-254): the demo's config with 9464 held, two processes on one data_dir, `--check` opening
 //!   what a run opens, a run that fetched nothing (no fetch, no robots.txt request counted), a finished crawl run
 //!   again.
 //! - `tls` (135-139): an https seed with an expired certificate and a stalled TLS handshake, recorded reason tls
@@ -40,8 +40,8 @@
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
-//! - `template`: the shipped `real-site.toml` passes `--check`, refuses private networks and samples a tenth of the
-//!   traces.
+//! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
+//!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
