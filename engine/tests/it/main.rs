@@ -42,6 +42,8 @@
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
+//! - `recipe` (127.0.0.41): the README's real-site recipe step by step: copy the template, `--check`, run, Ctrl-C,
+//!   resume, run the finished crawl.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
@@ -62,6 +64,7 @@ mod observe_export;
 mod operator;
 mod proxy;
 mod proxy_interop;
+mod recipe;
 mod reload;
 mod reload_parts;
 mod resolver;
