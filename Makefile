@@ -1,17 +1,19 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test fuzz-check test-unit test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
-# The table of targets, as README.md's "Make targets" gives it (make help-check compares the two).
+# The table of targets, as README.md's "Make targets" gives it: make help-check compares the two, and checks that
+# the table names every target of this Makefile.
 .PHONY: help help-check
 help:
 	@printf '%-20s %s\n' \
-		'make build' 'debug build of the workspace (the default target)' \
+		'make all' 'the default target: make build' \
+		'make build' 'debug build of the workspace' \
 		'make release' 'release build of crawl-engine and the test site' \
-		'make demo' 'a real crawl of a generated 4-host site on 127.0.0.20-23 with ./config.toml, no internet' \
+		'make demo' 'a real crawl of a generated 4-host site on 127.0.0.20-23 with demo/config.toml, no internet' \
 		'make demo-cluster' 'three processes crawl the demo site through a local Redis, then their files are merged' \
 		'make test' 'the whole test suite: alert rules, unit and integration tests, doc tests, fuzz targets compiled' \
 		'make test-it' 'the integration tests alone (the real binary against loopback servers)' \
@@ -32,13 +34,16 @@ help:
 		'make lint' 'rustfmt check and clippy with warnings as errors' \
 		'make doc' 'the API documentation' \
 		'make ci' 'lint, then test' \
-		'make clean' 'cargo clean and every demo, bench and tool folder' \
-		'make help' 'this table'
+		'make clean' 'cargo clean and every demo, bench and tool folder (never a crawl'"'"'s own files)' \
+		'make help' 'this table' \
+		'make help-check' 'make help against README.md'"'"'s table, and the table against the targets of the Makefile'
 
 help-check: SHELL := /bin/bash
 help-check:
 	@diff -u <(sed -n 's/^| `\(make [a-z-]*\)` | \(.*\) |$$/\1\t\2/p' README.md | awk -F'\t' '{ printf "%-20s %s\n", $$1, $$2 }') \
 		<($(MAKE) -s --no-print-directory help) && echo "make help and README.md agree"
+	@diff -u <(sed -n 's/^\([a-z][a-z-]*\):.*/make \1/p' $(firstword $(MAKEFILE_LIST)) | sort -u) \
+		<($(MAKE) -s --no-print-directory help | sed 's/  .*//; s/ *$$//' | sort -u) && echo "make help names every target"
 
 build:
 	$(CARGO) build --workspace
@@ -46,7 +51,7 @@ build:
 release:
 	$(CARGO) build --release -p crawl-engine -p crawl-tests --bin crawl-engine --bin testsite
 
-# A real crawl of a generated multi-host site on 127.0.0.x with the root config.toml; no internet needed.
+# A real crawl of a generated multi-host site on 127.0.0.x with demo/config.toml (run from .demo/); no internet needed.
 demo: release
 	bash tests/scripts/demo.sh
 
@@ -151,6 +156,8 @@ doc:
 
 ci: lint test
 
+# What the repository's scripts make, never the files of a crawl run with ./config.toml (crawl-data/, crawl.jsonl,
+# warc/): those are a user's.
 clean:
 	$(CARGO) clean
 	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .tools

@@ -2,7 +2,8 @@
 //! the wiring that starts the actor tree ([`crawl_actors::tree`]) and waits for the crawl to end.
 //!
 //! # Layout
-//! - [`cli`]: arguments. [`load`]: load and check the config. [`run`]: run the crawl. [`progress`]: bar or log lines.
+//! - [`cli`]: arguments. [`config_file`]: which config file a run reads. [`load`]: load and check the config.
+//! - [`run`]: run the crawl. [`progress`]: bar or log lines.
 //! - [`reload`]: SIGHUP config reloads. [`signals`]: SIGINT/SIGTERM on a thread of their own.
 //! - [`merge`]: one JSONL from the files of a distributed crawl's processes.
 //! - [`summary`]: the end-of-crawl report, with the process's CPU and memory (`crawl_observability::usage`).
@@ -11,6 +12,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod config_file;
 pub mod error;
 pub mod load;
 pub mod merge;

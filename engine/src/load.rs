@@ -2,11 +2,11 @@
 
 use crate::error::EngineError;
 use crawl_core::canon;
-use crawl_core::config::{Config, hide_userinfo};
+use crawl_core::config::{Config, hide_userinfo, seed_url};
 use std::path::Path;
 
 /// Loads the config file (or the defaults when `path` is None), adds the command-line seeds and checks that there
-/// is something to crawl. Every problem is reported at once.
+/// is something to crawl. Every problem is reported at once: those of the file and those of every `--seed`.
 pub fn load_config(path: Option<&Path>, seeds: &[String]) -> Result<Config, EngineError> {
     load_config_with(path, seeds, true)
 }
@@ -18,17 +18,26 @@ pub fn load_config_with(
     seeds: &[String],
     require_seeds: bool,
 ) -> Result<Config, EngineError> {
-    let mut config = match path {
-        Some(p) => Config::from_file(p).map_err(|e| EngineError::Usage(e.to_string()))?,
-        None => Config::default(),
-    };
     let mut problems = Vec::new();
+    let (mut config, file_ok) = match path.map(Config::from_file) {
+        Some(Ok(config)) => (config, true),
+        Some(Err(errors)) => {
+            problems.extend(errors.iter().map(ToString::to_string));
+            (Config::default(), false)
+        }
+        None => (Config::default(), true),
+    };
     // A seed's user name and password become `Authorization: Basic` for the seed's origin (and only it); the
     // canonical seed, like every URL the crawl stores or records, has none.
     for s in seeds {
-        if let Ok(raw) = url::Url::parse(s.trim())
-            && let Err(e) = config.fetch.credentials.add_seed(&raw)
-        {
+        let raw = match seed_url(s.trim()) {
+            Ok(raw) => raw,
+            Err(e) => {
+                problems.push(format!("--seed: {e}"));
+                continue;
+            }
+        };
+        if let Err(e) = config.fetch.credentials.add_seed(&raw) {
             problems.push(e.to_string());
         }
         match canon::canonicalize(s) {
@@ -36,7 +45,7 @@ pub fn load_config_with(
             Err(e) => problems.push(format!("--seed {}: {e}", hide_userinfo(s))),
         }
     }
-    if config.crawl.seeds.is_empty() && require_seeds {
+    if file_ok && config.crawl.seeds.is_empty() && require_seeds && problems.is_empty() {
         problems.push("no seeds: set crawl.seeds in the config or pass --seed URL".to_owned());
     }
     if !problems.is_empty() {

@@ -4,10 +4,10 @@
 //!
 //! [`EXIT_STATUS`]: crawl_engine::error::EXIT_STATUS
 
-use clap::Parser as _;
 use crawl_actors::protocol::FinishReason;
 use crawl_actors::tree::{Faults, proxy_chains};
 use crawl_engine::cli::{Cli, Command};
+use crawl_engine::config_file::ConfigFile;
 use crawl_engine::error::CheckFailed;
 use crawl_engine::ownership;
 use crawl_engine::progress::Mode;
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
             "crawl-engine: warning: jemalloc background threads are off ({e}); freed memory returns more slowly"
         );
     }
-    let cli = Cli::parse();
+    let cli = Cli::from_env_args();
     match real_main(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -63,10 +63,12 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let config_path = cli.config.clone().or_else(|| {
-        let p = std::path::PathBuf::from("config.toml");
-        p.exists().then_some(p)
-    });
+    let config_file = ConfigFile::locate(
+        cli.config.as_deref(),
+        cli.config_from_env,
+        std::path::Path::new("."),
+    );
+    let config_path = config_file.path().map(std::path::Path::to_path_buf);
     let config = load_config_with(config_path.as_deref(), &cli.seeds, !cli.check)?;
     let faults = match std::env::var("CRAWL_ENGINE_FAULTS") {
         Ok(spec) => Faults::parse(&spec)
@@ -88,10 +90,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }
         println!(
             "{}: ok ({} seed{}, data_dir {}, output {})",
-            config_path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "defaults".into()),
+            config_file.label(),
             config.crawl.seeds.len(),
             if config.crawl.seeds.len() == 1 {
                 ""
@@ -178,6 +177,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }),
     })
     .map_err(EngineError::from)?;
+    config_file.log();
     if let Some(target) = guard.export_target() {
         let (endpoint, protocol) = (&target.endpoint, target.protocol.as_str());
         tracing::info!(

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # make demo: serve a generated site on 127.0.0.20-23 (4 hosts x 1500 pages, robots.txt with a disallowed prefix,
-# redirects, 404s, sitemaps), crawl it with the root config.toml, stop the site, show the summary.
+# redirects, 404s, sitemaps), crawl it with demo/config.toml (copied into .demo/, where the crawl's files land), stop
+# the site, show the summary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${CARGO_TARGET_DIR:-target}/release"
 rm -rf .demo && mkdir -p .demo
+cp demo/config.toml .demo/config.toml
 "$bin/testsite" --hosts 4 --pages 1500 --first-octet 20 --all-seeds --seeds-file .demo/seeds > .demo/testsite.log 2>&1 &
 site=$!
 trap 'kill $site 2>/dev/null || true' EXIT
@@ -13,7 +15,7 @@ for _ in $(seq 1 100); do [ -s .demo/seeds ] && break; sleep 0.1; done
 seeds=()
 while read -r s; do seeds+=(--seed "$s"); done < .demo/seeds
 echo "site up: $(head -1 .demo/testsite.log)"
-"$bin/crawl-engine" --config config.toml "${seeds[@]}"
+"$bin/crawl-engine" --config .demo/config.toml "${seeds[@]}"
 kill $site; wait $site 2>/dev/null || true
 trap - EXIT
 echo "site: $(tail -1 .demo/testsite.log)"

@@ -37,7 +37,7 @@ use crawl_core::frontier::{
 };
 use crawl_core::output::JsonlCheckpoint;
 use crawl_core::politeness::{Feedback, Gate, HostId, HostQueues, Pop};
-use crawl_core::record::{DnsInfo, Reason, Record};
+use crawl_core::record::{DnsInfo, Outcome, Reason, Record};
 use crawl_core::scope::ScopePolicy;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
@@ -915,8 +915,11 @@ impl Crawl {
         self.staging.name(entry, &mut record);
         trace_metrics::observe(&record, &mut trace);
         let line = record.to_line();
-        self.progress.record(&record, page_job);
-        self.staging.record(entry, line, trace, page_job)
+        // A page counts as fetched (toward max_pages and in the store's total) when its server answered: a page
+        // refused by the network guard or failed without an answer is no fetch.
+        let fetched_page = page_job && record.outcome == Outcome::Fetched;
+        self.progress.record(&record, fetched_page);
+        self.staging.record(entry, line, trace, fetched_page)
     }
 
     // --- commit: the staged batch goes to the store, its records to the sink ---

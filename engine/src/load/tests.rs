@@ -55,5 +55,51 @@ fn conflicting_or_bad_seeds_are_reported_without_their_password() {
     let text = err.to_string();
     assert!(!text.contains("hunter"), "{text}");
     assert!(text.contains("seed `http://***@a.example/z`"), "{text}");
-    assert!(text.contains("--seed http://***@[bad/"), "{text}");
+    assert!(
+        text.contains("--seed: invalid URL `http://***@[bad/`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn seeds_without_a_scheme_are_each_reported_with_those_of_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "[crawl]\nseeds = [\"docs.example.org/start\"]\nmax_depth = -1\n",
+    )
+    .expect("write");
+    let err = load_config(
+        Some(&path),
+        &[
+            "www.example.org".to_owned(),
+            "https://fine.example/".to_owned(),
+            "localhost:8080/".to_owned(),
+        ],
+    )
+    .expect_err("bad seeds");
+    assert_eq!(err.exit_code(), 2);
+    let text = err.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let origin = path.display();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "{origin}:2:10: `crawl.seeds[0]`: URL `docs.example.org/start` has no scheme; did you mean \
+                 `https://docs.example.org/start`?"
+            )
+            .as_str(),
+            format!("{origin}:3:1: `crawl.max_depth`: must not be negative, found -1").as_str(),
+            "--seed: URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?",
+            "--seed: URL `localhost:8080/` has no scheme; did you mean `http://localhost:8080/`?",
+        ]
+    );
+    // Bad command-line seeds alone: no "no seeds" besides.
+    let err = load_config(None, &["www.example.org".to_owned()]).expect_err("bad seed");
+    assert_eq!(
+        err.to_string(),
+        "--seed: URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?"
+    );
 }

@@ -1,4 +1,7 @@
-//! The command line: `--check` with positioned errors, missing seeds, `--help`, `--version`, unreadable configs.
+//! The command line: `--check` with positioned errors, missing seeds and seeds without a scheme, `--help`,
+//! `--version`, unreadable configs, and which config file a run uses (logged at start).
+//!
+//! Seeds use 127.0.0.64-65 and 127.0.0.42 (refused by the network guard or never answered: nothing is served).
 
 use super::crawl::{run_cmd, toml_str};
 use crate::ENGINE;
@@ -89,15 +92,139 @@ async fn check_accepts_a_good_config_and_missing_seeds_are_refused_by_a_run_and_
     );
     assert!(!empty.data_dir.exists());
 
-    // The shipped config passes --check as it is.
-    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../config.toml");
+    // The demo's config passes --check as it is (the template, which binds 9464 under --check, in `template`).
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo/config.toml");
     let res = run_cmd({
         let mut c = Command::new(ENGINE);
-        c.args(["--config", shipped, "--check"]);
+        c.args(["--config", demo, "--check"]);
         c
     })
     .await;
     assert_eq!(res.code(), Some(0), "{res:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeds_without_a_scheme_are_each_refused_with_the_url_they_stand_for() {
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &[
+            "docs.example.org/start".to_owned(),
+            "https://fine.example/".to_owned(),
+            "127.0.0.42:8080".to_owned(),
+        ],
+        "",
+    )
+    .expect("test crawl");
+    let config = crawl.config_path.display().to_string();
+    for check in [false, true] {
+        let mut cmd = crawl.command();
+        cmd.args(["--seed", "www.example.org", "--seed", "localhost:8080/"]);
+        if check {
+            cmd.arg("--check");
+        }
+        let res = run_cmd(cmd).await;
+        assert_eq!(res.code(), Some(2), "--check {check}: {res:?}");
+        // Every bad seed, of the file (at its position) and of the command line, in one report.
+        for want in [
+            "`crawl.seeds[0]`: URL `docs.example.org/start` has no scheme; did you mean \
+             `https://docs.example.org/start`?",
+            "`crawl.seeds[2]`: URL `127.0.0.42:8080` has no scheme; did you mean `http://127.0.0.42:8080/`?",
+            "--seed: URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?",
+            "--seed: URL `localhost:8080/` has no scheme; did you mean `http://localhost:8080/`?",
+        ] {
+            assert!(
+                res.stderr.contains(want),
+                "--check {check}: no {want:?} in\n{}",
+                res.stderr
+            );
+        }
+        assert!(res.stderr.contains(&format!("{config}:")), "{}", res.stderr);
+        for noise in [
+            "relative URL without a base",
+            "unsupported scheme",
+            "no seeds",
+        ] {
+            assert!(!res.stderr.contains(noise), "{noise}:\n{}", res.stderr);
+        }
+        assert!(res.stdout.is_empty(), "{}", res.stdout);
+        assert!(
+            !crawl.data_dir.exists(),
+            "a refused start opened the data_dir"
+        );
+    }
+}
+
+/// The `config file` (or `no config file`) line of a run's JSON log.
+fn config_line(stderr: &str) -> serde_json::Value {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("config file\""))
+        .unwrap_or_else(|| panic!("no config file line:\n{stderr}"));
+    serde_json::from_str(line).expect("json log line")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_logs_its_config_file_and_says_when_it_was_found_in_the_working_directory() {
+    // The seed is refused by the network guard: the run ends at once without a connection.
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &["http://127.0.0.42:9/".to_owned()],
+        "[security]\nallow_private_networks = false\n",
+    )
+    .expect("test crawl");
+    let config = std::fs::canonicalize(&crawl.config_path).expect("config");
+    // The line names the file by an absolute path.
+    let path_of = |v: &serde_json::Value| {
+        let p =
+            std::path::PathBuf::from(v["path"].as_str().unwrap_or_else(|| panic!("no path: {v}")));
+        assert!(p.is_absolute(), "{v}");
+        std::fs::canonicalize(p).expect("logged path exists")
+    };
+
+    // --config: named, and said to be.
+    let res = run_cmd(crawl.command()).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let v = config_line(&res.stderr);
+    assert_eq!(v["level"], "INFO", "{v}");
+    assert_eq!(v["message"], "config file", "{v}");
+    assert_eq!(v["origin"], "--config", "{v}");
+    assert_eq!(path_of(&v), config, "{v}");
+
+    // No --config: ./config.toml of the working directory, and the line says why.
+    let mut cmd = engine();
+    cmd.current_dir(crawl.dir.path()).arg("--no-progress");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let v = config_line(&res.stderr);
+    assert_eq!(
+        v["origin"], "the working directory's config.toml: no --config given",
+        "{v}"
+    );
+    assert_eq!(path_of(&v), config, "{v}");
+    // --check says the same on its ok line.
+    let mut cmd = engine();
+    cmd.current_dir(crawl.dir.path()).arg("--check");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    assert!(
+        res.stdout.starts_with(
+            "config.toml (the working directory's config.toml: no --config given): ok"
+        ),
+        "{}",
+        res.stdout
+    );
+
+    // CRAWL_ENGINE_CONFIG names it too, from elsewhere.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let mut cmd = engine();
+    cmd.current_dir(elsewhere.path())
+        .env("CRAWL_ENGINE_CONFIG", &config)
+        .arg("--no-progress");
+    let res = run_cmd(cmd).await;
+    assert_eq!(res.code(), Some(0), "{res:?}");
+    let v = config_line(&res.stderr);
+    assert_eq!(v["origin"], "CRAWL_ENGINE_CONFIG", "{v}");
+    assert_eq!(path_of(&v), config, "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,10 +332,26 @@ async fn help_version_and_unreadable_config() {
     help.arg("--help");
     let res = run_cmd(help).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
-    for flag in ["--config", "--seed", "--check", "--fresh"] {
+    // The options, where the config comes from, where the outputs go and what the signals do.
+    for words in [
+        "--config",
+        "--seed",
+        "--check",
+        "--fresh",
+        "Exit status",
+        "CRAWL_ENGINE_CONFIG",
+        "./config.toml in the working directory",
+        "output.jsonl",
+        "output.warc_dir",
+        "frontier.data_dir",
+        "SIGINT",
+        "SIGTERM",
+        "SIGHUP",
+        "the same command resumes",
+    ] {
         assert!(
-            res.stdout.contains(flag),
-            "help lacks {flag}:\n{}",
+            res.stdout.contains(words),
+            "help lacks {words}:\n{}",
             res.stdout
         );
     }

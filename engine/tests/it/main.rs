@@ -3,7 +3,8 @@
 //! the one cargo built for this test run, [`ENGINE`].
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
-//! - `cli`: `--check`, missing seeds, `--help`/`--version`, unreadable configs.
+//! - `cli` (127.0.0.42, 64-65; nothing served): `--check`, missing seeds, seeds without a scheme, `--help`/`--version`,
+//!   unreadable configs, the config file a run logs.
 //! - `crawl` (127.0.0.50-69): exact URL sets, scope, depth, limits, filters, gzip, CLI, data_dir lock.
 //! - `robots_politeness` (70-89): the robots.txt status matrix, crawl-delay, per-host delay and concurrency, 429/503.
 //! - `crash` (90-109): kill -9 at many points, torn lines, outbox rewrite, SIGTERM drain, second signal.
@@ -24,8 +25,9 @@
 //!   link cap, page requisites with `crawl.embeds`.
 //! - `warc` (230-239): the archive read back with warcio (digests, payloads per encoding, truncation, revisits,
 //!   metadata, each record's location), kept whole through kill -9; an out-of-scope robots.txt sitemap.
-//! - `operator` (250-254): the shipped config with 9464 held, two processes on one data_dir, `--check` opening
-//!   what a run opens, a run that fetched nothing, a finished crawl run again.
+//! - `operator` (250-254): the demo's config with 9464 held, two processes on one data_dir, `--check` opening
+//!   what a run opens, a run that fetched nothing (no fetch, no robots.txt request counted), a finished crawl run
+//!   again.
 //! - `ownership` (20-29): every output owned by one crawl: a second crawl on a running crawl's JSONL or WARC
 //!   folder refused before it writes, a leftover archive after a start-over refused and moved aside by `--fresh`,
 //!   `--check` saying the same, the exit status of a run and of `--check` for each failure class, Redis reached or
@@ -42,8 +44,10 @@
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
-//! - `template`: the shipped `real-site.toml` passes `--check`, refuses private networks and samples a tenth of the
-//!   traces.
+//! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
+//!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
+//! - `recipe` (127.0.0.41): the README's real-site recipe step by step: copy the template, `--check`, run, Ctrl-C,
+//!   resume, run the finished crawl.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
@@ -65,6 +69,7 @@ mod operator;
 mod ownership;
 mod proxy;
 mod proxy_interop;
+mod recipe;
 mod reload;
 mod reload_parts;
 mod resolver;

@@ -1,8 +1,10 @@
 //! What the engine tells an operator holds from the first scrape and matches its documentation: every counter with
-//! known labels is scraped at 0 before any fetch has finished; spans the collector never takes are counted and
-//! warned about once; every span name, attribute and enumerated value a crawl exports is in docs/OBSERVABILITY.md.
+//! known labels is scraped at 0 before any fetch has finished, and every panel of the shipped Grafana dashboard
+//! has a series (or falls back to 0) in that scrape; spans the collector never takes are counted and warned about
+//! once; every span name, attribute and enumerated value a crawl exports is in docs/OBSERVABILITY.md.
 //!
-//! Hosts use 127.0.0.196..=198 (part of the observe range).
+//! Hosts use 127.0.0.196..=198 (part of the observe range); the dashboard's crawl asks a listener on 127.0.0.1 that
+//! never answers.
 
 use crate::ENGINE;
 use std::collections::{BTreeMap, BTreeSet};
@@ -132,6 +134,88 @@ async fn the_first_scrape_has_every_known_series_at_zero() {
         prom::promtool_check_metrics(&text).expect("promtool check metrics");
     }
     site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dashboard_panel_has_a_series_in_the_first_scrape() {
+    // A server that takes connections and never answers: robots.txt is asked for, nothing is ever fetched.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    std::thread::spawn({
+        let accepted = std::sync::Arc::clone(&accepted);
+        move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming().flatten() {
+                accepted.store(true, std::sync::atomic::Ordering::SeqCst);
+                held.push(conn);
+            }
+        }
+    });
+    // No proxy chain, no exporter: a first crawl as the template starts it.
+    let c = TestCrawl::new(
+        ENGINE,
+        &[format!("http://{addr}/")],
+        "[observability]\nmetrics_listen = \"127.0.0.1:0\"\n",
+    )
+    .expect("test crawl");
+    let run = c.start();
+    let metrics = tokio::task::block_in_place(|| run.metrics_addr(Duration::from_secs(10)));
+    crawl_tests::wait::until(Duration::from_secs(10), "robots.txt asked for", || {
+        accepted.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    let (_, text) = prom::scrape(metrics, None).expect("scrape");
+    run.signal("KILL");
+    let _ = tokio::task::spawn_blocking(move || run.wait(Duration::from_secs(10)))
+        .await
+        .expect("join");
+    assert!(c.records().is_empty(), "a record before the scrape");
+    let scrape = prom::parse(&text).expect("parse");
+
+    let queries = prom::dashboard::panel_queries(include_str!(
+        "../../../observability/deploy/grafana/dashboards/crawl-engine.json"
+    ))
+    .expect("dashboard");
+    assert!(queries.len() >= 30, "{queries:?}");
+    let problems = prom::dashboard::no_data(&queries, &scrape);
+    assert!(
+        problems.is_empty(),
+        "panels without data in the first scrape:\n{problems:#?}\n{text}"
+    );
+    // The ones that fall back to 0 are those whose series come with the first event or a configured chain.
+    let fallbacks: BTreeSet<&str> = queries
+        .iter()
+        .filter(|q| q.expr.ends_with(prom::dashboard::ZERO_FALLBACK))
+        .flat_map(|q| prom::dashboard::metric_names(&q.expr))
+        .filter(|name| !scrape.has(name))
+        .map(|name| {
+            [
+                "crawl_antibot_responses_total",
+                "crawl_proxy_connects_total",
+                "crawl_proxy_faults_total",
+                "crawl_proxy_breaker_open",
+            ]
+            .into_iter()
+            .find(|known| *known == name)
+            .unwrap_or_else(|| panic!("{name} falls back to 0 but could exist from the start"))
+        })
+        .collect();
+    assert!(
+        fallbacks.contains("crawl_antibot_responses_total"),
+        "{fallbacks:?}"
+    );
+    // The latency histogram is there for every outcome before any fetch.
+    for outcome in known::LATENCY_OUTCOMES {
+        assert_eq!(
+            scrape.value(
+                "crawl_fetch_duration_seconds_count",
+                &[("outcome", outcome)]
+            ),
+            Some(0.0),
+            "{outcome}"
+        );
+    }
 }
 
 /// How many stderr lines report dropped spans.

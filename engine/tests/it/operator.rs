@@ -1,6 +1,7 @@
-//! The operator's first hour (127.0.0.250-254): the shipped config runs whatever holds the default metrics port, a
+//! The operator's first hour (127.0.0.250-254): the demo's config runs whatever holds the default metrics port, a
 //! second process on one data_dir is told about the lock, `--check` opens what a run opens, a run that could fetch
-//! nothing says why, and a finished crawl run again says it is complete.
+//! nothing says why (and counts no fetch and no robots.txt request for it), and a finished crawl run again says it
+//! is complete.
 
 use super::crawl::{run_cmd, toml_str};
 use crate::ENGINE;
@@ -20,18 +21,20 @@ fn spec(first_octet: u8, pages: usize, delay_ms: u64) -> SiteSpec {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_shipped_config_runs_while_another_listener_holds_9464() {
+async fn the_demo_config_runs_while_another_listener_holds_9464() {
     // Whoever holds 9464 (this test, or another program on the machine), the demo's config must not need it.
     let _held = std::net::TcpListener::bind("127.0.0.1:9464");
     let site = Site::start(spec(250, 20, 0)).await.expect("site");
     let dir = tempfile::tempdir().expect("tempdir");
-    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../config.toml"))
-        .expect("shipped config");
-    // Only the resolver is kept off the network (the seeds are IP literals; nothing else changes).
-    let text = shipped
-        .replace("hijack_probe = true", "hijack_probe = false")
-        .replace("nameservers = []", "nameservers = [\"127.0.0.1:9\"]");
-    assert_ne!(text, shipped, "the shipped config's resolver keys moved");
+    let demo = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../demo/config.toml"))
+        .expect("demo config");
+    // Copied as `make demo` copies it; only the resolver is kept off the network (the seeds are IP literals).
+    assert!(
+        !demo.contains("[resolver]"),
+        "the demo's config has a resolver section"
+    );
+    let text =
+        format!("{demo}\n[resolver]\nhijack_probe = false\nnameservers = [\"127.0.0.1:9\"]\n");
     let config = dir.path().join("config.toml");
     std::fs::write(&config, text).expect("write config");
     let mut cmd = Command::new(ENGINE);
@@ -63,8 +66,9 @@ async fn the_shipped_config_runs_while_another_listener_holds_9464() {
         addr.ip().is_loopback() && addr.port() != 0 && addr.port() != 9464,
         "{line}"
     );
-    assert!(dir.path().join(".demo/crawl.jsonl").exists());
-    assert!(dir.path().join(".demo/warc").is_dir());
+    assert!(dir.path().join("crawl.jsonl").exists());
+    assert!(dir.path().join("warc").is_dir());
+    assert!(dir.path().join("crawl-data").is_dir());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,13 +215,41 @@ async fn a_run_that_fetches_nothing_says_why_and_a_finished_crawl_says_it_is_com
         "[security]\nallow_private_networks = false\n",
     )
     .expect("test crawl");
-    let res = run_cmd(private.command()).await;
+    let summary = private.dir.path().join("summary.json");
+    let mut cmd = private.command();
+    cmd.arg("--summary-json").arg(&summary);
+    let res = run_cmd(cmd).await;
     assert_eq!(res.code(), Some(0), "{res:?}");
     assert!(
         res.stdout
             .contains("nothing was fetched: 1 URLs are on private or loopback addresses"),
         "{}",
         res.stdout
+    );
+    // The refused seed is no fetch and no robots.txt request: the summary counts none, and the site saw none.
+    for want in [
+        "  fetched          0\n",
+        "  excluded         1  (private_network 1)\n",
+        "  all runs         1  done of 1 known (0 pages fetched)\n",
+        " robots.txt 0,",
+    ] {
+        assert!(res.stdout.contains(want), "no {want:?} in\n{}", res.stdout);
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).expect("summary json")).expect("json");
+    assert_eq!(
+        (
+            &json["fetched"],
+            &json["total_fetched"],
+            &json["robots_fetches"]
+        ),
+        (&0.into(), &0.into(), &0.into()),
+        "{json}"
+    );
+    assert_eq!(
+        site.total_requests(),
+        0,
+        "the refused seed's site was asked"
     );
 
     let crawl = TestCrawl::new(ENGINE, &[site.seed_url()], "").expect("test crawl");

@@ -107,6 +107,9 @@ pub const ACTORS: [&str; 4] = ["fetcher", "parser", "resolver", "proxy"];
 /// `outcome` of `crawl_config_reloads_total`.
 pub const CONFIG_RELOAD_OUTCOMES: [&str; 3] = ["success", "invalid", "rejected"];
 
+/// `outcome` of the `crawl_fetch_duration_seconds` histogram: the outcomes a fetch's record can have.
+pub const LATENCY_OUTCOMES: [&str; 3] = ["fetched", "failed", "excluded"];
+
 /// `state` of `crawl_frontier_urls`.
 pub const FRONTIER_STATES: [&str; 3] = ["queued", "in_flight", "known"];
 

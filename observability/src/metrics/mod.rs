@@ -352,7 +352,8 @@ impl Metrics {
         m
     }
 
-    /// Creates at zero every series whose labels are known before any event (see [`known`]).
+    /// Creates at zero every series whose labels are known before any event (see [`known`]), the fetch latency
+    /// histogram's by outcome included.
     fn precreate(&self) {
         let pairs =
             |f: &CounterFamily, keys: (&'static str, &'static str), values: &[(&str, &str)]| {
@@ -396,6 +397,9 @@ impl Metrics {
         }
         for op in known::STORE_OPS {
             let _ = self.store_duration.get_or_create(&l1("op", op));
+        }
+        for outcome in known::LATENCY_OUTCOMES {
+            let _ = self.fetch_duration.get_or_create(&l1("outcome", outcome));
         }
     }
 

@@ -137,6 +137,16 @@ fn a_fresh_registry_has_every_known_series_at_zero() {
     for result in known::LEASE_RESULTS {
         zero("crawl_shard_leases_total", &[("result", result)]);
     }
+    for outcome in known::LATENCY_OUTCOMES {
+        zero(
+            "crawl_fetch_duration_seconds_count",
+            &[("outcome", outcome)],
+        );
+        zero(
+            "crawl_fetch_duration_seconds_bucket",
+            &[("outcome", outcome), ("le", "+Inf")],
+        );
+    }
     for name in [
         "crawl_retries_total",
         "crawl_response_body_bytes_total",

@@ -1,5 +1,6 @@
 //! Prometheus metrics for tests: a parser of the text exposition format 0.0.4 ([`parse`]), a blocking scraper of
-//! `GET /metrics` ([`scrape`]) and a bridge to `promtool check metrics` ([`promtool_check_metrics`]).
+//! `GET /metrics` ([`scrape`]), a bridge to `promtool check metrics` ([`promtool_check_metrics`]), and the queries
+//! of a Grafana dashboard held against a scrape ([`dashboard`]).
 //!
 //! The parser is strict about the 0.0.4 syntax (names, label escapes, values, duplicate `# TYPE`/labels) and also
 //! reads OpenMetrics text: a `# {labels} value [timestamp]` exemplar after a sample goes to [`Sample::exemplar`]
@@ -452,6 +453,7 @@ pub fn parse(text: &str) -> Result<Scrape, ParseError> {
     Ok(scrape)
 }
 
+pub mod dashboard;
 mod http;
 mod promtool;
 

@@ -28,7 +28,7 @@ pub(super) enum Event {
 #[derive(Debug)]
 pub(super) struct Progress {
     stats: Stats,
-    /// Page jobs recorded, all runs (toward `max_pages`).
+    /// Pages fetched (their server answered), all runs (toward `max_pages`).
     pages_done: u64,
     counters: Counters,
 }
@@ -63,10 +63,10 @@ impl Progress {
         *n += 1;
     }
 
-    /// Counts a record; a page job's counts toward `max_pages`.
-    pub(super) fn record(&mut self, record: &Record, page_job: bool) {
+    /// Counts a record; a fetched page's counts toward `max_pages`.
+    pub(super) fn record(&mut self, record: &Record, fetched_page: bool) {
         self.stats.count(record);
-        if page_job {
+        if fetched_page {
             self.pages_done += 1;
         }
     }

@@ -128,7 +128,17 @@ impl RobotsJobs {
             Ok(u) => canon::authority_key(&u),
             Err(_) => return None,
         };
-        around.progress.count(Event::RobotsFetch);
+        // A host the network guard refused, or whose name never resolved, was sent no request.
+        let requested = !matches!(
+            result,
+            JobResult::FetchFailed {
+                reason: Reason::PrivateNetwork | Reason::Dns | Reason::DnsPolluted,
+                ..
+            }
+        );
+        if requested {
+            around.progress.count(Event::RobotsFetch);
+        }
         // Why the host's pages fail if robots.txt never comes: a name that never resolved is a DNS failure, a host
         // no proxy chain could reach is a proxy failure.
         let give_up_reason = match &result {
@@ -165,7 +175,9 @@ impl RobotsJobs {
             RobotsOutcome::AllowAll { .. } => "allow_all",
             RobotsOutcome::Unavailable { .. } => "unavailable",
         };
-        metrics().robots_fetch(result);
+        if requested {
+            metrics().robots_fetch(result);
+        }
         if let Some(t) = trace {
             t.set_attributes(&[Attr::new("robots.result", result)]);
         }

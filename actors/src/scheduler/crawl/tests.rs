@@ -551,6 +551,11 @@ fn robots_4xx_allows_all_and_private_network_lets_pages_fail_alone() {
         (Outcome::Excluded, Some(Reason::PrivateNetwork), None)
     );
     assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
+    // Only a.test was asked for anything: b.test's robots.txt and page were refused before any request, and
+    // only a.test's page counts as fetched, in this run and in the store's total.
+    let s = h.crawl.stats();
+    assert_eq!((s.robots_fetches, s.fetched, s.excluded), (1, 1, 1));
+    assert_eq!(s.total_fetched, 1);
 }
 
 #[test]

@@ -66,6 +66,32 @@ fn bad_seed_urls_are_reported_at_the_element() {
 }
 
 #[test]
+fn seeds_without_a_scheme_are_each_reported_with_the_url_they_stand_for() {
+    let errs = errors(
+        "[crawl]\nseeds = [\"www.example.org\", \"https://ok.example/\", \"localhost:8080/\"]\n",
+    );
+    let found: Vec<(usize, usize, &str)> = errs
+        .iter()
+        .map(|e| (e.line, e.column, e.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                2,
+                10,
+                "`crawl.seeds[0]`: URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?"
+            ),
+            (
+                2,
+                52,
+                "`crawl.seeds[2]`: URL `localhost:8080/` has no scheme; did you mean `http://localhost:8080/`?"
+            ),
+        ]
+    );
+}
+
+#[test]
 fn bad_regex_carries_the_regex_error() {
     let (l, c, m, k) = only_error("[crawl]\ninclude = [\"ok\"]\nexclude = [\"a(b\"]\n");
     assert_eq!((l, c, k), (3, 12, ErrorKind::InvalidValue));

@@ -58,7 +58,7 @@ pub use proxy::{
     redact_credentials,
 };
 pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
-pub use validate::hide_userinfo;
+pub use validate::{hide_userinfo, seed_url};
 pub use value_error::{HopProblem, NameRole, UrlProblem, UrlRole, ValueError};
 
 use crate::scope::ScopeMode;

@@ -547,17 +547,24 @@ fn root_config_toml_parses_and_documents_every_key() {
     let comments = text.lines().filter(|l| l.contains("Default:")).count();
     assert!(comments >= Config::keys().len(), "{comments} default notes");
 
+    // The template: the defaults, save what it marks "Template:"; its files beside it.
     let c = Config::from_file(std::path::Path::new(path)).expect("config.toml is valid");
     let mut expected = Config::default();
-    expected.security.allow_private_networks = true;
-    expected.politeness.min_delay = Duration::ZERO;
-    expected.politeness.per_host_concurrency = 4;
+    expected.crawl.max_pages = 10_000;
+    expected.crawl.user_agent =
+        "crawl-engine/0.1 (+https://example.com/CHANGE-ME-crawler-contact)".to_owned();
+    expected.traps.max_urls_per_host = 100_000;
+    expected.traps.max_urls_per_pattern = 10_000;
+    expected.fetch.concurrency = 32;
+    expected.fetch.request_timeout = Duration::from_millis(60_000);
+    expected.observability.sample_ratio = 0.1;
     let base = std::path::Path::new(path).parent().expect("parent");
-    expected.frontier.data_dir = base.join(".demo/crawl-data");
-    expected.output.jsonl = base.join(".demo/crawl.jsonl");
-    expected.output.warc_dir = Some(base.join(".demo/warc"));
-    expected.observability.metrics_listen = Some("127.0.0.1:0".parse().expect("addr"));
+    expected.frontier.data_dir = base.join("crawl-data");
+    expected.output.jsonl = base.join("crawl.jsonl");
+    expected.output.warc_dir = Some(base.join("warc"));
     assert_eq!(c, expected);
+    let marked = text.lines().filter(|l| l.contains("Template:")).count();
+    assert_eq!(marked, 8, "one \"Template:\" note per value that differs");
 }
 
 #[test]

@@ -266,6 +266,9 @@ pub enum UrlProblem {
     Syntax(url::ParseError),
     /// Its scheme is not one the role allows.
     Scheme { found: String },
+    /// It has no scheme at all (a seed written as `www.example.org` or `localhost:8080/`); `suggestion` is the URL
+    /// it most likely stands for, its user name and password hidden.
+    NoScheme { suggestion: String },
     /// It has no host.
     NoHost,
     /// A `redis+unix` URL without the socket's path.
@@ -292,6 +295,9 @@ fn url_message(role: &UrlRole, shown: &str, problem: &UrlProblem) -> String {
             return format!("redis URL `{shown}`: the scheme must be {}", role.schemes());
         }
         UrlProblem::Scheme { found } => format!("must use {}, found `{found}`", role.schemes()),
+        UrlProblem::NoScheme { suggestion } => {
+            format!("has no scheme; did you mean `{suggestion}`?")
+        }
         UrlProblem::NoHost => "has no host".to_owned(),
         UrlProblem::NoSocketPath => "has no socket path".to_owned(),
         UrlProblem::Credentials if role == UrlRole::Origin => {

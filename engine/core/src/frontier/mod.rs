@@ -73,7 +73,7 @@ pub struct Finished {
     pub id: UrlRef,
     pub host: Fp,
     pub key: QueueKey,
-    /// Counts toward max_pages.
+    /// A page its server answered (any status): counts toward max_pages and [`Counters::pages_fetched`].
     pub fetched_page: bool,
 }
 

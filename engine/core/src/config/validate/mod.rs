@@ -23,5 +23,5 @@ pub(super) use names::{chain_name, chain_ref, host_name, host_pattern, strip_par
 pub(super) use proxy_hop::proxy_hop;
 pub(super) use suggest::closest;
 pub(super) use text::{path, regex, service_name, user_agent};
-pub use urls::hide_userinfo;
-pub(super) use urls::{doh_url, http_url, otlp_endpoint, seed_url};
+pub(super) use urls::{doh_url, http_url, otlp_endpoint};
+pub use urls::{hide_userinfo, seed_url};

@@ -16,16 +16,29 @@ pub fn hide_userinfo(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A seed: an absolute `http`/`https` URL with a host.
-pub(in crate::config) fn seed_url(s: &str) -> Result<url::Url, ValueError> {
+/// A seed: an absolute `http`/`https` URL with a host. A seed written without its scheme (`www.example.org`,
+/// `localhost:8080/`) is refused with the URL it most likely stands for ([`UrlProblem::NoScheme`]).
+pub fn seed_url(s: &str) -> Result<url::Url, ValueError> {
     // A seed may carry a user name and password: never shown.
     let bad = |problem| ValueError::Url {
         role: UrlRole::Seed,
-        shown: hide_userinfo(s).into_owned(),
+        shown: hide_seed_userinfo(s).into_owned(),
         problem,
     };
-    let url = url::Url::parse(s).map_err(|e| bad(UrlProblem::Syntax(e)))?;
+    let url = match url::Url::parse(s) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) if without_scheme(s).is_some() => {
+            return Err(bad(UrlProblem::NoScheme {
+                suggestion: without_scheme(s).unwrap_or_default(),
+            }));
+        }
+        Err(e) => return Err(bad(UrlProblem::Syntax(e))),
+    };
     if !matches!(url.scheme(), "http" | "https") {
+        // `localhost:8080/` parses as the scheme `localhost` with the path `8080/`.
+        if let Some(suggestion) = host_and_port(s).then(|| without_scheme(s)).flatten() {
+            return Err(bad(UrlProblem::NoScheme { suggestion }));
+        }
         return Err(bad(UrlProblem::Scheme {
             found: url.scheme().to_owned(),
         }));
@@ -34,6 +47,51 @@ pub(in crate::config) fn seed_url(s: &str) -> Result<url::Url, ValueError> {
         return Err(bad(UrlProblem::NoHost));
     }
     Ok(url)
+}
+
+/// The URL that `s`, written without a scheme, stands for (its user name and password hidden): `http` for
+/// `localhost`, an IP address or a port other than 443, `https` otherwise. None when `s` with a scheme is not a URL
+/// with a host either (`not a url`, `/path`).
+fn without_scheme(s: &str) -> Option<String> {
+    if s.contains("://") || (s.starts_with('/') && !s.starts_with("//")) {
+        return None;
+    }
+    let rest = s.strip_prefix("//").unwrap_or(s);
+    let url = url::Url::parse(&format!("https://{rest}")).ok()?;
+    let host = url.host()?;
+    let plain = match host {
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.');
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        url::Host::Ipv4(_) | url::Host::Ipv6(_) => true,
+    } || url.port().is_some();
+    let url = if plain {
+        url::Url::parse(&format!("http://{rest}")).ok()?
+    } else {
+        url
+    };
+    Some(hide_userinfo(url.as_str()).into_owned())
+}
+
+/// True when `s` starts with `name:port` (digits) followed by nothing or a path, query or fragment: a host and
+/// port that the URL parser takes for a scheme and a path.
+fn host_and_port(s: &str) -> bool {
+    let end = s.find(['/', '?', '#']).unwrap_or(s.len());
+    s[..end].split_once(':').is_some_and(|(name, port)| {
+        !name.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// [`hide_userinfo`] for a seed, which may also be written scheme-relative (`//user:pass@host/`).
+fn hide_seed_userinfo(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.strip_prefix("//") {
+        Some(rest) if !s.contains("://") => match hide_userinfo(&format!("x://{rest}")) {
+            std::borrow::Cow::Owned(hidden) => format!("//{}", &hidden[4..]).into(),
+            std::borrow::Cow::Borrowed(_) => s.into(),
+        },
+        _ => hide_userinfo(s),
+    }
 }
 
 /// A DoH endpoint: an absolute `https` URL with a host.
@@ -185,6 +243,63 @@ mod tests {
             "{e}"
         );
         assert!(seed_url("https://a.example/").is_ok());
+    }
+
+    #[test]
+    fn a_seed_without_a_scheme_is_refused_with_the_url_it_stands_for() {
+        let cases = [
+            ("www.example.org", "https://www.example.org/"),
+            ("example.org/docs/?q=1", "https://example.org/docs/?q=1"),
+            ("//cdn.example.org/a", "https://cdn.example.org/a"),
+            ("localhost:8080/", "http://localhost:8080/"),
+            ("localhost:8080", "http://localhost:8080/"),
+            ("localhost", "http://localhost/"),
+            ("127.0.0.1:3000/x", "http://127.0.0.1:3000/x"),
+            ("10.0.0.8", "http://10.0.0.8/"),
+            ("www.example.org:8443/", "http://www.example.org:8443/"),
+            ("www.example.org:443/", "https://www.example.org/"),
+            (
+                "//alice:hunter2@intranet.example/",
+                "https://***@intranet.example/",
+            ),
+        ];
+        for (seed, want) in cases {
+            let e = seed_url(seed).unwrap_err();
+            let problem = UrlProblem::NoScheme {
+                suggestion: want.to_owned(),
+            };
+            let (role, _, found) = url_problem(&e).unwrap_or_else(|| panic!("{seed}: {e:?}"));
+            assert_eq!((role, found), (UrlRole::Seed, &problem), "{seed}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+            assert!(!e.to_string().contains("alice"), "{e}");
+        }
+        assert_eq!(
+            seed_url("www.example.org").unwrap_err().to_string(),
+            "URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?"
+        );
+        assert_eq!(
+            seed_url("localhost:8080/").unwrap_err().to_string(),
+            "URL `localhost:8080/` has no scheme; did you mean `http://localhost:8080/`?"
+        );
+        // Other schemes, and text that is no URL with a scheme either, keep their own reasons.
+        for seed in [
+            "mailto:a@example.org",
+            "ftp://example.org/",
+            "javascript:void(0)",
+        ] {
+            let e = seed_url(seed).unwrap_err();
+            assert!(
+                matches!(url_problem(&e), Some((_, _, UrlProblem::Scheme { .. }))),
+                "{seed}: {e:?}"
+            );
+        }
+        for seed in ["not a url", "/only/a/path", ""] {
+            let e = seed_url(seed).unwrap_err();
+            assert!(
+                matches!(url_problem(&e), Some((_, _, UrlProblem::Syntax(_)))),
+                "{seed}: {e:?}"
+            );
+        }
     }
 
     #[test]
