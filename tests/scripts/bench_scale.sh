@@ -18,12 +18,13 @@
 #   pages/s      median rate of HTTP answers over WINDOW_S seconds of the restarted run (from /metrics), and its
 #                ratio to the first size's rate
 # Environment: SIZES, REPEATS (3), WINDOW_S (5), WIDE_LINKS (1000), WIDE_OK_RATIO (0.1), METRICS_PORT (19464), SITE_PORT (18480),
-# BUDGET_S (5400: the whole script stops with an error past it), CRAWL_PREFIX (e.g. a profiler).
+# BUDGET_S (5400: the whole script stops with an error past it), CRAWL_PREFIX (e.g. a profiler), CALLGRIND_PAGES
+# (see the end).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/scripts/lib.sh
 bin="${CARGO_TARGET_DIR:-target}/release"
-SIZES="${SIZES:-20000 1000000 10000000}"
+SIZES="${SIZES-20000 1000000 10000000}"   # SIZES= (empty): no size, e.g. with CALLGRIND_PAGES alone
 REPEATS="${REPEATS:-3}"
 WINDOW_S="${WINDOW_S:-5}"
 WIDE_LINKS="${WIDE_LINKS:-1000}"
@@ -196,8 +197,24 @@ for size in $SIZES; do
   echo "bench-scale: size $size: first request after restart (s):$firsts; pages/s:$rates" >&2
 done
 
-printf '%10s %10s %8s %9s %12s %10s %10s %12s %10s %14s %10s %12s %9s %7s\n' size known build_s fetched \
-  commits_0.25s max_commit rss_build_MiB \
-  rss_restart_MiB disk_B/url apparent_B/url jsonl_MiB first_req_s pages/s "vs ${SIZES%% *}"
-for row in "${rows[@]}"; do echo "$row"; done
+if [ ${#rows[@]} -gt 0 ]; then
+  printf '%10s %10s %8s %9s %12s %10s %10s %12s %10s %14s %10s %12s %9s %7s\n' size known build_s fetched \
+    commits_0.25s max_commit rss_build_MiB \
+    rss_restart_MiB disk_B/url apparent_B/url jsonl_MiB first_req_s pages/s "vs ${SIZES%% *}"
+  for row in "${rows[@]}"; do echo "$row"; done
+fi
 [ -z "$short" ] || echo "note: the queue ran down before WINDOW_S ended, so windows were shorter, at size(s):$short"
+
+# CALLGRIND_PAGES=N: then a fresh crawl of the wide site until N pages are fetched, under valgrind --tool=callgrind,
+# and its instruction count: a figure that does not move with the machine's load (run it once per build, with
+# CARGO_TARGET_DIR naming the other build's target folder, to compare two builds).
+if [ -n "${CALLGRIND_PAGES:-}" ]; then
+  command -v valgrind > /dev/null || die "CALLGRIND_PAGES needs valgrind"
+  rm -rf "$out/crawl-data" "$out/crawl.jsonl"
+  sed -e "s/^max_depth = 1000\$/max_depth = 1000\nmax_pages = $CALLGRIND_PAGES/" \
+    -e "s/127.0.0.1:$METRICS_PORT/127.0.0.1:0/" "$out/config.toml" > "$out/config-cg.toml"
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" "$bin/crawl-engine" \
+    --config "$out/config-cg.toml" --no-progress "${seeds[@]}" >> "$out/crawler.log" 2>&1
+  total=$(sed -n 's/^\(summary\|totals\): \([0-9]*\).*/\2/p' "$out/callgrind.out" | head -1)
+  echo "bench-scale: callgrind: $CALLGRIND_PAGES pages of the wide site from a fresh frontier: $total instructions"
+fi
