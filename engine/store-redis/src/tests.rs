@@ -466,7 +466,11 @@ fn an_apply_call_run_twice_applies_once() {
     };
     let first = read(f.conn.call(&call).unwrap());
     let second = read(f.conn.call(&call).unwrap());
-    assert_eq!(first.len(), 4, "{first:?}");
+    assert_eq!(
+        first.len(),
+        5,
+        "ok, done, pages, epoch, one stream id: {first:?}"
+    );
     assert_eq!(first, second);
     let len: u64 = query(&srv, redis::cmd("XLEN").arg(f.crawl.keys.stream(s)));
     assert_eq!(len, 1);

@@ -287,6 +287,14 @@ pub enum FrontierError {
     /// A Redis request failed; `target` is the redacted URL(s), `detail` has every password scrubbed.
     #[error("redis {target}: {detail}")]
     Redis { target: String, detail: String },
+    /// Fewer replicas than asked for acknowledged a write within the time given.
+    #[error("redis {target}: {acked} of {wanted} replicas acknowledged within {within_ms} ms")]
+    Replicas {
+        target: String,
+        acked: u32,
+        wanted: u32,
+        within_ms: u64,
+    },
     /// The crawl's data in Redis is gone (flushed, evicted, or a server restarted without persistence).
     #[error("redis lost the crawl's data: {0}")]
     Lost(String),
