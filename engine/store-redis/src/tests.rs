@@ -357,6 +357,7 @@ fn a_password_protected_server_works_and_the_password_never_shows() {
     let srv = RedisServer::with(Options {
         password: Some("s3cr3t-pw".into()),
         aof: false,
+        ..Options::default()
     });
     assert!(srv.url().contains("s3cr3t-pw"));
     let s = short(&srv.url(), "pw", 8, 1000);

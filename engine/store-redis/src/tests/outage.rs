@@ -49,6 +49,7 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
     let mut srv = RedisServer::with(Options {
         password: None,
         aof: true,
+        ..Options::default()
     });
     let spool = tempfile::tempdir().unwrap();
     let s = RedisSettings {
@@ -101,6 +102,7 @@ fn a_shard_lost_while_the_poll_fails_is_reported_by_the_next_poll() {
     let mut srv = RedisServer::with(Options {
         password: None,
         aof: true,
+        ..Options::default()
     });
     let mut a = RedisFrontier::open(short(&srv.url(), "news", 4, 60_000), "a").unwrap();
     a.recover().unwrap();
