@@ -333,6 +333,22 @@ impl Conn {
         self.run_inner(calls, true)
     }
 
+    /// The error that ends the crawl once Redis stayed out of reach for `max_outage`.
+    pub fn unreachable(&self, lasted: Duration) -> FrontierError {
+        FrontierError::Unreachable {
+            target: self.target.clone(),
+            for_ms: u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX),
+            max_ms: u64::try_from(self.max_outage.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// How long requests of this process have been failing, when they are past `max_outage`.
+    pub fn past_max_outage(&self) -> Option<Duration> {
+        self.switches
+            .failing_for()
+            .filter(|d| *d >= self.max_outage)
+    }
+
     /// The redacted URLs.
     pub fn target(&self) -> &str {
         &self.target
@@ -373,10 +389,14 @@ impl Conn {
     fn run_inner(&mut self, calls: &[Call], spooled: bool) -> Result<Vec<Reply>, FrontierError> {
         if !self.retry {
             let r = self.run_once(calls);
-            if matches!(r, Err(FrontierError::Redis { .. })) {
-                self.switches.failed(Instant::now());
-                // The connection may be broken for good: the next request goes over a fresh one.
-                self.relink();
+            match &r {
+                Err(FrontierError::Redis { .. }) => {
+                    self.switches.failed(Instant::now());
+                    // The connection may be broken for good: the next request goes over a fresh one.
+                    self.relink();
+                }
+                Ok(_) => self.switches.ok(),
+                Err(_) => {}
             }
             return r;
         }
@@ -452,8 +472,14 @@ impl Conn {
                     Err(e) => tracing::error!(error = %e, "the commit could not be spooled"),
                 }
             }
-            if since.elapsed() >= self.max_outage {
-                return Err(failure);
+            // The outage counts from the first failure of any request of the process (a lease round meets it
+            // within a third of a lease), so that every process of the crawl gives up alike.
+            let lasted = since
+                .elapsed()
+                .max(self.switches.failing_for().unwrap_or_default());
+            if lasted >= self.max_outage {
+                tracing::debug!(error = %failure, "last failure before giving up");
+                return Err(self.unreachable(lasted));
             }
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(2));

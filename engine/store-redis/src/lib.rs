@@ -594,7 +594,14 @@ impl FrontierStore for RedisFrontier {
         let retry = self.conn.set_retry(false);
         let r = self.poll();
         self.conn.set_retry(retry);
-        r
+        // A process with nothing to commit learns of the end of the outage here, at the same moment as its peers.
+        match r {
+            Err(FrontierError::Redis { .. }) => match self.conn.past_max_outage() {
+                Some(lasted) => Err(self.conn.unreachable(lasted)),
+                None => r,
+            },
+            r => r,
+        }
     }
 
     fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {

@@ -45,6 +45,11 @@ impl Switches {
         }
     }
 
+    /// How long requests have been failing (None while they go through).
+    pub fn failing_for(&self) -> Option<Duration> {
+        self.state().failing_since.map(|t| t.elapsed())
+    }
+
     /// A request went through.
     pub fn ok(&self) {
         self.state().failing_since = None;

@@ -295,6 +295,16 @@ pub enum FrontierError {
         wanted: u32,
         within_ms: u64,
     },
+    /// Redis could not be reached (and no failover brought a master back) for `max_outage_ms`: every request of
+    /// the process, commit or poll, ends with this one error, so every process of the crawl stops alike.
+    #[error(
+        "redis {target} unreachable for {for_ms} ms (max_outage_ms = {max_ms}): the crawl stops"
+    )]
+    Unreachable {
+        target: String,
+        for_ms: u64,
+        max_ms: u64,
+    },
     /// The crawl's data in Redis is gone (flushed, evicted, or a server restarted without persistence).
     #[error("redis lost the crawl's data: {0}")]
     Lost(String),
