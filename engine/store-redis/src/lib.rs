@@ -204,6 +204,8 @@ pub struct RedisFrontier {
     session: CommitSession,
     /// The highest epoch seen of every shard (rollback detection).
     epochs: rollback::Epochs,
+    /// A rollback was seen: acknowledgements it took are made again at the next poll.
+    reack: bool,
 }
 
 impl std::fmt::Debug for RedisFrontier {
@@ -290,6 +292,7 @@ impl RedisFrontier {
         Ok(RedisFrontier {
             view: ShardView::new(settings.shards),
             epochs: rollback::Epochs::new(settings.shards),
+            reack: false,
             ledger: Records::new(),
             session: CommitSession::new(random_id()),
             crawl: Crawl {
@@ -334,6 +337,7 @@ impl RedisFrontier {
         for (s, &e) in self.view.epochs().iter().enumerate() {
             if let Some(r) = self.epochs.read(s as u32, e) {
                 rollback::repair(&r, &self.gate, &self.crawl.pid);
+                self.reack = true;
             }
         }
     }
@@ -400,6 +404,18 @@ impl RedisFrontier {
         self.check_fatal()?;
         let read = self.view.gather(&mut self.conn, &self.crawl, &self.gate)?;
         self.check_epochs();
+        if self.reack {
+            // Records this process wrote and acknowledged before the failover are pending again on the new
+            // master: acknowledged again, or the crawl would wait for them for ever.
+            let pending = records::read_pel(&mut self.conn, &self.crawl)?;
+            let again = self.ledger.forgotten(pending);
+            let n = again.len();
+            for r in self.conn.run(&records::ack_calls(&self.crawl, again))? {
+                r.map_err(|e| self.conn.error(&e))?;
+            }
+            self.reack = false;
+            tracing::info!(process = %self.crawl.pid, records = n, "acknowledgements lost in a failover made again");
+        }
         let every = Duration::from_millis(self.crawl.settings.lease_ms / 2);
         if self.ledger.claim_due(Instant::now(), every) {
             // Handed to the caller with the next commit, numbered after that commit's own records.
@@ -555,6 +571,7 @@ impl FrontierStore for RedisFrontier {
         for a in applied {
             if let Some(r) = self.epochs.committed(a.shard, a.epoch, a.pages) {
                 rollback::repair(&r, &self.gate, &self.crawl.pid);
+                self.reack = true;
             }
         }
         Ok(out)

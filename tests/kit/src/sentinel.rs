@@ -30,8 +30,8 @@ impl Default for Shape {
         Shape {
             replicas: 2,
             sentinels: 3,
-            down_after_ms: 500,
-            failover_timeout_ms: 2_000,
+            down_after_ms: 1_000,
+            failover_timeout_ms: 10_000,
         }
     }
 }
