@@ -23,7 +23,7 @@ trap cleanup EXIT
 # commands PORT: the server's total_commands_processed (0 when it does not answer).
 commands() { redis-cli -p "$1" INFO stats 2>/dev/null | tr -d '\r' | sed -n 's/^total_commands_processed://p' | grep . || echo 0; }
 # lines: records written so far by every process of the run in $run.
-lines() { cat "$run"/p*/crawl.jsonl 2>/dev/null | wc -l; }
+lines() { (cat "$run"/p*/crawl.jsonl 2>/dev/null || true) | wc -l; }
 
 # one_run NAME ACK KILL: a run; prints one result line (name, ack, wall s, pages, CPU s, commands, failover ms).
 one_run() {

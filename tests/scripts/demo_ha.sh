@@ -58,7 +58,7 @@ TOML
 done
 half=$(python3 -c "import json; e=json.load(open('$out/expected.json')); print(len(e['fetched_ok']) // 2)")
 for _ in $(seq 1 600); do
-  got=$(cat "$out"/p*/crawl.jsonl 2>/dev/null | wc -l)
+  got=$( (cat "$out"/p*/crawl.jsonl 2>/dev/null || true) | wc -l)
   [ "$got" -ge "$half" ] && break
   sleep 0.1
 done
