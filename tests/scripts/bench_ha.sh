@@ -92,7 +92,7 @@ TOML
   else
     cmds=$(( $(commands "${ports[0]}") - cmd0 ))
   fi
-  "$bin/crawl-engine" merge -o "$run/crawl.jsonl" "$run"/p1/crawl.jsonl "$run"/p2/crawl.jsonl "$run"/p3/crawl.jsonl
+  "$bin/crawl-engine" merge -o "$run/crawl.jsonl" "$run"/p1/crawl.jsonl "$run"/p2/crawl.jsonl "$run"/p3/crawl.jsonl >&2
   python3 - "$run" "$name" "$ack" "$start" "$end" "$cmds" "$failover_ms" <<'PY'
 import json, re, sys
 run, name, ack, start, end, cmds, failover = sys.argv[1:]
