@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-otlp promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -15,6 +15,7 @@ help:
 		'make release' 'release build of crawl-engine and the test site' \
 		'make demo' 'a real crawl of a generated 4-host site on 127.0.0.20-23 with demo/config.toml, no internet' \
 		'make demo-cluster' 'three processes crawl the demo site through a local Redis, then their files are merged' \
+		'make demo-ha' 'the same through a master, two replicas and three sentinels, the master killed half-way' \
 		'make test' 'the whole test suite: alert rules, unit and integration tests, doc tests, fuzz targets compiled' \
 		'make test-it' 'the integration tests alone (the real binary against loopback servers)' \
 		'make fuzz-check' 'the fuzz targets type-checked on the stable toolchain (part of make test)' \
@@ -28,6 +29,7 @@ help:
 		'make bench-drain' 'resident memory before and after a queue of 200,000 URLs drains' \
 		'make bench-otlp' 'the bench crawl without a trace exporter and with one, over OTLP/HTTP and OTLP/gRPC' \
 		'make bench-cluster' 'the bench crawl on the embedded frontier and through Redis with 1, 2 and 3 processes' \
+		'make bench-ha' 'three processes through Redis Sentinel: replicas_ack 0 and 1, and a master killed half-way' \
 		'make bench-micro' 'the criterion benches (link extraction, canonicalisation, frontier, spans, ...)' \
 		'make fuzz' 'every fuzz target for FUZZ_SECONDS each (nightly toolchain and cargo-fuzz)' \
 		'make fmt' 'format the code' \
@@ -58,6 +60,11 @@ demo: release
 # One crawl shared by three processes through a local Redis (needs redis-server), then their files merged.
 demo-cluster: release
 	bash tests/scripts/demo_cluster.sh
+
+# The same through a Redis master, two replicas and three sentinels (needs redis-server), the master killed (-9)
+# half-way; the merged output is checked against the site's expected crawl.
+demo-ha: release
+	bash tests/scripts/demo_ha.sh
 
 # warcio from the venv .ci/run makes, when there is one and WARCIO is not set.
 export WARCIO ?= $(if $(wildcard .tools/warcio/bin/warcio),$(CURDIR)/.tools/warcio/bin/warcio,)
@@ -119,6 +126,11 @@ bench-otlp: release
 bench-cluster: release
 	bash tests/scripts/bench_cluster.sh
 
+# Replica-acknowledged writes and failover through Redis Sentinel: pages/s, CPU and Redis commands per page with
+# replicas_ack 0 and 1, and the time from the master's death to the first record after it (docs/BENCHMARKS.md).
+bench-ha: release
+	bash tests/scripts/bench_ha.sh
+
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-store-embedded -p crawl-actors -p crawl-observability
 
@@ -160,4 +172,4 @@ ci: lint test
 # warc/): those are a user's.
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .tools

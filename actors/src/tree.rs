@@ -218,6 +218,13 @@ pub fn redis_settings(config: &Config) -> RedisSettings {
         max_outage_ms: u64::try_from(r.max_outage.as_millis()).unwrap_or(u64::MAX),
         recrawl_after_s: r.recrawl_after.as_secs(),
         spool: Some(config.frontier.data_dir.join("spool")),
+        sentinels: r.sentinels.iter().map(|u| u.expose().to_owned()).collect(),
+        master: r.master.clone().unwrap_or_default(),
+        sentinel_password: r.sentinel_password.as_ref().map(|p| p.expose().to_owned()),
+        password: r.password.as_ref().map(|p| p.expose().to_owned()),
+        replicas_ack: r.replicas_ack(),
+        replicas_ack_timeout_ms: u64::try_from(r.replicas_ack_timeout.as_millis())
+            .unwrap_or(u64::MAX),
     }
 }
 

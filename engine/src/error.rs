@@ -121,7 +121,11 @@ fn tree_resumes(e: &TreeError) -> Option<Resumes> {
         | TreeError::Archive(WarcError::CheckpointMismatch { .. })
         | TreeError::Outbox { .. }
         | TreeError::Frontier(FrontierError::Corrupt { .. }) => Some(Resumes::No),
-        TreeError::Frontier(FrontierError::Redis { .. }) => Some(Resumes::WhenReachable),
+        TreeError::Frontier(
+            FrontierError::Redis { .. }
+            | FrontierError::Replicas { .. }
+            | FrontierError::Unreachable { .. },
+        ) => Some(Resumes::WhenReachable),
         _ => Some(Resumes::AfterFix),
     }
 }

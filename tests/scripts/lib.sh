@@ -86,3 +86,41 @@ callgrind_crawls() {
   kill "$site"; wait "$site" 2>/dev/null || true
   site=
 }
+
+# free_port: a loopback port the system hands out (bound on 127.0.0.1:0, then released).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# redis_up PORT: the Redis server or sentinel on PORT answers PING.
+redis_up() { [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; }
+
+# start_ha OUT: a Redis master with two replicas and three sentinels on free loopback ports, their files in OUT/r*
+# and OUT/s*. Sets `ports` (master first), `master_pid`, `sentinels` (quoted URLs for a TOML array) and appends
+# every process to `pids` (which the caller kills on exit).
+start_ha() {
+  local out=$1 n port replica
+  ports=()
+  for n in 0 1 2; do
+    port=$(free_port)
+    mkdir -p "$out/r$n"
+    replica=()
+    if [ "$n" -gt 0 ]; then replica=(--replicaof 127.0.0.1 "${ports[0]}"); fi
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$PWD/$out/r$n" \
+      --logfile redis.log --daemonize no "${replica[@]}" > /dev/null 2>&1 &
+    pids+=($!)
+    if [ "$n" -eq 0 ]; then master_pid=$!; fi
+    ports+=("$port")
+    for _ in $(seq 1 100); do redis_up "$port" && break; sleep 0.1; done
+  done
+  sentinels=()
+  for n in 1 2 3; do
+    port=$(free_port)
+    mkdir -p "$out/s$n"
+    printf '%s\n' "port $port" "bind 127.0.0.1" "dir $PWD/$out/s$n" "logfile sentinel.log" \
+      "sentinel monitor crawl 127.0.0.1 ${ports[0]} 2" "sentinel down-after-milliseconds crawl 1000" \
+      "sentinel failover-timeout crawl 10000" > "$out/s$n/sentinel.conf"
+    redis-server "$out/s$n/sentinel.conf" --sentinel > /dev/null 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 100); do redis_up "$port" && break; sleep 0.1; done
+    sentinels+=("\"redis://127.0.0.1:$port\"")
+  done
+}

@@ -246,6 +246,10 @@ impl Scheduler {
             }
             match act.crawl.commit_done(res, Instant::now()) {
                 Ok(lines) => act.write(lines, ctx),
+                Err(e @ crawl_core::frontier::FrontierError::Unreachable { .. }) => {
+                    tracing::error!(error = %e, "redis out of reach past max_outage_ms; stopping");
+                    act.fatal(e.to_string());
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "frontier commit failed; stopping");
                     act.fatal(format!("frontier commit failed: {e}"));
@@ -282,6 +286,10 @@ impl Scheduler {
                 }
                 Ok(Err(e @ crawl_core::frontier::FrontierError::Lost(_))) => {
                     tracing::error!(error = %e, "the crawl's data is gone from redis; stopping");
+                    act.fatal(e.to_string());
+                }
+                Ok(Err(e @ crawl_core::frontier::FrontierError::Unreachable { .. })) => {
+                    tracing::error!(error = %e, "redis out of reach past max_outage_ms; stopping");
                     act.fatal(e.to_string());
                 }
                 Ok(Err(e)) => act.poll_failed(&e),

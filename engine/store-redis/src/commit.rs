@@ -7,6 +7,7 @@ use super::keys::member;
 use super::poll::ShardView;
 use super::records::{self, ARCHIVE_FIELD, Records};
 use super::robots::robots_value;
+
 use super::scripts::SCRIPTS;
 use super::shards::LeaseTable;
 use super::{ADD_CHUNK, MAX_DEPTH, dedup_host, url_host};
@@ -63,6 +64,13 @@ fn record_shard(
     gate.owned().first().copied()
 }
 
+/// A shard's changes applied by a commit: the epoch they raised the shard to, and the URLs of their records.
+pub(super) struct Applied {
+    pub shard: u32,
+    pub epoch: u64,
+    pub pages: Vec<String>,
+}
+
 /// This run's commits: the session id and commit counter make each commit's nonce, which makes a retried apply
 /// call harmless.
 pub(super) struct CommitSession {
@@ -92,7 +100,7 @@ impl CommitSession {
         ledger: &mut Records,
         view: &mut ShardView,
         batch: Batch,
-    ) -> Result<Committed, FrontierError> {
+    ) -> Result<(Committed, Vec<Applied>), FrontierError> {
         let shards = u64::from(crawl.shards());
         let nonce = self.nonce();
         let mut out = Committed::default();
@@ -280,6 +288,7 @@ impl CommitSession {
         let replies = conn.run_spooled(&calls)?;
         let mut added: Vec<(usize, Added)> = Vec::new();
         let mut applied: Vec<(u64, u32, String)> = Vec::new();
+        let mut shard_epochs = Vec::new();
         for (plan, r) in plans.into_iter().zip(replies) {
             let v = r.map_err(|e| conn.error(&e))?;
             match plan {
@@ -343,9 +352,18 @@ impl CommitSession {
                         continue;
                     }
                     let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "apply"));
-                    let (done, pages) = (n(1)?, n(2)?);
+                    let (done, pages, epoch) = (n(1)?, n(2)?, n(3)?);
                     view.finished(done, pages);
-                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(3)) {
+                    shard_epochs.push(Applied {
+                        shard: s,
+                        epoch,
+                        pages: w
+                            .records
+                            .iter()
+                            .filter_map(|(_, l)| record_url(l))
+                            .collect(),
+                    });
+                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(4)) {
                         applied.push((*seq, s, reply::string(id, "stream id")?));
                     }
                 }
@@ -358,7 +376,7 @@ impl CommitSession {
         // records of stopped processes: number them the same way for the acknowledgements.
         out.extra = ledger.committed(applied);
         out.counters = view.counters();
-        Ok(out)
+        Ok((out, shard_epochs))
     }
 }
 

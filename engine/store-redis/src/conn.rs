@@ -4,10 +4,13 @@
 use super::RedisSettings;
 pub use super::call::Call;
 use super::spool::Spool;
+use super::topology::{self, Switches};
 use crawl_core::frontier::FrontierError;
 use crawl_core::outage::{Outage, Report};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use std::sync::Arc;
 use std::time::Duration;
+use std::time::Instant;
 
 /// How long a connection attempt and a reply may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -103,6 +106,8 @@ fn scrub(text: &str, secrets: &[String]) -> String {
 pub type Reply = Result<Value, RedisError>;
 
 enum Link {
+    /// Not connected yet.
+    None,
     Single(redis::Connection),
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
@@ -120,6 +125,13 @@ pub struct Conn {
     target: String,
     secrets: Vec<String>,
     settings: RedisSettings,
+    /// The master switches of this process (shared by its connections).
+    switches: Arc<Switches>,
+    /// The master this link is connected to (sentinels), as `host:port`.
+    master: Option<String>,
+    /// The deadlines of a new link: connecting, and each reply.
+    connect: Duration,
+    response: Duration,
 }
 
 impl std::fmt::Debug for Conn {
@@ -141,52 +153,149 @@ impl Conn {
         connect: Duration,
         response: Duration,
     ) -> Result<Conn, FrontierError> {
-        let target = settings
-            .urls
-            .iter()
-            .map(|u| redact(u))
-            .collect::<Vec<_>>()
-            .join(",");
-        let secrets = secrets_of(&settings.urls);
-        let fail = |e: RedisError| FrontierError::Redis {
-            target: target.clone(),
-            detail: scrub(&e.to_string(), &secrets),
-        };
-        let link = if settings.cluster {
-            let client =
-                redis::cluster::ClusterClientBuilder::new(settings.urls.iter().map(String::as_str))
-                    .connection_timeout(connect)
-                    .response_timeout(response)
-                    .build()
-                    .map_err(fail)?;
-            Link::Cluster(Box::new(client.get_connection().map_err(fail)?))
+        let (target, secrets) = if settings.sentinels.is_empty() {
+            (
+                settings
+                    .urls
+                    .iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                secrets_of(&settings.urls),
+            )
         } else {
-            let [url] = settings.urls.as_slice() else {
-                return Err(FrontierError::Redis {
-                    target: target.clone(),
-                    detail: "exactly one URL is needed when cluster = false".into(),
-                });
-            };
-            let client = redis::Client::open(url.as_str()).map_err(fail)?;
-            let conn = client.get_connection_with_timeout(connect).map_err(fail)?;
-            conn.set_read_timeout(Some(response)).map_err(fail)?;
-            conn.set_write_timeout(Some(response)).map_err(fail)?;
-            Link::Single(conn)
+            let mut secrets = secrets_of(&settings.sentinels);
+            secrets.extend(topology::secrets(settings));
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            secrets.dedup();
+            (
+                format!(
+                    "master {:?} of sentinels {}",
+                    settings.master,
+                    settings
+                        .sentinels
+                        .iter()
+                        .map(|u| redact(u))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                secrets,
+            )
         };
-        Ok(Conn {
-            link,
+        // A master that does not answer within a lease is as good as gone: with sentinels, the next request goes
+        // to the master they name then.
+        let response = if settings.sentinels.is_empty() {
+            response
+        } else {
+            response.min(Duration::from_millis(
+                settings
+                    .lease_ms
+                    .max(settings.replicas_ack_timeout_ms.saturating_add(1000)),
+            ))
+        };
+        let mut conn = Conn {
+            link: Link::None,
             retry: false,
             max_outage: MAX_OUTAGE,
             spool: None,
             target,
             secrets,
             settings: settings.clone(),
-        })
+            switches: Arc::new(Switches::default()),
+            master: None,
+            connect,
+            response,
+        };
+        conn.link = conn.connect()?;
+        Ok(conn)
+    }
+
+    /// A new link to the crawl's Redis (with sentinels: to the master they name now).
+    fn connect(&mut self) -> Result<Link, FrontierError> {
+        let fail = |e: RedisError| FrontierError::Redis {
+            target: self.target.clone(),
+            detail: scrub(&e.to_string(), &self.secrets),
+        };
+        let settings = &self.settings;
+        if settings.cluster {
+            let client =
+                redis::cluster::ClusterClientBuilder::new(settings.urls.iter().map(String::as_str))
+                    .connection_timeout(self.connect)
+                    .response_timeout(self.response)
+                    .build()
+                    .map_err(fail)?;
+            return Ok(Link::Cluster(Box::new(
+                client.get_connection().map_err(fail)?,
+            )));
+        }
+        let (client, master) = if settings.sentinels.is_empty() {
+            let [url] = settings.urls.as_slice() else {
+                return Err(FrontierError::Redis {
+                    target: self.target.clone(),
+                    detail: "exactly one URL is needed when cluster = false".into(),
+                });
+            };
+            (redis::Client::open(url.as_str()).map_err(fail)?, None)
+        } else {
+            let (client, addr) = topology::master_client(settings).map_err(fail)?;
+            (client, Some(addr))
+        };
+        let conn = client
+            .get_connection_with_timeout(self.connect)
+            .map_err(fail)?;
+        conn.set_read_timeout(Some(self.response)).map_err(fail)?;
+        conn.set_write_timeout(Some(self.response)).map_err(fail)?;
+        if let Some(addr) = &master {
+            self.switches.connected(addr);
+        }
+        self.master = master;
+        Ok(Link::Single(conn))
+    }
+
+    /// Replaces the link with a new one when one can be made (the old one may be broken for good).
+    fn relink(&mut self) {
+        if let Ok(link) = self.connect() {
+            self.link = link;
+        }
+    }
+
+    /// With sentinels: when they name another master than the one this link is connected to (a switch-over, or a
+    /// failover while this link still reaches the old master), connects to theirs. Nothing happens when no
+    /// sentinel answers.
+    pub fn follow_master(&mut self) {
+        if self.settings.sentinels.is_empty() {
+            return;
+        }
+        let within = self.connect.min(Duration::from_millis(500));
+        if let Some(named) = topology::named_master(&self.settings, within)
+            && self.master.as_deref() != Some(named.as_str())
+        {
+            self.relink();
+        }
+    }
+
+    /// The master switches this process went through.
+    pub fn switches(&self) -> &Arc<Switches> {
+        &self.switches
     }
 
     /// A new connection to the same place (failing fast).
     pub fn reopen(&self) -> Result<Conn, FrontierError> {
-        Conn::open(&self.settings)
+        let mut c = Conn {
+            link: Link::None,
+            retry: false,
+            max_outage: MAX_OUTAGE,
+            spool: None,
+            target: self.target.clone(),
+            secrets: self.secrets.clone(),
+            settings: self.settings.clone(),
+            switches: self.switches.clone(),
+            master: None,
+            connect: self.connect,
+            response: self.response,
+        };
+        c.link = c.connect()?;
+        Ok(c)
     }
 
     /// Makes every request of this connection ride out an outage: a broken connection, or a server that answers
@@ -222,6 +331,22 @@ impl Conn {
     /// ([`Spool::replay`]); the file goes once the calls went through.
     pub fn run_spooled(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
         self.run_inner(calls, true)
+    }
+
+    /// The error that ends the crawl once Redis stayed out of reach for `max_outage`.
+    pub fn unreachable(&self, lasted: Duration) -> FrontierError {
+        FrontierError::Unreachable {
+            target: self.target.clone(),
+            for_ms: u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX),
+            max_ms: u64::try_from(self.max_outage.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// How long requests of this process have been failing, when they are past `max_outage`.
+    pub fn past_max_outage(&self) -> Option<Duration> {
+        self.switches
+            .failing_for()
+            .filter(|d| *d >= self.max_outage)
     }
 
     /// The redacted URLs.
@@ -264,11 +389,14 @@ impl Conn {
     fn run_inner(&mut self, calls: &[Call], spooled: bool) -> Result<Vec<Reply>, FrontierError> {
         if !self.retry {
             let r = self.run_once(calls);
-            if matches!(r, Err(FrontierError::Redis { .. }))
-                && let Ok(c) = Conn::open(&self.settings)
-            {
-                // The connection may be broken for good: the next request goes over a fresh one.
-                self.link = c.link;
+            match &r {
+                Err(FrontierError::Redis { .. }) => {
+                    self.switches.failed(Instant::now());
+                    // The connection may be broken for good: the next request goes over a fresh one.
+                    self.relink();
+                }
+                Ok(_) => self.switches.ok(),
+                Err(_) => {}
             }
             return r;
         }
@@ -281,28 +409,38 @@ impl Conn {
                     .iter()
                     .find_map(|r| r.as_ref().err().filter(|e| busy(e)))
                 {
-                    None => {
-                        if let Some(r) = outage.succeeded(std::time::Instant::now()) {
-                            tracing::info!(
-                                target_url = %self.target,
-                                outage_ms = r.lasted.as_millis() as u64,
-                                failures = r.failures,
-                                "redis reachable again"
-                            );
+                    // A commit counts once the replicas asked for hold it (see `replicated`).
+                    None => match if spooled {
+                        self.until_replicated()
+                    } else {
+                        Ok(())
+                    } {
+                        Ok(()) => {
+                            self.switches.ok();
+                            if let Some(r) = outage.succeeded(std::time::Instant::now()) {
+                                tracing::info!(
+                                    target_url = %self.target,
+                                    outage_ms = r.lasted.as_millis() as u64,
+                                    failures = r.failures,
+                                    "redis reachable again"
+                                );
+                            }
+                            if let Some(path) = kept
+                                && let Err(e) = std::fs::remove_file(&path)
+                            {
+                                tracing::warn!(path = %path.display(), error = %e, "spooled commit not removed");
+                            }
+                            return Ok(replies);
                         }
-                        if let Some(path) = kept
-                            && let Err(e) = std::fs::remove_file(&path)
-                        {
-                            tracing::warn!(path = %path.display(), error = %e, "spooled commit not removed");
-                        }
-                        return Ok(replies);
-                    }
+                        Err(e) => e,
+                    },
                     Some(e) => self.error(e),
                 },
                 Err(e @ FrontierError::Lost(_)) => return Err(e),
                 Err(e) => e,
             };
             let now = std::time::Instant::now();
+            self.switches.failed(now);
             match outage.failed(now) {
                 Some(Report::First) => tracing::warn!(
                     target_url = %self.target,
@@ -334,15 +472,74 @@ impl Conn {
                     Err(e) => tracing::error!(error = %e, "the commit could not be spooled"),
                 }
             }
-            if since.elapsed() >= self.max_outage {
-                return Err(failure);
+            // The outage counts from the first failure of any request of the process (a lease round meets it
+            // within a third of a lease), so that every process of the crawl gives up alike.
+            let lasted = since
+                .elapsed()
+                .max(self.switches.failing_for().unwrap_or_default());
+            if lasted >= self.max_outage {
+                tracing::debug!(error = %failure, "last failure before giving up");
+                return Err(self.unreachable(lasted));
             }
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(2));
-            if let Ok(c) = Conn::open(&self.settings) {
-                self.link = c.link;
+            // With sentinels the next attempt goes to the master they name now.
+            self.relink();
+        }
+    }
+
+    /// Asks [`Self::replicated`] again until the replicas hold the writes (they are on the master already: only
+    /// the WAIT is repeated), for up to the outage limit; an error when the link broke or the sentinels name
+    /// another master meanwhile (the caller runs the calls again there), or the limit passed.
+    fn until_replicated(&mut self) -> Result<(), FrontierError> {
+        let start = Instant::now();
+        let mut told = false;
+        loop {
+            let e = match self.replicated() {
+                Ok(()) => return Ok(()),
+                Err(e @ FrontierError::Replicas { .. }) => e,
+                Err(e) => return Err(e),
+            };
+            if !told {
+                told = true;
+                tracing::warn!(target_url = %self.target, error = %e, "commit not yet on enough replicas; it waits");
+            }
+            let before = self.master.clone();
+            self.follow_master();
+            if self.master != before || start.elapsed() >= self.max_outage {
+                return Err(e);
             }
         }
+    }
+
+    /// Waits (Redis `WAIT`) until `replicas_ack` replicas hold every write this link made; [`FrontierError::Replicas`]
+    /// when fewer did within `replicas_ack_timeout_ms`. Nothing to wait for with `replicas_ack = 0` or on a
+    /// cluster link (each node would need its own WAIT).
+    pub fn replicated(&mut self) -> Result<(), FrontierError> {
+        let want = self.settings.replicas_ack;
+        if want == 0 {
+            return Ok(());
+        }
+        let Link::Single(conn) = &mut self.link else {
+            return Ok(());
+        };
+        let got: i64 = redis::cmd("WAIT")
+            .arg(want)
+            .arg(self.settings.replicas_ack_timeout_ms)
+            .query(conn)
+            .map_err(|e| FrontierError::Redis {
+                target: self.target.clone(),
+                detail: scrub(&e.to_string(), &self.secrets),
+            })?;
+        if got >= i64::from(want) {
+            return Ok(());
+        }
+        Err(FrontierError::Replicas {
+            target: self.target.clone(),
+            acked: u32::try_from(got.max(0)).unwrap_or(0),
+            wanted: want,
+            within_ms: self.settings.replicas_ack_timeout_ms,
+        })
     }
 
     fn run_once(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
@@ -350,6 +547,7 @@ impl Conn {
             return Ok(Vec::new());
         }
         let mut replies = match &mut self.link {
+            Link::None => Err(RedisError::from((ErrorKind::Io, "not connected"))),
             Link::Single(conn) => {
                 let mut pipe = redis::pipe();
                 pipe.ignore_errors();
@@ -380,6 +578,7 @@ impl Conn {
             let noscript = matches!(&replies[i], Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript));
             if noscript {
                 let again = match &mut self.link {
+                    Link::None => Err(RedisError::from((ErrorKind::Io, "not connected"))),
                     Link::Single(conn) => c
                         .script
                         .load(conn)
@@ -403,6 +602,7 @@ impl Conn {
     /// Runs a plain command (one key's slot on a cluster, or a command the cluster client routes itself).
     pub fn cmd(&mut self, cmd: &redis::Cmd) -> Result<Value, FrontierError> {
         let r = match &mut self.link {
+            Link::None => Err(RedisError::from((ErrorKind::Io, "not connected"))),
             Link::Single(conn) => cmd.query::<Value>(conn),
             Link::Cluster(conn) => cmd.query::<Value>(conn.as_mut()),
         };

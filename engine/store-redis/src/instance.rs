@@ -31,8 +31,11 @@ pub(super) fn made_with(inst: &str) -> Option<u32> {
 /// Settings that cannot work are refused before anything is sent.
 pub(super) fn validate(s: &RedisSettings, pid: &str) -> Result<(), FrontierError> {
     let bad = |m: String| Err(FrontierError::Store(m));
-    if s.urls.is_empty() {
+    if s.urls.is_empty() && s.sentinels.is_empty() {
         return bad("redis: no URL configured".into());
+    }
+    if !s.sentinels.is_empty() && (!s.urls.is_empty() || s.cluster || s.master.is_empty()) {
+        return bad("redis: sentinels need a master name, and exclude urls and cluster".into());
     }
     if s.crawl.is_empty() || s.crawl.contains(['{', '}']) {
         return bad(format!(

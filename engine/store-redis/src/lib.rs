@@ -51,12 +51,14 @@ mod poll;
 mod probe;
 mod records;
 mod robots;
+mod rollback;
 mod scripts;
 pub mod seen;
 pub mod shards;
 mod spool;
 #[cfg(test)]
 mod tests;
+mod topology;
 
 pub use conn::redact;
 use crawl_core::frontier::ShardGate;
@@ -119,6 +121,18 @@ pub struct RedisSettings {
     pub recrawl_after_s: u64,
     /// Where commits wait on disk during an outage (this process's data_dir/spool); None: in memory only.
     pub spool: Option<std::path::PathBuf>,
+    /// Redis Sentinel nodes (`redis://[:password@]host:port`) that name the master; used instead of `urls`.
+    pub sentinels: Vec<String>,
+    /// The master's name as the sentinels know it.
+    pub master: String,
+    /// The sentinels' password (when their URLs carry none).
+    pub sentinel_password: Option<String>,
+    /// The password of the master (and its replicas) found through the sentinels.
+    pub password: Option<String>,
+    /// How many replicas must hold a commit or a lease before it counts (Redis WAIT); 0: none.
+    pub replicas_ack: u32,
+    /// How long one WAIT for those replicas lasts (ms).
+    pub replicas_ack_timeout_ms: u64,
 }
 
 impl Default for RedisSettings {
@@ -132,6 +146,12 @@ impl Default for RedisSettings {
             max_outage_ms: DEFAULT_MAX_OUTAGE_MS,
             recrawl_after_s: 0,
             spool: None,
+            sentinels: Vec::new(),
+            master: String::new(),
+            sentinel_password: None,
+            password: None,
+            replicas_ack: 0,
+            replicas_ack_timeout_ms: 2_000,
         }
     }
 }
@@ -151,6 +171,18 @@ impl std::fmt::Debug for RedisSettings {
             .field("max_outage_ms", &self.max_outage_ms)
             .field("recrawl_after_s", &self.recrawl_after_s)
             .field("spool", &self.spool)
+            .field(
+                "sentinels",
+                &self.sentinels.iter().map(|u| redact(u)).collect::<Vec<_>>(),
+            )
+            .field("master", &self.master)
+            .field(
+                "sentinel_password",
+                &self.sentinel_password.as_ref().map(|_| "***"),
+            )
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("replicas_ack", &self.replicas_ack)
+            .field("replicas_ack_timeout_ms", &self.replicas_ack_timeout_ms)
             .finish()
     }
 }
@@ -170,6 +202,10 @@ pub struct RedisFrontier {
     /// The shards and counters as the caller knows them.
     view: ShardView,
     session: CommitSession,
+    /// The highest epoch seen of every shard (rollback detection).
+    epochs: rollback::Epochs,
+    /// A rollback was seen: acknowledgements it took are made again at the next poll.
+    reack: bool,
 }
 
 impl std::fmt::Debug for RedisFrontier {
@@ -235,6 +271,8 @@ impl RedisFrontier {
             pid: process_id.to_owned(),
             lease_ms: settings.lease_ms,
             gate: gate.clone(),
+            switches_seen: conn.switches().epoch(),
+            hold_back_until: 0,
         };
         own.round()?;
         let control = Arc::new(Control::default());
@@ -253,6 +291,8 @@ impl RedisFrontier {
         );
         Ok(RedisFrontier {
             view: ShardView::new(settings.shards),
+            epochs: rollback::Epochs::new(settings.shards),
+            reack: false,
             ledger: Records::new(),
             session: CommitSession::new(random_id()),
             crawl: Crawl {
@@ -290,6 +330,16 @@ impl RedisFrontier {
     /// This process's JSONL position as of its last commit that had one (None before the first).
     pub fn checkpoint(&mut self) -> Result<Option<JsonlCheckpoint>, FrontierError> {
         records::read_checkpoint(&mut self.conn, &self.crawl)
+    }
+
+    /// Compares the shards' epochs just read with the highest seen: a shard that went back lost commits.
+    fn check_epochs(&mut self) {
+        for (s, &e) in self.view.epochs().iter().enumerate() {
+            if let Some(r) = self.epochs.read(s as u32, e) {
+                rollback::repair(&r, &self.gate, &self.crawl.pid);
+                self.reack = true;
+            }
+        }
     }
 
     fn check_fatal(&self) -> Result<(), FrontierError> {
@@ -353,6 +403,19 @@ impl RedisFrontier {
     fn poll(&mut self) -> Result<ShardChanges, FrontierError> {
         self.check_fatal()?;
         let read = self.view.gather(&mut self.conn, &self.crawl, &self.gate)?;
+        self.check_epochs();
+        if self.reack {
+            // Records this process wrote and acknowledged before the failover are pending again on the new
+            // master: acknowledged again, or the crawl would wait for them for ever.
+            let pending = records::read_pel(&mut self.conn, &self.crawl)?;
+            let again = self.ledger.forgotten(pending);
+            let n = again.len();
+            for r in self.conn.run(&records::ack_calls(&self.crawl, again))? {
+                r.map_err(|e| self.conn.error(&e))?;
+            }
+            self.reack = false;
+            tracing::info!(process = %self.crawl.pid, records = n, "acknowledgements lost in a failover made again");
+        }
         let every = Duration::from_millis(self.crawl.settings.lease_ms / 2);
         if self.ledger.claim_due(Instant::now(), every) {
             // Handed to the caller with the next commit, numbered after that commit's own records.
@@ -457,6 +520,7 @@ impl FrontierStore for RedisFrontier {
     fn recover(&mut self) -> Result<Resume, FrontierError> {
         self.check_fatal()?;
         self.view.refresh(&mut self.conn, &self.crawl, &self.gate)?;
+        self.check_epochs();
         let mut rec = Resume::default();
         let owned = self.gate.owned();
         let mut records = HostInfo {
@@ -496,14 +560,21 @@ impl FrontierStore for RedisFrontier {
 
     fn commit(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         self.check_fatal()?;
-        self.session.commit(
+        let (out, applied) = self.session.commit(
             &mut self.conn,
             &self.crawl,
             &self.gate,
             &mut self.ledger,
             &mut self.view,
             batch,
-        )
+        )?;
+        for a in applied {
+            if let Some(r) = self.epochs.committed(a.shard, a.epoch, a.pages) {
+                rollback::repair(&r, &self.gate, &self.crawl.pid);
+                self.reack = true;
+            }
+        }
+        Ok(out)
     }
 
     fn next_urls(
@@ -540,7 +611,14 @@ impl FrontierStore for RedisFrontier {
         let retry = self.conn.set_retry(false);
         let r = self.poll();
         self.conn.set_retry(retry);
-        r
+        // A process with nothing to commit learns of the end of the outage here, at the same moment as its peers.
+        match r {
+            Err(FrontierError::Redis { .. }) => match self.conn.past_max_outage() {
+                Some(lasted) => Err(self.conn.unreachable(lasted)),
+                None => r,
+            },
+            r => r,
+        }
     }
 
     fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 pub(super) type ShardHosts = Vec<(u32, Vec<HostInfo>)>;
 
 /// A shard's stats as its script answers them: known, pending, done, pages fetched, unacknowledged records, hosts
-/// version.
-type ShardStats = [u64; 6];
+/// version, epoch.
+type ShardStats = [u64; 7];
 
 /// The shards and counters as the caller knows them.
 pub(super) struct ShardView {
@@ -31,6 +31,8 @@ pub(super) struct ShardView {
     unacked: u64,
     /// Pending URLs of the shards held, as of the last counters read.
     pending_held: u64,
+    /// Every shard's epoch as of the last read.
+    epochs: Vec<u64>,
 }
 
 /// What a poll read, told to the caller by [`ShardView::tell`] once every read went through.
@@ -49,11 +51,17 @@ impl ShardView {
             counters: Counters::default(),
             unacked: 0,
             pending_held: 0,
+            epochs: vec![0; shards as usize],
         }
     }
 
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// Every shard's epoch as of the last read.
+    pub fn epochs(&self) -> &[u64] {
+        &self.epochs
     }
 
     /// The caller forgot its shards: the next poll tells every held shard as gained.
@@ -109,7 +117,8 @@ impl ShardView {
         let mut c = Counters::default();
         let mut unacked = 0;
         let mut pending_held = 0;
-        for (s, &[known, pending, done, pages, un, version]) in rows.iter().enumerate() {
+        for (s, &[known, pending, done, pages, un, version, epoch]) in rows.iter().enumerate() {
+            self.epochs[s] = epoch;
             c.known += known;
             c.pending += pending;
             if held(s as u32) {
@@ -326,7 +335,7 @@ mod tests {
     }
 
     fn stats(version: u64) -> ShardStats {
-        [0, 0, 0, 0, 0, version]
+        [0, 0, 0, 0, 0, version, 0]
     }
 
     #[test]
@@ -386,9 +395,9 @@ mod tests {
         let mut v = ShardView::new(3);
         v.count(
             &[
-                [10, 4, 6, 5, 1, 0],
-                [20, 7, 13, 9, 2, 0],
-                [1, 1, 0, 0, 0, 0],
+                [10, 4, 6, 5, 1, 0, 3],
+                [20, 7, 13, 9, 2, 0, 4],
+                [1, 1, 0, 0, 0, 0, 0],
             ],
             |s| s != 1,
         );
@@ -399,6 +408,7 @@ mod tests {
         );
         assert_eq!(v.unacked, 3);
         assert_eq!(v.pending_held, 5);
+        assert_eq!(v.epochs(), [3, 4, 0]);
     }
 
     #[test]
@@ -411,7 +421,7 @@ mod tests {
         assert_eq!((c.known, c.pending, c.done, c.pages_fetched), (2, 1, 1, 1));
         v.finished(5, 0);
         assert_eq!(v.counters().pending, 0, "never below zero");
-        v.count(&[[7, 3, 4, 2, 0, 0]], |_| false);
+        v.count(&[[7, 3, 4, 2, 0, 0, 0]], |_| false);
         assert_eq!(
             v.counters().known,
             7,

@@ -114,6 +114,22 @@ impl Records {
         extra
     }
 
+    /// Of this process's pending records in the streams, those the ledger no longer holds: records it wrote and
+    /// acknowledged, whose acknowledgement a failover lost. They are acknowledged again.
+    pub fn forgotten(&self, pending: Vec<PendingRecord>) -> Vec<(u32, String)> {
+        let held: std::collections::HashSet<&str> = self
+            .outstanding
+            .values()
+            .map(|(_, id)| id.as_str())
+            .chain(self.claimed.iter().map(|(_, id, _)| id.as_str()))
+            .collect();
+        pending
+            .into_iter()
+            .filter(|p| !held.contains(p.id.as_str()))
+            .map(|p| (p.shard, p.id))
+            .collect()
+    }
+
     /// Whether a take-over is due at `now` (at most once per `every`); if so, it counts as done.
     pub fn claim_due(&mut self, now: Instant, every: Duration) -> bool {
         if self

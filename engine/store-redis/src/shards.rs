@@ -213,6 +213,9 @@ pub(crate) struct Ownership {
     pub pid: String,
     pub lease_ms: u64,
     pub gate: Arc<LeaseTable>,
+    /// The master switches seen when the last round ran, and until when (lease clock) no new lease is taken.
+    pub switches_seen: u64,
+    pub hold_back_until: u64,
 }
 
 impl Ownership {
@@ -229,9 +232,29 @@ impl Ownership {
             .arg(&self.pid)
     }
 
-    /// One round: heartbeat, then renew / acquire / release as the live members decide.
+    /// After a master switch no new lease is taken for one lease length: a lease granted by the old master (or
+    /// renewed there) whose write the new master never got may still be in use by its holder until its local
+    /// deadline, which falls within one lease length of the switch. Returns true while holding back.
+    fn holding_back(&mut self, now: u64) -> bool {
+        let seen = self.conn.switches().epoch();
+        if seen != self.switches_seen {
+            self.switches_seen = seen;
+            self.hold_back_until = now + self.lease_ms;
+            tracing::info!(
+                process = %self.pid,
+                hold_back_ms = self.lease_ms,
+                "new shard leases held back after a master switch"
+            );
+        }
+        now < self.hold_back_until
+    }
+
+    /// One round: heartbeat, then renew / acquire / release as the live members decide. With replicas asked for,
+    /// a renewal or a new lease counts only once they hold it (a failover cannot hand out a lease in use).
     pub fn round(&mut self) -> Result<(), FrontierError> {
+        self.conn.follow_master();
         let sent = clock::now_ms();
+        let holding_back = self.holding_back(sent);
         let live = self.conn.call(
             &Call::new(&SCRIPTS.heartbeat, self.keys.members())
                 .arg(&self.pid)
@@ -265,7 +288,7 @@ impl Ownership {
                         asks.push(Ask::Renew(s, token));
                     }
                 }
-                None if mine => {
+                None if mine && !holding_back => {
                     calls.push(self.shard_call(&SCRIPTS.acquire, s).arg(self.lease_ms));
                     asks.push(Ask::Acquire(s));
                 }
@@ -273,6 +296,15 @@ impl Ownership {
             }
         }
         let replies = self.conn.run(&calls)?;
+        // Not on enough replicas: the renewals do not extend the local deadlines and new leases are not used (they
+        // are asked for again at the next round; the same process may take its own lease again).
+        let replicated = match self.conn.replicated() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(process = %self.pid, error = %e, "lease round not replicated");
+                false
+            }
+        };
         let deadline = self.deadline(sent);
         let (mut gained, mut lost, mut released) = (0u32, 0u32, 0u32);
         for (ask, r) in asks.into_iter().zip(replies) {
@@ -287,6 +319,8 @@ impl Ownership {
                 }
             };
             match ask {
+                Ask::Renew(_, _) if !replicated => {}
+                Ask::Acquire(_) if !replicated => {}
                 Ask::Renew(s, token) => {
                     if reply::int(&v, "renew")? == 1 {
                         self.gate.slots[s as usize]

@@ -18,6 +18,8 @@
 //! - `reload` (200-209): SIGHUP applies politeness and the user agent live, rejects invalid files and restart-only
 //!   keys, coalesces bursts; `reload_parts` (205-209): only what changed is reapplied (the DNS cache survives a log
 //!   level change, not a resolver change), the success line at warn, no exporter transport lines at debug/trace.
+//! - `failover` (30-47): a Redis master with replicas and sentinels, killed or stopped mid-crawl: the processes
+//!   follow the sentinels, nothing is lost, no host is fetched by two processes at once; rollbacks are detected.
 //! - `distributed` (210-229): three processes on one crawl through a Redis the test starts: exactly once after the
 //!   merge, kill -9, SIGSTOP past the lease (fencing), Redis restarted from its AOF or empty, politeness across
 //!   processes.
@@ -60,6 +62,7 @@ mod crash_wide;
 mod crawl;
 mod distributed;
 mod extract;
+mod failover;
 mod faults;
 mod netguard;
 mod observe;

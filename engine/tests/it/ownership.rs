@@ -483,6 +483,7 @@ async fn check_connects_to_redis_as_the_run_would_and_names_servers_it_cannot_re
     let srv = RedisServer::with(Options {
         password: Some("live-pw-6650".into()),
         aof: false,
+        ..Options::default()
     });
     let overrides = |url: &str| {
         format!(

@@ -584,6 +584,7 @@ async fn the_redis_password_never_leaves_the_process() {
     let mut redis = RedisServer::with(Options {
         password: Some(redis_pass.clone()),
         aof: true,
+        ..Options::default()
     });
     assert!(redis.url().contains(&redis_pass));
 

@@ -6,11 +6,13 @@
 //!   the missing tool fails it.
 //! - [`redis`]: `redis-server`s (and clusters) a test starts, on a unix socket or on ports the system handed out,
 //!   killed on drop.
+//! - [`sentinel`]: a master with replicas and the Redis Sentinels watching them, for failover tests.
 //! - [`ToolError`]: why a tool failed a test's request.
 //! - [`warcio`]: warcio, the Python WARC library, as the independent reader of the archives the crawler writes.
 
 mod error;
 pub mod redis;
+pub mod sentinel;
 pub mod tool;
 pub mod warcio;
 

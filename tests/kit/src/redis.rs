@@ -38,6 +38,8 @@ pub struct Options {
     pub password: Option<String>,
     /// Keep an append-only file (fsync always), so a restart keeps the data.
     pub aof: bool,
+    /// Start as a replica of the server on this loopback port (`--replicaof`).
+    pub replica_of: Option<u16>,
 }
 
 /// Where a server listens.
@@ -47,6 +49,8 @@ enum Listen {
     Unix,
     /// A cluster node on a loopback TCP port (its cluster bus on that port + 10000).
     Cluster { port: u16 },
+    /// A plain server on a loopback TCP port (a master or replica that sentinels watch).
+    Tcp { port: u16 },
 }
 
 /// One `redis-server` process.
@@ -105,6 +109,33 @@ impl RedisServer {
         }))
     }
 
+    /// A server on a loopback TCP port the system handed out (tried again on another when one was taken
+    /// meanwhile), with these options (a replica names its master's port in `replica_of`).
+    pub fn on_tcp(opts: Options) -> RedisServer {
+        let mut last = None;
+        for _ in 0..PORT_TRIES {
+            let port = match free_port() {
+                Ok(p) => p,
+                Err(e) => panic!("{e}"),
+            };
+            match RedisServer::spawn_new(opts.clone(), Listen::Tcp { port }) {
+                Ok(s) => return s,
+                Err(e) => last = Some(e),
+            }
+        }
+        panic!("start {SERVER} on a free port: {last:?}")
+    }
+
+    /// Stops the server (SIGSTOP) or lets it go on (SIGCONT): a server that hangs without dying.
+    pub fn signal(&self, sig: &str) {
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill")
+                .arg(format!("-{sig}"))
+                .arg(c.id().to_string())
+                .status();
+        }
+    }
+
     /// The socket path (unix-socket servers).
     pub fn socket(&self) -> PathBuf {
         self.dir.path().join("redis.sock")
@@ -118,7 +149,7 @@ impl RedisServer {
     /// The URL the crawler is given (with the password when there is one).
     pub fn url(&self) -> String {
         match self.listen {
-            Listen::Cluster { port, .. } => {
+            Listen::Cluster { port, .. } | Listen::Tcp { port } => {
                 let auth = self
                     .opts
                     .password
@@ -142,7 +173,7 @@ impl RedisServer {
     /// The TCP port (cluster nodes).
     pub fn port(&self) -> Option<u16> {
         match self.listen {
-            Listen::Cluster { port, .. } => Some(port),
+            Listen::Cluster { port, .. } | Listen::Tcp { port } => Some(port),
             Listen::Unix => None,
         }
     }
@@ -166,6 +197,12 @@ impl RedisServer {
                     .args(["--cluster-config-file", "nodes.conf"])
                     .args(["--cluster-node-timeout", "5000"]);
             }
+            Listen::Tcp { port } => {
+                cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+            }
+        }
+        if let Some(master) = self.opts.replica_of {
+            cmd.args(["--replicaof", "127.0.0.1", &master.to_string()]);
         }
         if let Some(p) = &self.opts.password {
             cmd.args(["--requirepass", p]);
@@ -216,7 +253,7 @@ impl RedisServer {
                 s.write_all(b"PING\r\n")?;
                 s.read(&mut reply)
             }),
-            Listen::Cluster { port, .. } => {
+            Listen::Cluster { port, .. } | Listen::Tcp { port } => {
                 let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
                 TcpStream::connect_timeout(&addr, Duration::from_millis(500)).and_then(|mut s| {
                     s.set_read_timeout(timeout)?;
@@ -235,7 +272,9 @@ impl RedisServer {
     pub fn cli(&self, args: &[&str]) -> Result<String, ToolError> {
         let mut cmd = Command::new(CLI);
         match self.listen {
-            Listen::Cluster { port, .. } => cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()]),
+            Listen::Cluster { port, .. } | Listen::Tcp { port } => {
+                cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            }
             Listen::Unix => cmd.arg("-s").arg(self.socket()),
         };
         if let Some(p) = &self.opts.password {
@@ -305,6 +344,15 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A loopback TCP port the system handed out (bound on 127.0.0.1:0, then released for the server).
+pub(crate) fn free_port() -> Result<u16, ToolError> {
+    let l =
+        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(ToolError::io("bind 127.0.0.1:0"))?;
+    Ok(l.local_addr()
+        .map_err(ToolError::io("bind 127.0.0.1:0"))?
+        .port())
 }
 
 /// A loopback TCP port the system handed out whose cluster bus port (+ 10000) is free too: both are bound (the
@@ -396,6 +444,7 @@ mod tests {
         let mut s = RedisServer::with(Options {
             aof: true,
             password: Some("pw-test".into()),
+            ..Options::default()
         });
         assert_eq!(s.cli(&["SET", "k", "v"]).unwrap().trim(), "OK");
         s.restart();

@@ -3,6 +3,7 @@
 //! order of `Config::keys()`.
 
 use super::credentials::{self, Credential};
+use super::proxy::Secret;
 use super::reader::{Section, Walker};
 use super::redis::{self, FrontierBackend, RedisConfig, RedisUrl};
 use super::validate;
@@ -205,12 +206,14 @@ fn frontier(s: &mut Section<'_, '_, '_, '_>) -> FrontierConfig {
     };
     if c.backend == FrontierBackend::Redis
         && c.redis.urls.is_empty()
+        && c.redis.sentinels.is_empty()
         && !s.rejected("redis")
         && !s.rejected("backend")
     {
         s.invalid(
             "backend",
-            "`backend = \"redis\"` needs `[frontier.redis]` with at least one URL in `urls`",
+            "`backend = \"redis\"` needs `[frontier.redis]` with at least one URL in `urls` (or `sentinels` \
+             with `master`)",
         );
     }
     c
@@ -219,6 +222,8 @@ fn frontier(s: &mut Section<'_, '_, '_, '_>) -> FrontierConfig {
 /// `[frontier.redis]`.
 fn redis_section(s: &mut Section<'_, '_, '_, '_>) -> Option<RedisConfig> {
     let d = RedisConfig::default();
+    let ack_given = s.has("replicas_ack");
+    let ack = s.u32("replicas_ack", 0, 0);
     let c = RedisConfig {
         urls: s.list("urls", redis::redis_url),
         cluster: s.bool("cluster", d.cluster),
@@ -227,7 +232,14 @@ fn redis_section(s: &mut Section<'_, '_, '_, '_>) -> Option<RedisConfig> {
         lease: s.millis("lease_ms", d.lease, 200),
         max_outage: s.millis("max_outage_ms", d.max_outage, 0),
         recrawl_after: std::time::Duration::from_secs(s.u64("recrawl_after_s", 0, 0)),
+        sentinels: s.list("sentinels", redis::sentinel_url),
+        master: s.string("master", None, |v| redis::master_name(v).map(Some)),
+        sentinel_password: s.string("sentinel_password", None, |v| Ok(Some(Secret::new(v)))),
+        password: s.string("password", None, |v| Ok(Some(Secret::new(v)))),
+        replicas_ack: ack_given.then_some(ack),
+        replicas_ack_timeout: s.millis("replicas_ack_timeout_ms", d.replicas_ack_timeout, 1),
     };
+    sentinel_topology(s, &c);
     if c.shards > 16_384 {
         s.invalid("shards", "at most 16384 shards");
     }
@@ -238,6 +250,37 @@ fn redis_section(s: &mut Section<'_, '_, '_, '_>) -> Option<RedisConfig> {
         );
     }
     Some(c)
+}
+
+/// `sentinels` and `urls` exclude each other; `master` goes with `sentinels`, and so do their passwords.
+fn sentinel_topology(s: &mut Section<'_, '_, '_, '_>, c: &RedisConfig) {
+    let sentinels = s.has("sentinels");
+    if sentinels && (!c.urls.is_empty() || s.rejected("urls")) {
+        s.invalid(
+            "sentinels",
+            "give either `urls` (the server or cluster) or `sentinels` (which name the master), not both",
+        );
+    }
+    if sentinels && c.cluster {
+        s.invalid(
+            "sentinels",
+            "`cluster = true` finds its masters itself: `sentinels` are for one master with replicas",
+        );
+    }
+    if sentinels && c.master.is_none() && !s.rejected("master") {
+        s.invalid(
+            "master",
+            "needed with `sentinels`: the name the sentinels monitor the master under",
+        );
+    }
+    for key in ["master", "sentinel_password", "password"] {
+        if !sentinels && s.has(key) {
+            s.invalid(key, "only with `sentinels`");
+        }
+    }
+    if s.has("sentinels") && c.sentinels.is_empty() && !s.rejected("sentinels") {
+        s.invalid("sentinels", "at least one sentinel URL");
+    }
 }
 
 fn output(s: &mut Section<'_, '_, '_, '_>) -> OutputConfig {

@@ -404,6 +404,79 @@ fn the_redis_backend_is_checked_and_its_password_never_shown() {
 }
 
 #[test]
+fn sentinels_replace_urls_and_keep_their_password_out_of_sight() {
+    let c = ok("[frontier]\nbackend = \"redis\"\n[frontier.redis]\n\
+         sentinels = [\"redis://10.0.0.7:26379\", \"redis://10.0.0.8:26379\"]\nmaster = \"crawl\"\n\
+         sentinel_password = \"s3nt-secret\"\npassword = \"m4ster-secret\"\n");
+    let r = &c.frontier.redis;
+    assert_eq!(r.sentinels.len(), 2);
+    assert_eq!(r.master.as_deref(), Some("crawl"));
+    assert_eq!(r.replicas_ack(), 1, "replicas by default with sentinels");
+    assert_eq!(r.replicas_ack_timeout.as_millis(), 2000);
+    assert_eq!(
+        r.sentinel_password.as_ref().map(|p| p.expose()),
+        Some("s3nt-secret")
+    );
+    let shown = format!("{r:?}");
+    assert!(
+        !shown.contains("s3nt-secret") && !shown.contains("m4ster-secret"),
+        "{shown}"
+    );
+    let c = ok("[frontier.redis]\nurls = [\"redis://h:1/0\"]\n");
+    assert_eq!(c.frontier.redis.replicas_ack(), 0, "no replicas known");
+    let c = ok(
+        "[frontier.redis]\nurls = [\"redis://h:1/0\"]\nreplicas_ack = 2\nreplicas_ack_timeout_ms = 300\n",
+    );
+    assert_eq!(c.frontier.redis.replicas_ack(), 2);
+    assert_eq!(c.frontier.redis.replicas_ack_timeout.as_millis(), 300);
+    let c =
+        ok("[frontier.redis]\nsentinels = [\"redis://s:1\"]\nmaster = \"m\"\nreplicas_ack = 0\n");
+    assert_eq!(c.frontier.redis.replicas_ack(), 0, "the value given wins");
+
+    let (l, _, m, k) = only_error(
+        "[frontier.redis]\nurls = [\"redis://h:1/0\"]\nsentinels = [\"redis://s:1\"]\nmaster = \"m\"\n",
+    );
+    assert_eq!((l, k), (3, ErrorKind::InvalidValue));
+    assert!(m.contains("not both"), "{m}");
+    let (l, _, m, _) = only_error("[frontier.redis]\nsentinels = [\"redis://s:1\"]\n");
+    assert_eq!(l, 1, "at the section: {m}");
+    assert!(
+        m.contains("`frontier.redis.master`") && m.contains("needed"),
+        "{m}"
+    );
+    let (l, _, m, _) = only_error("[frontier.redis]\nurls = [\"redis://h:1/0\"]\nmaster = \"m\"\n");
+    assert_eq!(l, 3);
+    assert!(m.contains("only with `sentinels`"), "{m}");
+    let (_, _, m, _) = only_error(
+        "[frontier.redis]\nurls = [\"redis://h:1/0\"]\nsentinel_password = \"hidden-pw\"\n",
+    );
+    assert!(
+        m.contains("only with `sentinels`") && !m.contains("hidden-pw"),
+        "{m}"
+    );
+    let (l, _, m, _) = only_error(
+        "[frontier.redis]\nsentinels = [\"redis://s:1\", \"http://:hidden-pw@s:2\"]\nmaster = \"m\"\n",
+    );
+    assert_eq!(l, 2);
+    assert!(m.contains("scheme") && !m.contains("hidden-pw"), "{m}");
+    let (_, _, m, _) =
+        only_error("[frontier.redis]\nsentinels = [\"redis+unix:///s.sock\"]\nmaster = \"m\"\n");
+    assert!(m.contains("over TCP"), "{m}");
+    let (_, _, m, _) =
+        only_error("[frontier.redis]\nsentinels = [\"redis://s:1\"]\nmaster = \"a b\"\n");
+    assert!(m.contains("invalid master name"), "{m}");
+    let (_, _, m, _) = only_error(
+        "[frontier.redis]\nsentinels = [\"redis://s:1\"]\nmaster = \"m\"\ncluster = true\n",
+    );
+    assert!(m.contains("`cluster = true`"), "{m}");
+    let (_, _, m, _) = only_error("[frontier.redis]\nsentinels = []\nmaster = \"m\"\n");
+    assert!(m.contains("at least one sentinel"), "{m}");
+    let (_, _, m, _) =
+        only_error("[frontier]\nbackend = \"redis\"\n[frontier.redis]\ncrawl = \"x\"\n");
+    assert!(m.contains("`sentinels`"), "neither is named: {m}");
+}
+
+#[test]
 fn the_loader_keeps_the_reason_next_to_the_position() {
     let text = "[crawl]\nseeds = [\"https://a.example/\", \"ftp://u:hunter2@b.example/\"]\n\
                 max_depth = -1\n[security]\nallow_cidrs = [\"10.1.2.3/16\"]\n\

@@ -76,6 +76,26 @@ pub struct RedisConfig {
     pub max_outage: Duration,
     /// A URL found again at least this long after it was queued (up to twice that) is crawled again; zero: never.
     pub recrawl_after: Duration,
+    /// Redis Sentinel nodes that name the current master (an alternative to `urls`).
+    pub sentinels: Vec<RedisUrl>,
+    /// The master's name as the sentinels monitor it (with `sentinels`).
+    pub master: Option<String>,
+    /// The sentinels' password (`requirepass` of the sentinels), when their URLs carry none.
+    pub sentinel_password: Option<Secret>,
+    /// The master's (and replicas') password when reached through the sentinels.
+    pub password: Option<Secret>,
+    /// How many replicas must hold a commit or a lease before it counts; None: 1 with sentinels, else 0.
+    pub replicas_ack: Option<u32>,
+    /// How long a commit or a lease round waits for those replicas.
+    pub replicas_ack_timeout: Duration,
+}
+
+impl RedisConfig {
+    /// `replicas_ack` as it applies: the value given, else 1 when the topology has replicas (sentinels), else 0.
+    pub fn replicas_ack(&self) -> u32 {
+        self.replicas_ack
+            .unwrap_or(if self.sentinels.is_empty() { 0 } else { 1 })
+    }
 }
 
 impl Default for RedisConfig {
@@ -88,8 +108,34 @@ impl Default for RedisConfig {
             lease: Duration::from_millis(15_000),
             max_outage: Duration::from_millis(600_000),
             recrawl_after: Duration::ZERO,
+            sentinels: Vec::new(),
+            master: None,
+            sentinel_password: None,
+            password: None,
+            replicas_ack: None,
+            replicas_ack_timeout: Duration::from_millis(DEFAULT_REPLICAS_ACK_TIMEOUT_MS),
         }
     }
+}
+
+/// How long a commit waits for its replicas by default (ms).
+pub const DEFAULT_REPLICAS_ACK_TIMEOUT_MS: u64 = 2_000;
+
+/// A sentinel URL: `redis://[:password@]host:port` or `rediss://…` (a sentinel is reached over TCP).
+pub(super) fn sentinel_url(s: &str) -> Result<RedisUrl, ValueError> {
+    let u = redis_url(s)?;
+    if u.is_unix() {
+        return Err(ValueError::SentinelUnix { shown: u.shown });
+    }
+    Ok(u)
+}
+
+/// A master name as the sentinels know it: printable, no spaces.
+pub(super) fn master_name(s: &str) -> Result<String, ValueError> {
+    if s.is_empty() || s.len() > 128 || !s.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ValueError::MasterName { text: s.to_owned() });
+    }
+    Ok(s.to_owned())
 }
 
 /// `backend`: `embedded` or `redis`.

@@ -164,6 +164,12 @@ pub enum ValueError {
     /// A crawl name with a character other than letters, digits, `-`, `_` and `.`.
     #[error("invalid crawl name `{text}`: use letters, digits, `-`, `_` and `.`")]
     CrawlNameCharacter { text: String },
+    /// A sentinel master name that is empty, too long, or holds spaces or control characters.
+    #[error("invalid master name `{text}`: 1 to 128 printable characters without spaces")]
+    MasterName { text: String },
+    /// A sentinel URL on a unix socket (sentinels answer over TCP with the master's address).
+    #[error("`{shown}`: a sentinel is reached over TCP (redis:// or rediss://), not a unix socket")]
+    SentinelUnix { shown: String },
     /// A chain named `direct`.
     #[error("`direct` is reserved (it means no proxy)")]
     ReservedChainName,

@@ -287,6 +287,24 @@ pub enum FrontierError {
     /// A Redis request failed; `target` is the redacted URL(s), `detail` has every password scrubbed.
     #[error("redis {target}: {detail}")]
     Redis { target: String, detail: String },
+    /// Fewer replicas than asked for acknowledged a write within the time given.
+    #[error("redis {target}: {acked} of {wanted} replicas acknowledged within {within_ms} ms")]
+    Replicas {
+        target: String,
+        acked: u32,
+        wanted: u32,
+        within_ms: u64,
+    },
+    /// Redis could not be reached (and no failover brought a master back) for `max_outage_ms`: every request of
+    /// the process, commit or poll, ends with this one error, so every process of the crawl stops alike.
+    #[error(
+        "redis {target} unreachable for {for_ms} ms (max_outage_ms = {max_ms}): the crawl stops"
+    )]
+    Unreachable {
+        target: String,
+        for_ms: u64,
+        max_ms: u64,
+    },
     /// The crawl's data in Redis is gone (flushed, evicted, or a server restarted without persistence).
     #[error("redis lost the crawl's data: {0}")]
     Lost(String),

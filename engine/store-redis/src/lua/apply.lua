@@ -5,7 +5,9 @@
 -- update of a finished URL does not bring it back. Each record is appended to the shard's stream and, in the same
 -- script, read into this process's pending entries. ARGV[8]: the commit's nonce (unique per process run and
 -- commit): a call run again after its reply was lost (a client retry) applies nothing twice and returns the first
--- run's reply. Returns {1, done, pages, stream ids...} or {0} when fenced.
+-- run's reply. Every commit that applies raises the shard's epoch, which every process remembers: a shard whose
+-- epoch went back lost commits (a failover to a replica that did not have them). Returns {1, done, pages, epoch,
+-- stream ids...} or {0} when fenced.
 local last = redis.call('HMGET', meta, 'an:' .. ARGV[3], 'ar:' .. ARGV[3])
 if last[1] == ARGV[8] and last[2] then
   local again = {1}
@@ -49,7 +51,7 @@ if done > 0 then
     redis.call('HINCRBY', meta, 'pages', pages)
   end
 end
-local out = {1, done, pages}
+local out = {1, done, pages, redis.call('HINCRBY', meta, 'epoch', 1)}
 if nr > 0 then
   local stream = pfx .. 'rec'
   for _ = 1, nr do

@@ -21,6 +21,7 @@ fn a_probe_reads_the_crawl_and_changes_nothing() {
     let srv = RedisServer::with(Options {
         password: Some("probe-pw-5521".into()),
         aof: false,
+        ..Options::default()
     });
     let s = settings(srv.url(), "news", 8);
     assert_eq!(probe(&s, WITHIN).unwrap(), CrawlThere::Absent);

@@ -49,6 +49,7 @@ fn a_commit_that_meets_an_outage_is_spooled_and_replayed_at_the_next_start() {
     let mut srv = RedisServer::with(Options {
         password: None,
         aof: true,
+        ..Options::default()
     });
     let spool = tempfile::tempdir().unwrap();
     let s = RedisSettings {
@@ -101,6 +102,7 @@ fn a_shard_lost_while_the_poll_fails_is_reported_by_the_next_poll() {
     let mut srv = RedisServer::with(Options {
         password: None,
         aof: true,
+        ..Options::default()
     });
     let mut a = RedisFrontier::open(short(&srv.url(), "news", 4, 60_000), "a").unwrap();
     a.recover().unwrap();
@@ -147,4 +149,72 @@ fn a_half_written_spool_file_is_removed_and_whole_commits_stay() {
     spool.remove_partial().unwrap();
     assert_eq!(spool.pending().unwrap(), vec![whole]);
     assert!(!half.exists());
+}
+
+/// An outage that no failover ends: a process that holds no shard and commits nothing hears of it from its shard
+/// polls, and a process that commits from its commit, both with the one error, once `max_outage_ms` has passed
+/// since the first request of the process failed (not twice that, and not never).
+#[test]
+fn past_max_outage_polls_and_commits_end_with_the_same_error() {
+    if !require_server() {
+        return;
+    }
+    let mut srv = RedisServer::start();
+    let max = 1_500;
+    let mut s = short(&srv.url(), "gone", 4, 1000);
+    s.max_outage_ms = max;
+    let mut busy = RedisFrontier::open(s.clone(), "busy").unwrap();
+    busy.recover().unwrap();
+    let mut idle = RedisFrontier::open(s, "idle").unwrap();
+    idle.recover().unwrap();
+    idle.poll_shards().unwrap();
+    let t0 = std::time::Instant::now();
+    srv.kill();
+    // The idle process only polls: failures until the limit, then the end.
+    let err = loop {
+        match idle.poll_shards() {
+            Err(e @ FrontierError::Unreachable { .. }) => break e,
+            Err(FrontierError::Redis { .. }) => {
+                assert!(
+                    t0.elapsed() < Duration::from_millis(3 * max),
+                    "never gave up"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(max) && took < Duration::from_millis(max + 1_000),
+        "gave up after {took:?}"
+    );
+    // The busy process's commit waits out the rest of the outage and ends with the same error.
+    let commit = busy
+        .commit(Batch {
+            discovered: vec![disc("http://h/9", "h", 0)],
+            ..Batch::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(commit, FrontierError::Unreachable { .. }),
+        "{commit:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_millis(max + 2_500),
+        "{:?}",
+        t0.elapsed()
+    );
+    let text = |e: &FrontierError| {
+        e.to_string()
+            .split(" unreachable for ")
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(text(&err)[0], text(&commit)[0], "the same target");
+    assert!(
+        err.to_string()
+            .ends_with("(max_outage_ms = 1500): the crawl stops"),
+        "{err}"
+    );
 }
