@@ -437,7 +437,9 @@ impl Crawl {
     fn hold_urgent(&mut self, host: HostId, entry: Entry, now: Instant) {
         let q = self.windows.hosts_mut();
         q.hold(host);
-        q.push_urgent(host, entry, now);
+        if let Some(job) = q.push_urgent(host, entry, now) {
+            self.robots.forget(&job);
+        }
         self.shards.block(host);
     }
 
@@ -836,7 +838,10 @@ impl Crawl {
                 self.windows.hosts_mut().push(host, entry, now);
             }
             JobKind::Robots | JobKind::Sitemap => {
-                self.windows.hosts_mut().push_urgent(host, entry, now)
+                // A host detached meanwhile (its shard went to another process) takes none: given up here.
+                if let Some(job) = self.windows.hosts_mut().push_urgent(host, entry, now) {
+                    self.robots.forget(&job);
+                }
             }
             _ => {}
         }
@@ -967,6 +972,7 @@ impl Crawl {
         for f in &landed.finished {
             self.windows.settle(f);
         }
+        self.shards.refused(&landed.refused, &mut self.windows, now);
         for added in landed.added {
             if self.shards.owns_host(added.entry.host) {
                 self.windows.offer(added, now);
@@ -1022,9 +1028,11 @@ impl Crawl {
         self.shards.gain(changes.gained, &mut self.windows, now);
         self.take_robots(changes.robots, now);
         let (leases, staging) = (&self.leases, &self.staging);
-        let dropped = self.shards.hand_off(&mut self.windows, |in_shard| {
-            leases.any_host(in_shard) || staging.touches(in_shard)
-        });
+        let dropped = self.shards.hand_off(
+            &mut self.windows,
+            |in_shard| leases.any_host(in_shard) || staging.touches(in_shard),
+            now,
+        );
         for job in dropped {
             self.robots.forget(&job);
         }

@@ -90,6 +90,8 @@ struct Host {
     blocked: bool,
     /// Nothing starts, urgent jobs included (its shard's lease ran out here; see [`HostQueues::hold`]).
     held: bool,
+    /// Its shard went to another process: nothing of it is queued or read here (see [`HostQueues::detach`]).
+    detached: bool,
     scheduled: Option<Instant>,
 }
 
@@ -151,10 +153,12 @@ impl HostQueues {
         self.host_with(host, Window::complete())
     }
 
-    /// Registers a host that has `pending` URLs in the store (on resume); they are read a window at a time.
+    /// Registers a host that has `pending` URLs in the store (on resume, or its shard taken over); they are read
+    /// a window at a time, from the start of its queue.
     pub fn resume_host(&mut self, host: &str, now: Instant) -> HostId {
         let id = self.host_with(host, Window::unloaded());
         if let Some(h) = self.hosts.get_mut(id as usize) {
+            h.detached = false;
             h.pages.rescan();
         }
         self.wake(id, now);
@@ -185,6 +189,7 @@ impl HostQueues {
             crawl_delay: None,
             blocked: false,
             held: false,
+            detached: false,
             scheduled: None,
         });
         self.index.insert(host.into(), id);
@@ -210,34 +215,47 @@ impl HostQueues {
         self.hosts.len()
     }
 
-    /// Queues a page on its host (a page that is not in the store, or that goes back after a lease).
+    /// Queues a page on its host (a page that is not in the store, or that goes back after a lease). A detached
+    /// host keeps nothing: the page is no longer out here, and the store keeps it for the host's shard's owner.
     pub fn push(&mut self, host: HostId, mut entry: Entry, now: Instant) {
         entry.queued_at = Some(now);
         if let Some(h) = self.hosts.get_mut(host as usize) {
+            if h.detached {
+                h.pages.settle(entry.id);
+                return;
+            }
             let d = h.pages.put_back(entry);
             self.queued = self.queued.saturating_add_signed(d);
             self.wake(host, now);
         }
     }
 
-    /// A page the store just added on this host: kept in the window when it belongs there.
+    /// A page the store just added on this host: kept in the window when it belongs there (never on a detached
+    /// host).
     pub fn offer(&mut self, host: HostId, mut entry: Entry, now: Instant) {
         entry.queued_at = Some(now);
         let cap = self.window_cap();
-        if let Some(h) = self.hosts.get_mut(host as usize) {
+        if let Some(h) = self.hosts.get_mut(host as usize)
+            && !h.detached
+        {
             let d = h.pages.offer(entry, cap);
             self.queued = self.queued.saturating_add_signed(d);
             self.wake(host, now);
         }
     }
 
-    /// The store answered a refill of a host's window.
+    /// The store answered a refill of a host's window. The answer of a refill sent before the host was detached
+    /// is dropped (the store keeps those URLs for the host's shard's owner).
     pub fn fill(&mut self, host: HostId, mut entries: Vec<Entry>, asked: Refill, now: Instant) {
         for e in &mut entries {
             e.queued_at = Some(now);
         }
         let cap = self.window_cap();
         if let Some(h) = self.hosts.get_mut(host as usize) {
+            if h.detached {
+                h.pages.refill_failed();
+                return;
+            }
             let d = h.pages.fill(entries, asked, cap);
             self.queued = self.queued.saturating_add_signed(d);
             h.scheduled = None;
@@ -277,9 +295,9 @@ impl HostQueues {
         }
     }
 
-    /// True while some host is waiting for a refill or may read more from the store.
+    /// True while some host is waiting for a refill or may read more from the store (detached hosts read nothing).
     pub fn store_has_more(&self) -> bool {
-        self.hosts.iter().any(|h| h.pages.has_more())
+        self.hosts.iter().any(|h| !h.detached && h.pages.has_more())
     }
 
     fn want_refill(&mut self, host: HostId) -> bool {
@@ -295,12 +313,19 @@ impl HostQueues {
     }
 
     /// Queues an urgent job (robots.txt, sitemap) that goes before the host's pages, even while it is blocked.
-    pub fn push_urgent(&mut self, host: HostId, mut entry: Entry, now: Instant) {
+    /// Returns the job when it is not queued: its host is detached (whoever crawls the host asks for its jobs) or
+    /// unknown.
+    #[must_use = "a job that is not queued is given up by the caller"]
+    pub fn push_urgent(&mut self, host: HostId, mut entry: Entry, now: Instant) -> Option<Entry> {
         entry.queued_at = Some(now);
-        if let Some(h) = self.hosts.get_mut(host as usize) {
-            h.urgent.push_back(entry);
-            self.queued += 1;
-            self.wake(host, now);
+        match self.hosts.get_mut(host as usize) {
+            Some(h) if !h.detached => {
+                h.urgent.push_back(entry);
+                self.queued += 1;
+                self.wake(host, now);
+                None
+            }
+            _ => Some(entry),
         }
     }
 
@@ -330,6 +355,11 @@ impl HostQueues {
 
     pub fn is_blocked(&self, host: HostId) -> bool {
         self.hosts.get(host as usize).is_some_and(|h| h.blocked)
+    }
+
+    /// True from [`detach`](Self::detach) to [`resume_host`](Self::resume_host).
+    pub fn is_detached(&self, host: HostId) -> bool {
+        self.hosts.get(host as usize).is_some_and(|h| h.detached)
     }
 
     /// Sets the robots.txt Crawl-delay of a host (honoured up to max_crawl_delay when enabled).
@@ -371,7 +401,7 @@ impl HostQueues {
     }
 
     fn has_work(h: &Host) -> bool {
-        if h.held {
+        if h.held || h.detached {
             return false;
         }
         !h.urgent.is_empty()
@@ -537,6 +567,9 @@ impl HostQueues {
     /// store keeps them; URLs out stay known as out), its urgent jobs are returned to the caller (whoever crawls
     /// the host next asks for its robots.txt itself) and the host is blocked until
     /// [`resume_host`](Self::resume_host) and [`unblock`](Self::unblock). Requests in flight finish normally.
+    /// Until it is resumed, nothing of the host is kept here (late refill answers, offers, pages or urgent jobs
+    /// going back) and its queue does not count as unread ([`store_has_more`](Self::store_has_more)): a process
+    /// that lost a host neither waits for it nor holds its work.
     pub fn detach(&mut self, host: HostId) -> Vec<Entry> {
         let Some(h) = self.hosts.get_mut(host as usize) else {
             return Vec::new();
@@ -545,6 +578,7 @@ impl HostQueues {
         let urgent: Vec<Entry> = h.urgent.drain(..).collect();
         self.queued = self.queued.saturating_sub(n + urgent.len());
         h.blocked = true;
+        h.detached = true;
         urgent
     }
 

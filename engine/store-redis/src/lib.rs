@@ -478,6 +478,12 @@ impl RedisFrontier {
         self.control.paused.store(true, Ordering::Release);
     }
 
+    /// Test hook: the lease thread renews again (the process woke up).
+    #[cfg(test)]
+    pub(crate) fn resume_leases(&self) {
+        self.control.paused.store(false, Ordering::Release);
+    }
+
     /// Test hook: drop without giving up leases or membership (as if the process died).
     #[cfg(test)]
     pub(crate) fn abandon(self) {
@@ -533,7 +539,9 @@ impl FrontierStore for RedisFrontier {
         let (hosts, robots) = poll::hosts_of(&mut self.conn, &self.crawl, &owned, true)?;
         rec.robots = robots;
         for (s, hosts) in hosts {
-            self.view.told(s);
+            // A lease gone since `owned` was read is told as token 0 (no lease has it): the next poll tells the
+            // shard lost, or lost and gained again.
+            self.view.told(s, self.gate.token(s).unwrap_or(0));
             for h in hosts {
                 if h.fp == RECORDS_HOST {
                     records.pending += h.pending;

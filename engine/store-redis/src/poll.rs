@@ -1,6 +1,6 @@
-//! The shard view: what the caller was told about the shards (which it holds, the hosts it knows of each) and the
-//! crawl's counters, and the polls that bring both up to date: counters, the hosts (and robots.txt rules) of the
-//! shards gained or that gained hosts, the shards lost.
+//! The shard view: what the caller was told about the shards (which it holds and under which lease, the hosts it
+//! knows of each) and the crawl's counters, and the polls that bring both up to date: counters, the hosts (and
+//! robots.txt rules) of the shards gained or that gained hosts, the shards lost.
 
 use super::conn::{Call, Conn, reply};
 use super::crawl::Crawl;
@@ -21,8 +21,8 @@ type ShardStats = [u64; 7];
 
 /// The shards and counters as the caller knows them.
 pub(super) struct ShardView {
-    /// Shards the caller was told it holds.
-    reported: Vec<bool>,
+    /// Per shard: the fencing token of the lease the caller was told it holds the shard with (None: not told).
+    told: Vec<Option<u64>>,
     /// Per shard: the hosts version read last, and the one the caller's hosts are as of.
     host_versions: Vec<u64>,
     hosts_known: Vec<u64>,
@@ -39,13 +39,15 @@ pub(super) struct ShardView {
 pub(super) struct Poll {
     changes: ShardChanges,
     gained: ShardHosts,
+    /// The lease each gained shard is held with (in the order of `gained`).
+    tokens: Vec<u64>,
     changed: ShardHosts,
 }
 
 impl ShardView {
     pub fn new(shards: u32) -> ShardView {
         ShardView {
-            reported: vec![false; shards as usize],
+            told: vec![None; shards as usize],
             host_versions: vec![0; shards as usize],
             hosts_known: vec![0; shards as usize],
             counters: Counters::default(),
@@ -66,12 +68,13 @@ impl ShardView {
 
     /// The caller forgot its shards: the next poll tells every held shard as gained.
     pub fn reread(&mut self) {
-        self.reported.iter_mut().for_each(|r| *r = false);
+        self.told.iter_mut().for_each(|t| *t = None);
     }
 
-    /// The caller was told shard `s` with its hosts as of the last read.
-    pub fn told(&mut self, s: u32) {
-        self.reported[s as usize] = true;
+    /// The caller was told it holds shard `s` with the lease of fencing token `token`, with its hosts as of the
+    /// last read.
+    pub fn told(&mut self, s: u32, token: u64) {
+        self.told[s as usize] = Some(token);
         self.hosts_known[s as usize] = self.host_versions[s as usize];
     }
 
@@ -134,17 +137,24 @@ impl ShardView {
         self.pending_held = pending_held;
     }
 
-    /// Shards held and not told (gained), and told and no longer held (lost).
-    fn news(&self, held: impl Fn(u32) -> bool) -> (Vec<u32>, Vec<u32>) {
+    /// Shards held and not told (gained, with the token of their lease), and told and no longer held (lost).
+    /// `held` gives the token of the lease a shard is held with. A shard held with another lease than the one told
+    /// was lost and taken again since (its lease ran out or was taken over, say while Redis was down, and this
+    /// process took it back before the poll): it is both, so that the caller drops what it held of the shard
+    /// (whatever it committed under the old lease was refused) and reads the shard again.
+    fn news(&self, held: impl Fn(u32) -> Option<u64>) -> (Vec<(u32, u64)>, Vec<u32>) {
         let mut gained = Vec::new();
         let mut lost = Vec::new();
-        for (s, &told) in self.reported.iter().enumerate() {
+        for (s, &told) in self.told.iter().enumerate() {
             let s = s as u32;
             let held = held(s);
-            if held && !told {
-                gained.push(s);
-            } else if told && !held {
+            if told.is_some() && held != told {
                 lost.push(s);
+            }
+            if let Some(token) = held
+                && held != told
+            {
+                gained.push((s, token));
             }
         }
         (gained, lost)
@@ -152,10 +162,10 @@ impl ShardView {
 
     /// Shards told and kept whose hosts changed since the caller read them.
     fn changed(&self, gained: &[u32], lost: &[u32]) -> Vec<u32> {
-        (0..self.reported.len() as u32)
+        (0..self.told.len() as u32)
             .filter(|&s| {
                 let i = s as usize;
-                self.reported[i]
+                self.told[i].is_some()
                     && !gained.contains(&s)
                     && !lost.contains(&s)
                     && self.host_versions[i] != self.hosts_known[i]
@@ -174,7 +184,8 @@ impl ShardView {
         gate: &LeaseTable,
     ) -> Result<Poll, FrontierError> {
         let mut ch = ShardChanges::default();
-        let (gained, lost) = self.news(|s| gate.token(s).is_some());
+        let (gained, lost) = self.news(|s| gate.token(s));
+        let (gained, tokens): (Vec<u32>, Vec<u64>) = gained.into_iter().unzip();
         ch.lost = lost;
         self.refresh(conn, crawl, gate)?;
         ch.counters = Some(self.counters);
@@ -192,6 +203,7 @@ impl ShardView {
         Ok(Poll {
             changes: ch,
             gained: gained_hosts,
+            tokens,
             changed: changed_hosts,
         })
     }
@@ -201,13 +213,14 @@ impl ShardView {
         let Poll {
             changes: mut ch,
             gained,
+            tokens,
             changed,
         } = poll;
         for &s in &ch.lost {
-            self.reported[s as usize] = false;
+            self.told[s as usize] = None;
         }
-        for (s, hosts) in gained {
-            self.told(s);
+        for ((s, hosts), token) in gained.into_iter().zip(tokens) {
+            self.told(s, token);
             ch.gained.push((s, hosts));
         }
         for (s, hosts) in changed {
@@ -311,9 +324,16 @@ mod tests {
         }
     }
 
-    /// A poll that read only the given news.
+    /// A poll that read only the given news, every shard of `held` held with the lease of token 1.
     fn read(view: &ShardView, held: &[u32], hosts: &[(u32, &str)]) -> Poll {
-        let (gained, lost) = view.news(|s| held.contains(&s));
+        let leases: Vec<(u32, u64)> = held.iter().map(|&s| (s, 1)).collect();
+        read_leases(view, &leases, hosts)
+    }
+
+    /// A poll that read only the given news, the shards held with the leases of the given tokens.
+    fn read_leases(view: &ShardView, held: &[(u32, u64)], hosts: &[(u32, &str)]) -> Poll {
+        let (gained, lost) = view.news(|s| held.iter().find(|(h, _)| *h == s).map(|(_, t)| *t));
+        let (gained, tokens): (Vec<u32>, Vec<u64>) = gained.into_iter().unzip();
         let changed = view.changed(&gained, &lost);
         let of = |shards: &[u32]| -> ShardHosts {
             shards
@@ -330,6 +350,7 @@ mod tests {
                 ..ShardChanges::default()
             },
             gained: of(&gained),
+            tokens,
             changed: of(&changed),
         }
     }
@@ -388,6 +409,26 @@ mod tests {
         let back = v.tell(read(&v, &[0, 1, 2], &[(1, "x")]));
         assert_eq!(back.gained.len(), 1);
         assert!(back.hosts.is_empty());
+    }
+
+    #[test]
+    fn a_shard_lost_and_taken_back_between_two_polls_is_told_lost_and_gained() {
+        let mut v = ShardView::new(3);
+        v.tell(read_leases(&v, &[(0, 4), (1, 7)], &[(0, "a"), (1, "b")]));
+        // Redis was down past the leases: a peer took shard 1 over, then handed it back, and this process took
+        // it again (token 9) before its next poll. A commit sent under token 7 was refused meanwhile.
+        let ch = v.tell(read_leases(&v, &[(0, 4), (1, 9)], &[(1, "b")]));
+        assert_eq!(ch.lost, [1], "what the caller held of it goes");
+        assert_eq!(ch.gained.len(), 1, "and it is read again");
+        assert_eq!(ch.gained[0].0, 1);
+        assert_eq!(ch.gained[0].1[0].name, "b");
+        let ch = v.tell(read_leases(&v, &[(0, 4), (1, 9)], &[]));
+        assert!(ch.gained.is_empty() && ch.lost.is_empty(), "told once");
+        // Told under a lease gone meanwhile (token 0 after a recovery): lost at the next poll.
+        v.told(2, 0);
+        let ch = v.tell(read_leases(&v, &[(0, 4), (1, 9)], &[]));
+        assert_eq!(ch.lost, [2]);
+        assert!(ch.gained.is_empty());
     }
 
     #[test]

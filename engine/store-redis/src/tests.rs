@@ -206,6 +206,57 @@ fn a_process_whose_lease_was_taken_over_is_fenced() {
     assert_eq!(c.counters.done, 1);
 }
 
+/// A shard whose lease was taken over and which this process took back before its next poll (Redis was down past
+/// the leases, say) is told lost and gained by that poll: the caller must drop what it held of the shard (a commit
+/// sent under the old lease was refused) and read it again, or those URLs stay pending outside its windows.
+#[test]
+fn a_shard_taken_over_and_taken_back_between_two_polls_is_told_lost_and_gained() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "back", 4, 1000);
+    let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
+    a.recover().unwrap();
+    a.commit(Batch {
+        discovered: vec![disc("http://h/1", "h", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let shard = (host_fp("h") % 4) as u32;
+    let ga = a.lease_table();
+    let first = ga.token(shard).expect("a holds every shard");
+    assert!(a.poll_shards().unwrap().lost.is_empty());
+    // a stops renewing; b takes the shard over, then stops (it leaves); a wakes up and takes the shard back.
+    a.pause_leases();
+    let b = RedisFrontier::open(s, "b").unwrap();
+    let gb = b.lease_table();
+    assert!(
+        wait_until(Duration::from_secs(5), || gb.token(shard).is_some()),
+        "b never took shard {shard}"
+    );
+    drop(b);
+    a.resume_leases();
+    assert!(
+        wait_until(Duration::from_secs(5), || ga
+            .token(shard)
+            .is_some_and(|t| t != first)),
+        "a never took shard {shard} back"
+    );
+    let ch = a.poll_shards().unwrap();
+    assert!(ch.lost.contains(&shard), "{ch:?}");
+    let back: Vec<&HostInfo> = ch
+        .gained
+        .iter()
+        .filter(|(s, _)| *s == shard)
+        .flat_map(|(_, hosts)| hosts)
+        .collect();
+    assert_eq!(back.len(), 1, "{ch:?}");
+    assert_eq!((back[0].name.as_str(), back[0].pending), ("h", 1));
+    let ch = a.poll_shards().unwrap();
+    assert!(ch.lost.is_empty() && ch.gained.is_empty(), "told once");
+}
+
 /// True when `redis-server` is installed (a note, or a failure under `CI=true`, when it is not).
 fn require_server() -> bool {
     redis_tools::require("redis store", false)

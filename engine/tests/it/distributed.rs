@@ -3,8 +3,9 @@
 //! `crawl-engine` processes with their own data_dir and JSONL, then merges the files with `crawl-engine merge` and
 //! checks every expected URL is there exactly once with the right record: with all processes running to the end,
 //! with one killed (`kill -9`) at random moments and restarted or not, with one paused past its lease (SIGSTOP)
-//! whose late writes must be refused, and across a Redis restart. Politeness holds across processes: the gaps
-//! between requests to one host stay at least `min_delay_ms`.
+//! whose late writes must be refused, and across Redis restarts (early in the crawl, and with commits in flight
+//! while shards change hands). Politeness holds across processes: the gaps between requests to one host stay at
+//! least `min_delay_ms`.
 //!
 //! Hosts use 127.0.0.210..=229 (this file's range).
 
@@ -106,15 +107,24 @@ fn wait_all(children: Vec<Drained>) -> Vec<RunResult> {
 
 /// Every process exited 0; on failure every process's log is shown (one that never ends may be waiting on
 /// another).
-fn assert_all_exit_0(results: &[RunResult]) {
+fn assert_all_exit_0(results: &[RunResult], label: &str) {
     let all: String = results
         .iter()
         .enumerate()
         .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
         .collect();
     for r in results {
-        assert_eq!(r.code(), Some(0), "{all}");
+        assert_eq!(r.code(), Some(0), "{label}: {all}");
     }
+}
+
+/// Whole commits waiting in a process's spool (a file being written has another name until it is complete).
+fn spooled(t: &TestCrawl) -> usize {
+    std::fs::read_dir(t.data_dir.join("spool")).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "commit"))
+            .count()
+    })
 }
 
 /// The processes that own a shard of crawl "t" now.
@@ -413,7 +423,7 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
-    assert_all_exit_0(&results);
+    assert_all_exit_0(&results, "aof restart");
     // The outage is logged when it starts, every half minute and when it ends, not at every attempt. Every
     // process's lease rounds (three a second) meet it; its shard polls (five a second) do when no commit holds the
     // store up meanwhile.
@@ -469,6 +479,48 @@ async fn redis_restarted_from_its_aof_the_crawl_completes_and_restarted_empty_ev
     }
 }
 
+/// Redis killed while the crawl is under way, with a commit in flight, and back from its AOF once every lease ran
+/// out: shards change hands as the processes come back, a commit sent under a lease that is gone is refused, and a
+/// process may take a shard back before its next shard poll. Each process drops what it held of the shards it
+/// lost (their URLs are done by whoever holds them), reads again the shards it took back, and never waits for a
+/// shard it does not hold: the crawl completes with every page recorded once. Redis comes back at three moments
+/// after the commit met the outage, so that the commits retried meet the lease rounds at different points.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_with_commits_in_flight_the_crawl_completes_with_every_page_once() {
+    if !redis::require("distributed redis restart with commits in flight", false) {
+        return;
+    }
+    for down_ms in [3_300, 4_300, 5_300] {
+        let label = format!("redis down {down_ms} ms after a commit met the outage");
+        let mut c = cluster(222, 2, aof()).await;
+        let children = spawn_all(&c);
+        wait_under_way(&c).await;
+        c.redis.kill();
+        crawl_tests::wait::until(
+            Duration::from_secs(10),
+            "a commit met the outage and waits in its process's spool",
+            || c.crawls.iter().any(|t| spooled(t) > 0),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(down_ms)).await;
+        c.redis.restart();
+        let results = tokio::task::spawn_blocking(move || wait_all(children))
+            .await
+            .expect("join");
+        assert_all_exit_0(&results, &label);
+        assert!(
+            c.crawls.iter().all(|t| spooled(t) == 0),
+            "{label}: every spooled commit went through"
+        );
+        let records = merge(&c);
+        assert_exactly_once(&c, &records, &label);
+        // A process goes on starting requests while Redis is down until its leases run out here (at most one a
+        // delay per host); when its commit is then refused, the shard's next owner fetches those pages again.
+        let refused = HOSTS * (LEASE_MS / MIN_DELAY_MS) as usize + 8;
+        assert_polite(&c, &label, refused);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_kill() {
     if !redis::require("distributed crawl on a redis cluster", true) {
@@ -506,7 +558,7 @@ async fn on_a_three_master_cluster_the_crawl_completes_exactly_once_through_a_ki
     let results = tokio::task::spawn_blocking(move || wait_all(children))
         .await
         .expect("join");
-    assert_all_exit_0(&results);
+    assert_all_exit_0(&results, "cluster");
     let records = merge(&c);
     assert_exactly_once(&c, &records, "cluster");
     assert_polite(&c, "cluster", 8);
@@ -526,18 +578,9 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
     c.redis.kill();
     // Results of the fetches in flight meet the outage: a process with work commits, and that commit goes to its
     // spool. That process is the one killed.
-    let spools: Vec<PathBuf> = c.crawls.iter().map(|t| t.data_dir.join("spool")).collect();
-    // Whole spooled commits (a file being written has another name until it is complete).
-    let count = |p: &PathBuf| {
-        std::fs::read_dir(p).map_or(0, |d| {
-            d.filter_map(Result::ok)
-                .filter(|e| e.path().extension().is_some_and(|x| x == "commit"))
-                .count()
-        })
-    };
     let deadline = Instant::now() + Duration::from_secs(10);
     let victim = loop {
-        if let Some(i) = spools.iter().position(|p| count(p) > 0) {
+        if let Some(i) = c.crawls.iter().position(|t| spooled(t) > 0) {
             break i;
         }
         assert!(
@@ -547,7 +590,11 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     children[victim].kill();
-    assert_eq!(count(&spools[victim]), 1, "one commit waits in the spool");
+    assert_eq!(
+        spooled(&c.crawls[victim]),
+        1,
+        "one commit waits in the spool"
+    );
     c.redis.restart();
     children[victim] = c.crawls[victim].spawn_drained();
     let results = tokio::task::spawn_blocking(move || wait_all(children))
@@ -561,7 +608,7 @@ async fn a_process_killed_while_redis_is_down_replays_its_spooled_commit() {
         "{}",
         results[victim].stderr
     );
-    assert_eq!(count(&spools[victim]), 0);
+    assert_eq!(spooled(&c.crawls[victim]), 0);
     let records = merge(&c);
     assert_exactly_once(&c, &records, "spool");
 }

@@ -91,7 +91,9 @@ impl RobotsJobs {
         }
         let mut entry = Entry::page(format!("{authority}/robots.txt"), 0, None);
         entry.kind = JobKind::Robots;
-        windows.hosts_mut().push_urgent(host, entry, now);
+        if let Some(job) = windows.hosts_mut().push_urgent(host, entry, now) {
+            self.forget(&job);
+        }
     }
 
     /// A robots.txt or sitemap job that will not run here (its host went to another process): whoever crawls the
@@ -248,7 +250,9 @@ impl RobotsJobs {
                     windows.hosts_mut().pause_until(host, now + wait);
                     let mut entry = job.entry;
                     entry.retries += 1;
-                    windows.hosts_mut().push_urgent(host, entry, now);
+                    if let Some(job) = windows.hosts_mut().push_urgent(host, entry, now) {
+                        self.forget(&job);
+                    }
                 }
                 None
             }
@@ -324,7 +328,9 @@ impl RobotsJobs {
         let mut entry = Entry::page(u.as_str(), depth, None);
         entry.kind = JobKind::Sitemap;
         let host = windows.hosts_mut().host_id(canon::host_key(&u));
-        windows.hosts_mut().push_urgent(host, entry, now);
+        if let Some(job) = windows.hosts_mut().push_urgent(host, entry, now) {
+            self.forget(&job);
+        }
     }
 
     /// A sitemap job ended: the sitemaps it names are queued (up to `sitemap_max_depth`). Returns the pages it

@@ -4,7 +4,7 @@
 
 use super::windows::Windows;
 use crate::protocol::StartGate;
-use crawl_core::frontier::{Counters, Entry, Fp, HostInfo, RECORDS_HOST, ShardGate};
+use crawl_core::frontier::{Counters, Entry, Finished, Fp, HostInfo, RECORDS_HOST, ShardGate};
 use crawl_core::politeness::HostId;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -185,14 +185,40 @@ impl Shards {
         dropped
     }
 
+    /// URLs a commit finished that the store refused (their shard's lease had moved on): they stay pending there.
+    /// The hosts of those in shards this process holds (taken back under a new lease) read their queues again from
+    /// the start, since the refused URLs may be behind their windows' cursors (the shard poll that tells the new
+    /// lease may have come first); the others are done by whoever holds their shard, and detached hosts are read
+    /// again when their shard is gained.
+    pub(super) fn refused(&mut self, refused: &[Finished], windows: &mut Windows, now: Instant) {
+        let mut again = HashSet::new();
+        for f in refused {
+            if f.host == RECORDS_HOST {
+                windows.reread_records();
+            } else if self.holds(f.host)
+                && let Some(h) = windows.hosts().host_by_fp(f.host)
+                && !windows.hosts().is_detached(h)
+            {
+                again.insert(h);
+            }
+        }
+        for h in again {
+            windows.read_again(h, now);
+        }
+    }
+
     /// Shards gained: their hosts are read from the store, each after its politeness delay (a request of the
-    /// previous owner may have just started).
+    /// previous owner may have just started). Their hosts known here with nothing pending in the store are taken
+    /// over too, so that what this process adds to them is queued here.
     pub(super) fn gain(
         &mut self,
         gained: Vec<(u32, Vec<HostInfo>)>,
         windows: &mut Windows,
         now: Instant,
     ) {
+        let Some(gate) = self.gate.clone() else {
+            return;
+        };
         for (shard, hosts) in gained {
             for info in hosts {
                 if info.fp == RECORDS_HOST {
@@ -202,23 +228,57 @@ impl Shards {
                 let h = windows.take_over(&info, now);
                 self.blocked.remove(&h);
             }
+            for h in windows.hosts().hosts_where(|fp| gate.shard_of(fp) == shard) {
+                if windows.hosts().is_detached(h) {
+                    let q = windows.hosts();
+                    let info = HostInfo {
+                        fp: q.host_fp(h),
+                        name: q.host_name(h).to_owned(),
+                        pending: 0,
+                        paused_until_ms: 0,
+                        backoff_level: q.backoff_level(h),
+                    };
+                    windows.take_over(&info, now);
+                    self.blocked.remove(&h);
+                }
+            }
             tracing::debug!(shard, "shard gained");
         }
     }
 
     /// Shards a peer should own: their hosts start nothing more, and each is declared quiet (so the store hands it
     /// over) once `busy` says none of its URLs is leased, staged or being committed here (`busy` is asked with the
-    /// test of a host's membership). Returns the robots.txt and sitemap jobs dropped with their hosts.
+    /// test of a host's membership). A hand-over called off (the shard is this process's again, say the peer
+    /// left) brings the shard's hosts back: their queues are read again from the store. Returns the robots.txt and
+    /// sitemap jobs dropped with their hosts.
     pub(super) fn hand_off(
         &mut self,
         windows: &mut Windows,
         busy: impl Fn(&dyn Fn(Fp) -> bool) -> bool,
+        now: Instant,
     ) -> Vec<Entry> {
         let Some(gate) = self.gate.clone() else {
             return Vec::new();
         };
         let handoffs = gate.handoffs();
+        let kept: Vec<u32> = self
+            .handing
+            .iter()
+            .copied()
+            .filter(|s| !handoffs.contains(s) && gate.owns(*s))
+            .collect();
         self.handing.retain(|s| handoffs.contains(s));
+        for s in kept {
+            for h in windows.hosts().hosts_where(|fp| gate.shard_of(fp) == s) {
+                windows.read_again(h, now);
+                if !self.blocked.contains(&h) {
+                    windows.hosts_mut().unblock(h, now);
+                }
+            }
+            if gate.shard_of(RECORDS_HOST) == s {
+                windows.reread_records();
+            }
+        }
         let mut dropped = Vec::new();
         for s in handoffs {
             if self.handing.insert(s) {
@@ -327,9 +387,10 @@ impl Shards {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::crawl::WindowId;
     use crate::scheduler::crawl::tests::shards::Table;
     use crawl_core::frontier::host_fp;
-    use crawl_core::politeness::{HostQueues, PolitenessPolicy, Pop};
+    use crawl_core::politeness::{Feedback, HostQueues, PolitenessPolicy, Pop};
 
     fn windows() -> Windows {
         let policy = PolitenessPolicy {
@@ -375,7 +436,7 @@ mod tests {
         let mut robots = Entry::page(format!("http://{name}/robots.txt"), 0, None);
         robots.kind = crawl_core::frontier::JobKind::Robots;
         w.hosts_mut().hold(h);
-        w.hosts_mut().push_urgent(h, robots, t0);
+        assert!(w.hosts_mut().push_urgent(h, robots, t0).is_none());
         let go = |_: HostId, _: &Entry| crawl_core::politeness::Gate::Go;
         assert!(!matches!(w.pop_ready(t0, go), Pop::Ready(..)), "held");
         s.renewed(&mut w, t0);
@@ -407,23 +468,50 @@ mod tests {
         let hg = w.hosts_mut().host_id(&given);
         let mut robots = Entry::page(format!("http://{given}/robots.txt"), 0, None);
         robots.kind = crawl_core::frontier::JobKind::Robots;
-        w.hosts_mut().push_urgent(hg, robots, t0);
-        w.hosts_mut()
-            .push_urgent(hk, Entry::page(format!("http://{kept}/"), 0, None), t0);
+        assert!(w.hosts_mut().push_urgent(hg, robots, t0).is_none());
+        let page = Entry::page(format!("http://{kept}/"), 0, None);
+        assert!(w.hosts_mut().push_urgent(hk, page, t0).is_none());
         let given_fp = host_fp(&given);
-        let dropped = s.hand_off(&mut w, |in_shard| in_shard(given_fp));
+        let dropped = s.hand_off(&mut w, |in_shard| in_shard(given_fp), t0);
         assert_eq!(dropped.len(), 1, "the given host's robots.txt job");
         assert!(!s.holds(given_fp) && s.holds(host_fp(&kept)));
         assert!(!s.settled(), "handing over");
         assert!(table.quiet.lock().unwrap().is_empty(), "busy");
-        assert!(s.hand_off(&mut w, |_| false).is_empty(), "detached once");
-        assert!(table.quiet.lock().unwrap().contains(&1));
-        table.handoff.lock().unwrap().clear();
-        s.hand_off(&mut w, |_| false);
         assert!(
-            s.holds(given_fp),
-            "handed over or kept after all: held again"
+            s.hand_off(&mut w, |_| false, t0).is_empty(),
+            "detached once"
         );
+        assert!(table.quiet.lock().unwrap().contains(&1));
+
+        // The hand-over is called off (the peer left before the shard went): the shard is this process's again,
+        // and the given host's queue is read again from the store.
+        table.handoff.lock().unwrap().clear();
+        s.hand_off(&mut w, |_| false, t0);
+        assert!(s.holds(given_fp), "kept after all: held again");
+        let go = |_: HostId, _: &Entry| crawl_core::politeness::Gate::Go;
+        while let Pop::Ready(h, _) = w.pop_ready(t0, go) {
+            w.hosts_mut().release(h, t0, Feedback::Ok);
+        }
+        let refills = w.take_refills();
+        assert!(
+            refills
+                .iter()
+                .any(|r| r.window == WindowId::Host(hg) && r.refill.after.is_none()),
+            "{refills:?}"
+        );
+
+        // Handed over after all: nothing of it is held, and its host reads nothing.
+        table.handoff.lock().unwrap().insert(1);
+        s.hand_off(&mut w, |_| false, t0);
+        table.owned.lock().unwrap().remove(&1);
+        table.handoff.lock().unwrap().clear();
+        s.hand_off(&mut w, |_| false, t0);
+        assert!(!s.holds(given_fp) && !s.owns_host(given_fp));
+        while let Pop::Ready(h, _) = w.pop_ready(t0, go) {
+            w.hosts_mut().release(h, t0, Feedback::Ok);
+        }
+        assert!(w.take_refills().is_empty());
+        assert!(!w.hosts().store_has_more(), "nothing of it is read here");
     }
 
     #[test]

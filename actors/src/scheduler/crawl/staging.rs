@@ -28,6 +28,8 @@ struct InFlight {
 #[derive(Debug)]
 pub(super) struct Landed {
     pub finished: Vec<Finished>,
+    /// The finished URLs the store refused (their shard's lease had moved on): still pending there.
+    pub refused: Vec<Finished>,
     pub added: Vec<Added>,
     pub counters: Counters,
     /// The records now durable, in order, for the sink.
@@ -233,7 +235,14 @@ impl Staging {
         if renumbered {
             self.records.restage(&mut self.staged.records);
         }
+        let refused = in_flight
+            .finished
+            .iter()
+            .filter(|f| committed.fenced.contains(&f.id))
+            .cloned()
+            .collect();
         Ok(Landed {
+            refused,
             finished: in_flight.finished,
             added: committed.added,
             counters: committed.counters,
@@ -272,6 +281,7 @@ impl Staging {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crawl_core::frontier::UrlRef;
 
     fn line(n: u64) -> Vec<u8> {
         format!("{{\"n\":{n}}}\n").into_bytes()
@@ -349,21 +359,29 @@ mod tests {
     fn fenced_records_leave_no_gap_and_staged_ones_are_numbered_again() {
         let mut s = Staging::new(1, JsonlCheckpoint::default(), false);
         let t0 = Instant::now();
+        let stored = |n: u64| {
+            let mut e = page(&format!("http://a.test/{n}"));
+            e.id = UrlRef { key: n, slot: 0 };
+            e
+        };
         for n in 1..=3 {
-            s.record(
-                &page(&format!("http://a.test/{n}")),
-                line(n),
-                Trace::default(),
-                true,
-            );
+            s.record(&stored(n), line(n), Trace::default(), true);
         }
         s.take_commit(false, t0).expect("a batch");
-        s.record(&page("http://a.test/4"), line(4), Trace::default(), true);
+        s.record(&stored(4), line(4), Trace::default(), true);
         let committed = Committed {
+            fenced: vec![stored(2).id],
             fenced_records: vec![2],
             ..Committed::default()
         };
         let landed = s.land(Ok(committed), t0).unwrap();
+        assert_eq!(
+            landed.finished.len(),
+            3,
+            "every url of the commit is settled"
+        );
+        let refused: Vec<UrlRef> = landed.refused.iter().map(|f| f.id).collect();
+        assert_eq!(refused, [stored(2).id], "still pending in the store");
         let got: Vec<(u64, Vec<u8>)> = landed.lines;
         assert_eq!(got, [(1, line(1)), (2, line(3))]);
         let next = s.take_commit(false, t0).expect("the staged record");

@@ -198,6 +198,13 @@ impl Windows {
         }
     }
 
+    /// A host whose queue must be read again from its start (a hand-over called off, URLs of it refused by a
+    /// commit): its window keeps what it holds, and it is no longer detached.
+    pub(super) fn read_again(&mut self, host: HostId, now: Instant) {
+        let name = self.queues.host_name(host).to_owned();
+        self.queues.resume_host(&name, now);
+    }
+
     /// A host taken over from another process: read from the store, and started only after its politeness delay
     /// (a request of the previous owner may have just started) or the pause the previous owner recorded
     /// (429/503, Retry-After), whichever is later.

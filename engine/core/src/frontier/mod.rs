@@ -212,7 +212,9 @@ pub struct ShardChanges {
     pub gained: Vec<(u32, Vec<HostInfo>)>,
     /// robots.txt rules kept with the gained shards (see [`Batch::robots`]).
     pub robots: Vec<SharedRobots>,
-    /// Shards no longer held: their hosts' windows must be dropped and no new work started there.
+    /// Shards no longer held: their hosts' windows must be dropped and no new work started there. A shard lost
+    /// and taken again since the last poll (held now under another lease) is in `lost` and in `gained`: what was
+    /// held of it is dropped first, then it is read again.
     pub lost: Vec<u32>,
     /// Hosts that appeared (added by any process) in shards already held.
     pub hosts: Vec<HostInfo>,

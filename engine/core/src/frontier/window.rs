@@ -19,6 +19,20 @@ pub enum Cursor {
     End,
 }
 
+impl Cursor {
+    /// Read up to, and not including, `key`.
+    fn below(key: QueueKey) -> Cursor {
+        let prev = match key.seq.checked_sub(1) {
+            Some(seq) => Some(QueueKey { seq, ..key }),
+            None => key.depth.checked_sub(1).map(|depth| QueueKey {
+                depth,
+                seq: u64::MAX,
+            }),
+        };
+        prev.map_or(Cursor::Start, Cursor::At)
+    }
+}
+
 /// A refill to ask the store for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refill {
@@ -31,6 +45,9 @@ pub struct Window {
     entries: BTreeMap<QueueKey, Entry>,
     cursor: Cursor,
     loading: bool,
+    /// While a refill is out, the smallest key the window let go of (a URL added beyond the cursor, an entry
+    /// trimmed): the refill's answer may have been read before it was there, so it reads no further.
+    held_back: Option<QueueKey>,
     out: super::fphash::FpSet<UrlRef>,
 }
 
@@ -41,6 +58,7 @@ impl Window {
             entries: BTreeMap::new(),
             cursor: Cursor::Start,
             loading: false,
+            held_back: None,
             out: Default::default(),
         }
     }
@@ -95,15 +113,22 @@ impl Window {
     /// A refill failed: it may be asked again.
     pub fn refill_failed(&mut self) {
         self.loading = false;
+        self.held_back = None;
     }
 
-    /// The store's answer to `asked`. Returns the change in the number of entries held.
+    /// The store's answer to `asked`. Returns the change in the number of entries held. When the window let go of
+    /// a key while the refill was out (see [`offer`](Self::offer) and the trimming of an overflow), the answer is
+    /// taken only below that key and the cursor stops there: the next refill reads on from it.
     pub fn fill(&mut self, entries: Vec<Entry>, asked: Refill, cap: usize) -> isize {
         self.loading = false;
+        let held_back = self.held_back.take();
         let before = self.entries.len() as isize;
         let complete = entries.len() < asked.max;
         let last = entries.last().map(Entry::key);
         for e in entries {
+            if held_back.is_some_and(|k| e.key() >= k) {
+                continue;
+            }
             if !self.out.contains(&e.id) {
                 self.entries.entry(e.key()).or_insert(e);
             }
@@ -113,19 +138,40 @@ impl Window {
             (false, Some(k)) => Cursor::At(k),
             (false, None) => self.cursor,
         };
+        if let Some(k) = held_back
+            && self.covers(k)
+        {
+            self.cursor = Cursor::below(k);
+        }
         self.trim(cap);
         self.entries.len() as isize - before
     }
 
-    /// A URL the store just added to this queue. Kept when it falls inside what the window has read; otherwise
-    /// it stays in the store for a later refill. Returns the change in the number of entries held.
-    pub fn offer(&mut self, e: Entry, cap: usize) -> isize {
-        let inside = match self.cursor {
+    /// True when the cursor is at or past `key`.
+    fn covers(&self, key: QueueKey) -> bool {
+        match self.cursor {
             Cursor::End => true,
-            Cursor::At(k) => e.key() <= k,
+            Cursor::At(k) => k >= key,
             Cursor::Start => false,
-        };
-        if !inside || self.out.contains(&e.id) {
+        }
+    }
+
+    /// While a refill is out, the window lets go of `key`: the refill's answer reads no further.
+    fn hold_back(&mut self, key: QueueKey) {
+        if self.loading {
+            self.held_back = Some(self.held_back.map_or(key, |k| k.min(key)));
+        }
+    }
+
+    /// A URL the store just added to this queue. Kept when it falls inside what the window has read; otherwise
+    /// it stays in the store for a later refill (and a refill out, whose answer may have been read before the URL
+    /// was added, reads no further than it). Returns the change in the number of entries held.
+    pub fn offer(&mut self, e: Entry, cap: usize) -> isize {
+        if !self.covers(e.key()) {
+            self.hold_back(e.key());
+            return 0;
+        }
+        if self.out.contains(&e.id) {
             return 0;
         }
         let before = self.entries.len() as isize;
@@ -146,13 +192,15 @@ impl Window {
     /// moves back so a later refill reads them again.
     fn trim(&mut self, cap: usize) {
         let cap = cap.max(1);
-        let mut trimmed = false;
+        let mut trimmed = None;
         while self.entries.len() > cap {
-            self.entries.pop_last();
-            trimmed = true;
+            trimmed = self.entries.pop_last().map(|(k, _)| k);
         }
-        if trimmed && let Some((k, _)) = self.entries.last_key_value() {
-            self.cursor = Cursor::At(*k);
+        if let Some(first) = trimmed {
+            self.hold_back(first);
+            if let Some((k, _)) = self.entries.last_key_value() {
+                self.cursor = Cursor::At(*k);
+            }
         }
     }
 
@@ -182,6 +230,7 @@ impl Window {
     pub fn rescan(&mut self) {
         self.cursor = Cursor::Start;
         self.loading = false;
+        self.held_back = None;
     }
 
     /// Drops what is held (the store keeps it). Returns how many entries were dropped.
@@ -280,5 +329,62 @@ mod tests {
         assert_eq!(c.out(), 1);
         c.settle(UrlRef { key: 3, slot: 0 });
         assert_eq!(c.out(), 0);
+    }
+
+    #[test]
+    fn a_refill_read_before_a_url_was_added_beyond_the_cursor_stops_short_of_it() {
+        let mut w = Window::unloaded();
+        let r = w.want_refill(2).unwrap();
+        w.fill(vec![e(1, 1), e(2, 1)], r, 2);
+        assert_eq!(urls(&mut w), vec!["http://a/1", "http://a/2"]);
+        let r = w.want_refill(2).unwrap();
+        // A commit adds URL 5 while the refill is out; the store read the refill's answer before the add, and the
+        // answer comes back after it: it says the queue ends with URL 3.
+        assert_eq!(w.offer(e(5, 1), 2), 0, "beyond the cursor");
+        w.fill(vec![e(3, 1)], r, 2);
+        assert!(w.has_more(), "not read to its end: URL 5 is after");
+        assert_eq!(urls(&mut w), vec!["http://a/3"]);
+        let r = w.want_refill(2).unwrap();
+        assert_eq!(r.after, Some(QueueKey { depth: 1, seq: 4 }));
+        w.fill(vec![e(5, 1)], r, 2);
+        assert!(!w.has_more());
+        assert_eq!(urls(&mut w), vec!["http://a/5"]);
+    }
+
+    #[test]
+    fn a_window_trimmed_while_a_refill_is_out_reads_again_from_where_it_was_trimmed() {
+        let mut w = Window::unloaded();
+        let r = w.want_refill(4).unwrap();
+        w.fill((1..=4).map(|n| e(n, 1)).collect(), r, 4);
+        assert_eq!(w.pop().unwrap().url, "http://a/1");
+        assert_eq!(w.pop().unwrap().url, "http://a/2");
+        let r = w.want_refill(4).unwrap();
+        assert_eq!(r.after, Some(QueueKey { depth: 1, seq: 4 }));
+        // Shallower URLs come in while the refill is out: the window overflows and lets URL 4 go.
+        for n in 5..=7 {
+            w.offer(e(n, 0), 4);
+        }
+        assert_eq!(w.len(), 4);
+        let mut got = vec![w.pop().unwrap().url, w.pop().unwrap().url];
+        // The answer read after URL 4: URL 8, the last one.
+        w.fill(vec![e(8, 1)], r, 4);
+        assert!(w.has_more(), "URL 4 and what follows are read again");
+        got.extend(urls(&mut w));
+        let r = w.want_refill(4).unwrap();
+        assert_eq!(r.after, Some(QueueKey { depth: 1, seq: 3 }));
+        w.fill(vec![e(4, 1), e(8, 1)], r, 4);
+        got.extend(urls(&mut w));
+        assert_eq!(
+            got,
+            [
+                "http://a/5",
+                "http://a/6",
+                "http://a/7",
+                "http://a/3",
+                "http://a/4",
+                "http://a/8"
+            ]
+        );
+        assert!(!w.has_more());
     }
 }

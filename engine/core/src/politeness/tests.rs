@@ -191,7 +191,7 @@ fn gate_drop_and_block_and_urgent_jobs() {
     assert_eq!(q.pop_ready(t0, |_, _| Gate::Block, &mut dropped), Pop::Idle);
     assert!(q.is_blocked(h));
     // an urgent job (robots.txt) still goes while the host is blocked
-    q.push_urgent(h, entry("a/robots.txt", 0, 0), t0);
+    assert!(q.push_urgent(h, entry("a/robots.txt", 0, 0), t0).is_none());
     assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/robots.txt"));
     q.release(h, t0, Feedback::Ok);
     assert_eq!(pop(&mut q, t0), Pop::Idle);
@@ -212,4 +212,63 @@ fn not_started_gives_the_slot_back_without_delay() {
     };
     q.release(h, t0, Feedback::NotStarted);
     assert!(matches!(pop(&mut q, t0), Pop::Ready(..)));
+}
+
+#[test]
+fn a_detached_host_keeps_nothing_and_reads_nothing_until_it_is_resumed() {
+    let stored = |n: u64| {
+        let mut e = entry(&format!("a/{n}"), 0, n);
+        e.id = UrlRef { key: n, slot: 0 };
+        e
+    };
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 0)).with_window(4);
+    let h = q.resume_host("a", t0);
+    assert_eq!(pop(&mut q, t0), Pop::Idle, "its queue is read first");
+    let [(_, _, asked)] = q.take_refills()[..] else {
+        panic!("one refill")
+    };
+    q.fill(h, (1..=asked.max as u64).map(stored).collect(), asked, t0);
+    let Pop::Ready(_, first) = pop(&mut q, t0) else {
+        panic!("a/1 is ready")
+    };
+    q.release(h, t0, Feedback::Ok);
+    q.settle(h, first.id);
+    let Pop::Ready(_, leased) = pop(&mut q, t0) else {
+        panic!("a/2 is ready")
+    };
+    let [(_, _, asked)] = q.take_refills()[..] else {
+        panic!("the window runs low and asks for more")
+    };
+    assert!(q.store_has_more());
+
+    // The host's shard goes to another process while a/2 is out and a refill is out.
+    assert!(q.detach(h).is_empty());
+    assert_eq!(q.queued(), 0);
+    assert!(!q.store_has_more(), "nothing is left to read here");
+    q.fill(h, vec![stored(9)], asked, t0);
+    q.offer(h, stored(10), t0);
+    q.release(h, t0, Feedback::NotStarted);
+    q.push(h, leased, t0);
+    assert!(q.push_urgent(h, entry("a/robots.txt", 0, 0), t0).is_some());
+    assert_eq!(
+        q.queued(),
+        0,
+        "the late answer, the offer and the page going back are not kept"
+    );
+    q.unblock(h, t0);
+    assert_eq!(pop(&mut q, t0), Pop::Idle);
+    assert!(q.take_refills().is_empty() && !q.store_has_more());
+
+    // The shard comes back: the queue is read again from its start, a/2 included (it is no longer out here).
+    q.resume_host("a", t0);
+    q.unblock(h, t0);
+    assert_eq!(pop(&mut q, t0), Pop::Idle);
+    let [(_, _, asked)] = q.take_refills()[..] else {
+        panic!("read again")
+    };
+    assert_eq!(asked.after, None, "from the start");
+    q.fill(h, (2..=5).map(stored).collect(), asked, t0);
+    assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/2"));
+    assert!(q.push_urgent(h, entry("a/robots.txt", 0, 0), t0).is_none());
 }

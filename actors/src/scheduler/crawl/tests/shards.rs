@@ -4,7 +4,7 @@
 //! their crawl-wide id. The store is the embedded one; the gate is a table the test sets.
 
 use super::*;
-use crawl_core::frontier::host_fp;
+use crawl_core::frontier::{HostInfo, host_fp};
 use crawl_core::politeness::PolitenessPolicy;
 use std::sync::Mutex;
 
@@ -41,6 +41,16 @@ impl ShardGate for Table {
 
 /// A crawl whose hosts belong to the shards of `gate` (any scope, depth 10, nothing resumed).
 fn sharded(settings: CrawlSettings, pol: PolitenessPolicy, t0: Instant, gate: Arc<Table>) -> Crawl {
+    sharded_over(settings, HostQueues::new(pol), t0, gate)
+}
+
+/// [`sharded`] over the given host queues.
+fn sharded_over(
+    settings: CrawlSettings,
+    queues: HostQueues,
+    t0: Instant,
+    gate: Arc<Table>,
+) -> Crawl {
     Crawl::new(
         settings,
         Arc::new(ScopePolicy::new(
@@ -50,7 +60,7 @@ fn sharded(settings: CrawlSettings, pol: PolitenessPolicy, t0: Instant, gate: Ar
             Vec::new(),
             10,
         )),
-        HostQueues::new(pol),
+        queues,
         Resume::default(),
         JsonlCheckpoint::default(),
         t0,
@@ -237,6 +247,137 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
         .map(|j| j.entry.url.clone())
         .collect();
     assert!(!after.iter().any(|u| u.contains(&a)), "{after:?}");
+}
+
+/// A poll's news with the crawl's counters: `pending` URLs in the whole crawl, `pending_held` of them in the
+/// shards held, nothing unwritten anywhere.
+fn polled(
+    lost: Vec<u32>,
+    gained: Vec<(u32, Vec<HostInfo>)>,
+    pending: u64,
+    pending_held: u64,
+) -> ShardChanges {
+    ShardChanges {
+        lost,
+        gained,
+        counters: Some(Counters {
+            pending,
+            ..Counters::default()
+        }),
+        pending_held,
+        ..ShardChanges::default()
+    }
+}
+
+#[test]
+fn after_an_outage_a_shard_taken_back_is_read_again_and_a_lost_one_holds_nothing_here() {
+    // The answers of the commit and of the next shard poll come back in either order.
+    outage_with_a_refused_commit(false);
+    outage_with_a_refused_commit(true);
+}
+
+/// Redis goes down with a commit in flight and comes back past the leases: a peer took both of this process's
+/// shards over; a's came back to this process under a new lease before the commit went through, b's stays with
+/// the peer. The commit is refused for both; the next shard poll tells a's shard lost and gained, b's lost.
+fn outage_with_a_refused_commit(poll_first: bool) {
+    let (a, b) = two_hosts();
+    let gate = Arc::new(Table::default());
+    gate.owned.lock().unwrap().extend([shard(&a), shard(&b)]);
+    let mut h = H::new(settings(), policy(1));
+    // Host windows of four URLs: b's queue is read a part at a time.
+    let queues = HostQueues::new(policy(1)).with_window(4);
+    h.crawl = sharded_over(settings(), queues, h.t0, gate.clone());
+    h.seed(&format!("http://{a}/"));
+    for i in 1..=6 {
+        h.seed(&format!("http://{b}/{i}"));
+    }
+    // One page of each host is leased and done; the commit with their records is in flight when Redis goes
+    // down.
+    let jobs = h.lease(0).0;
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    for j in &jobs {
+        h.done(j, ok(Vec::new()), 10);
+    }
+    let batch = h.crawl.take_commit(h.at(20)).expect("a commit");
+    let refused = Committed {
+        fenced: batch.finished.iter().map(|f| f.id).collect(),
+        fenced_records: batch.records.iter().map(|(seq, _)| *seq).collect(),
+        fenced_shards: vec![shard(&a), shard(&b)],
+        ..Committed::default()
+    };
+    // b's next page is leased, and b's window asks for more: the refill waits behind the commit.
+    let (more, _) = h.crawl.next_jobs(h.at(30));
+    let [b2] = &more[..] else {
+        panic!("b's second page: {more:?}")
+    };
+    let refills = h.crawl.take_refills();
+    assert_eq!(refills.len(), 1, "b's window runs low");
+
+    gate.owned.lock().unwrap().remove(&shard(&b));
+    let info = |name: &str, pending| HostInfo {
+        fp: host_fp(name),
+        name: name.to_owned(),
+        pending,
+        paused_until_ms: 0,
+        backoff_level: 0,
+    };
+    let news = polled(
+        vec![shard(&a), shard(&b)],
+        vec![(shard(&a), vec![info(&a, 1)])],
+        7,
+        1,
+    );
+    if poll_first {
+        let token = h.crawl.poll_token();
+        h.crawl.shards_changed(news, token, h.at(40));
+        // a's window reads its queue again while a's page is still out (its commit has not come back).
+        assert!(h.crawl.next_jobs(h.at(45)).0.is_empty());
+        assert!(h.refill(h.at(45)), "a's queue is read");
+        assert!(h.crawl.next_jobs(h.at(45)).0.is_empty(), "a's page is out");
+        let lines = h.crawl.commit_done(Ok(refused), h.at(50)).unwrap();
+        assert!(lines.is_empty(), "nothing of it is written");
+    } else {
+        let lines = h.crawl.commit_done(Ok(refused), h.at(40)).unwrap();
+        assert!(lines.is_empty(), "nothing of it is written");
+        let token = h.crawl.poll_token();
+        h.crawl.shards_changed(news, token, h.at(50));
+    }
+    // The refill's answer comes, and b's second page comes back unsent (its lease ran out).
+    for req in refills {
+        let res = h
+            .store
+            .next_urls(req.host, req.refill.after, req.refill.max);
+        h.crawl.filled(req, res, h.at(60)).unwrap();
+    }
+    h.done(b2, JobResult::NotStarted, 70);
+    assert_eq!(
+        h.crawl.windows.hosts().queued(),
+        0,
+        "nothing of b is held here"
+    );
+
+    // a's page, refused with the commit, is read from the store again and crawled once.
+    let again = h.one(100);
+    assert_eq!(again.entry.url, format!("http://{a}/"));
+    h.done(&again, ok(Vec::new()), 110);
+    h.flush();
+    h.record(&format!("http://{a}/"));
+    assert!(h.idle(200).is_none(), "nothing else to do here");
+
+    // The rest of the crawl is b's, with the peer: this process is idle, and would read its own shards again
+    // if they held URLs no window has (its lost host's unread queue is not waited for).
+    // (Ten idle polls in a row with URLs pending in its shards, as the `Shards` part counts them.)
+    for k in 0..10u64 {
+        let token = h.crawl.poll_token();
+        let news = polled(Vec::new(), Vec::new(), 6, 1);
+        h.crawl.shards_changed(news, token, h.at(300 + k * 200));
+        assert_eq!(h.crawl.take_reread(), k == 9, "poll {k}");
+    }
+    assert_eq!(h.crawl.finished(), None, "the peer has b's pages");
+    let token = h.crawl.poll_token();
+    h.crawl
+        .shards_changed(polled(Vec::new(), Vec::new(), 0, 0), token, h.at(5_000));
+    assert_eq!(h.crawl.finished(), Some(FinishReason::Completed));
 }
 
 #[test]
