@@ -13,7 +13,7 @@ out=.bench-ha
 HOSTS=${HOSTS:-4}
 PAGES=${PAGES:-2500}
 REPEATS=${REPEATS:-1}
-command -v redis-server >/dev/null || { echo "bench-ha needs redis-server (apt-get install redis-server redis-sentinel)"; exit 1; }
+command -v redis-server >/dev/null || { echo "bench-ha needs redis-server (apt-get install redis-server: its --sentinel mode serves as the sentinels)"; exit 1; }
 source tests/scripts/lib.sh
 rm -rf "$out" && mkdir -p "$out"
 pids=()

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${CARGO_TARGET_DIR:-target}/release"
 out=.demo-ha
-command -v redis-server >/dev/null || { echo "demo-ha needs redis-server (apt-get install redis-server redis-sentinel)"; exit 1; }
+command -v redis-server >/dev/null || { echo "demo-ha needs redis-server (apt-get install redis-server: its --sentinel mode serves as the sentinels)"; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
