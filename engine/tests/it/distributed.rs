@@ -154,7 +154,13 @@ async fn wait_under_way(c: &Cluster) {
 /// `crawl-engine merge` over every process's JSONL; returns the merged records.
 fn merge(c: &Cluster) -> Vec<Record> {
     let out = c.crawls[0].dir.path().join("merged.jsonl");
-    let files: Vec<PathBuf> = c.crawls.iter().map(|t| t.jsonl.clone()).collect();
+    // A process killed before its first record has no JSONL: it wrote nothing, and its pages are the others'.
+    let files: Vec<PathBuf> = c
+        .crawls
+        .iter()
+        .map(|t| t.jsonl.clone())
+        .filter(|p| p.exists())
+        .collect();
     let res = wait_with_deadline(
         std::process::Command::new(ENGINE)
             .arg("merge")
