@@ -293,6 +293,34 @@ fn kill_and_reap(child: &mut Child) -> ExitStatus {
         .unwrap_or_else(|_| ExitStatus::from_raw(SIGKILL))
 }
 
+/// Runs `crawl-engine merge` over the JSONL files of `crawls` that exist (a process killed before its first
+/// record has none: it wrote nothing) into a file in the first crawl's folder, and reads the merged records.
+pub fn merge_outputs(crawls: &[TestCrawl]) -> Vec<Record> {
+    let Some(first) = crawls.first() else {
+        return Vec::new();
+    };
+    let out = first.dir.path().join("merged.jsonl");
+    let files: Vec<&PathBuf> = crawls
+        .iter()
+        .map(|t| &t.jsonl)
+        .filter(|p| p.exists())
+        .collect();
+    let res = wait_with_deadline(
+        std::process::Command::new(&first.engine)
+            .arg("merge")
+            .arg("-o")
+            .arg(&out)
+            .args(&files)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn merge: {e}")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(res.code(), Some(0), "merge: {res:?}");
+    read_records(&out)
+}
+
 /// Parses a JSONL file into records (panics on a malformed line: that is a test failure).
 pub fn read_records(path: &Path) -> Vec<Record> {
     let text = std::fs::read_to_string(path).unwrap_or_default();

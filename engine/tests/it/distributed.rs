@@ -12,12 +12,9 @@
 use crate::ENGINE;
 use crawl_core::record::{Outcome, Reason, Record};
 use crawl_test_kit::redis::{self, Options, RedisServer};
-use crawl_tests::engine::{
-    Drained, RunResult, TestCrawl, read_records, signal, wait_with_deadline,
-};
+use crawl_tests::engine::{Drained, RunResult, TestCrawl, merge_outputs, signal};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const HOSTS: usize = 4;
@@ -153,28 +150,7 @@ async fn wait_under_way(c: &Cluster) {
 
 /// `crawl-engine merge` over every process's JSONL; returns the merged records.
 fn merge(c: &Cluster) -> Vec<Record> {
-    let out = c.crawls[0].dir.path().join("merged.jsonl");
-    // A process killed before its first record has no JSONL: it wrote nothing, and its pages are the others'.
-    let files: Vec<PathBuf> = c
-        .crawls
-        .iter()
-        .map(|t| t.jsonl.clone())
-        .filter(|p| p.exists())
-        .collect();
-    let res = wait_with_deadline(
-        std::process::Command::new(ENGINE)
-            .arg("merge")
-            .arg("-o")
-            .arg(&out)
-            .args(&files)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn merge"),
-        Duration::from_secs(30),
-    );
-    assert_eq!(res.code(), Some(0), "merge: {res:?}");
-    read_records(&out)
+    merge_outputs(&c.crawls)
 }
 
 /// Every expected URL exactly once with the right record; nothing unexpected.

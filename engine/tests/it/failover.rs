@@ -16,10 +16,9 @@ use crate::ENGINE;
 use crawl_core::record::{Outcome, Record};
 use crawl_test_kit::redis;
 use crawl_test_kit::sentinel::{MASTER, SentinelTopology, Shape};
-use crawl_tests::engine::{Drained, RunResult, TestCrawl, read_records, wait_with_deadline};
+use crawl_tests::engine::{Drained, RunResult, TestCrawl, merge_outputs};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const HOSTS: usize = 6;
@@ -109,22 +108,7 @@ fn assert_all_exit_0(results: &[RunResult], label: &str) {
 }
 
 fn merge(ha: &Ha) -> Vec<Record> {
-    let out = ha.crawls[0].dir.path().join("merged.jsonl");
-    let files: Vec<PathBuf> = ha.crawls.iter().map(|t| t.jsonl.clone()).collect();
-    let res = wait_with_deadline(
-        std::process::Command::new(ENGINE)
-            .arg("merge")
-            .arg("-o")
-            .arg(&out)
-            .args(&files)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn merge"),
-        Duration::from_secs(30),
-    );
-    assert_eq!(res.code(), Some(0), "merge: {res:?}");
-    read_records(&out)
+    merge_outputs(&ha.crawls)
 }
 
 /// Every URL of the site's ground truth exactly once, nothing else.
