@@ -293,6 +293,19 @@ fn kill_and_reap(child: &mut Child) -> ExitStatus {
         .unwrap_or_else(|_| ExitStatus::from_raw(SIGKILL))
 }
 
+/// Every process exited 0; on failure every process's log is shown (one that never ends may be waiting on
+/// another).
+pub fn assert_all_exit_0(results: &[RunResult], label: &str) {
+    let all: String = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
+        .collect();
+    for r in results {
+        assert_eq!(r.code(), Some(0), "{label}: {all}");
+    }
+}
+
 /// Runs `crawl-engine merge` over the JSONL files of `crawls` that exist (a process killed before its first
 /// record has none: it wrote nothing) into a file in the first crawl's folder, and reads the merged records.
 pub fn merge_outputs(crawls: &[TestCrawl]) -> Vec<Record> {

@@ -12,7 +12,9 @@
 use crate::ENGINE;
 use crawl_core::record::{Outcome, Reason, Record};
 use crawl_test_kit::redis::{self, Options, RedisServer};
-use crawl_tests::engine::{Drained, RunResult, TestCrawl, merge_outputs, signal};
+use crawl_tests::engine::{
+    Drained, RunResult, TestCrawl, assert_all_exit_0, merge_outputs, signal,
+};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -100,19 +102,6 @@ fn spawn_all(c: &Cluster) -> Vec<Drained> {
 
 fn wait_all(children: Vec<Drained>) -> Vec<RunResult> {
     children.into_iter().map(|ch| ch.finish(DEADLINE)).collect()
-}
-
-/// Every process exited 0; on failure every process's log is shown (one that never ends may be waiting on
-/// another).
-fn assert_all_exit_0(results: &[RunResult], label: &str) {
-    let all: String = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
-        .collect();
-    for r in results {
-        assert_eq!(r.code(), Some(0), "{label}: {all}");
-    }
 }
 
 /// Whole commits waiting in a process's spool (a file being written has another name until it is complete).

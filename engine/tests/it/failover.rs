@@ -16,7 +16,7 @@ use crate::ENGINE;
 use crawl_core::record::{Outcome, Record};
 use crawl_test_kit::redis;
 use crawl_test_kit::sentinel::{MASTER, SentinelTopology, Shape};
-use crawl_tests::engine::{Drained, RunResult, TestCrawl, merge_outputs};
+use crawl_tests::engine::{Drained, RunResult, TestCrawl, assert_all_exit_0, merge_outputs};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -94,17 +94,6 @@ async fn start(first_octet: u8, replicas_ack: u32) -> Ha {
 
 fn wait_all(children: Vec<Drained>) -> Vec<RunResult> {
     children.into_iter().map(|ch| ch.finish(DEADLINE)).collect()
-}
-
-fn assert_all_exit_0(results: &[RunResult], label: &str) {
-    let all: String = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| format!("process {i} ({:?}):\n{}\n", r.code(), r.stderr))
-        .collect();
-    for r in results {
-        assert_eq!(r.code(), Some(0), "{label}: {all}");
-    }
 }
 
 fn merge(ha: &Ha) -> Vec<Record> {
