@@ -144,13 +144,12 @@ impl Reloader {
             let ratio = new.observability.sample_ratio;
             crawl_observability::trace::set_sample_ratio(ratio);
             if let Some(q) = self.source.export_queue
-                && let Some(sized_for) = q.sized_for
-                && ratio > sized_for
+                && !q.fits(ratio)
             {
                 tracing::warn!(
                     sample_ratio = ratio,
                     queue_spans = q.spans,
-                    sized_for,
+                    sized_for = q.sized_for.unwrap_or(ratio),
                     "the trace export queue was sized for the sample ratio at start: a fast crawl may now drop \
                      spans (counted in crawl_trace_spans_dropped_total); a restart sizes it anew, as does \
                      OTEL_BSP_MAX_QUEUE_SIZE"

@@ -111,6 +111,13 @@ pub struct ExportQueue {
     pub sized_for: Option<f64>,
 }
 
+impl ExportQueue {
+    /// Whether the queue holds what `ratio` needs ([`queue_for`]); a queue the operator sized always does.
+    pub fn fits(&self, ratio: f64) -> bool {
+        self.sized_for.is_none() || queue_for(ratio) <= self.spans
+    }
+}
+
 /// The batch processor's queue and batch sizes and export interval for `ratio`: the `OTEL_BSP_*` variables where
 /// set, else the crawl's.
 fn batch_sizes(ratio: f64) -> (ExportQueue, usize, Duration) {
@@ -311,6 +318,13 @@ mod tests {
             }
         );
         assert_eq!(batch, QUEUE_MIN / 2);
+        assert!(queue.fits(0.12), "2,048 spans carry up to 0.125");
+        assert!(!queue.fits(0.2));
+        let operator = ExportQueue {
+            spans: 10,
+            sized_for: None,
+        };
+        assert!(operator.fits(1.0));
         assert_eq!(batch_sizes(1.0).1, BATCH_SPANS);
     }
 
