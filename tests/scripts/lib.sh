@@ -95,7 +95,8 @@ redis_up() { [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; }
 
 # start_ha OUT: a Redis master with two replicas and three sentinels on free loopback ports, their files in OUT/r*
 # and OUT/s*. Sets `ports` (master first), `master_pid`, `sentinels` (quoted URLs for a TOML array) and appends
-# every process to `pids` (which the caller kills on exit).
+# every process to `pids` (which the caller kills on exit). Returns once both replicas are in sync (a crawl started
+# before would wait for the first full synchronisation).
 start_ha() {
   local out=$1 n port replica
   ports=()
@@ -105,7 +106,7 @@ start_ha() {
     replica=()
     if [ "$n" -gt 0 ]; then replica=(--replicaof 127.0.0.1 "${ports[0]}"); fi
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$PWD/$out/r$n" \
-      --logfile redis.log --daemonize no "${replica[@]}" > /dev/null 2>&1 &
+      --repl-diskless-sync-delay 0 --logfile redis.log --daemonize no "${replica[@]}" > /dev/null 2>&1 &
     pids+=($!)
     if [ "$n" -eq 0 ]; then master_pid=$!; fi
     ports+=("$port")
@@ -123,4 +124,10 @@ start_ha() {
     for _ in $(seq 1 100); do redis_up "$port" && break; sleep 0.1; done
     sentinels+=("\"redis://127.0.0.1:$port\"")
   done
+  for _ in $(seq 1 100); do
+    [ "$(redis-cli -p "${ports[0]}" INFO replication 2>/dev/null | grep -c 'state=online')" -eq 2 ] && return 0
+    sleep 0.1
+  done
+  echo "start_ha: the replicas did not reach the master within 10 s" >&2
+  return 1
 }
