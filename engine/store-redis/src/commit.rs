@@ -285,7 +285,18 @@ impl CommitSession {
             }
         }
 
-        let replies = conn.run_spooled(&calls)?;
+        // On a cluster the adds and the applies that finish their pages can live on different masters, which fail
+        // independently: the adds are on enough replicas before any apply is sent. (On one master the replication
+        // stream keeps them in order.)
+        let replies = match plans.iter().position(|p| !matches!(p, Plan::Add(_))) {
+            Some(first) if first > 0 && conn.is_cluster() && conn.replicas_ack() > 0 => {
+                let rest = calls.split_off(first);
+                let mut replies = conn.run_spooled(&calls)?;
+                replies.extend(conn.run_spooled(&rest)?);
+                replies
+            }
+            _ => conn.run_spooled(&calls)?,
+        };
         let mut added: Vec<(usize, Added)> = Vec::new();
         let mut applied: Vec<(u64, u32, String)> = Vec::new();
         let mut shard_epochs = Vec::new();

@@ -207,7 +207,37 @@ impl Conn {
             response,
         };
         conn.link = conn.connect()?;
+        if conn.settings.replicas_ack.is_none() {
+            let ack = conn.replicas_in_topology().map_or(0, |n| u32::from(n > 0));
+            tracing::info!(
+                target_url = %conn.target,
+                replicas_ack = ack,
+                "replicas_ack decided from the topology"
+            );
+            conn.settings.replicas_ack = Some(ack);
+        }
         Ok(conn)
+    }
+
+    /// The replicas the topology has: a master's connected replicas, or on a cluster the fewest any master has
+    /// (None when the server does not say).
+    fn replicas_in_topology(&mut self) -> Option<u32> {
+        match &mut self.link {
+            Link::None => None,
+            Link::Single(conn) => {
+                let info: String = redis::cmd("INFO").arg("replication").query(conn).ok()?;
+                info.lines()
+                    .find_map(|l| l.strip_prefix("connected_slaves:"))
+                    .and_then(|n| n.trim().parse().ok())
+            }
+            Link::Cluster(conn) => {
+                let nodes: String = redis::cmd("CLUSTER")
+                    .arg("NODES")
+                    .query(conn.as_mut())
+                    .ok()?;
+                cluster_min_replicas(&nodes)
+            }
+        }
     }
 
     /// A new link to the crawl's Redis (with sentinels: to the master they name now).
@@ -512,25 +542,36 @@ impl Conn {
         }
     }
 
+    /// How many replicas must hold a write before it counts (decided when the connection was opened).
+    pub fn replicas_ack(&self) -> u32 {
+        self.settings.replicas_ack.unwrap_or(0)
+    }
+
+    /// True on a Redis Cluster link.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.link, Link::Cluster(_))
+    }
+
     /// Waits (Redis `WAIT`) until `replicas_ack` replicas hold every write this link made; [`FrontierError::Replicas`]
-    /// when fewer did within `replicas_ack_timeout_ms`. Nothing to wait for with `replicas_ack = 0` or on a
-    /// cluster link (each node would need its own WAIT).
+    /// when fewer did within `replicas_ack_timeout_ms`. Nothing to wait for with `replicas_ack = 0`. On a cluster
+    /// the client sends the WAIT to every master over the connection it writes to that master with, and answers
+    /// the fewest replicas any of them counted.
     pub fn replicated(&mut self) -> Result<(), FrontierError> {
-        let want = self.settings.replicas_ack;
+        let want = self.replicas_ack();
         if want == 0 {
             return Ok(());
         }
-        let Link::Single(conn) = &mut self.link else {
-            return Ok(());
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(want).arg(self.settings.replicas_ack_timeout_ms);
+        let got: Result<i64, RedisError> = match &mut self.link {
+            Link::None => Err(RedisError::from((ErrorKind::Io, "not connected"))),
+            Link::Single(conn) => wait.query(conn),
+            Link::Cluster(conn) => wait.query(conn.as_mut()),
         };
-        let got: i64 = redis::cmd("WAIT")
-            .arg(want)
-            .arg(self.settings.replicas_ack_timeout_ms)
-            .query(conn)
-            .map_err(|e| FrontierError::Redis {
-                target: self.target.clone(),
-                detail: scrub(&e.to_string(), &self.secrets),
-            })?;
+        let got = got.map_err(|e| FrontierError::Redis {
+            target: self.target.clone(),
+            detail: scrub(&e.to_string(), &self.secrets),
+        })?;
         if got >= i64::from(want) {
             return Ok(());
         }
@@ -611,6 +652,33 @@ impl Conn {
 }
 
 /// A server that cannot answer now but will (loading its data, a cluster reconfiguring).
+/// The fewest replicas any master of a cluster has, from `CLUSTER NODES` (None when it names no master).
+fn cluster_min_replicas(nodes: &str) -> Option<u32> {
+    let mut masters: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut replicas_of = Vec::new();
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(id), Some(flags), Some(master)) = (f.first(), f.get(2), f.get(3)) else {
+            continue;
+        };
+        if flags.split(',').any(|x| x == "fail" || x == "noaddr") {
+            continue;
+        }
+        // A master counts when it serves slots (they follow the eight fixed fields).
+        if flags.split(',').any(|x| x == "master") && f.len() > 8 {
+            masters.entry(id).or_insert(0);
+        } else if flags.split(',').any(|x| x == "slave") {
+            replicas_of.push(*master);
+        }
+    }
+    for m in replicas_of {
+        if let Some(n) = masters.get_mut(m) {
+            *n += 1;
+        }
+    }
+    masters.values().copied().min()
+}
+
 fn busy(e: &RedisError) -> bool {
     matches!(
         e.code(),
@@ -710,6 +778,26 @@ pub(super) fn replay_spool(conn: &mut Conn, dir: &std::path::Path) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_replicas_are_counted_per_master_serving_slots() {
+        let nodes = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+a2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+a3 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
+b1 127.0.0.1:7003@17003 slave a1 0 0 1 connected
+b2 127.0.0.1:7004@17004 slave a2 0 0 2 connected
+b3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
+b4 127.0.0.1:7006@17006 slave a3 0 0 3 connected
+e1 127.0.0.1:7007@17007 master - 0 0 0 connected
+";
+        assert_eq!(cluster_min_replicas(nodes), Some(1));
+        let one_bare = nodes.replace("b2 127.0.0.1:7004@17004 slave a2", "b2 127.0.0.1:7004@17004 slave,fail a2");
+        assert_eq!(cluster_min_replicas(&one_bare), Some(0));
+        let masters_only: String = nodes.lines().take(3).map(|l| format!("{l}\n")).collect();
+        assert_eq!(cluster_min_replicas(&masters_only), Some(0));
+        assert_eq!(cluster_min_replicas(""), None);
+    }
 
     #[test]
     fn redact_hides_passwords_in_userinfo_and_query() {

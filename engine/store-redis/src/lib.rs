@@ -129,8 +129,10 @@ pub struct RedisSettings {
     pub sentinel_password: Option<String>,
     /// The password of the master (and its replicas) found through the sentinels.
     pub password: Option<String>,
-    /// How many replicas must hold a commit or a lease before it counts (Redis WAIT); 0: none.
-    pub replicas_ack: u32,
+    /// How many replicas must hold a commit or a lease before it counts (Redis WAIT); 0: none. None: decided
+    /// when the store first connects, from the topology (1 when the master, or every master of a cluster, has a
+    /// replica; else 0).
+    pub replicas_ack: Option<u32>,
     /// How long one WAIT for those replicas lasts (ms).
     pub replicas_ack_timeout_ms: u64,
 }
@@ -150,7 +152,7 @@ impl Default for RedisSettings {
             master: String::new(),
             sentinel_password: None,
             password: None,
-            replicas_ack: 0,
+            replicas_ack: Some(0),
             replicas_ack_timeout_ms: 2_000,
         }
     }

@@ -84,17 +84,19 @@ pub struct RedisConfig {
     pub sentinel_password: Option<Secret>,
     /// The master's (and replicas') password when reached through the sentinels.
     pub password: Option<Secret>,
-    /// How many replicas must hold a commit or a lease before it counts; None: 1 with sentinels, else 0.
+    /// How many replicas must hold a commit or a lease before it counts; None: 1 with sentinels, else decided
+    /// from the topology when the store connects (1 when the master or every cluster master has a replica).
     pub replicas_ack: Option<u32>,
     /// How long a commit or a lease round waits for those replicas.
     pub replicas_ack_timeout: Duration,
 }
 
 impl RedisConfig {
-    /// `replicas_ack` as it applies: the value given, else 1 when the topology has replicas (sentinels), else 0.
-    pub fn replicas_ack(&self) -> u32 {
+    /// `replicas_ack` as far as the configuration decides it: the value given, else 1 with sentinels (they watch
+    /// replicas), else None: the store asks the server whether it has replicas.
+    pub fn replicas_ack(&self) -> Option<u32> {
         self.replicas_ack
-            .unwrap_or(if self.sentinels.is_empty() { 0 } else { 1 })
+            .or_else(|| (!self.sentinels.is_empty()).then_some(1))
     }
 }
 
