@@ -86,7 +86,7 @@ impl Drop for Processes {
     }
 }
 
-/// The numbers of a JSON log line's field (0 when absent).
+/// A numeric field of a JSON log line (0 when absent).
 fn field(line: &serde_json::Value, name: &str) -> u64 {
     line.get(name)
         .and_then(serde_json::Value::as_u64)
