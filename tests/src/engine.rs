@@ -4,7 +4,10 @@
 //! The binary's path always comes from the test: `env!("CARGO_BIN_EXE_crawl-engine")` in a test of the
 //! `crawl-engine` package, so a run never picks up a stale build.
 
-use crawl_core::record::Record;
+use crate::site::Site;
+use crawl_core::record::{Outcome, Record};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::io::{self, BufRead as _, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -49,6 +52,8 @@ pub struct TestCrawl {
     pub jsonl: PathBuf,
     pub data_dir: PathBuf,
     seeds: Vec<String>,
+    /// What the command line starts with before the binary (see [`TestCrawl::wrap`]).
+    wrapper: Vec<OsString>,
 }
 
 /// How a run ended.
@@ -84,6 +89,7 @@ impl TestCrawl {
             jsonl,
             data_dir,
             seeds: seeds.to_vec(),
+            wrapper: Vec::new(),
         };
         crawl.rewrite(overrides)?;
         Ok(crawl)
@@ -173,9 +179,23 @@ impl TestCrawl {
         Ok(toml::to_string(&base)?)
     }
 
+    /// Runs the binary through `wrapper` from now on: the command becomes `wrapper[0] wrapper[1..] <binary> <args>`
+    /// (e.g. `ip netns exec <namespace>`, which execs the binary, so the child's pid stays the binary's and signals
+    /// reach it). An empty wrapper runs the binary directly again.
+    pub fn wrap<S: Into<OsString>>(&mut self, wrapper: impl IntoIterator<Item = S>) {
+        self.wrapper = wrapper.into_iter().map(Into::into).collect();
+    }
+
     /// The command, ready to spawn (stdout/stderr piped).
     pub fn command(&self) -> Command {
-        let mut c = Command::new(&self.engine);
+        let mut c = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&self.engine);
+                c
+            }
+            None => Command::new(&self.engine),
+        };
         c.arg("--config")
             .arg(&self.config_path)
             .arg("--no-progress");
@@ -303,6 +323,70 @@ pub fn assert_all_exit_0(results: &[RunResult], label: &str) {
         .collect();
     for r in results {
         assert_eq!(r.code(), Some(0), "{label}: {all}");
+    }
+}
+
+/// Every URL of `want` (a site's ground truth, e.g. from [`Site::expected_from`]) exactly once in the merged
+/// `records`, nothing else, and at least one page fetched with 200; `label` names the case in a failure.
+pub fn assert_exactly_once(want: &BTreeSet<String>, records: &[Record], label: &str) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        *seen.entry(r.url.as_str()).or_default() += 1;
+    }
+    let dups: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(dups.is_empty(), "{label}: URLs twice: {dups:?}");
+    let missing: Vec<&String> = want
+        .iter()
+        .filter(|u| !seen.contains_key(u.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{label}: {} of {} URLs missing: {:?}",
+        missing.len(),
+        want.len(),
+        missing.iter().take(20).collect::<Vec<_>>()
+    );
+    let unexpected: Vec<&str> = seen
+        .keys()
+        .filter(|u| !want.contains(**u))
+        .copied()
+        .collect();
+    assert!(unexpected.is_empty(), "{label}: unexpected {unexpected:?}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r.outcome == Outcome::Fetched && r.status == Some(200)),
+        "{label}: no page fetched with 200"
+    );
+}
+
+/// No host of `site` had requests of two processes in flight at once: the processes of a shared crawl send
+/// User-Agents of their own, and the site logged when each request started and ended.
+pub fn assert_one_process_per_host(site: &Site, label: &str) {
+    let reqs = site.requests();
+    for h in 0..site.hosts() {
+        let mut spans: Vec<_> = reqs
+            .iter()
+            .filter(|r| r.host == h)
+            .map(|r| {
+                (
+                    r.start,
+                    r.end.unwrap_or(r.start),
+                    r.user_agent.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        spans.sort_by_key(|s| s.0);
+        for w in spans.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            assert!(
+                a.2 == b.2 || b.0 >= a.1,
+                "{label}: host {h}: {} and {} fetched at once ({:?} overlap)",
+                a.2,
+                b.2,
+                a.1 - b.0
+            );
+        }
     }
 }
 
@@ -541,6 +625,26 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A wrapper comes before the binary, the binary's arguments after it; an empty one runs the binary again.
+    #[test]
+    fn a_wrapped_crawl_runs_the_binary_through_its_wrapper() {
+        let mut c = TestCrawl::new("echo", &[], "").expect("test crawl");
+        c.wrap(["env", "WRAPPED=1"]);
+        let cmd = c.command();
+        assert_eq!(cmd.get_program(), "env");
+        let args: Vec<_> = cmd.get_args().collect();
+        assert_eq!(args[..2], ["WRAPPED=1", "echo"]);
+        let res = c.run(Duration::from_secs(10));
+        assert_eq!(res.code(), Some(0), "{res:?}");
+        let config = c.config_path.display().to_string();
+        assert_eq!(
+            res.stdout.trim(),
+            format!("--config {config} --no-progress")
+        );
+        c.wrap(Vec::<String>::new());
+        assert_eq!(c.command().get_program(), "echo");
     }
 
     #[test]

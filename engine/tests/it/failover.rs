@@ -13,12 +13,15 @@
 //! Hosts use 127.0.0.30..=47 (this file's range).
 
 use crate::ENGINE;
-use crawl_core::record::{Outcome, Record};
+use crawl_core::record::Record;
 use crawl_test_kit::redis;
 use crawl_test_kit::sentinel::{MASTER, SentinelTopology, Shape};
-use crawl_tests::engine::{Drained, RunResult, TestCrawl, assert_all_exit_0, merge_outputs};
+use crawl_tests::engine::{
+    Drained, RunResult, TestCrawl, assert_all_exit_0, assert_exactly_once,
+    assert_one_process_per_host, merge_outputs,
+};
 use crawl_tests::site::{ExpectOptions, Site, SiteSpec};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 const HOSTS: usize = 6;
@@ -100,68 +103,6 @@ fn merge(ha: &Ha) -> Vec<Record> {
     merge_outputs(&ha.crawls)
 }
 
-/// Every URL of the site's ground truth exactly once, nothing else.
-fn assert_exactly_once(ha: &Ha, records: &[Record], label: &str) {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in records {
-        *seen.entry(r.url.as_str()).or_default() += 1;
-    }
-    let dups: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(dups.is_empty(), "{label}: URLs twice: {dups:?}");
-    let missing: Vec<&String> = ha
-        .want
-        .iter()
-        .filter(|u| !seen.contains_key(u.as_str()))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "{label}: {} of {} URLs missing: {:?}",
-        missing.len(),
-        ha.want.len(),
-        missing.iter().take(20).collect::<Vec<_>>()
-    );
-    let unexpected: Vec<&str> = seen
-        .keys()
-        .filter(|u| !ha.want.contains(**u))
-        .copied()
-        .collect();
-    assert!(unexpected.is_empty(), "{label}: unexpected {unexpected:?}");
-    assert!(
-        records
-            .iter()
-            .any(|r| r.outcome == Outcome::Fetched && r.status == Some(200))
-    );
-}
-
-/// No host had requests of two processes (User-Agents) in flight at once.
-fn assert_one_process_per_host(ha: &Ha, label: &str) {
-    let reqs = ha.site.requests();
-    for h in 0..HOSTS {
-        let mut spans: Vec<_> = reqs
-            .iter()
-            .filter(|r| r.host == h)
-            .map(|r| {
-                (
-                    r.start,
-                    r.end.unwrap_or(r.start),
-                    r.user_agent.clone().unwrap_or_default(),
-                )
-            })
-            .collect();
-        spans.sort_by_key(|s| s.0);
-        for w in spans.windows(2) {
-            let (a, b) = (&w[0], &w[1]);
-            assert!(
-                a.2 == b.2 || b.0 >= a.1,
-                "{label}: host {h}: {} and {} fetched at once ({:?} overlap)",
-                a.2,
-                b.2,
-                a.1 - b.0
-            );
-        }
-    }
-}
-
 /// How the master fails.
 #[derive(Debug, Clone, Copy)]
 enum Failure {
@@ -208,8 +149,8 @@ async fn run_through(first_octet: u8, failure: Failure) {
         "{label}: the switch is logged"
     );
     let records = merge(&ha);
-    assert_exactly_once(&ha, &records, &label);
-    assert_one_process_per_host(&ha, &label);
+    assert_exactly_once(&ha.want, &records, &label);
+    assert_one_process_per_host(&ha.site, &label);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -292,6 +233,6 @@ async fn without_replica_acks_a_failover_rollback_is_detected_and_repaired() {
         assert!(l.contains("lost_commits"), "{l}");
     }
     let records = merge(&ha);
-    assert_exactly_once(&ha, &records, "rollback");
-    assert_one_process_per_host(&ha, "rollback");
+    assert_exactly_once(&ha.want, &records, "rollback");
+    assert_one_process_per_host(&ha.site, "rollback");
 }

@@ -20,6 +20,9 @@
 //!   level change, not a resolver change), the success line at warn, no exporter transport lines at debug/trace.
 //! - `failover` (30-47): a Redis master with replicas and sentinels, killed or stopped mid-crawl: the processes
 //!   follow the sentinels, nothing is lost, no host is fetched by two processes at once; rollbacks are detected.
+//! - `partition` (198.18.0.0/15, hosts `.30-35` of a /24 of their own): three processes on one crawl, each in a
+//!   network namespace of its own; one cut off from Redis past its lease and healed is fenced, rejoins, and the
+//!   crawl completes exactly once with one process per host at a time.
 //! - `distributed` (210-229): three processes on one crawl through a Redis the test starts: exactly once after the
 //!   merge, kill -9, SIGSTOP past the lease (fencing), Redis restarted from its AOF or empty, politeness across
 //!   processes.
@@ -70,6 +73,7 @@ mod observe_contract;
 mod observe_export;
 mod operator;
 mod ownership;
+mod partition;
 mod proxy;
 mod proxy_interop;
 mod recipe;

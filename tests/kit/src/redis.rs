@@ -40,6 +40,9 @@ pub struct Options {
     pub aof: bool,
     /// Start as a replica of the server on this loopback port (`--replicaof`).
     pub replica_of: Option<u16>,
+    /// The address a TCP server listens on instead of 127.0.0.1 (the hub side of the network namespaces a test
+    /// made, see [`crate::netns`]); its URL and `redis-cli` use it too. Unix-socket servers ignore it.
+    pub bind: Option<Ipv4Addr>,
 }
 
 /// Where a server listens.
@@ -156,7 +159,7 @@ impl RedisServer {
                     .as_ref()
                     .map(|p| format!(":{p}@"))
                     .unwrap_or_default();
-                format!("redis://{auth}127.0.0.1:{port}/0")
+                format!("redis://{auth}{}:{port}/0", self.host())
             }
             Listen::Unix => {
                 let pass = self
@@ -168,6 +171,11 @@ impl RedisServer {
                 format!("redis+unix://{}{pass}", self.socket().display())
             }
         }
+    }
+
+    /// The address a TCP server listens on.
+    fn host(&self) -> Ipv4Addr {
+        self.opts.bind.unwrap_or(Ipv4Addr::LOCALHOST)
     }
 
     /// The TCP port (cluster nodes).
@@ -198,7 +206,12 @@ impl RedisServer {
                     .args(["--cluster-node-timeout", "5000"]);
             }
             Listen::Tcp { port } => {
-                cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+                cmd.args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    &self.host().to_string(),
+                ]);
             }
         }
         if let Some(master) = self.opts.replica_of {
@@ -254,7 +267,7 @@ impl RedisServer {
                 s.read(&mut reply)
             }),
             Listen::Cluster { port, .. } | Listen::Tcp { port } => {
-                let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+                let addr = SocketAddr::from((self.host(), port));
                 TcpStream::connect_timeout(&addr, Duration::from_millis(500)).and_then(|mut s| {
                     s.set_read_timeout(timeout)?;
                     s.write_all(b"PING\r\n")?;
@@ -273,7 +286,7 @@ impl RedisServer {
         let mut cmd = Command::new(CLI);
         match self.listen {
             Listen::Cluster { port, .. } | Listen::Tcp { port } => {
-                cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()])
+                cmd.args(["-h", &self.host().to_string(), "-p", &port.to_string()])
             }
             Listen::Unix => cmd.arg("-s").arg(self.socket()),
         };

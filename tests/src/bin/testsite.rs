@@ -173,6 +173,7 @@ fn spec(args: &Args) -> SiteSpec {
         missing: !args.no_missing,
         orphans: args.orphans,
         first_octet: args.first_octet,
+        prefix: [127, 0, 0],
         port: args.port,
         page_bytes: args.page_bytes,
         log_requests: args.log_requests || args.request_log_file.is_some(),

@@ -1,11 +1,11 @@
 //! The one generator of test sites for integration tests, `make demo` and `make bench`.
 //!
-//! A [`Site`] is a set of simulated hosts, host `i` listening on `127.0.0.{first_octet + i}` (HTTP/1.1 and h2c),
-//! serving a deterministic link graph built from [`SiteSpec::seed`]: `/` is page 0, page `n` is `/page/{n}`,
-//! and every page links to other pages (some on other hosts), to `/private/{n}` (disallowed by robots.txt), to
-//! `/old/{k}` (301 to page `k`), to `/missing/{n}` (404), to `/nofollow/{n}` with `rel=nofollow`, with relative,
-//! absolute and duplicate hrefs. `/orphan/{k}` pages are listed only in `/sitemap-pages.xml`, reached from the
-//! sitemap index `/sitemap.xml` named in robots.txt. [`Site::expected`] computes the exact result of a correct
+//! A [`Site`] is a set of simulated hosts, host `i` listening on `127.0.0.{first_octet + i}` (HTTP/1.1 and h2c; another
+//! /24 with [`SiteSpec::prefix`]), serving a deterministic link graph built from [`SiteSpec::seed`]: `/` is page 0,
+//! page `n` is `/page/{n}`, and every page links to other pages (some on other hosts), to `/private/{n}` (disallowed by
+//! robots.txt), to `/old/{k}` (301 to page `k`), to `/missing/{n}` (404), to `/nofollow/{n}` with `rel=nofollow`, with
+//! relative, absolute and duplicate hrefs. `/orphan/{k}` pages are listed only in `/sitemap-pages.xml`, reached from
+//! the sitemap index `/sitemap.xml` named in robots.txt. [`Site::expected`] computes the exact result of a correct
 //! crawl from the same graph; [`Site::requests`] and friends show what a crawler actually did.
 //!
 //! Wide mode ([`SiteSpec::wide_links`] > 0) adds a frontier of many URLs: page 0 of each host also links to
@@ -105,8 +105,11 @@ pub struct SiteSpec {
     pub missing: bool,
     /// orphan pages per host (only with `sitemaps`)
     pub orphans: usize,
-    /// host `i` listens on `127.0.0.{first_octet + i}`
+    /// host `i` listens on `127.0.0.{first_octet + i}` (`{prefix}.{first_octet + i}`)
     pub first_octet: u8,
+    /// the first three octets of the hosts' addresses: 127.0.0 by default; a test whose crawler runs in a network
+    /// namespace of its own gives the site addresses it added to the namespaces' hub
+    pub prefix: [u8; 3],
     /// 0: each host gets its own free port; otherwise all hosts use this port
     pub port: u16,
     /// pad HTML pages to about this many bytes
@@ -150,6 +153,7 @@ impl Default for SiteSpec {
             missing: true,
             orphans: 3,
             first_octet: 2,
+            prefix: [127, 0, 0],
             port: 0,
             page_bytes: 2048,
             log_requests: true,
@@ -216,7 +220,8 @@ impl SiteSpec {
     /// The IP of host `i`.
     pub fn ip(&self, host: usize) -> Ipv4Addr {
         let last = (usize::from(self.first_octet) + host).min(255) as u8;
-        Ipv4Addr::new(127, 0, 0, last)
+        let [a, b, c] = self.prefix;
+        Ipv4Addr::new(a, b, c, last)
     }
 
     /// Linked pages in the whole site (`hosts * pages_per_host`, orphans not counted).
