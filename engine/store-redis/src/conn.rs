@@ -792,7 +792,10 @@ b4 127.0.0.1:7006@17006 slave a3 0 0 3 connected
 e1 127.0.0.1:7007@17007 master - 0 0 0 connected
 ";
         assert_eq!(cluster_min_replicas(nodes), Some(1));
-        let one_bare = nodes.replace("b2 127.0.0.1:7004@17004 slave a2", "b2 127.0.0.1:7004@17004 slave,fail a2");
+        let one_bare = nodes.replace(
+            "b2 127.0.0.1:7004@17004 slave a2",
+            "b2 127.0.0.1:7004@17004 slave,fail a2",
+        );
         assert_eq!(cluster_min_replicas(&one_bare), Some(0));
         let masters_only: String = nodes.lines().take(3).map(|l| format!("{l}\n")).collect();
         assert_eq!(cluster_min_replicas(&masters_only), Some(0));

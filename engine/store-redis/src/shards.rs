@@ -126,11 +126,31 @@ impl LeaseTable {
             .collect()
     }
 
-    /// The caller has no work in flight in `shard`.
+    /// The caller has no work in flight in `shard`. Counts only while the shard is being handed over: a mark
+    /// given for a hand-over that was called off meanwhile is not kept.
     pub fn quiet(&self, shard: u32) {
-        if let Some(slot) = self.slots.get(shard as usize) {
+        if let Some(slot) = self.slots.get(shard as usize)
+            && slot.handoff.load(Ordering::Acquire)
+        {
             slot.quiet.store(true, Ordering::Release);
         }
+    }
+
+    /// Records whether a live peer should own held `shard` now; true when it is to be given up now (a peer should
+    /// own it and the caller said it is quiet since the hand-over began). A hand-over called off (the peer left)
+    /// forgets the quiet mark: work may start in the shard again, so a later hand-over waits for a new one.
+    fn hand_over(&self, shard: u32, to_peer: bool) -> bool {
+        let Some(slot) = self.slots.get(shard as usize) else {
+            return false;
+        };
+        let was = slot.handoff.swap(to_peer, Ordering::AcqRel);
+        if !to_peer {
+            if was {
+                slot.quiet.store(false, Ordering::Release);
+            }
+            return false;
+        }
+        slot.quiet.load(Ordering::Acquire)
     }
 
     /// The fencing token of a held shard.
@@ -272,11 +292,9 @@ impl Ownership {
         let mut calls = Vec::new();
         for s in 0..self.gate.shards {
             let mine = rendezvous(&members, s) == Some(self.pid.as_str());
-            let slot = &self.gate.slots[s as usize];
             match self.gate.token(s) {
                 Some(token) => {
-                    slot.handoff.store(!mine, Ordering::Release);
-                    if !mine && slot.quiet.load(Ordering::Acquire) {
+                    if self.gate.hand_over(s, !mine) {
                         calls.push(self.shard_call(&SCRIPTS.release, s).arg(token));
                         asks.push(Ask::Release(s, token));
                     } else {
@@ -533,5 +551,28 @@ mod tests {
         );
         g.drop_shard(1, 7);
         assert_eq!(g.owned(), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_hand_over_called_off_forgets_the_quiet_mark() {
+        let g = LeaseTable::new(2);
+        g.hold(0, 3, clock::now_ms() + 10_000);
+        g.quiet(0);
+        assert!(
+            !g.hand_over(0, true),
+            "a mark from before the hand-over does not count"
+        );
+        assert!(!g.hand_over(0, true), "not quiet yet");
+        g.quiet(0);
+        assert!(g.hand_over(0, true), "quiet during the hand-over: given up");
+        // The peer left before the shard was given up: the hand-over is called off, work starts again.
+        assert!(!g.hand_over(0, false));
+        assert!(g.may_start_shard(0));
+        // Another peer arrives: the shard waits for a new quiet mark.
+        assert!(!g.hand_over(0, true), "the old mark is forgotten");
+        assert!(!g.may_start_shard(0));
+        g.quiet(0);
+        assert!(g.hand_over(0, true));
+        assert!(!g.hand_over(7, true), "no such shard");
     }
 }

@@ -411,7 +411,11 @@ fn sentinels_replace_urls_and_keep_their_password_out_of_sight() {
     let r = &c.frontier.redis;
     assert_eq!(r.sentinels.len(), 2);
     assert_eq!(r.master.as_deref(), Some("crawl"));
-    assert_eq!(r.replicas_ack(), Some(1), "replicas by default with sentinels");
+    assert_eq!(
+        r.replicas_ack(),
+        Some(1),
+        "replicas by default with sentinels"
+    );
     assert_eq!(r.replicas_ack_timeout.as_millis(), 2000);
     assert_eq!(
         r.sentinel_password.as_ref().map(|p| p.expose()),
@@ -431,7 +435,11 @@ fn sentinels_replace_urls_and_keep_their_password_out_of_sight() {
     assert_eq!(c.frontier.redis.replicas_ack_timeout.as_millis(), 300);
     let c =
         ok("[frontier.redis]\nsentinels = [\"redis://s:1\"]\nmaster = \"m\"\nreplicas_ack = 0\n");
-    assert_eq!(c.frontier.redis.replicas_ack(), Some(0), "the value given wins");
+    assert_eq!(
+        c.frontier.redis.replicas_ack(),
+        Some(0),
+        "the value given wins"
+    );
 
     let (l, _, m, k) = only_error(
         "[frontier.redis]\nurls = [\"redis://h:1/0\"]\nsentinels = [\"redis://s:1\"]\nmaster = \"m\"\n",
