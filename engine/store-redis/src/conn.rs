@@ -235,7 +235,7 @@ impl Conn {
                     .arg("NODES")
                     .query(conn.as_mut())
                     .ok()?;
-                cluster_min_replicas(&nodes)
+                topology::cluster_min_replicas(&nodes)
             }
         }
     }
@@ -292,7 +292,18 @@ impl Conn {
     /// With sentinels: when they name another master than the one this link is connected to (a switch-over, or a
     /// failover while this link still reaches the old master), connects to theirs. Nothing happens when no
     /// sentinel answers.
+    /// On a cluster: notes which master serves each slot range now, which logs a failover once.
     pub fn follow_master(&mut self) {
+        if let Link::Cluster(conn) = &mut self.link {
+            if let Ok(nodes) = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query::<String>(conn.as_mut())
+            {
+                self.switches
+                    .cluster_masters(topology::cluster_masters(&nodes));
+            }
+            return;
+        }
         if self.settings.sentinels.is_empty() {
             return;
         }
@@ -652,33 +663,6 @@ impl Conn {
 }
 
 /// A server that cannot answer now but will (loading its data, a cluster reconfiguring).
-/// The fewest replicas any master of a cluster has, from `CLUSTER NODES` (None when it names no master).
-fn cluster_min_replicas(nodes: &str) -> Option<u32> {
-    let mut masters: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    let mut replicas_of = Vec::new();
-    for line in nodes.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (Some(id), Some(flags), Some(master)) = (f.first(), f.get(2), f.get(3)) else {
-            continue;
-        };
-        if flags.split(',').any(|x| x == "fail" || x == "noaddr") {
-            continue;
-        }
-        // A master counts when it serves slots (they follow the eight fixed fields).
-        if flags.split(',').any(|x| x == "master") && f.len() > 8 {
-            masters.entry(id).or_insert(0);
-        } else if flags.split(',').any(|x| x == "slave") {
-            replicas_of.push(*master);
-        }
-    }
-    for m in replicas_of {
-        if let Some(n) = masters.get_mut(m) {
-            *n += 1;
-        }
-    }
-    masters.values().copied().min()
-}
-
 fn busy(e: &RedisError) -> bool {
     matches!(
         e.code(),
@@ -778,29 +762,6 @@ pub(super) fn replay_spool(conn: &mut Conn, dir: &std::path::Path) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cluster_replicas_are_counted_per_master_serving_slots() {
-        let nodes = "\
-a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
-a2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
-a3 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
-b1 127.0.0.1:7003@17003 slave a1 0 0 1 connected
-b2 127.0.0.1:7004@17004 slave a2 0 0 2 connected
-b3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
-b4 127.0.0.1:7006@17006 slave a3 0 0 3 connected
-e1 127.0.0.1:7007@17007 master - 0 0 0 connected
-";
-        assert_eq!(cluster_min_replicas(nodes), Some(1));
-        let one_bare = nodes.replace(
-            "b2 127.0.0.1:7004@17004 slave a2",
-            "b2 127.0.0.1:7004@17004 slave,fail a2",
-        );
-        assert_eq!(cluster_min_replicas(&one_bare), Some(0));
-        let masters_only: String = nodes.lines().take(3).map(|l| format!("{l}\n")).collect();
-        assert_eq!(cluster_min_replicas(&masters_only), Some(0));
-        assert_eq!(cluster_min_replicas(""), None);
-    }
 
     #[test]
     fn redact_hides_passwords_in_userinfo_and_query() {
