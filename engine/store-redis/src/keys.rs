@@ -36,6 +36,11 @@ impl Keys {
         }
     }
 
+    /// The crawl's name.
+    pub fn crawl(&self) -> &str {
+        &self.crawl
+    }
+
     /// The prefix of every key of shard `s`, hash tag included.
     pub fn shard_prefix(&self, shard: u32) -> String {
         format!("{{{}:{}}}:", self.crawl, shard)
@@ -61,9 +66,24 @@ impl Keys {
         format!("{}rec", self.shard_prefix(shard))
     }
 
-    /// A host's queue in its shard.
-    pub fn queue(&self, shard: u32, host: Fp) -> String {
-        format!("{}q:{}", self.shard_prefix(shard), host)
+    /// A host queue's list of one depth in its shard.
+    pub fn queue(&self, shard: u32, host: Fp, depth: u32) -> String {
+        format!("{}q:{}:{}", self.shard_prefix(shard), host, depth)
+    }
+
+    /// The depths of a host queue that have a list (a sorted set).
+    pub fn depths(&self, shard: u32, host: Fp) -> String {
+        format!("{}qd:{}", self.shard_prefix(shard), host)
+    }
+
+    /// The shard's parent table (parent key → pending children and the parent URL).
+    pub fn parents(&self, shard: u32) -> String {
+        format!("{}par", self.shard_prefix(shard))
+    }
+
+    /// The shard's queue origins (host fp → `scheme://authority`).
+    pub fn origins(&self, shard: u32) -> String {
+        format!("{}org", self.shard_prefix(shard))
     }
 
     /// A seen-URL bucket of a shard.
@@ -108,7 +128,9 @@ mod tests {
         let k = Keys::new("crawl");
         assert_eq!(k.meta(7), "{crawl:7}:meta");
         assert_eq!(k.stream(7), "{crawl:7}:rec");
-        assert_eq!(k.queue(7, 42), "{crawl:7}:q:42");
+        assert_eq!(k.queue(7, 42, 3), "{crawl:7}:q:42:3");
+        assert_eq!(k.depths(7, 42), "{crawl:7}:qd:42");
+        assert_eq!(k.parents(7), "{crawl:7}:par");
         assert_eq!(k.bucket(7, 3), "{crawl:7}:s:3");
         assert_eq!(k.members(), "{crawl}:members");
         assert_eq!(k.process("p1"), "{crawl}:proc:p1");
