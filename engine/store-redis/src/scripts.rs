@@ -36,8 +36,16 @@ pub struct Scripts {
 }
 
 pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    add: Script::new(shard_script!("lua/seen.lua", "lua/queue.lua", "lua/add.lua")),
-    apply: Script::new(shard_script!("lua/seen.lua", "lua/queue.lua", "lua/apply.lua")),
+    add: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/queue.lua",
+        "lua/add.lua"
+    )),
+    apply: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/queue.lua",
+        "lua/apply.lua"
+    )),
     next: Script::new(shard_script!("lua/queue.lua", "lua/next.lua")),
     known: Script::new(shard_script!("lua/seen.lua", "lua/known.lua")),
     #[cfg(test)]

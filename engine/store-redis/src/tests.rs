@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crawl_test_kit::redis::{self as redis_tools, Options, RedisCluster, RedisServer};
 
+mod layout;
 mod outage;
 
 thread_local! {

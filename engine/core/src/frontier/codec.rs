@@ -405,13 +405,19 @@ mod tests {
         let origin = "http://host-7.example:8080";
         let b = encode_element(&e, origin);
         // seq (3 bytes), flags, parent key, the path only
-        assert_eq!(b.len(), 3 + 1 + 8 + "/docs/section-123/page-45678.html".len());
+        assert_eq!(
+            b.len(),
+            3 + 1 + 8 + "/docs/section-123/page-45678.html".len()
+        );
         assert!(b.ends_with(b"/docs/section-123/page-45678.html"));
         assert_eq!(decode_element(&b, origin).unwrap(), e);
         // the head is what the script puts between the sequence number and the path
         let mut seq = Vec::new();
         put_varint(&mut seq, e.seq);
-        assert_eq!(&b[seq.len()..seq.len() + 9], encode_element_head(&e).as_slice());
+        assert_eq!(
+            &b[seq.len()..seq.len() + 9],
+            encode_element_head(&e).as_slice()
+        );
 
         let full = vec![
             e.clone(),
@@ -465,7 +471,10 @@ mod tests {
             kind: JobKind::Embed,
             ..element("http://a/i.png")
         };
-        assert_eq!(decode_element(&encode_element(&p, "http://a"), "http://a").unwrap(), p);
+        assert_eq!(
+            decode_element(&encode_element(&p, "http://a"), "http://a").unwrap(),
+            p
+        );
         // Values written before the embed kind existed: a page stored as code 0, an excluded URL as code 3.
         let old_page = [5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
         assert_eq!(decode_queued(&old_page).unwrap().kind, JobKind::Page);
