@@ -26,11 +26,11 @@
 //!
 //! # Queue positions
 //! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number
-//! modulo the shard count, and sequence numbers are unique across shards. The score in a host queue is
-//! `depth·2^33 + seq`, exact in a double: depth stays below 2^20 and each shard can queue 2^33 / shards URLs
-//! (33 million with 256 shards). Every shard has its own part of the records queue (`q:0`), so that an excluded
-//! link is marked seen and queued for its record in one script; [`FrontierStore::next_urls`] for
-//! [`RECORDS_HOST`] merges the parts of the shards this process holds.
+//! modulo the shard count, and sequence numbers are unique across shards; each shard can queue 2^33 / shards URLs
+//! (33 million with 256 shards). A host queue is one list per depth, appended in discovery order: queue order
+//! (depth, then seq) is the lists' order from the lowest depth up (see [`keys`]). Every shard has its own part of the
+//! records queue (host fp 0), so that an excluded link is marked seen and queued for its record in one script;
+//! [`FrontierStore::next_urls`] for [`RECORDS_HOST`] merges the parts of the shards this process holds.
 //!
 //! # Outbox numbering
 //! A record's stream entry keeps the sequence number (JSONL line) it was committed with. [`FrontierStore::recover`]
