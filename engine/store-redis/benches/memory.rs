@@ -4,7 +4,8 @@
 //! finished URLs): bytes per done URL (what stays is the seen sets).
 //!
 //! `MEM_SIZES` (default "100000") and `MEM_HOSTS` (default "4 1000") are space-separated lists; every size runs
-//! with every host count. `cargo bench -p crawl-store-redis --bench memory`.
+//! with every host count; `MEM_RECRAWL_S` (default 0) sets `recrawl_after_s`, which keeps the pending URLs in sets
+//! of their own too. `cargo bench -p crawl-store-redis --bench memory`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expect is a failed bench
 
@@ -76,6 +77,7 @@ fn run(urls: u64, hosts: u64) -> Row {
         urls: vec![srv.url()],
         crawl: "mem".into(),
         lease_ms: 120_000,
+        recrawl_after_s: list("MEM_RECRAWL_S", "0").first().copied().unwrap_or(0),
         ..RedisSettings::default()
     };
     let mut f = RedisFrontier::open(settings, "bench").expect("open the store");

@@ -48,10 +48,12 @@ local parents, gone = {}, {}
 for _, q in ipairs(gorder) do
   local g = groups[q]
   local found = q_find(q, g.want, g.max)
-  local n = 0
+  local n, top = 0, -1
   for s, f in pairs(found) do
-    redis.call('LSET', q, f[1], '')
     n = n + 1
+    if f[1] > top then
+      top = f[1]
+    end
     local w = g.want[s]
     if w[2] == '1' then
       pages = pages + 1
@@ -70,8 +72,16 @@ for _, q in ipairs(gorder) do
       c[1] = c[1] - 1
     end
   end
-  if n > 0 then
+  if n > 0 and top == n - 1 then
+    -- the list's first n elements (finished in queue order, the usual case)
+    redis.call('LTRIM', q, n, -1)
+  elseif n > 0 then
+    for _, f in pairs(found) do
+      redis.call('LSET', q, f[1], '')
+    end
     redis.call('LREM', q, n, '')
+  end
+  if n > 0 then
     if redis.call('EXISTS', q) == 0 then
       redis.call('ZREM', pfx .. 'qd:' .. g.hfp, g.depth)
     end

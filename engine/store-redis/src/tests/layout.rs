@@ -218,3 +218,50 @@ fn a_crawl_of_the_old_layout_is_refused_with_its_name() {
         "{text}"
     );
 }
+
+#[test]
+fn with_recrawl_pending_members_are_kept_until_finished() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::start();
+    let mut f = RedisFrontier::open(
+        RedisSettings {
+            recrawl_after_s: 3600,
+            ..short(&srv.url(), "pending", 1, 15_000)
+        },
+        "a",
+    )
+    .unwrap();
+    f.recover().unwrap();
+    f.commit(Batch {
+        discovered: vec![disc("http://h/1", "h", 0), disc("http://h/2", "h", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let members = |srv: &RedisServer| -> u64 {
+        query(
+            srv,
+            redis::cmd("EVAL")
+                .arg("local n = 0 for _, k in ipairs(redis.call('KEYS', '{pending:0}:pn:*')) do n = n + redis.call('SCARD', k) end return n")
+                .arg(0),
+        )
+    };
+    assert_eq!(members(&srv), 2);
+    let all = f.next_urls(host_fp("h"), None, 10).unwrap();
+    f.commit(Batch {
+        finished: vec![finished(&all[0])],
+        ..Batch::default()
+    })
+    .unwrap();
+    assert_eq!(members(&srv), 1, "a finished URL is no longer pending");
+    assert!(f.is_known("http://h/1").unwrap(), "seen in this generation");
+    f.commit(Batch {
+        finished: vec![finished(&all[1])],
+        ..Batch::default()
+    })
+    .unwrap();
+    assert_eq!(members(&srv), 0);
+    let n: u64 = query(&srv, redis::cmd("HGET").arg("{pending:0}:meta").arg("pnn"));
+    assert_eq!(n, 0);
+}
