@@ -28,7 +28,7 @@ help:
 		'make bench-scale' 'large frontiers (20k, 1M, 10M known URLs): memory, disk, restart time, pages/s' \
 		'make bench-drain' 'resident memory before and after a queue of 200,000 URLs drains' \
 		'make bench-otlp' 'the bench crawl without a trace exporter and with one, over OTLP/HTTP and OTLP/gRPC' \
-		'make bench-cluster' 'the bench crawl on the embedded frontier and through Redis with 1, 2 and 3 processes' \
+		'make bench-cluster' 'the bench crawl on the embedded frontier and through Redis with 1, 2 and 3 processes; Redis memory per URL' \
 		'make bench-ha' 'three processes through Redis Sentinel: replicas_ack 0 and 1, and a master killed half-way' \
 		'make bench-micro' 'the criterion benches (link extraction, canonicalisation, frontier, spans, ...)' \
 		'make fuzz' 'every fuzz target for FUZZ_SECONDS each (nightly toolchain and cargo-fuzz)' \
@@ -122,9 +122,10 @@ bench-otlp: release
 	$(CARGO) build --release -p crawl-tests --bin otlpsink
 	bash tests/scripts/bench_otlp.sh
 
-# The same crawl on the embedded frontier and through a local Redis with 1, 2 and 3 processes (needs redis-server).
+# The same crawl on the embedded frontier and through a local Redis with 1, 2 and 3 processes (needs redis-server),
+# then the Redis store's memory per pending and per done URL (MEM_SIZES, MEM_HOSTS: see the script).
 bench-cluster: release
-	bash tests/scripts/bench_cluster.sh
+	CARGO="$(CARGO)" bash tests/scripts/bench_cluster.sh
 
 # Replica-acknowledged writes and failover through Redis Sentinel: pages/s, CPU and Redis commands per page with
 # replicas_ack 0 and 1, and the time from the master's death to the first record after it (docs/BENCHMARKS.md).

@@ -7,6 +7,9 @@
 # (INFO total_commands_processed, the calls made inside scripts included) and Redis memory per known URL
 # at the end (used_memory after the crawl minus the empty server's, over the records written). The processes share this machine's cores with each other, with
 # Redis and with the test site: the figures compare setups on one machine, they do not show scaling.
+# Then the store's own Redis memory per URL (engine/store-redis/benches/memory.rs, a redis-server of its own): URLs
+# added through the store and then all finished, with MEM_SIZES URLs (default 1000000; "1000000 10000000" for the
+# figures in docs/BENCHMARKS.md) over MEM_HOSTS hosts (default "4 1000").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${CARGO_TARGET_DIR:-target}/release"
@@ -105,3 +108,8 @@ run redis-1 1
 run redis-2 2
 run redis-3 3
 kill "${pids[0]}" 2>/dev/null || true
+
+echo
+echo "redis memory per URL of the store (B/pending: added, not done; B/done: every URL finished)"
+MEM_SIZES="${MEM_SIZES:-1000000}" MEM_HOSTS="${MEM_HOSTS:-4 1000}" "${CARGO:-cargo}" bench -q -p crawl-store-redis \
+  --bench memory

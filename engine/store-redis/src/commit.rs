@@ -11,12 +11,36 @@ use super::robots::robots_value;
 use super::scripts::SCRIPTS;
 use super::shards::LeaseTable;
 use super::{ADD_CHUNK, MAX_DEPTH, dedup_host, url_host};
-use crawl_core::frontier::codec::{self, PendingValue};
+use crawl_core::frontier::codec::{self, QueueElement};
 use crawl_core::frontier::{
     Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
     SharedRobots, UrlRef, host_fp, url_fp,
 };
 use std::collections::{BTreeMap, HashMap};
+
+/// The head of a queue element (see [`codec::QueueElement`]): the parent is keyed by its stored reference when
+/// it has one, else by its URL's fingerprint.
+pub(super) fn element_head(
+    kind: crawl_core::frontier::JobKind,
+    parent: Option<(Option<UrlRef>, &str)>,
+    attempt: u32,
+    retries: u32,
+    redirect_chain: &[String],
+) -> Vec<u8> {
+    let parent = parent.map(|(r, url)| match r.filter(|r| r.key != 0) {
+        Some(r) => (r.key, true),
+        None => (url_fp(url), false),
+    });
+    codec::encode_element_head(&QueueElement {
+        seq: 0,
+        kind,
+        parent,
+        attempt,
+        retries,
+        redirect_chain: redirect_chain.to_vec(),
+        url: String::new(),
+    })
+}
 
 /// What one call of a commit was for.
 enum Plan {
@@ -133,20 +157,7 @@ impl CommitSession {
                     .arg(&crawl.pid)
                     .arg(crawl.settings.recrawl_after_s);
                 for (_, d, qfp) in &list {
-                    let (parent_ref, parent) = match &d.parent {
-                        Some((r, u)) => (Some(*r).filter(|r| r.key != 0), Some(u.clone())),
-                        None => (None, None),
-                    };
-                    let value = codec::encode_pending(&PendingValue {
-                        url: d.url.clone(),
-                        host: *qfp,
-                        kind: d.kind,
-                        attempt: 0,
-                        retries: 0,
-                        parent,
-                        parent_ref,
-                        redirect_chain: d.redirect_chain.clone(),
-                    });
+                    let parent = d.parent.as_ref().map(|(r, u)| (Some(*r), u.as_str()));
                     c.push(member(url_fp(&d.url)));
                     c.push(*qfp);
                     c.push(if *qfp == RECORDS_HOST {
@@ -155,7 +166,9 @@ impl CommitSession {
                         d.host.as_str()
                     });
                     c.push(d.depth);
-                    c.push(value);
+                    c.push(element_head(d.kind, parent, 0, 0, &d.redirect_chain));
+                    c.push(d.url.as_str());
+                    c.push(parent.map_or("", |p| p.1));
                 }
                 calls.push(c);
                 plans.push(Plan::Add(list));
@@ -199,20 +212,23 @@ impl CommitSession {
             for f in &w.finished {
                 c.push(member(f.id.key));
                 c.push(f.host);
+                c.push(f.key.depth);
+                c.push(f.key.seq);
                 c.push(if f.fetched_page { "1" } else { "0" });
             }
             for e in &w.updates {
                 c.push(member(e.id.key));
-                c.push(codec::encode_pending(&PendingValue {
-                    url: e.url.clone(),
-                    host: e.host,
-                    kind: e.kind,
-                    attempt: e.attempt,
-                    retries: e.retries,
-                    parent: e.parent.clone(),
-                    parent_ref: e.parent_ref,
-                    redirect_chain: e.redirect_chain.clone(),
-                }));
+                c.push(e.host);
+                c.push(e.depth);
+                c.push(e.seq);
+                c.push(element_head(
+                    e.kind,
+                    e.parent.as_deref().map(|u| (e.parent_ref, u)),
+                    e.attempt,
+                    e.retries,
+                    &e.redirect_chain,
+                ));
+                c.push(e.url.as_str());
             }
             for (seq, line) in &w.records {
                 c.push(*seq);

@@ -102,6 +102,7 @@ pub(super) fn open_instance(
                     Call::new(&SCRIPTS.shard_init, keys.meta(s))
                         .arg(&inst)
                         .arg(s)
+                        .arg(LAYOUT)
                 })
                 .collect();
             for r in conn.run(&calls)? {
@@ -121,5 +122,28 @@ pub(super) fn open_instance(
             )));
         }
     }
+    check_layout(conn, keys)?;
     Ok((inst, created))
+}
+
+/// The layout version of a shard's keys this version reads and writes (`lay` in every shard's meta hash): host
+/// queues as lists per depth, the parent table (see [`super::keys`]).
+pub(super) const LAYOUT: &str = "2";
+
+/// Refuses a crawl whose shards were made by a version with another key layout (shard 0 speaks for all: every
+/// shard is made by the same process).
+fn check_layout(conn: &mut Conn, keys: &Keys) -> Result<(), FrontierError> {
+    let lay = match conn.cmd(redis::cmd("HGET").arg(keys.meta(0)).arg("lay"))? {
+        redis::Value::Nil => None,
+        v => Some(reply::string(v, "layout")?),
+    };
+    if lay.as_deref() == Some(LAYOUT) {
+        return Ok(());
+    }
+    Err(FrontierError::Store(format!(
+        "the crawl {:?} in redis was stored by an older version of crawl-engine (key layout {}, this version \
+         reads layout {LAYOUT}); start a new crawl name ([frontier.redis] crawl) or delete the old crawl's keys",
+        keys.crawl(),
+        lay.as_deref().unwrap_or("1")
+    )))
 }

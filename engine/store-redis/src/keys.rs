@@ -4,10 +4,22 @@
 //! Per shard (the suffixes are built again inside the Lua scripts from the meta key's prefix):
 //! - `meta`: a hash: `inst` (the crawl instance sentinel), `fence` (fencing token counter), `owner`, `token`,
 //!   `exp` (lease expiry, Redis server time in ms), `known`, `pending`, `done`, `pages`, `seq` (queue order
-//!   counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]);
-//! - `urls`: a hash of pending URLs, member → binary entry ([`crawl_core::frontier::codec::PendingValue`]);
-//! - `q:<host fp>`: a sorted set per host queue (member = URL fingerprint, score = depth·2^33 + seq); the records
-//!   queue of the shard is `q:0`;
+//!   counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]), `lay` (the version of this layout: a
+//!   crawl stored by a version with another layout is refused when opened);
+//! - `q:<host fp>:<depth>`: a host queue's pending URLs of one depth, a list in discovery order (so sorted by seq);
+//!   each element is the whole entry ([`crawl_core::frontier::codec::QueueElement`]: seq, kind and flags, the
+//!   parent's 8-byte key, attempt/retries/redirect chain when not empty, and the URL's path when its origin is the
+//!   queue's, else the whole URL). The records queue of the shard is host fp `0`. A list stays a quicklist of
+//!   listpacks: about 2 bytes of overhead per element. The owner reads from the head and skips what it holds (a
+//!   prefix of each list, since only the owner removes, and only what it read), and finds what it finishes or
+//!   updates there too, so that costs the owner's window, never the queue's length;
+//! - `qd:<host fp>`: a sorted set of the depths whose list is not empty (reads go from the cursor's depth up);
+//! - `org`: a hash host fp → the origin (`scheme://authority`) of its queue, from its first URL;
+//! - `par`: the parent table, a hash parent key (8 bytes: the parent's URL fingerprint) → `<pending children>
+//!   <parent URL>`; a parent URL is stored once, however many children it has, and its row goes with its last
+//!   pending child;
+//! - `pn:<bucket>`: with recrawl only, the URLs still pending, bucketed integer sets like the seen sets (layout
+//!   `pnlv`, `pnsp`, `pnn` in `meta`), so a URL found again while it waits is not queued twice;
 //! - `hosts`: a hash host key → pending count; `names`: host fp → host key (finishing knows only the fp);
 //! - `pause`: a hash host key → `until:level`: until when (Unix ms) the host is paused after a 429/503 or a
 //!   Retry-After, and the step of its exponential backoff;
@@ -36,6 +48,11 @@ impl Keys {
         }
     }
 
+    /// The crawl's name.
+    pub fn crawl(&self) -> &str {
+        &self.crawl
+    }
+
     /// The prefix of every key of shard `s`, hash tag included.
     pub fn shard_prefix(&self, shard: u32) -> String {
         format!("{{{}:{}}}:", self.crawl, shard)
@@ -61,9 +78,24 @@ impl Keys {
         format!("{}rec", self.shard_prefix(shard))
     }
 
-    /// A host's queue in its shard.
-    pub fn queue(&self, shard: u32, host: Fp) -> String {
-        format!("{}q:{}", self.shard_prefix(shard), host)
+    /// A host queue's list of one depth in its shard.
+    pub fn queue(&self, shard: u32, host: Fp, depth: u32) -> String {
+        format!("{}q:{}:{}", self.shard_prefix(shard), host, depth)
+    }
+
+    /// The depths of a host queue that have a list (a sorted set).
+    pub fn depths(&self, shard: u32, host: Fp) -> String {
+        format!("{}qd:{}", self.shard_prefix(shard), host)
+    }
+
+    /// The shard's parent table (parent key → pending children and the parent URL).
+    pub fn parents(&self, shard: u32) -> String {
+        format!("{}par", self.shard_prefix(shard))
+    }
+
+    /// The shard's queue origins (host fp → `scheme://authority`).
+    pub fn origins(&self, shard: u32) -> String {
+        format!("{}org", self.shard_prefix(shard))
     }
 
     /// A seen-URL bucket of a shard.
@@ -108,7 +140,9 @@ mod tests {
         let k = Keys::new("crawl");
         assert_eq!(k.meta(7), "{crawl:7}:meta");
         assert_eq!(k.stream(7), "{crawl:7}:rec");
-        assert_eq!(k.queue(7, 42), "{crawl:7}:q:42");
+        assert_eq!(k.queue(7, 42, 3), "{crawl:7}:q:42:3");
+        assert_eq!(k.depths(7, 42), "{crawl:7}:qd:42");
+        assert_eq!(k.parents(7), "{crawl:7}:par");
         assert_eq!(k.bucket(7, 3), "{crawl:7}:s:3");
         assert_eq!(k.members(), "{crawl}:members");
         assert_eq!(k.process("p1"), "{crawl}:proc:p1");

@@ -26,11 +26,11 @@
 //!
 //! # Queue positions
 //! A shard numbers its entries `n·shards + shard` (n counting from 1), so an entry's shard is its sequence number
-//! modulo the shard count, and sequence numbers are unique across shards. The score in a host queue is
-//! `depth·2^33 + seq`, exact in a double: depth stays below 2^20 and each shard can queue 2^33 / shards URLs
-//! (33 million with 256 shards). Every shard has its own part of the records queue (`q:0`), so that an excluded
-//! link is marked seen and queued for its record in one script; [`FrontierStore::next_urls`] for
-//! [`RECORDS_HOST`] merges the parts of the shards this process holds.
+//! modulo the shard count, and sequence numbers are unique across shards; each shard can queue 2^33 / shards URLs
+//! (33 million with 256 shards). A host queue is one list per depth, appended in discovery order: queue order
+//! (depth, then seq) is the lists' order from the lowest depth up (see [`keys`]). Every shard has its own part of the
+//! records queue (host fp 0), so that an excluded link is marked seen and queued for its record in one script;
+//! [`FrontierStore::next_urls`] for [`RECORDS_HOST`] merges the parts of the shards this process holds.
 //!
 //! # Outbox numbering
 //! A record's stream entry keeps the sequence number (JSONL line) it was committed with. [`FrontierStore::recover`]
@@ -75,7 +75,7 @@ use crawl_core::frontier::{
     Resume, ShardChanges, UrlRef, url_fp,
 };
 use instance::{open_instance, random_id, validate};
-use keys::{Keys, member, member_fp};
+use keys::{Keys, member};
 use poll::ShardView;
 use records::Records;
 use redis::Value;
@@ -90,10 +90,7 @@ pub const DEFAULT_SHARDS: u32 = 256;
 pub const DEFAULT_LEASE_MS: u64 = 15_000;
 pub const DEFAULT_MAX_OUTAGE_MS: u64 = 600_000;
 
-/// Bits of the queue score below the depth.
-const SCORE_SHIFT: u32 = 33;
-const SEQ_MASK: u64 = (1 << SCORE_SHIFT) - 1;
-/// Depths from here on do not fit the score.
+/// Depths from here on are refused (a depth names a list of its host queue).
 const MAX_DEPTH: u32 = 1 << 20;
 /// Items per script call when reading or acknowledging in pages.
 const PAGE: usize = 1000;
@@ -221,20 +218,6 @@ impl std::fmt::Debug for RedisFrontier {
     }
 }
 
-fn score(k: QueueKey) -> u64 {
-    (u64::from(k.depth) << SCORE_SHIFT) | (k.seq & SEQ_MASK)
-}
-
-fn parse_score(v: Value) -> Result<u64, FrontierError> {
-    let s = reply::string(v, "queue score")?;
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(n);
-    }
-    s.parse::<f64>()
-        .map(|f| f as u64)
-        .map_err(|_| FrontierError::Store(format!("bad queue score {s:?}")))
-}
-
 /// The host a URL is deduplicated under (its shard): a page's host key, else the URL's own host.
 fn dedup_host(d: &crawl_core::frontier::Discovered) -> String {
     if d.kind.is_fetched() && !d.host.is_empty() {
@@ -353,50 +336,62 @@ impl RedisFrontier {
 
     fn parse_entries(&self, v: Value, queue_host: Fp) -> Result<Vec<Entry>, FrontierError> {
         let mut it = reply::array(v, "queue")?.into_iter();
+        let origin = match it.next() {
+            Some(o) => reply::string(o, "queue origin")?,
+            None => return Ok(Vec::new()),
+        };
         let mut out = Vec::new();
-        while let (Some(m), Some(sc), Some(val)) = (it.next(), it.next(), it.next()) {
-            let m = reply::bytes(m, "member")?;
-            let fp = member_fp(&m).ok_or_else(|| FrontierError::Corrupt {
-                what: "queue member".into(),
-                detail: String::from_utf8_lossy(&m).into_owned(),
-            })?;
-            let sc = parse_score(sc)?;
-            let raw = reply::bytes(val, "entry")?;
-            if raw.is_empty() {
-                tracing::warn!(url_fp = fp, "queued url has no entry; skipped");
-                continue;
-            }
-            let p = codec::decode_pending(&raw).map_err(|e| FrontierError::Corrupt {
-                what: format!("pending url {fp:016x}"),
-                detail: e.to_string(),
-            })?;
+        while let (Some(d), Some(raw), Some(row)) = (it.next(), it.next(), it.next()) {
+            let depth = u32::try_from(reply::uint(&d, "queue depth")?)
+                .map_err(|_| FrontierError::Store("queue depth out of range".into()))?;
+            let raw = reply::bytes(raw, "queue element")?;
+            let row = reply::bytes(row, "parent row")?;
+            let corrupt = |detail: String| FrontierError::Corrupt {
+                what: format!("queue element of host {queue_host:016x}"),
+                detail,
+            };
+            let e = codec::decode_element(&raw, &origin).map_err(|e| corrupt(e.to_string()))?;
+            let (parent, parent_ref) = match e.parent {
+                None => (None, None),
+                Some((key, is_ref)) => {
+                    // `<pending children> <parent URL>`
+                    let url = row
+                        .iter()
+                        .position(|&b| b == b' ')
+                        .and_then(|i| std::str::from_utf8(&row[i + 1..]).ok())
+                        .ok_or_else(|| corrupt(format!("no parent row for {}", e.url)))?;
+                    let r = is_ref.then_some(UrlRef { key, slot: 0 });
+                    (Some(url.to_owned()), r)
+                }
+            };
             out.push(Entry {
-                url: p.url,
-                depth: (sc >> SCORE_SHIFT) as u32,
-                parent: p.parent,
-                parent_ref: p.parent_ref,
-                attempt: p.attempt,
-                retries: p.retries,
-                redirect_chain: p.redirect_chain,
-                seq: sc & SEQ_MASK,
-                kind: p.kind,
-                host: if queue_host == RECORDS_HOST {
-                    RECORDS_HOST
-                } else {
-                    p.host
+                id: UrlRef {
+                    key: url_fp(&e.url),
+                    slot: 0,
                 },
-                id: UrlRef { key: fp, slot: 0 },
+                url: e.url,
+                depth,
+                parent,
+                parent_ref,
+                attempt: e.attempt,
+                retries: e.retries,
+                redirect_chain: e.redirect_chain,
+                seq: e.seq,
+                kind: e.kind,
+                host: queue_host,
                 queued_at: None,
             });
         }
         Ok(out)
     }
 
-    fn next_call(&self, shard: u32, host: Fp, min: &str, count: usize) -> Call {
+    fn next_call(&self, shard: u32, host: Fp, after: Option<QueueKey>, count: usize) -> Call {
+        let (depth, seq) = after.map_or((-1, 0), |k| (i64::from(k.depth), k.seq));
         self.crawl
             .shard_call(&SCRIPTS.next, shard)
             .arg(host)
-            .arg(min)
+            .arg(depth)
+            .arg(seq)
             .arg(count)
     }
 
@@ -439,13 +434,12 @@ impl RedisFrontier {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let mut min = after.map_or_else(|| "-inf".to_owned(), |k| format!("({}", score(k)));
         if host == RECORDS_HOST {
             let owned = self.gate.owned();
             let count = max.min(PAGE);
             let calls: Vec<Call> = owned
                 .iter()
-                .map(|&s| self.next_call(s, RECORDS_HOST, &min, count))
+                .map(|&s| self.next_call(s, RECORDS_HOST, after, count))
                 .collect();
             let mut out = Vec::new();
             for r in self.conn.run(&calls)? {
@@ -457,14 +451,15 @@ impl RedisFrontier {
             return Ok(out);
         }
         let shard = (host % u64::from(self.crawl.shards())) as u32;
-        let mut out = Vec::new();
+        let mut out: Vec<Entry> = Vec::new();
+        let mut after = after;
         while out.len() < max {
             let count = (max - out.len()).min(PAGE);
-            let v = self.conn.call(&self.next_call(shard, host, &min, count))?;
+            let v = self.conn.call(&self.next_call(shard, host, after, count))?;
             let got = self.parse_entries(v, host)?;
             let n = got.len();
             if let Some(last) = got.last() {
-                min = format!("({}", score(last.key()));
+                after = Some(last.key());
             }
             out.extend(got);
             if n < count {

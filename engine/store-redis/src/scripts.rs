@@ -1,5 +1,6 @@
 //! The Lua scripts, one per operation. Every shard script starts with the same prologue (`lua/shard.lua`: the
-//! sentinel check), and those that touch the seen set include the dedup layout (`lua/seen.lua`). Scripts are sent
+//! sentinel check), those that touch the seen set (or, with recrawl, the pending set) include the dedup layout
+//! (`lua/seen.lua`), and those that touch the host queues include their layout (`lua/queue.lua`). Scripts are sent
 //! with EVALSHA and loaded again when the server answers NOSCRIPT.
 
 use redis::Script;
@@ -35,9 +36,17 @@ pub struct Scripts {
 }
 
 pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    add: Script::new(shard_script!("lua/seen.lua", "lua/add.lua")),
-    apply: Script::new(shard_script!("lua/apply.lua")),
-    next: Script::new(shard_script!("lua/next.lua")),
+    add: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/queue.lua",
+        "lua/add.lua"
+    )),
+    apply: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/queue.lua",
+        "lua/apply.lua"
+    )),
+    next: Script::new(shard_script!("lua/queue.lua", "lua/next.lua")),
     known: Script::new(shard_script!("lua/seen.lua", "lua/known.lua")),
     #[cfg(test)]
     mark: Script::new(shard_script!("lua/seen.lua", "lua/mark.lua")),

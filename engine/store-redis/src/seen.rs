@@ -21,7 +21,10 @@
 //! layout (generation 0, without recrawl, keeps the names above). A member counts as seen in the current and the
 //! previous generation and is marked in the current one only when the previous lacks it, so every URL is held once;
 //! when a new generation starts, the one before the previous is deleted. A URL is therefore new again between one and
-//! two periods after it was queued, with no key or timestamp per URL.
+//! two periods after it was queued, with no key or timestamp per URL. So that a URL still waiting in its queue is
+//! not queued a second time, recrawl also keeps the URLs still pending in buckets of the same kind (`pn:<bucket>`,
+//! layout `pnlv`, `pnsp`, `pnn` in the shard's meta): added with the URL, removed when it is finished, about 9
+//! bytes per pending URL; without recrawl there are none.
 //!
 //! Exactness: dedup is exact at the fingerprint level. Two different URLs of one shard with the same 64-bit
 //! fingerprint are taken for one: the second is dropped as "seen". With n URLs in a shard the chance that this

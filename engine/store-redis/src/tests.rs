@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crawl_test_kit::redis::{self as redis_tools, Options, RedisCluster, RedisServer};
 
+mod layout;
 mod outage;
 
 thread_local! {
@@ -506,6 +507,8 @@ fn an_apply_call_run_twice_applies_once() {
         .arg("run:1")
         .arg(member(e.id.key))
         .arg(e.host)
+        .arg(e.depth)
+        .arg(e.seq)
         .arg("1")
         .arg(1u64)
         .arg(line("http://h/1"));

@@ -274,6 +274,24 @@ async fn three_processes_share_one_crawl_and_the_merge_has_every_url_once() {
     .expect("join");
     assert_eq!(r.0.code(), Some(0), "{}", r.0.stderr);
     assert_eq!(r.1, 0, "nothing left to record");
+
+    // A done URL leaves nothing but its seen entry: no queue elements (lists, their depth sets), no parent rows, no
+    // pending members, no URL table.
+    let keys = c.redis.cli(&["KEYS", "*"]).expect("redis-cli");
+    let per_url: Vec<&str> = keys
+        .lines()
+        .map(str::trim)
+        .filter(|k| {
+            [":q:", ":qd:", ":pn:"].iter().any(|p| k.contains(p))
+                || k.ends_with(":par")
+                || k.ends_with(":urls")
+        })
+        .collect();
+    assert!(per_url.is_empty(), "left after the crawl: {per_url:?}");
+    assert!(
+        keys.lines().any(|k| k.contains(":s:")),
+        "the seen sets stay: {keys}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

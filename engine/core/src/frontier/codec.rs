@@ -1,7 +1,7 @@
 //! The compact binary encoding of the stores' values: LEB128 varints, fixed 8-byte fingerprints, and
 //! length-prefixed strings. A decoder never panics: short or malformed input is an error.
 
-use super::{Fp, JobKind, UrlRef};
+use super::{JobKind, UrlRef};
 
 /// Why a value could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -224,93 +224,135 @@ pub fn decode_host(buf: &[u8]) -> Result<(u64, String), DecodeError> {
     Ok((pending, name.to_owned()))
 }
 
-const PENDING_PARENT_REF: u8 = 0x01;
-const PENDING_PARENT_URL: u8 = 0x02;
+/// Flag bits of a queue element's flags byte (its low four bits are the kind).
+const ELEM_PARENT: u8 = 0x10;
+const ELEM_PARENT_REF: u8 = 0x20;
+const ELEM_FULL_URL: u8 = 0x40;
+const ELEM_EXTRA: u8 = 0x80;
+const ELEM_KIND: u8 = 0x0f;
 
-/// A pending URL as a store shared by many processes keeps it in one value: everything but its queue position
-/// (depth and discovery order live in the queue's score), the parent URL inline.
+/// A pending URL as an element of its host queue in a store shared by many processes (one list per host and
+/// depth, so the depth is the list's). The element is `seq` (varint), a flags byte (kind in the low four bits,
+/// then: parent, parent key is the parent's stored reference, full URL, extra fields), the parent's key (8 bytes,
+/// when there is a parent: the parent URL itself is kept once per parent, under this key), the extra fields
+/// (attempt, retries and the redirect chain, only when one of them is not empty), and last the URL: only its path
+/// (from the first `/` after the authority) when the URL starts with the queue's origin, else the whole URL.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PendingValue {
-    pub url: String,
-    pub host: Fp,
+pub struct QueueElement {
+    pub seq: u64,
     pub kind: JobKind,
+    /// The key of the parent's row in the parent table, and whether it is the parent's [`UrlRef`] key (slot 0)
+    /// rather than only a key for the table.
+    pub parent: Option<(u64, bool)>,
     pub attempt: u32,
     pub retries: u32,
-    pub parent: Option<String>,
-    pub parent_ref: Option<UrlRef>,
     pub redirect_chain: Vec<String>,
+    pub url: String,
 }
 
-pub fn encode_pending(v: &PendingValue) -> Vec<u8> {
-    let mut out =
-        Vec::with_capacity(16 + v.url.len() + v.parent.as_ref().map_or(0, |p| p.len() + 10));
-    out.push(v.kind.code());
-    let mut flags = 0;
-    if v.parent_ref.is_some() {
-        flags |= PENDING_PARENT_REF;
+/// The origin of a URL as a queue element elides it (`scheme://authority`), and where its path starts; None when
+/// the URL has no `/` after its authority.
+pub fn url_origin(url: &str) -> Option<(&str, usize)> {
+    let s = url.find("://")? + 3;
+    let p = s + url[s..].find('/')?;
+    Some((&url[..p], p))
+}
+
+/// The part of an element between its sequence number and its URL: flags, parent key, extra fields. The script
+/// that queues the URL puts the sequence number before it and the URL (or its path) after it, and sets
+/// the full-URL flag when the origin does not match.
+pub fn encode_element_head(e: &QueueElement) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12);
+    let mut flags = e.kind.code() & ELEM_KIND;
+    if let Some((_, is_ref)) = e.parent {
+        flags |= ELEM_PARENT;
+        if is_ref {
+            flags |= ELEM_PARENT_REF;
+        }
     }
-    if v.parent.is_some() {
-        flags |= PENDING_PARENT_URL;
+    let extra = e.attempt != 0 || e.retries != 0 || !e.redirect_chain.is_empty();
+    if extra {
+        flags |= ELEM_EXTRA;
     }
     out.push(flags);
-    out.extend_from_slice(&v.host.to_le_bytes());
-    put_varint(&mut out, u64::from(v.attempt));
-    put_varint(&mut out, u64::from(v.retries));
-    put_str(&mut out, &v.url);
-    if let Some(r) = v.parent_ref {
-        put_ref(&mut out, r);
+    if let Some((key, _)) = e.parent {
+        out.extend_from_slice(&key.to_le_bytes());
     }
-    if let Some(p) = &v.parent {
-        put_str(&mut out, p);
-    }
-    put_varint(&mut out, v.redirect_chain.len() as u64);
-    for u in &v.redirect_chain {
-        put_str(&mut out, u);
+    if extra {
+        put_varint(&mut out, u64::from(e.attempt));
+        put_varint(&mut out, u64::from(e.retries));
+        put_varint(&mut out, e.redirect_chain.len() as u64);
+        for u in &e.redirect_chain {
+            put_str(&mut out, u);
+        }
     }
     out
 }
 
-pub fn decode_pending(buf: &[u8]) -> Result<PendingValue, DecodeError> {
+/// A whole element for a queue whose origin is `origin` (what the queueing script builds from the head).
+pub fn encode_element(e: &QueueElement, origin: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + e.url.len());
+    put_varint(&mut out, e.seq);
+    let head = encode_element_head(e);
+    match url_origin(&e.url) {
+        Some((o, p)) if o == origin => {
+            out.extend_from_slice(&head);
+            out.extend_from_slice(&e.url.as_bytes()[p..]);
+        }
+        _ => {
+            out.push(head[0] | ELEM_FULL_URL);
+            out.extend_from_slice(&head[1..]);
+            out.extend_from_slice(e.url.as_bytes());
+        }
+    }
+    out
+}
+
+/// Decodes an element of a queue whose origin is `origin`.
+pub fn decode_element(buf: &[u8], origin: &str) -> Result<QueueElement, DecodeError> {
     let mut r = Reader::new(buf);
-    let kind = JobKind::from_code(r.u8()?).ok_or(DecodeError("unknown kind"))?;
+    let seq = r.varint()?;
     let flags = r.u8()?;
-    let host = r.u64_fixed()?;
-    let attempt = r.u32()?;
-    let retries = r.u32()?;
-    let url = r.str()?.to_owned();
-    let parent_ref = if flags & PENDING_PARENT_REF != 0 {
-        Some(read_ref(&mut r)?)
+    let kind = JobKind::from_code(flags & ELEM_KIND).ok_or(DecodeError("unknown kind"))?;
+    let parent = if flags & ELEM_PARENT != 0 {
+        Some((r.u64_fixed()?, flags & ELEM_PARENT_REF != 0))
+    } else if flags & ELEM_PARENT_REF != 0 {
+        return Err(DecodeError("parent reference without a parent"));
     } else {
         None
     };
-    let parent = if flags & PENDING_PARENT_URL != 0 {
-        Some(r.str()?.to_owned())
+    let (mut attempt, mut retries, mut redirect_chain) = (0, 0, Vec::new());
+    if flags & ELEM_EXTRA != 0 {
+        attempt = r.u32()?;
+        retries = r.u32()?;
+        let n = r.varint()?;
+        for _ in 0..n {
+            redirect_chain.push(r.str()?.to_owned());
+        }
+    }
+    let tail = std::str::from_utf8(r.rest()).map_err(|_| DecodeError("url not utf-8"))?;
+    let url = if flags & ELEM_FULL_URL != 0 {
+        tail.to_owned()
+    } else if tail.starts_with('/') {
+        format!("{origin}{tail}")
     } else {
-        None
+        return Err(DecodeError("path of an element does not start with /"));
     };
-    let n = r.varint()?;
-    let mut redirect_chain = Vec::new();
-    for _ in 0..n {
-        redirect_chain.push(r.str()?.to_owned());
-    }
-    if !r.is_empty() {
-        return Err(DecodeError("trailing bytes"));
-    }
-    Ok(PendingValue {
-        url,
-        host,
+    Ok(QueueElement {
+        seq,
         kind,
+        parent,
         attempt,
         retries,
-        parent,
-        parent_ref,
         redirect_chain,
+        url,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frontier::TrapKind;
 
     #[test]
     fn varints_round_trip() {
@@ -343,28 +385,78 @@ mod tests {
         assert_eq!(decode_queued(&encode_queued(&v2)).unwrap(), v2);
     }
 
-    #[test]
-    fn pending_round_trip() {
-        let v = PendingValue {
-            url: "http://a/x".into(),
-            host: 77,
+    fn element(url: &str) -> QueueElement {
+        QueueElement {
+            seq: 300_007,
             kind: JobKind::Page,
-            attempt: 1,
-            retries: 3,
-            parent: Some("http://a/".into()),
-            parent_ref: Some(UrlRef { key: 9, slot: 0 }),
-            redirect_chain: vec!["http://a/old".into()],
-        };
-        assert_eq!(decode_pending(&encode_pending(&v)).unwrap(), v);
-        let bare = PendingValue {
-            url: "http://b/".into(),
-            kind: JobKind::OutOfScope,
-            ..PendingValue::default()
-        };
-        let b = encode_pending(&bare);
-        assert_eq!(b.len(), 1 + 1 + 8 + 1 + 1 + 1 + 9 + 1);
-        assert_eq!(decode_pending(&b).unwrap(), bare);
-        assert!(decode_pending(&b[..b.len() - 1]).is_err());
+            parent: None,
+            attempt: 0,
+            retries: 0,
+            redirect_chain: vec![],
+            url: url.into(),
+        }
+    }
+
+    #[test]
+    fn elements_round_trip_and_elide_their_queue_origin() {
+        let url = "http://host-7.example:8080/docs/section-123/page-45678.html";
+        let mut e = element(url);
+        e.parent = Some((0x0102_0304_0506_0708, true));
+        let origin = "http://host-7.example:8080";
+        let b = encode_element(&e, origin);
+        // seq (3 bytes), flags, parent key, the path only
+        assert_eq!(
+            b.len(),
+            3 + 1 + 8 + "/docs/section-123/page-45678.html".len()
+        );
+        assert!(b.ends_with(b"/docs/section-123/page-45678.html"));
+        assert_eq!(decode_element(&b, origin).unwrap(), e);
+        // the head is what the script puts between the sequence number and the path
+        let mut seq = Vec::new();
+        put_varint(&mut seq, e.seq);
+        assert_eq!(
+            &b[seq.len()..seq.len() + 9],
+            encode_element_head(&e).as_slice()
+        );
+
+        let full = vec![
+            e.clone(),
+            QueueElement {
+                kind: JobKind::Trap(TrapKind::Calendar),
+                parent: Some((9, false)),
+                attempt: 2,
+                retries: 5,
+                redirect_chain: vec!["http://a/old".into(), "https://b/".into()],
+                ..e.clone()
+            },
+            element("https://other.example/x?y=1"),
+            element("http://no-path.example"),
+            element("mailto:someone@example.com"),
+        ];
+        for e in full {
+            for o in [origin, "", "https://other.example"] {
+                let b = encode_element(&e, o);
+                assert_eq!(decode_element(&b, o).unwrap(), e, "{e:?} in {o:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn elements_fall_back_to_the_full_url_when_the_origin_differs() {
+        let e = element("https://a.example/p");
+        let same = encode_element(&e, "https://a.example");
+        let other = encode_element(&e, "http://a.example");
+        assert_eq!(other.len(), same.len() + "https://a.example".len());
+        assert!(other.ends_with(b"https://a.example/p"));
+        assert_eq!(decode_element(&other, "http://a.example").unwrap(), e);
+        assert_eq!(
+            url_origin("http://h:1/a/b"),
+            Some(("http://h:1", "http://h:1".len()))
+        );
+        assert_eq!(url_origin("http://h"), None);
+        // a path-only element needs its origin: it never decodes to a URL without one
+        assert!(decode_element(&same[..4], "https://a.example").is_err());
+        assert!(decode_element(&[], "").is_err());
     }
 
     #[test]
@@ -375,12 +467,14 @@ mod tests {
             ..QueuedValue::default()
         };
         assert_eq!(decode_queued(&encode_queued(&v)).unwrap(), v);
-        let p = PendingValue {
-            url: "http://a/i.png".into(),
+        let p = QueueElement {
             kind: JobKind::Embed,
-            ..PendingValue::default()
+            ..element("http://a/i.png")
         };
-        assert_eq!(decode_pending(&encode_pending(&p)).unwrap(), p);
+        assert_eq!(
+            decode_element(&encode_element(&p, "http://a"), "http://a").unwrap(),
+            p
+        );
         // Values written before the embed kind existed: a page stored as code 0, an excluded URL as code 3.
         let old_page = [5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
         assert_eq!(decode_queued(&old_page).unwrap().kind, JobKind::Page);
@@ -399,7 +493,7 @@ mod tests {
             let _ = decode_row(&junk);
             let _ = row_url(&junk);
             let _ = decode_host(&junk);
-            let _ = decode_pending(&junk);
+            let _ = decode_element(&junk, "http://a");
         }
         assert!(decode_queued(&[1, 2, 3]).is_err());
     }

@@ -1,8 +1,11 @@
 -- Applies an owner's changes to a shard, fenced: nothing happens unless the shard's owner and fencing token are
 -- still this process's. ARGV[3]: process id; ARGV[4]: its token; ARGV[5..7]: the number of finished URLs, updates
--- and records; then three arguments per finished URL (member, host fp, "1" when it counts as a fetched page), two
--- per update (member, encoded entry), two per record (sequence number, line). Finishing twice counts once, and an
--- update of a finished URL does not bring it back. Each record is appended to the shard's stream and, in the same
+-- and records; then five arguments per finished URL (member, host fp, depth, seq, "1" when it counts as a fetched
+-- page), six per update (member, host fp, depth, seq, element head, URL), two per record (sequence number, line).
+-- A finished URL's element leaves its list, and with it its share of its parent's row; an update rewrites the
+-- element in place. Both find the element near the head of its list (the owner holds a prefix of every list), so
+-- they cost what the owner holds, never the queue's length. Finishing twice counts once, and an update of a
+-- finished URL does not bring it back. Each record is appended to the shard's stream and, in the same
 -- script, read into this process's pending entries. ARGV[8]: the commit's nonce (unique per process run and
 -- commit): a call run again after its reply was lost (a client retry) applies nothing twice and returns the first
 -- run's reply. Every commit that applies raises the shard's epoch, which every process remembers: a shard whose
@@ -23,26 +26,87 @@ end
 local nf, nu, nr = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local i = 9
 local done, pages = 0, 0
+pend_load()
+local pend_before = pend_n
+local groups, gorder = {}, {}
 for _ = 1, nf do
-  local m, hfp = ARGV[i], ARGV[i + 1]
-  if redis.call('ZREM', pfx .. 'q:' .. hfp, m) == 1 then
-    redis.call('HDEL', pfx .. 'urls', m)
-    done = done + 1
-    if ARGV[i + 2] == '1' then
+  local hfp, depth, seq = ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+  local q = q_key(hfp, depth)
+  local g = groups[q]
+  if not g then
+    g = {hfp = hfp, depth = depth, want = {}, max = 0}
+    groups[q] = g
+    gorder[#gorder + 1] = q
+  end
+  g.want[seq] = {ARGV[i], ARGV[i + 4]}
+  if seq > g.max then
+    g.max = seq
+  end
+  i = i + 5
+end
+local parents, gone = {}, {}
+for _, q in ipairs(gorder) do
+  local g = groups[q]
+  local found = q_find(q, g.want, g.max)
+  local n, top = 0, -1
+  for s, f in pairs(found) do
+    n = n + 1
+    if f[1] > top then
+      top = f[1]
+    end
+    local w = g.want[s]
+    if w[2] == '1' then
       pages = pages + 1
     end
-    local name = redis.call('HGET', pfx .. 'names', hfp)
-    if name and redis.call('HINCRBY', pfx .. 'hosts', name, -1) <= 0 then
-      redis.call('HDEL', pfx .. 'hosts', name)
+    if pend_n > 0 then
+      pend_del(w[1])
+    end
+    local _, h = q_seq(f[2])
+    local pk = q_parent_at(f[2], h)
+    if pk then
+      local c = parents[pk]
+      if not c then
+        c = {0}
+        parents[pk] = c
+      end
+      c[1] = c[1] - 1
     end
   end
-  i = i + 3
+  if n > 0 and top == n - 1 then
+    -- the list's first n elements (finished in queue order, the usual case)
+    redis.call('LTRIM', q, n, -1)
+  elseif n > 0 then
+    for _, f in pairs(found) do
+      redis.call('LSET', q, f[1], '')
+    end
+    redis.call('LREM', q, n, '')
+  end
+  if n > 0 then
+    if redis.call('EXISTS', q) == 0 then
+      redis.call('ZREM', pfx .. 'qd:' .. g.hfp, g.depth)
+    end
+    done = done + n
+    gone[g.hfp] = (gone[g.hfp] or 0) + n
+  end
+end
+for hfp, n in pairs(gone) do
+  local name = redis.call('HGET', pfx .. 'names', hfp)
+  if name and redis.call('HINCRBY', pfx .. 'hosts', name, -n) <= 0 then
+    redis.call('HDEL', pfx .. 'hosts', name)
+  end
+end
+par_apply(parents)
+if pend_n ~= pend_before then
+  pend_store()
 end
 for _ = 1, nu do
-  if redis.call('HEXISTS', pfx .. 'urls', ARGV[i]) == 1 then
-    redis.call('HSET', pfx .. 'urls', ARGV[i], ARGV[i + 1])
+  local hfp, seq = ARGV[i + 1], tonumber(ARGV[i + 3])
+  local q = q_key(hfp, ARGV[i + 2])
+  local f = q_find(q, {[seq] = true}, seq)[seq]
+  if f then
+    redis.call('LSET', q, f[1], q_compose(seq, ARGV[i + 4], ARGV[i + 5], q_origin(hfp, nil)))
   end
-  i = i + 2
+  i = i + 6
 end
 if done > 0 then
   redis.call('HINCRBY', meta, 'done', done)

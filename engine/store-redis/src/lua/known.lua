@@ -2,7 +2,13 @@
 -- pending). ARGV[3]: the member; ARGV[4]: the recrawl period in seconds (0: none).
 local recrawl = tonumber(ARGV[4]) or 0
 seen_load(recrawl)
-if seen_has(ARGV[3]) or (recrawl > 0 and redis.call('HEXISTS', pfx .. 'urls', ARGV[3]) == 1) then
+if seen_has(ARGV[3]) then
   return 1
+end
+if recrawl > 0 then
+  pend_load()
+  if pend_has(ARGV[3]) then
+    return 1
+  end
 end
 return 0

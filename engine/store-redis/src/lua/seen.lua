@@ -101,13 +101,11 @@ local function seen_before(m)
   return redis.call('SISMEMBER', seen_key_of(seen_pgen, b), m) == 1
 end
 
-local function seen_split()
-  local n = 2 ^ seen_lv
-  local src = seen_key(seen_sp)
-  local dst = seen_key(seen_sp + n)
+-- Moves the members of bucket `src` whose h mod 2n is not `sp` to bucket `dst` (one step of linear hashing).
+local function split_bucket(src, dst, n, sp)
   local moving = {}
   for _, m in ipairs(redis.call('SMEMBERS', src)) do
-    if seen_h(m) % (2 * n) ~= seen_sp then
+    if seen_h(m) % (2 * n) ~= sp then
       moving[#moving + 1] = m
     end
   end
@@ -119,6 +117,11 @@ local function seen_split()
     redis.call('SREM', src, unpack(chunk))
     redis.call('SADD', dst, unpack(chunk))
   end
+end
+
+local function seen_split()
+  local n = 2 ^ seen_lv
+  split_bucket(seen_key(seen_sp), seen_key(seen_sp + n), n, seen_sp)
   seen_sp = seen_sp + 1
   if seen_sp >= n then
     seen_lv = seen_lv + 1
@@ -143,4 +146,50 @@ end
 
 local function seen_has(m)
   return redis.call('SISMEMBER', seen_key(seen_bucket(seen_h(m))), m) == 1 or seen_before(m)
+end
+
+-- With recrawl, the members still pending, in buckets of the same kind (`pn:<b>`, layout `pnlv`, `pnsp`, `pnn` in
+-- meta), so that a URL found again while it still waits is not queued twice. Finishing a URL removes its member;
+-- the buckets only ever split.
+local pend_lv, pend_sp, pend_n
+
+local function pend_load()
+  local st = redis.call('HMGET', meta, 'pnlv', 'pnsp', 'pnn')
+  pend_lv = tonumber(st[1]) or 0
+  pend_sp = tonumber(st[2]) or 0
+  pend_n = tonumber(st[3]) or 0
+end
+
+local function pend_store()
+  redis.call('HSET', meta, 'pnlv', pend_lv, 'pnsp', pend_sp, 'pnn', pend_n)
+end
+
+local function pend_key(m)
+  return pfx .. 'pn:' .. string.format('%d', bucket_of(seen_h(m), pend_lv, pend_sp))
+end
+
+local function pend_has(m)
+  return redis.call('SISMEMBER', pend_key(m), m) == 1
+end
+
+local function pend_add(m)
+  if redis.call('SADD', pend_key(m), m) == 0 then
+    return
+  end
+  pend_n = pend_n + 1
+  if pend_n > BUCKET_LOAD * (2 ^ pend_lv + pend_sp) then
+    local n = 2 ^ pend_lv
+    split_bucket(pfx .. 'pn:' .. string.format('%d', pend_sp), pfx .. 'pn:' .. string.format('%d', pend_sp + n), n, pend_sp)
+    pend_sp = pend_sp + 1
+    if pend_sp >= n then
+      pend_lv = pend_lv + 1
+      pend_sp = 0
+    end
+  end
+end
+
+local function pend_del(m)
+  if redis.call('SREM', pend_key(m), m) == 1 then
+    pend_n = pend_n - 1
+  end
 end
