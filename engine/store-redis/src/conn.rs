@@ -17,8 +17,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the store's requests wait for Redis to come back before the crawl stops with an error.
 pub const MAX_OUTAGE: Duration = Duration::from_secs(600);
-/// With `replicas_ack` decided from the topology and a master left without a replica: how often the topology is
-/// read again to see whether writes can wait for a replica again.
+/// With `replicas_ack` decided from the topology: how long WAITs must keep falling short while the topology has a
+/// master without a replica before writes stop waiting for one (a stopped master that comes back still counts
+/// itself a master without its replica for a moment, until the cluster demotes it and drops what it took), and
+/// then how often the topology is read again to see whether writes can wait for a replica again.
 const TOPOLOGY_RECHECK: Duration = Duration::from_secs(1);
 
 /// A Redis URL with its password (userinfo or `pass=` query parameter) replaced by `***`. Anything that cannot
@@ -140,6 +142,8 @@ pub struct Conn {
     ack_from_topology: bool,
     /// Since when (last read) the topology has a master without a replica, while writes do not wait for one.
     no_replica_since: Option<Instant>,
+    /// Since when WAITs fell short while the topology had a master without a replica (writes still wait).
+    short_since: Option<Instant>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -215,6 +219,7 @@ impl Conn {
             response,
             ack_from_topology: false,
             no_replica_since: None,
+            short_since: None,
         };
         conn.link = conn.connect()?;
         if conn.settings.replicas_ack.is_none() {
@@ -336,6 +341,7 @@ impl Conn {
             response: self.response,
             ack_from_topology: self.ack_from_topology,
             no_replica_since: None,
+            short_since: None,
         };
         c.link = c.connect()?;
         Ok(c)
@@ -533,14 +539,17 @@ impl Conn {
 
     /// Asks [`Self::replicated`] again until the replicas hold the writes (they are on the master already: only
     /// the WAIT is repeated), for up to the outage limit; an error when the link broke or the sentinels name
-    /// another master meanwhile (the caller runs the calls again there), or the limit passed.
+    /// another master meanwhile (the caller runs the calls again there), or the limit passed. On a cluster the
+    /// first WAIT that falls short is an error: the client may send the next WAIT over other connections (to the
+    /// master promoted meanwhile, which never saw the writes a stopped master took before it was demoted), so the
+    /// calls run again instead.
     fn until_replicated(&mut self) -> Result<(), FrontierError> {
         let start = Instant::now();
         let mut told = false;
         loop {
             let e = match self.replicated() {
                 Ok(()) => return Ok(()),
-                Err(e @ FrontierError::Replicas { .. }) => e,
+                Err(e @ FrontierError::Replicas { .. }) if !self.is_cluster() => e,
                 Err(e) => return Err(e),
             };
             if !told {
@@ -571,9 +580,9 @@ impl Conn {
     /// the fewest replicas any of them counted.
     ///
     /// With `replicas_ack` decided from the topology, a WAIT that fell short reads the topology again: when a
-    /// master has no replica now (its own was promoted in place of a master that failed), there is no replica a
-    /// failover could promote with the write missing, so the write counts; the topology is read again every
-    /// [`TOPOLOGY_RECHECK`] and writes wait for a replica again once every master has one.
+    /// master has had no replica for [`TOPOLOGY_RECHECK`] (its own was promoted in place of a master that failed),
+    /// there is no replica a failover could promote with the write missing, so the write counts; the topology is
+    /// read again every [`TOPOLOGY_RECHECK`] and writes wait for a replica again once every master has one.
     pub fn replicated(&mut self) -> Result<(), FrontierError> {
         let want = self.replicas_ack();
         if want == 0 {
@@ -606,16 +615,23 @@ impl Conn {
             detail: scrub(&e.to_string(), &self.secrets),
         })?;
         if got >= i64::from(want) {
+            self.short_since = None;
             return Ok(());
         }
         if self.ack_from_topology && self.replicas_in_topology() == Some(0) {
-            self.no_replica_since = Some(Instant::now());
-            tracing::warn!(
-                target_url = %self.target,
-                acked = got,
-                "a master has no replica now; writes do not wait for one until it has"
-            );
-            return Ok(());
+            let since = *self.short_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= TOPOLOGY_RECHECK {
+                self.short_since = None;
+                self.no_replica_since = Some(Instant::now());
+                tracing::warn!(
+                    target_url = %self.target,
+                    acked = got,
+                    "a master has no replica now; writes do not wait for one until it has"
+                );
+                return Ok(());
+            }
+        } else {
+            self.short_since = None;
         }
         Err(FrontierError::Replicas {
             target: self.target.clone(),
