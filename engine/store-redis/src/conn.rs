@@ -17,6 +17,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the store's requests wait for Redis to come back before the crawl stops with an error.
 pub const MAX_OUTAGE: Duration = Duration::from_secs(600);
+/// With `replicas_ack` decided from the topology: how long WAITs must keep falling short while the topology has a
+/// master without a replica before writes stop waiting for one (a stopped master that comes back still counts
+/// itself a master without its replica for a moment, until the cluster demotes it and drops what it took), and
+/// then how often the topology is read again to see whether writes can wait for a replica again.
+const TOPOLOGY_RECHECK: Duration = Duration::from_secs(1);
 
 /// A Redis URL with its password (userinfo or `pass=` query parameter) replaced by `***`. Anything that cannot
 /// be parsed as a URL is not shown at all.
@@ -132,6 +137,13 @@ pub struct Conn {
     /// The deadlines of a new link: connecting, and each reply.
     connect: Duration,
     response: Duration,
+    /// `replicas_ack` was left out and decided from the topology when the connection was opened: it follows the
+    /// topology (a master left without a replica by a failover has none to wait for).
+    ack_from_topology: bool,
+    /// Since when (last read) the topology has a master without a replica, while writes do not wait for one.
+    no_replica_since: Option<Instant>,
+    /// Since when WAITs fell short while the topology had a master without a replica (writes still wait).
+    short_since: Option<Instant>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -205,6 +217,9 @@ impl Conn {
             master: None,
             connect,
             response,
+            ack_from_topology: false,
+            no_replica_since: None,
+            short_since: None,
         };
         conn.link = conn.connect()?;
         if conn.settings.replicas_ack.is_none() {
@@ -215,6 +230,7 @@ impl Conn {
                 "replicas_ack decided from the topology"
             );
             conn.settings.replicas_ack = Some(ack);
+            conn.ack_from_topology = true;
         }
         Ok(conn)
     }
@@ -334,6 +350,9 @@ impl Conn {
             master: None,
             connect: self.connect,
             response: self.response,
+            ack_from_topology: self.ack_from_topology,
+            no_replica_since: None,
+            short_since: None,
         };
         c.link = c.connect()?;
         Ok(c)
@@ -531,14 +550,17 @@ impl Conn {
 
     /// Asks [`Self::replicated`] again until the replicas hold the writes (they are on the master already: only
     /// the WAIT is repeated), for up to the outage limit; an error when the link broke or the sentinels name
-    /// another master meanwhile (the caller runs the calls again there), or the limit passed.
+    /// another master meanwhile (the caller runs the calls again there), or the limit passed. On a cluster the
+    /// first WAIT that falls short is an error: the client may send the next WAIT over other connections (to the
+    /// master promoted meanwhile, which never saw the writes a stopped master took before it was demoted), so the
+    /// calls run again instead.
     fn until_replicated(&mut self) -> Result<(), FrontierError> {
         let start = Instant::now();
         let mut told = false;
         loop {
             let e = match self.replicated() {
                 Ok(()) => return Ok(()),
-                Err(e @ FrontierError::Replicas { .. }) => e,
+                Err(e @ FrontierError::Replicas { .. }) if !self.is_cluster() => e,
                 Err(e) => return Err(e),
             };
             if !told {
@@ -567,10 +589,30 @@ impl Conn {
     /// when fewer did within `replicas_ack_timeout_ms`. Nothing to wait for with `replicas_ack = 0`. On a cluster
     /// the client sends the WAIT to every master over the connection it writes to that master with, and answers
     /// the fewest replicas any of them counted.
+    ///
+    /// With `replicas_ack` decided from the topology, a WAIT that fell short reads the topology again: when a
+    /// master has had no replica for [`TOPOLOGY_RECHECK`] (its own was promoted in place of a master that failed),
+    /// there is no replica a failover could promote with the write missing, so the write counts; the topology is
+    /// read again every [`TOPOLOGY_RECHECK`] and writes wait for a replica again once every master has one.
     pub fn replicated(&mut self) -> Result<(), FrontierError> {
         let want = self.replicas_ack();
         if want == 0 {
             return Ok(());
+        }
+        if let Some(since) = self.no_replica_since {
+            if since.elapsed() < TOPOLOGY_RECHECK {
+                return Ok(());
+            }
+            if self.replicas_in_topology() == Some(0) {
+                self.no_replica_since = Some(Instant::now());
+                return Ok(());
+            }
+            self.no_replica_since = None;
+            tracing::info!(
+                target_url = %self.target,
+                replicas_ack = want,
+                "every master has a replica again; writes wait for it"
+            );
         }
         let mut wait = redis::cmd("WAIT");
         wait.arg(want).arg(self.settings.replicas_ack_timeout_ms);
@@ -584,7 +626,23 @@ impl Conn {
             detail: scrub(&e.to_string(), &self.secrets),
         })?;
         if got >= i64::from(want) {
+            self.short_since = None;
             return Ok(());
+        }
+        if self.ack_from_topology && self.replicas_in_topology() == Some(0) {
+            let since = *self.short_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= TOPOLOGY_RECHECK {
+                self.short_since = None;
+                self.no_replica_since = Some(Instant::now());
+                tracing::warn!(
+                    target_url = %self.target,
+                    acked = got,
+                    "a master has no replica now; writes do not wait for one until it has"
+                );
+                return Ok(());
+            }
+        } else {
+            self.short_since = None;
         }
         Err(FrontierError::Replicas {
             target: self.target.clone(),

@@ -20,6 +20,9 @@
 //!   level change, not a resolver change), the success line at warn, no exporter transport lines at debug/trace.
 //! - `failover` (30-47): a Redis master with replicas and sentinels, killed or stopped mid-crawl: the processes
 //!   follow the sentinels, nothing is lost, no host is fetched by two processes at once; rollbacks are detected.
+//! - `cluster_failover` (8-19): a Redis Cluster master with a replica killed or stopped past the node timeout
+//!   mid-crawl: the replica is promoted, the processes follow it, nothing is lost, no host is fetched by two
+//!   processes at once.
 //! - `partition` (198.18.0.0/15, hosts `.30-35` of a /24 of their own): three processes on one crawl, each in a
 //!   network namespace of its own; one cut off from Redis past its lease and healed is fenced, rejoins, and the
 //!   crawl completes exactly once with one process per host at a time.
@@ -60,6 +63,7 @@
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
 mod cli;
+mod cluster_failover;
 mod crash;
 mod crash_wide;
 mod crawl;

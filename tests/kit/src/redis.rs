@@ -19,8 +19,12 @@ const CLI: &str = "redis-cli";
 const HINT: &str = "apt-get install redis-server redis-tools";
 /// How long a server may take to answer its first PING.
 const READY_WITHIN: Duration = Duration::from_secs(10);
-/// How long a new cluster may take to reach `cluster_state:ok`.
-const CLUSTER_READY_WITHIN: Duration = Duration::from_secs(20);
+/// How long a new cluster may take to reach `cluster_state:ok` (and its replicas to be in sync).
+const CLUSTER_READY_WITHIN: Duration = Duration::from_secs(30);
+/// `cluster-node-timeout` of [`RedisCluster::start`]'s nodes.
+const NODE_TIMEOUT_MS: u64 = 5000;
+/// The number of hash slots of a Redis Cluster.
+const SLOTS: u16 = 16384;
 /// Ports handed out by the system may be taken again before the server binds them: tries before giving up.
 const PORT_TRIES: usize = 20;
 
@@ -50,8 +54,9 @@ pub struct Options {
 enum Listen {
     /// `redis.sock` in the server's directory.
     Unix,
-    /// A cluster node on a loopback TCP port (its cluster bus on that port + 10000).
-    Cluster { port: u16 },
+    /// A cluster node on a loopback TCP port (its cluster bus on that port + 10000), with its
+    /// `cluster-node-timeout`.
+    Cluster { port: u16, node_timeout_ms: u64 },
     /// A plain server on a loopback TCP port (a master or replica that sentinels watch).
     Tcp { port: u16 },
 }
@@ -95,13 +100,17 @@ impl RedisServer {
     }
 
     /// A cluster node on a port the system handed out (tried again on another when one was taken meanwhile).
-    fn cluster_node() -> Result<RedisServer, ToolError> {
+    fn cluster_node(node_timeout_ms: u64) -> Result<RedisServer, ToolError> {
         let mut last = None;
         for _ in 0..PORT_TRIES {
             let Some(port) = free_port_pair()? else {
                 continue;
             };
-            match RedisServer::spawn_new(Options::default(), Listen::Cluster { port }) {
+            let listen = Listen::Cluster {
+                port,
+                node_timeout_ms,
+            };
+            match RedisServer::spawn_new(Options::default(), listen) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -199,11 +208,14 @@ impl RedisServer {
                     .arg(self.socket())
                     .args(["--unixsocketperm", "700"]);
             }
-            Listen::Cluster { port } => {
+            Listen::Cluster {
+                port,
+                node_timeout_ms,
+            } => {
                 cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                     .args(["--cluster-enabled", "yes"])
                     .args(["--cluster-config-file", "nodes.conf"])
-                    .args(["--cluster-node-timeout", "5000"]);
+                    .args(["--cluster-node-timeout", &node_timeout_ms.to_string()]);
             }
             Listen::Tcp { port } => {
                 cmd.args([
@@ -384,24 +396,75 @@ fn free_port_pair() -> Result<Option<u16>, ToolError> {
         .then_some(port))
 }
 
-/// A Redis Cluster of masters on loopback TCP ports, made with `redis-cli --cluster create`.
+/// A Redis Cluster on loopback TCP ports, made with `redis-cli --cluster create`: masters only, or masters with
+/// replicas ([`RedisCluster::with_replicas`]) whose masters a test kills or stops to see a replica promoted.
 #[derive(Debug)]
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
+    /// Nodes killed or stopped through this handle: never asked anything (a stopped one would not answer).
+    down: Vec<bool>,
+}
+
+fn no_live_node() -> ToolError {
+    ToolError::Report {
+        what: "the cluster".to_owned(),
+        report: "every node was killed or stopped".to_owned(),
+    }
+}
+
+/// One line of `CLUSTER NODES`, as seen by some node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeView {
+    /// The node's index in [`RedisCluster::nodes`] (None for a node the cluster knows and this handle does not).
+    pub index: Option<usize>,
+    pub id: String,
+    pub port: u16,
+    /// Flagged `master`.
+    pub master: bool,
+    /// The id of the master of a replica.
+    pub replica_of: Option<String>,
+    /// Flagged `fail` (or `fail?`: suspected by the node that answered).
+    pub failed: bool,
+    /// The slot ranges it serves (inclusive).
+    pub slots: Vec<(u16, u16)>,
+}
+
+impl NodeView {
+    /// True when the node serves `slot`.
+    pub fn serves(&self, slot: u16) -> bool {
+        self.slots.iter().any(|&(a, b)| (a..=b).contains(&slot))
+    }
 }
 
 impl RedisCluster {
-    /// Starts `masters` nodes and joins them into one cluster (all slots covered, no replicas).
+    /// Starts `masters` nodes and joins them into one cluster (all slots covered, no replicas,
+    /// `cluster-node-timeout` 5000 ms).
     pub fn start(masters: usize) -> RedisCluster {
-        match RedisCluster::try_start(masters) {
+        RedisCluster::with_replicas(masters, 0, NODE_TIMEOUT_MS)
+    }
+
+    /// Starts `masters * (1 + replicas_per_master)` nodes with this `cluster-node-timeout` and joins them into one
+    /// cluster (`--cluster-replicas`): ready once every node says `cluster_state:ok`, knows every other node, and
+    /// every master counts its replicas online (`INFO replication`). Nodes `0..masters` are the masters.
+    pub fn with_replicas(
+        masters: usize,
+        replicas_per_master: usize,
+        node_timeout_ms: u64,
+    ) -> RedisCluster {
+        match RedisCluster::try_start(masters, replicas_per_master, node_timeout_ms) {
             Ok(c) => c,
             Err(e) => panic!("redis cluster: {e}"),
         }
     }
 
-    fn try_start(masters: usize) -> Result<RedisCluster, ToolError> {
-        let nodes = (0..masters)
-            .map(|_| RedisServer::cluster_node())
+    fn try_start(
+        masters: usize,
+        replicas_per_master: usize,
+        node_timeout_ms: u64,
+    ) -> Result<RedisCluster, ToolError> {
+        let total = masters * (1 + replicas_per_master);
+        let nodes = (0..total)
+            .map(|_| RedisServer::cluster_node(node_timeout_ms))
             .collect::<Result<Vec<_>, _>>()?;
         let addrs: Vec<String> = nodes
             .iter()
@@ -411,7 +474,8 @@ impl RedisCluster {
         let out = Command::new(CLI)
             .args(["--cluster", "create"])
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas_per_master.to_string()])
+            .arg("--cluster-yes")
             .stdin(Stdio::null())
             .output()
             .map_err(ToolError::io(format!("{CLI} --cluster create")))?;
@@ -422,26 +486,259 @@ impl RedisCluster {
                 &out.stdout,
             ));
         }
-        let c = RedisCluster { nodes };
-        let deadline = Instant::now() + CLUSTER_READY_WITHIN;
-        while Instant::now() < deadline {
-            if c.nodes.iter().all(|n| {
-                n.cli(&["CLUSTER", "INFO"])
-                    .is_ok_and(|i| i.contains("cluster_state:ok"))
-            }) {
-                return Ok(c);
+        let c = RedisCluster {
+            down: vec![false; nodes.len()],
+            nodes,
+        };
+        let known = format!("cluster_known_nodes:{total}");
+        c.wait(
+            CLUSTER_READY_WITHIN,
+            "the cluster (cluster_state:ok, replicas in sync)",
+            || {
+                c.nodes.iter().all(|n| {
+                    n.cli(&["CLUSTER", "INFO"])
+                        .is_ok_and(|i| i.contains("cluster_state:ok") && i.contains(&known))
+                }) && c.masters().is_some_and(|ms| {
+                    ms.len() == masters
+                        && ms
+                            .iter()
+                            .all(|&m| c.replicas_in_sync(m) == Some(replicas_per_master))
+                })
+            },
+        )?;
+        Ok(c)
+    }
+
+    /// Polls `ready` until it holds, for up to `within`.
+    fn wait(
+        &self,
+        within: Duration,
+        what: &str,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<(), ToolError> {
+        let deadline = Instant::now() + within;
+        loop {
+            if ready() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(ToolError::NotReady {
+                    what: what.to_owned(),
+                    within,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err(ToolError::NotReady {
-            what: "the cluster (cluster_state:ok)".to_owned(),
-            within: CLUSTER_READY_WITHIN,
-        })
     }
 
     /// Seed URLs of the nodes.
     pub fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// The nodes this handle has not killed or stopped.
+    fn live(&self) -> impl Iterator<Item = (usize, &RedisServer)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.down[*i])
+    }
+
+    /// `CLUSTER NODES` as the first live node answers it.
+    pub fn nodes_text(&self) -> Result<String, ToolError> {
+        let mut last = None;
+        for (_, n) in self.live() {
+            match n.cli(&["CLUSTER", "NODES"]) {
+                Ok(t) => return Ok(t),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(no_live_node))
+    }
+
+    /// The cluster as the first live node sees it.
+    pub fn view(&self) -> Result<Vec<NodeView>, ToolError> {
+        Ok(self.parse_nodes(&self.nodes_text()?))
+    }
+
+    fn parse_nodes(&self, text: &str) -> Vec<NodeView> {
+        text.lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let (id, addr, flags, master) = (f.first()?, f.get(1)?, f.get(2)?, f.get(3)?);
+                let port: u16 = addr
+                    .split(['@', ','])
+                    .next()?
+                    .rsplit(':')
+                    .next()?
+                    .parse()
+                    .ok()?;
+                let flags: Vec<&str> = flags.split(',').collect();
+                let slots = f
+                    .iter()
+                    .skip(8)
+                    .filter(|s| !s.starts_with('['))
+                    .filter_map(|s| match s.split_once('-') {
+                        Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                        None => s.parse().ok().map(|a| (a, a)),
+                    })
+                    .collect();
+                Some(NodeView {
+                    index: self.nodes.iter().position(|n| n.port() == Some(port)),
+                    id: (*id).to_owned(),
+                    port,
+                    master: flags.contains(&"master"),
+                    replica_of: (*master != "-").then(|| (*master).to_owned()),
+                    failed: flags.iter().any(|x| *x == "fail" || *x == "fail?"),
+                    slots,
+                })
+            })
+            .collect()
+    }
+
+    /// The masters serving slots, by index (None when no live node answers).
+    pub fn masters(&self) -> Option<Vec<usize>> {
+        let v = self.view().ok()?;
+        Some(
+            v.iter()
+                .filter(|n| n.master && !n.failed && !n.slots.is_empty())
+                .filter_map(|n| n.index)
+                .collect(),
+        )
+    }
+
+    /// The hash slot of `key` (`CLUSTER KEYSLOT`, asked of a live node).
+    pub fn slot_of(&self, key: &str) -> Result<u16, ToolError> {
+        let mut last = None;
+        for (_, n) in self.live() {
+            match n.cli(&["CLUSTER", "KEYSLOT", key]) {
+                Ok(t) => {
+                    return t.trim().parse().map_err(|_| ToolError::Report {
+                        what: format!("CLUSTER KEYSLOT {key}"),
+                        report: t,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(no_live_node))
+    }
+
+    /// The index of the master that serves `slot` now (not flagged failed).
+    pub fn master_of_slot(&self, slot: u16) -> Option<usize> {
+        debug_assert!(slot < SLOTS);
+        self.view()
+            .ok()?
+            .into_iter()
+            .find(|n| n.master && !n.failed && n.serves(slot))
+            .and_then(|n| n.index)
+    }
+
+    /// The index of the master that serves `key`'s slot now.
+    pub fn master_of_key(&self, key: &str) -> Option<usize> {
+        self.master_of_slot(self.slot_of(key).ok()?)
+    }
+
+    /// The replicas of node `master`, by index.
+    pub fn replicas_of(&self, master: usize) -> Vec<usize> {
+        let Ok(v) = self.view() else {
+            return Vec::new();
+        };
+        let Some(id) = v
+            .iter()
+            .find(|n| n.index == Some(master))
+            .map(|n| n.id.clone())
+        else {
+            return Vec::new();
+        };
+        v.iter()
+            .filter(|n| n.replica_of.as_deref() == Some(id.as_str()))
+            .filter_map(|n| n.index)
+            .collect()
+    }
+
+    /// How many replicas node `master` counts online (`INFO replication`), None when it does not answer.
+    pub fn replicas_in_sync(&self, master: usize) -> Option<usize> {
+        if self.down[master] {
+            return None;
+        }
+        let info = self.nodes[master].cli(&["INFO", "replication"]).ok()?;
+        Some(
+            info.lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                .count(),
+        )
+    }
+
+    /// Kills node `i` at once (SIGKILL); its files stay.
+    pub fn kill(&mut self, i: usize) {
+        self.down[i] = true;
+        self.nodes[i].kill();
+    }
+
+    /// Stops node `i` (SIGSTOP): it hangs without dying.
+    pub fn stop(&mut self, i: usize) {
+        self.down[i] = true;
+        self.nodes[i].signal("STOP");
+    }
+
+    /// Lets a stopped node `i` go on (SIGCONT).
+    pub fn resume(&mut self, i: usize) {
+        self.nodes[i].signal("CONT");
+        self.down[i] = false;
+    }
+
+    /// Waits until a replica of the master `old` (killed or stopped) serves its slots: the node the live nodes
+    /// name as master of them, flagged `master` itself (`ROLE`), and every live node says `cluster_state:ok`.
+    /// Returns the promoted node's index. `old`'s replicas must be read before it went down (`replicas`).
+    pub fn wait_promoted(
+        &self,
+        replicas: &[usize],
+        slot: u16,
+        within: Duration,
+    ) -> Result<usize, ToolError> {
+        let mut promoted = None;
+        self.wait(within, "a replica promoted by the cluster", || {
+            promoted = self.master_of_slot(slot).filter(|m| replicas.contains(m));
+            promoted.is_some_and(|m| {
+                self.nodes[m]
+                    .cli(&["ROLE"])
+                    .is_ok_and(|r| r.starts_with("master"))
+                    && self.live().all(|(_, n)| {
+                        n.cli(&["CLUSTER", "INFO"])
+                            .is_ok_and(|i| i.contains("cluster_state:ok"))
+                    })
+            })
+        })?;
+        promoted.ok_or(ToolError::NotReady {
+            what: "a replica promoted by the cluster".to_owned(),
+            within,
+        })
+    }
+
+    /// Waits until node `node` is a replica of node `master` in sync with it (`master` counts it online).
+    pub fn wait_replica_of(
+        &self,
+        node: usize,
+        master: usize,
+        within: Duration,
+    ) -> Result<(), ToolError> {
+        let port = self.nodes[master].port().unwrap_or_default().to_string();
+        let me = self.nodes[node].port().unwrap_or_default().to_string();
+        self.wait(within, "a node back as a replica in sync", || {
+            self.nodes[node].cli(&["ROLE"]).is_ok_and(|r| {
+                let mut l = r.lines();
+                l.next() == Some("slave") && l.nth(1) == Some(port.as_str())
+            }) && self.nodes[master]
+                .cli(&["INFO", "replication"])
+                .is_ok_and(|i| {
+                    i.lines().any(|l| {
+                        l.starts_with("slave")
+                            && l.contains(&format!("port={me},"))
+                            && l.contains("state=online")
+                    })
+                })
+        })
     }
 }
 
@@ -485,5 +782,47 @@ mod tests {
         let info = c.nodes[0].cli(&["CLUSTER", "INFO"]).unwrap();
         assert!(info.contains("cluster_slots_assigned:16384"), "{info}");
         assert!(c.urls().iter().all(|u| u.starts_with("redis://127.0.0.1:")));
+    }
+
+    #[test]
+    fn a_cluster_with_replicas_promotes_one_when_its_master_dies_or_hangs() {
+        if !require("redis cluster failover support", true) {
+            return;
+        }
+        let mut c = RedisCluster::with_replicas(3, 1, 1000);
+        assert_eq!(c.masters().unwrap().len(), 3);
+        let slot = c.slot_of("{k}").unwrap();
+        let m = c.master_of_key("{k}").unwrap();
+        assert_eq!(c.master_of_slot(slot), Some(m));
+        let replicas = c.replicas_of(m);
+        assert_eq!(replicas.len(), 1, "{}", c.nodes_text().unwrap());
+        assert_eq!(c.replicas_in_sync(m), Some(1));
+        assert_eq!(c.nodes[m].cli(&["SET", "{k}", "v"]).unwrap().trim(), "OK");
+        assert_eq!(c.nodes[m].cli(&["WAIT", "1", "2000"]).unwrap().trim(), "1");
+        c.kill(m);
+        let p = c
+            .wait_promoted(&replicas, slot, Duration::from_secs(20))
+            .unwrap();
+        assert_eq!(p, replicas[0]);
+        assert_eq!(c.nodes[p].cli(&["GET", "{k}"]).unwrap().trim(), "v");
+        // Another master hangs past the node timeout: its replica takes over, and the old one, let go on, comes
+        // back as a replica of it.
+        let other = c.masters().unwrap().into_iter().find(|&x| x != p).unwrap();
+        let slot = c
+            .view()
+            .unwrap()
+            .into_iter()
+            .find(|n| n.index == Some(other))
+            .unwrap()
+            .slots[0]
+            .0;
+        let replicas = c.replicas_of(other);
+        c.stop(other);
+        let q = c
+            .wait_promoted(&replicas, slot, Duration::from_secs(20))
+            .unwrap();
+        c.resume(other);
+        c.wait_replica_of(other, q, Duration::from_secs(20))
+            .unwrap();
     }
 }
