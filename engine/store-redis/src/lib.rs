@@ -258,6 +258,7 @@ impl RedisFrontier {
             gate: gate.clone(),
             switches_seen: conn.switches().epoch(),
             hold_back_until: 0,
+            unreplicated_since: None,
         };
         own.round()?;
         let control = Arc::new(Control::default());

@@ -236,6 +236,8 @@ pub(crate) struct Ownership {
     /// The master switches seen when the last round ran, and until when (lease clock) no new lease is taken.
     pub switches_seen: u64,
     pub hold_back_until: u64,
+    /// Since when (lease clock) lease rounds have not been acknowledged by enough replicas; None while they are.
+    pub unreplicated_since: Option<u64>,
 }
 
 impl Ownership {
@@ -250,6 +252,30 @@ impl Ownership {
             .arg(&self.inst)
             .arg(shard)
             .arg(&self.pid)
+    }
+
+    /// Logs once when lease rounds stop being acknowledged by enough replicas for a lease length (no lease is
+    /// taken or renewed meanwhile, so the process works on nothing), and once when they are again.
+    fn note_replicated(&mut self, replicated: bool, now: u64) {
+        match (replicated, self.unreplicated_since) {
+            (false, None) => self.unreplicated_since = Some(now),
+            (false, Some(since)) if now.saturating_sub(since) >= self.lease_ms => {
+                tracing::warn!(
+                    process = %self.pid,
+                    replicas_ack = self.conn.replicas_ack(),
+                    "lease rounds not acknowledged by enough replicas; no shard is taken or renewed until they are"
+                );
+                // Logged once per streak: the streak's start moves out of reach.
+                self.unreplicated_since = Some(u64::MAX);
+            }
+            (true, Some(since)) => {
+                if since == u64::MAX {
+                    tracing::info!(process = %self.pid, "lease rounds acknowledged by replicas again");
+                }
+                self.unreplicated_since = None;
+            }
+            _ => {}
+        }
     }
 
     /// After a master switch no new lease is taken for one lease length: a lease granted by the old master (or
@@ -317,12 +343,20 @@ impl Ownership {
         // Not on enough replicas: the renewals do not extend the local deadlines and new leases are not used (they
         // are asked for again at the next round; the same process may take its own lease again).
         let replicated = match self.conn.replicated() {
+            // On a cluster the WAIT goes to the masters the client knows now: when one switched during the round,
+            // the acknowledgement may come from a master that never had the round's writes.
+            Ok(()) if self.conn.is_cluster() && self.conn.replicas_ack() > 0 => {
+                let before = self.conn.switches().epoch();
+                self.conn.follow_master();
+                self.conn.switches().epoch() == before
+            }
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(process = %self.pid, error = %e, "lease round not replicated");
                 false
             }
         };
+        self.note_replicated(replicated, sent);
         let deadline = self.deadline(sent);
         let (mut gained, mut lost, mut released) = (0u32, 0u32, 0u32);
         for (ask, r) in asks.into_iter().zip(replies) {

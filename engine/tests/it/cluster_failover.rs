@@ -168,6 +168,12 @@ async fn run_through(first_octet: u8, failure: Failure) {
     .await
     .expect("join");
     let label = format!("{failure:?} master {victim}, promoted {promoted}");
+    let promoted_addr = format!(
+        "\"to\":\"127.0.0.1:{}\"",
+        cluster.nodes[promoted]
+            .port()
+            .expect("a cluster node's port")
+    );
     assert_all_exit_0(&results, &label);
     for (i, r) in results.iter().enumerate() {
         let decided = r
@@ -179,6 +185,25 @@ async fn run_through(first_octet: u8, failure: Failure) {
             "{label}: process {i} decides replicas_ack = 1 from the topology: {decided:?}"
         );
     }
+    // Every process still running its lease rounds then notices the switch of the victim's slots, once.
+    for (i, r) in results.iter().enumerate() {
+        let switches: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.contains("redis master switched"))
+            .collect();
+        assert!(
+            switches.len() <= 3,
+            "{label}: process {i} logs each switch once: {switches:?}"
+        );
+    }
+    assert!(
+        results.iter().any(|r| r
+            .stderr
+            .lines()
+            .any(|l| l.contains("redis master switched") && l.contains(&promoted_addr))),
+        "{label}: a process logs the switch to the promoted master"
+    );
     // Killed, the old master leaves the promoted one without a replica for good: writes stop waiting for one
     // instead of waiting until max_outage_ms. (Stopped, it comes back as that replica.)
     if let Failure::Kill = failure {
