@@ -26,6 +26,7 @@ pub mod output;
 pub mod ownership;
 pub mod politeness;
 pub mod record;
+pub mod recrawl;
 pub mod retry_after;
 pub mod robots;
 pub mod scope;

@@ -244,6 +244,7 @@ impl EmbeddedFrontier {
                         host,
                         id,
                         queued_at: None,
+                        prior: None,
                     },
                     host: if host == RECORDS_HOST {
                         String::new()
@@ -618,6 +619,7 @@ impl FrontierStore for EmbeddedFrontier {
                 host: h,
                 id: q.id,
                 queued_at: None,
+                prior: None,
             });
         }
         Ok(out)

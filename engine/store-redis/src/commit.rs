@@ -352,6 +352,7 @@ impl CommitSession {
                                     host: qfp,
                                     id,
                                     queued_at: None,
+                                    prior: None,
                                 },
                                 host: if qfp == RECORDS_HOST {
                                     String::new()

@@ -178,6 +178,9 @@ pub struct Entry {
     pub id: UrlRef,
     /// When it was last queued in this process (for the wait span of its trace); never stored.
     pub queued_at: Option<std::time::Instant>,
+    /// A revisit: what the previous visit left (validators, the capture a revisit record points at); None for a
+    /// first visit.
+    pub prior: Option<Box<crate::recrawl::Prior>>,
 }
 
 /// Entries compare by what is stored; `queued_at` is bookkeeping of this process.
@@ -194,6 +197,7 @@ impl PartialEq for Entry {
             && self.kind == o.kind
             && self.host == o.host
             && self.id == o.id
+            && self.prior == o.prior
     }
 }
 
@@ -213,6 +217,7 @@ impl Entry {
             host: 0,
             id: UrlRef::default(),
             queued_at: None,
+            prior: None,
         }
     }
 
