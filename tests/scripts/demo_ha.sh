@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make demo-ha: one crawl shared by three processes through a Redis master with two replicas and three sentinels
 # (redis-server and redis-server --sentinel, on free loopback ports), the master killed (-9) half-way. Serves the
-# demo site (4 hosts x 1500 pages on 127.0.0.24-27), runs three crawl-engine processes with `sentinels` in their
-# [frontier.redis], kills the master once half the site's pages are recorded, waits for every process, merges their
+# demo site (8 hosts x 750 pages on 127.0.0.24-31: hosts are shared out by shard, so fewer could leave a process
+# none), runs three crawl-engine processes with `sentinels` in their [frontier.redis], kills the master once half the site's pages are recorded, waits for every process, merges their
 # files into .demo-ha/crawl.jsonl and checks it against the site's expected crawl: every URL once, none missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +18,7 @@ source tests/scripts/lib.sh
 start_ha "$out"
 echo "redis: master 127.0.0.1:${ports[0]}, replicas ${ports[1]} ${ports[2]}, sentinels ${sentinels[*]}"
 
-"$bin/testsite" --hosts 4 --pages 1500 --first-octet 24 --all-seeds --seeds-file "$out/seeds" \
+"$bin/testsite" --hosts 8 --pages 750 --first-octet 24 --all-seeds --seeds-file "$out/seeds" \
   --expected-file "$out/expected.json" > "$out/testsite.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do [ -s "$out/seeds" ] && break; sleep 0.1; done
