@@ -2,8 +2,9 @@
 # make demo-ha: one crawl shared by three processes through a Redis master with two replicas and three sentinels
 # (redis-server and redis-server --sentinel, on free loopback ports), the master killed (-9) half-way. Serves the
 # demo site (8 hosts x 750 pages on 127.0.0.24-31: hosts are shared out by shard, so fewer could leave a process
-# none), runs three crawl-engine processes with `sentinels` in their [frontier.redis], kills the master once half the site's pages are recorded, waits for every process, merges their
-# files into .demo-ha/crawl.jsonl and checks it against the site's expected crawl: every URL once, none missing.
+# none), runs three crawl-engine processes with `sentinels` in their [frontier.redis], kills the master once half
+# the site's pages are recorded, waits for every process, merges their files into .demo-ha/crawl.jsonl and checks it
+# against the site's expected crawl: every URL once, none missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${CARGO_TARGET_DIR:-target}/release"
