@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`site`]: the one generator of test sites (pages, links, robots.txt, redirects, 404s, sitemaps, custom routes),
 //!   used by the integration tests, `make demo` and `make bench`.
+//! - [`freshness`]: how fresh a crawler kept its copies of a changing site, from the site's ground truth.
 //! - [`engine`]: runs the real `crawl-engine` binary in a temporary directory and reads its JSONL.
 //! - [`socks`]: in-test SOCKS5 servers that behave and misbehave, for the proxy-chain tests.
 //! - [`otlp`]: an in-process OTLP trace receiver (gRPC and OTLP/HTTP) that keeps the spans it is sent.
@@ -15,6 +16,7 @@
 
 pub mod dns;
 pub mod engine;
+pub mod freshness;
 pub mod otlp;
 pub mod prom;
 pub mod site;

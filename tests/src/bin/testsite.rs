@@ -4,6 +4,10 @@
 //! until stdin closes with `--stdin-close`), then prints `testsite served requests=N bytes=N` and exits 0.
 //! With `--first-request-file F`, each SIGUSR1 writes `armed` to F, and the first request received after it
 //! replaces that with `first <unix seconds with nanoseconds>` (`make bench-scale` times restarts with it).
+//! With `--changing` pages change on schedules and carry validators (see `crawl_tests::site::ChangingSpec`); the
+//! site's clock runs `--time-scale` site seconds per real second from `--epoch`, and `--truth-file F` gets every
+//! listed page's change instants at exit (for freshness). With a scale above 1 the site's dates (`Date`,
+//! `Last-Modified`, `<lastmod>`) run ahead of the real clock; `--epoch` in the past keeps them behind it.
 //! Loopback only; needs no internet.
 
 use std::fmt::Write as _;
@@ -13,7 +17,9 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use crawl_tests::site::{ExpectOptions, Site, SiteError, SiteSpec};
+use crawl_tests::site::{
+    ChangingSpec, ExpectOptions, Misbehavior, Site, SiteClock, SiteError, SiteSpec,
+};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Debug, Parser)]
@@ -107,6 +113,27 @@ struct Args {
     /// every answer waits this many milliseconds (a slow host)
     #[arg(long, default_value_t = 0)]
     delay_ms: u64,
+    /// changing mode: pages change on schedules drawn from the seed and answer conditional requests
+    #[arg(long)]
+    changing: bool,
+    /// changing mode: site seconds per real second
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// changing mode: Unix time (s) at which every page has version 0 and the site clock starts (default: now)
+    #[arg(long)]
+    epoch: Option<u64>,
+    /// changing mode: pages /new/{k} per host, born one every --new-every seconds, listed only in the sitemap
+    #[arg(long, default_value_t = 0)]
+    new_pages: usize,
+    #[arg(long, default_value_t = 300)]
+    new_every: u64,
+    /// changing mode: HOST=HOW makes a host misbehave (repeatable); HOW is etag-churn, ignore-conditional,
+    /// future-last-modified, bad-last-modified, always-304, no-validators or lying-sitemap
+    #[arg(long, value_parser = parse_misbehave)]
+    misbehave: Vec<(usize, Misbehavior)>,
+    /// changing mode: at exit write the change instants of every page the sitemaps list here as JSON
+    #[arg(long)]
+    truth_file: Option<PathBuf>,
     /// tokio worker threads (default: one per core)
     #[arg(long)]
     threads: Option<usize>,
@@ -185,7 +212,55 @@ fn spec(args: &Args) -> SiteSpec {
         delay_ms: args.delay_ms,
         realistic: args.realistic,
         host_names: args.host_names,
+        changing: args.changing.then(|| ChangingSpec {
+            epoch_s: epoch(args),
+            new_pages: args.new_pages,
+            new_every_s: args.new_every,
+            misbehaving: args.misbehave.iter().copied().collect(),
+            ..ChangingSpec::default()
+        }),
     }
+}
+
+fn parse_misbehave(s: &str) -> Result<(usize, Misbehavior), String> {
+    let (host, how) = s.split_once('=').ok_or("expected HOST=HOW")?;
+    let host = host
+        .parse()
+        .map_err(|_| format!("bad host index {host:?}"))?;
+    let how = Misbehavior::parse(how).ok_or_else(|| format!("unknown misbehaviour {how:?}"))?;
+    Ok((host, how))
+}
+
+fn epoch(args: &Args) -> u64 {
+    args.epoch.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs()
+    })
+}
+
+/// The ground truth of changing mode: clock parameters and, per listed page, its class and change instants
+/// between the epoch and now (site time, Unix seconds).
+fn truth_json(site: &Site, epoch_s: u64, started_real_ms: u64) -> serde_json::Value {
+    let now = site.clock().now_s();
+    let mut pages = Vec::new();
+    for host in 0..site.hosts() {
+        for path in site.changing_paths(host) {
+            pages.push(serde_json::json!({
+                "url": site.url(host, &path),
+                "class": site.change_class(host, &path).map(|c| format!("{c:?}")),
+                "changes": site.changes_between(host, &path, epoch_s, now).unwrap_or_default(),
+            }));
+        }
+    }
+    serde_json::json!({
+        "time_scale": site.clock().time_scale(),
+        "epoch_s": epoch_s,
+        "started_real_ms": started_real_ms,
+        "now_s": now,
+        "pages": pages,
+    })
 }
 
 fn expected_json(site: &Site, seed_hosts: &[usize]) -> serde_json::Value {
@@ -201,7 +276,18 @@ fn expected_json(site: &Site, seed_hosts: &[usize]) -> serde_json::Value {
 }
 
 async fn run(args: Args) -> Result<(), TestsiteError> {
-    let site = Site::start(spec(&args)).await?;
+    let spec = spec(&args);
+    let epoch_s = spec.changing.as_ref().map_or(0, |c| c.epoch_s);
+    let started_real_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let site = Site::builder(spec)
+        .clock(SiteClock::scaled(
+            epoch_s.saturating_mul(1000),
+            args.time_scale,
+        ))
+        .start()
+        .await?;
     let (seeds, seed_hosts): (Vec<String>, Vec<usize>) = if args.all_seeds {
         (site.all_seed_urls(), (0..site.hosts()).collect())
     } else {
@@ -263,6 +349,10 @@ async fn run(args: Args) -> Result<(), TestsiteError> {
         () = first_request => {}
     }
     site.shutdown().await;
+    if let Some(path) = &args.truth_file {
+        let text = serde_json::to_string(&truth_json(&site, epoch_s, started_real_ms))?;
+        write_file(path, text)?;
+    }
     if let Some(path) = &args.request_log_file {
         write_request_log(&site, path)?;
     }

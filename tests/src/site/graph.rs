@@ -84,7 +84,7 @@ pub(crate) struct Link {
 }
 
 /// splitmix64 finaliser: a cheap, well-mixed hash.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -99,7 +99,7 @@ pub(crate) fn rnd(spec: &SiteSpec, host: usize, n: usize, slot: usize, salt: u64
     mix(h ^ slot as u64)
 }
 
-fn unit(r: u64) -> f64 {
+pub(crate) fn unit(r: u64) -> f64 {
     (r >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -321,20 +321,14 @@ pub(crate) fn write_href(out: &mut String, base: &str, link: &Link, from: usize)
     }
 }
 
-/// Computes the expected crawl from the graph, starting at page 0 of each host in `seed_hosts`.
-pub(crate) fn expected(
+/// 0-1 BFS over the link graph from `queue` (sorted by distance): each target's distance, and the nofollow targets
+/// seen on the pages walked.
+fn walk(
     spec: &SiteSpec,
-    bases: &[String],
-    opts: &ExpectOptions,
-    seed_hosts: &[usize],
-) -> Expected {
-    let max = opts.max_depth.unwrap_or(u32::MAX);
-    let robots_block = spec.robots && opts.respect_robots;
+    mut queue: VecDeque<(Target, u32)>,
+    max: u32,
+) -> (HashMap<Target, u32>, BTreeSet<Target>) {
     let mut dist: HashMap<Target, u32> = HashMap::new();
-    let mut queue: VecDeque<(Target, u32)> = VecDeque::new();
-    for &h in seed_hosts.iter().filter(|h| **h < spec.hosts) {
-        queue.push_back((Target::page(h, 0), 0));
-    }
     let mut links = Vec::new();
     let mut nav = Vec::new();
     let mut nofollow_seen: BTreeSet<Target> = BTreeSet::new();
@@ -358,6 +352,41 @@ pub(crate) fn expected(
             }
             Kind::Old => queue.push_front((Target::page(t.host, t.n), d)),
             _ => {}
+        }
+    }
+    (dist, nofollow_seen)
+}
+
+/// Computes the expected crawl from the graph, starting at page 0 of each host in `seed_hosts`.
+pub(crate) fn expected(
+    spec: &SiteSpec,
+    bases: &[String],
+    opts: &ExpectOptions,
+    seed_hosts: &[usize],
+) -> Expected {
+    let max = opts.max_depth.unwrap_or(u32::MAX);
+    let robots_block = spec.robots && opts.respect_robots;
+    let seeds: Vec<(Target, u32)> = seed_hosts
+        .iter()
+        .filter(|h| **h < spec.hosts)
+        .map(|&h| (Target::page(h, 0), 0))
+        .collect();
+    let (mut dist, mut nofollow_seen) = walk(spec, seeds.iter().copied().collect(), max);
+    // In changing mode the sitemaps list every page, whose links lead on: walk again with the sitemap URLs of the
+    // hosts reached at depth 1, until no new host is reached.
+    if spec.changing.is_some() && opts.follow_sitemaps && max >= 1 {
+        let mut hosts: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            let reached: BTreeSet<usize> = dist.keys().map(|t| t.host).collect();
+            if reached == hosts {
+                break;
+            }
+            hosts = reached;
+            let mut queue: VecDeque<(Target, u32)> = seeds.iter().copied().collect();
+            for &h in &hosts {
+                queue.extend((0..spec.pages_per_host).map(|n| (Target::page(h, n), 1)));
+            }
+            (dist, nofollow_seen) = walk(spec, queue, max);
         }
     }
     // Sitemap-only URLs count as depth 1 on every host the crawl reached.

@@ -27,6 +27,12 @@ pub struct RequestLog {
     pub end: Option<Instant>,
     /// status sent; 0 when the connection was closed without a response
     pub status: u16,
+    /// the request carried `If-None-Match` or `If-Modified-Since`
+    pub conditional: bool,
+    /// it was answered 304 Not Modified
+    pub not_modified: bool,
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
 }
 
 impl RequestLog {

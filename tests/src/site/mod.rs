@@ -27,9 +27,19 @@
 //! highlighted code blocks and images. The header links join the graph (so depth-limited expectations follow them)
 //! but reach no page the chain does not: without a depth limit the expected crawl is the plain mode's.
 //!
+//! Changing mode ([`SiteSpec::changing`], see [`ChangingSpec`]) gives every HTML page a change schedule drawn from
+//! the seed (periodic, never, bursts, Poisson), a version marker in its body, a strong `ETag` and a `Last-Modified`,
+//! and answers `If-None-Match` / `If-Modified-Since` with 304; hosts can misbehave on purpose ([`Misbehavior`]).
+//! The page sitemap then lists every page with its true `<lastmod>` and a `<changefreq>`, and `/new/{k}` pages
+//! appear in it as they are born (not linked, not in [`Site::expected`]). Time is the site's [`SiteClock`], which a
+//! test advances; [`Site::changes_between`] and [`Site::version`] are the ground truth.
+//!
 //! Tests can override any path of any host with a [`Route`] (status, headers, delays, stalls, trickling,
 //! closing the connection, sequences, gzip bombs).
 
+mod changing;
+mod clock;
+mod conditional;
 mod graph;
 mod log;
 mod realistic;
@@ -41,6 +51,8 @@ mod server;
 mod tests;
 #[cfg(test)]
 mod tests_bfs;
+#[cfg(test)]
+mod tests_changing;
 #[cfg(test)]
 mod tests_modes;
 #[cfg(test)]
@@ -59,6 +71,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+pub use changing::{ChangeClass, ChangingSpec, ClassWeights, Misbehavior};
+pub use clock::SiteClock;
+pub use conditional::{http_date, parse_http_date};
 pub use log::RequestLog;
 pub use routes::{GZIP_BOMB_SIZE, Route};
 
@@ -136,6 +151,8 @@ pub struct SiteSpec {
     /// that a crawler resolves a name for every URL (given `h{i}.test` = `127.0.0.{first_octet + i}`, say in its
     /// hosts table).
     pub host_names: bool,
+    /// Changing mode: pages change on schedules and carry validators (see the module docs); `None` = off.
+    pub changing: Option<ChangingSpec>,
 }
 
 impl Default for SiteSpec {
@@ -165,6 +182,7 @@ impl Default for SiteSpec {
             delay_ms: 0,
             realistic: false,
             host_names: false,
+            changing: None,
         }
     }
 }
@@ -213,6 +231,9 @@ impl SiteSpec {
         }
         if self.wide_links > MAX_WIDE_LINKS {
             return bad("wide_links must be at most 1000000");
+        }
+        if let Some(ch) = &self.changing {
+            ch.validate(self.hosts).map_err(SiteError::InvalidSpec)?;
         }
         Ok(())
     }
@@ -283,9 +304,17 @@ impl Expected {
 pub struct SiteBuilder {
     spec: SiteSpec,
     routes: Vec<(usize, String, Route)>,
+    clock: Option<SiteClock>,
 }
 
 impl SiteBuilder {
+    /// The site's clock (changing mode). Without one the site runs a manual clock standing at
+    /// [`ChangingSpec::epoch_s`] (the Unix epoch outside changing mode) until the test advances it.
+    pub fn clock(mut self, clock: SiteClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
     /// On `host`, answer `path` (exact; `path?query` matches before `path`) with `route` instead of the generator.
     pub fn route(mut self, host: usize, path: &str, route: Route) -> Self {
         self.routes.push((host, path.to_owned(), route));
@@ -296,6 +325,10 @@ impl SiteBuilder {
     pub async fn start(self) -> Result<Site, SiteError> {
         let spec = self.spec;
         spec.validate()?;
+        let clock = self.clock.unwrap_or_else(|| {
+            let epoch = spec.changing.as_ref().map_or(0, |c| c.epoch_s);
+            SiteClock::manual(epoch.saturating_mul(1000))
+        });
         let mut listeners = Vec::with_capacity(spec.hosts);
         let mut bases = Vec::with_capacity(spec.hosts);
         for host in 0..spec.hosts {
@@ -326,7 +359,7 @@ impl SiteBuilder {
         }
         let rec = Arc::new(log::Recorder::new(spec.hosts, spec.log_requests));
         let shared = Arc::new(Shared {
-            render: Renderer::new(spec, bases),
+            render: Renderer::new(spec, bases, clock),
             rec,
             routes,
             has_routes: AtomicBool::new(has_routes),
@@ -366,6 +399,7 @@ impl Site {
         SiteBuilder {
             spec,
             routes: Vec::new(),
+            clock: None,
         }
     }
 
@@ -437,6 +471,63 @@ impl Site {
     /// Expected crawl seeded with page 0 of each host in `seed_hosts`.
     pub fn expected_from(&self, opts: ExpectOptions, seed_hosts: &[usize]) -> Expected {
         graph::expected(self.spec(), &self.shared.render.bases, &opts, seed_hosts)
+    }
+
+    /// The site's clock (a test advances a manual one to make pages change).
+    pub fn clock(&self) -> &SiteClock {
+        &self.shared.render.clock
+    }
+
+    fn schedule(&self, host: usize, path: &str) -> Option<changing::Schedule> {
+        let r = &self.shared.render;
+        let ch = r.spec.changing.as_ref()?;
+        let key = changing::PageKey::parse(host, path)?;
+        r.has_schedule(&key)
+            .then(|| changing::Schedule::of(&r.spec, ch, &key))
+    }
+
+    /// Changing mode: the change instants (site time, Unix seconds) of `path` on `host` in `(from_s, to_s]`;
+    /// `None` when the path has no schedule.
+    pub fn changes_between(
+        &self,
+        host: usize,
+        path: &str,
+        from_s: u64,
+        to_s: u64,
+    ) -> Option<Vec<u64>> {
+        self.schedule(host, path)
+            .map(|s| s.changes_between(from_s, to_s))
+    }
+
+    /// Changing mode: the class of `path` on `host` (`None` when it has no schedule).
+    pub fn change_class(&self, host: usize, path: &str) -> Option<ChangeClass> {
+        self.schedule(host, path).map(|s| s.class)
+    }
+
+    /// Changing mode: `(version, since)` of `path` on `host` at site time `t_s`: the number of changes so far and
+    /// the instant the version became current (its `Last-Modified`). `None` without a schedule or before birth.
+    pub fn version_at(&self, host: usize, path: &str, t_s: u64) -> Option<(u64, u64)> {
+        self.schedule(host, path)?.version_at(t_s)
+    }
+
+    /// [`Site::version_at`] now.
+    pub fn version(&self, host: usize, path: &str) -> Option<(u64, u64)> {
+        self.version_at(host, path, self.clock().now_s())
+    }
+
+    /// Changing mode: the strong `ETag` a behaving host sends for `path` at `version` (identity or gzip coding).
+    pub fn etag(&self, host: usize, path: &str, version: u64, gzipped: bool) -> Option<String> {
+        self.schedule(host, path).map(|s| s.etag(version, gzipped))
+    }
+
+    /// Changing mode: the paths of `host` with a schedule that its page sitemap lists now (pages, orphans, new
+    /// pages born so far), in sitemap order. Private and nofollow pages change too but are not listed.
+    pub fn changing_paths(&self, host: usize) -> Vec<String> {
+        let r = &self.shared.render;
+        r.sitemap_keys(host, r.clock.now_s())
+            .iter()
+            .map(changing::PageKey::path)
+            .collect()
     }
 
     /// Adds or replaces an override on a running site.

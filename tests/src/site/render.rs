@@ -5,11 +5,15 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
+use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 
 use super::SiteSpec;
+use super::changing::{Family, Misbehavior, PageKey, Schedule};
+use super::clock::SiteClock;
+use super::conditional::{http_date, w3c_date};
 use super::graph::{Kind, Link, Target, page_embeds, page_links, wide_children, write_href};
 
 const WORDS: [&str; 16] = [
@@ -38,16 +42,120 @@ pub(crate) struct Renderer {
     pub bases: Vec<String>,
     /// at least `2 * page_bytes` of padding text
     pub filler: String,
+    /// the site's time in changing mode
+    pub clock: SiteClock,
+    /// responses of hosts whose ETag changes on every response ([`Misbehavior::EtagChurn`])
+    pub churn: AtomicU64,
 }
 
 impl Renderer {
-    pub fn new(spec: SiteSpec, bases: Vec<String>) -> Self {
+    pub fn new(spec: SiteSpec, bases: Vec<String>, clock: SiteClock) -> Self {
         let filler = filler(spec.seed, spec.page_bytes.saturating_mul(2).max(64));
         Self {
             spec,
             bases,
             filler,
+            clock,
+            churn: AtomicU64::new(0),
         }
+    }
+
+    /// Whether `key` is a page the generator serves with a change schedule (changing mode only; a new page may not
+    /// be born yet).
+    pub(crate) fn has_schedule(&self, key: &PageKey) -> bool {
+        let spec = &self.spec;
+        let Some(ch) = &spec.changing else {
+            return false;
+        };
+        key.host < spec.hosts
+            && match key.family {
+                Family::Page | Family::Private | Family::Nofollow => key.n < spec.pages_per_host,
+                Family::Orphan => spec.sitemaps && key.n < spec.orphans,
+                Family::New => key.n < ch.new_pages,
+            }
+    }
+
+    /// A changing page's body at `version` (current since `since`): the page as the other modes render it, with a
+    /// version marker before `</body>`.
+    pub(crate) fn changing_body(&self, key: &PageKey, version: u64, since: u64) -> Bytes {
+        let kind = match key.family {
+            Family::Page => None,
+            Family::Private => Some(Kind::Private),
+            Family::Nofollow => Some(Kind::Nofollow),
+            Family::Orphan | Family::New => Some(Kind::Orphan),
+        };
+        let base = match kind {
+            None => self.page(key.host, key.n),
+            Some(kind) => self.leaf(&Target {
+                host: key.host,
+                kind,
+                n: key.n,
+            }),
+        };
+        let html = String::from_utf8_lossy(&base);
+        let at = html.rfind("</body>").unwrap_or(html.len());
+        let mut out = String::with_capacity(html.len() + 96);
+        out.push_str(&html[..at]);
+        if key.family == Family::New {
+            let _ = writeln!(out, "<p class=\"new\">new page {}</p>", key.n);
+        }
+        let _ = writeln!(
+            out,
+            "<p class=\"version\" data-version=\"{version}\">version {version} since {}</p>",
+            http_date(since)
+        );
+        out.push_str(&html[at..]);
+        Bytes::from(out.into_bytes())
+    }
+
+    /// The URLs of `host`'s page sitemap in changing mode: every page, orphan and born new page.
+    pub(crate) fn sitemap_keys(&self, host: usize, now: u64) -> Vec<PageKey> {
+        let spec = &self.spec;
+        let Some(ch) = &spec.changing else {
+            return Vec::new();
+        };
+        let key = |family, n| PageKey { host, family, n };
+        let mut keys: Vec<PageKey> = (0..spec.pages_per_host)
+            .map(|n| key(Family::Page, n))
+            .collect();
+        if spec.sitemaps {
+            keys.extend((0..spec.orphans).map(|n| key(Family::Orphan, n)));
+        }
+        keys.extend(
+            (0..ch.new_pages)
+                .map(|n| key(Family::New, n))
+                .filter(|k| Schedule::of(spec, ch, k).version_at(now).is_some()),
+        );
+        keys
+    }
+
+    fn sitemap_changing(&self, host: usize) -> Option<Bytes> {
+        let ch = self.spec.changing.as_ref()?;
+        let now = self.clock.now_s();
+        let lying = ch.misbehavior(host) == Some(Misbehavior::LyingSitemap);
+        let keys = self.sitemap_keys(host, now);
+        let mut out = String::with_capacity(keys.len() * 140 + 128);
+        out.push_str(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+        );
+        for k in keys {
+            let sched = Schedule::of(&self.spec, ch, &k);
+            let Some((_, since)) = sched.version_at(now) else {
+                continue;
+            };
+            let lastmod = if lying { now.saturating_sub(1) } else { since };
+            let _ = writeln!(
+                out,
+                "  <url><loc>{}{}</loc><lastmod>{}</lastmod><changefreq>{}</changefreq></url>",
+                self.base(host),
+                k.path(),
+                w3c_date(lastmod),
+                sched.class.changefreq()
+            );
+        }
+        out.push_str("</urlset>\n");
+        Some(Bytes::from(out.into_bytes()))
     }
 
     pub(crate) fn base(&self, host: usize) -> &str {
@@ -175,6 +283,9 @@ impl Renderer {
     }
 
     pub fn sitemap_pages(&self, host: usize) -> Bytes {
+        if let Some(b) = self.sitemap_changing(host) {
+            return b;
+        }
         let mut out = String::from(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
              <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",

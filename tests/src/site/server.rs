@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderValue};
+use hyper::header::{self, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
+use super::changing::{Misbehavior, PageKey, Schedule};
+use super::conditional::{http_date, not_modified};
 use super::graph::{Kind, Target, wide_ok};
 use super::log::{InFlight, Recorder, RequestLog};
 use super::render::{self, NOT_FOUND, Renderer, accepts_gzip, gzip};
@@ -214,6 +216,10 @@ async fn handle(
         _ => None,
     };
     let close = matches!(step, Some(Resolved::Close));
+    let cond = Cond {
+        if_none_match: header_str(&req, header::IF_NONE_MATCH),
+        if_modified_since: header_str(&req, header::IF_MODIFIED_SINCE),
+    };
     let generated = if route.is_none() {
         let gz = shared.render.spec.gzip
             && req
@@ -221,7 +227,7 @@ async fn handle(
                 .get(header::ACCEPT_ENCODING)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(accepts_gzip);
-        Some(generate(&shared.render, host, path, gz))
+        Some(generate(&shared.render, host, path, gz, &cond))
     } else {
         None
     };
@@ -248,6 +254,10 @@ async fn handle(
             start,
             end: None,
             status,
+            conditional: cond.if_none_match.is_some() || cond.if_modified_since.is_some(),
+            not_modified: status == 304,
+            if_none_match: cond.if_none_match,
+            if_modified_since: cond.if_modified_since,
         };
         shared.rec.record(&mut guard, entry);
     }
@@ -281,6 +291,8 @@ pub(crate) struct Generated {
     location: Option<String>,
     gzipped: bool,
     vary: bool,
+    /// more headers (validators and `Date` in changing mode)
+    extra: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl Generated {
@@ -292,10 +304,12 @@ impl Generated {
         let mut resp = Response::new(SiteBody::full(self.body, guard));
         *resp.status_mut() = self.status;
         let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(self.content_type),
-        );
+        if !self.content_type.is_empty() {
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(self.content_type),
+            );
+        }
         if self.vary {
             h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
         }
@@ -304,6 +318,9 @@ impl Generated {
         }
         if let Some(loc) = self.location.and_then(|l| HeaderValue::from_str(&l).ok()) {
             h.insert(header::LOCATION, loc);
+        }
+        for (k, v) in self.extra {
+            h.append(k, v);
         }
         resp
     }
@@ -330,6 +347,7 @@ fn ok(content_type: &'static str, body: Bytes, gz: bool) -> Generated {
         location: None,
         gzipped,
         vary: true,
+        extra: Vec::new(),
     }
 }
 
@@ -341,11 +359,23 @@ fn not_found() -> Generated {
         location: None,
         gzipped: false,
         vary: false,
+        extra: Vec::new(),
     }
 }
 
+/// The conditional headers of a request.
+pub(crate) struct Cond {
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
+}
+
 /// The generated answer for `path` on `host`.
-pub(crate) fn generate(r: &Renderer, host: usize, path: &str, gz: bool) -> Generated {
+pub(crate) fn generate(r: &Renderer, host: usize, path: &str, gz: bool, cond: &Cond) -> Generated {
+    if r.spec.changing.is_some()
+        && let Some(g) = changing_page(r, host, path, gz, cond)
+    {
+        return g;
+    }
     let spec = &r.spec;
     let pages = spec.pages_per_host;
     let leaf = |kind: Kind, n: usize| ok(HTML, r.leaf(&Target { host, kind, n }), gz);
@@ -378,6 +408,7 @@ pub(crate) fn generate(r: &Renderer, host: usize, path: &str, gz: bool) -> Gener
                 location: Some(loc),
                 gzipped: false,
                 vary: false,
+                extra: Vec::new(),
             }
         }
         ("robots.txt", None) if rest.is_empty() && spec.robots && path == "/robots.txt" => {
@@ -391,4 +422,92 @@ pub(crate) fn generate(r: &Renderer, host: usize, path: &str, gz: bool) -> Gener
         }
         _ => not_found(),
     }
+}
+
+fn header(name: HeaderName, value: &str) -> Option<(HeaderName, HeaderValue)> {
+    HeaderValue::from_str(value).ok().map(|v| (name, v))
+}
+
+/// A page with a change schedule in changing mode: its current version with validators, a 304 when the request's
+/// conditions say so, or a 404 before the page is born. `None` when `path` is not such a page.
+fn changing_page(
+    r: &Renderer,
+    host: usize,
+    path: &str,
+    gz: bool,
+    cond: &Cond,
+) -> Option<Generated> {
+    let spec = &r.spec;
+    let ch = spec.changing.as_ref()?;
+    let key = PageKey::parse(host, path)?;
+    if !r.has_schedule(&key) {
+        return None;
+    }
+    let now = r.clock.now_s();
+    let sched = Schedule::of(spec, ch, &key);
+    let Some((version, since)) = sched.version_at(now) else {
+        return Some(not_found());
+    };
+    let misbehavior = ch.misbehavior(host);
+    let mut etag = Some(sched.etag(version, gz));
+    let mut last_modified = Some(since);
+    let mut lm_text = Some(http_date(since));
+    match misbehavior {
+        Some(Misbehavior::EtagChurn) => {
+            let n = r.churn.fetch_add(1, Ordering::Relaxed);
+            etag = Some(format!(
+                "\"{}-r{n}\"",
+                sched.etag(version, gz).trim_matches('"')
+            ));
+        }
+        Some(Misbehavior::FutureLastModified) => {
+            let future = now.saturating_add(86_400);
+            last_modified = Some(future);
+            lm_text = Some(http_date(future));
+        }
+        Some(Misbehavior::BadLastModified) => {
+            last_modified = None;
+            lm_text = Some("not a date".to_owned());
+        }
+        Some(Misbehavior::NoValidators) => {
+            etag = None;
+            last_modified = None;
+            lm_text = None;
+        }
+        _ => {}
+    }
+    let unchanged = match misbehavior {
+        Some(Misbehavior::AlwaysNotModified) => true,
+        Some(Misbehavior::IgnoreConditional | Misbehavior::NoValidators) => false,
+        _ => not_modified(
+            cond.if_none_match.as_deref(),
+            cond.if_modified_since.as_deref(),
+            etag.as_deref(),
+            last_modified,
+            now,
+        ),
+    };
+    let mut extra: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(3);
+    extra.extend(header(header::DATE, &http_date(now)));
+    if let Some(e) = &etag {
+        extra.extend(header(header::ETAG, e));
+    }
+    if let Some(lm) = &lm_text {
+        extra.extend(header(header::LAST_MODIFIED, lm));
+    }
+    if unchanged {
+        return Some(Generated {
+            status: StatusCode::NOT_MODIFIED,
+            content_type: "",
+            body: Bytes::new(),
+            location: None,
+            gzipped: false,
+            vary: spec.gzip,
+            extra,
+        });
+    }
+    let body = r.changing_body(&key, version, since);
+    let mut g = ok(HTML, body, gz);
+    g.extra = extra;
+    Some(g)
 }
