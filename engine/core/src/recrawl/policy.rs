@@ -195,18 +195,18 @@ impl Policy {
             let key = DigestKey::of(digest);
             let last = prior.and_then(|p| p.capture.as_ref());
             let changed = prior.map(|_| last.is_none_or(|c| c.digest != key));
-            if changed == Some(false) {
-                if let Some(p) = prior {
-                    let sent = &p.validators;
-                    if sent.etag.is_some() && fresh.etag.is_some() && sent.etag != fresh.etag {
-                        anomalies.push(Anomaly::EtagUnstable);
-                    } else if !sent.is_empty()
-                        && (sent.etag.is_none() || sent.etag == fresh.etag)
-                        && (sent.last_modified_s.is_none()
-                            || sent.last_modified_s == fresh.last_modified_s)
-                    {
-                        anomalies.push(Anomaly::ConditionalIgnored);
-                    }
+            if changed == Some(false)
+                && let Some(p) = prior
+            {
+                let sent = &p.validators;
+                if sent.etag.is_some() && fresh.etag.is_some() && sent.etag != fresh.etag {
+                    anomalies.push(Anomaly::EtagUnstable);
+                } else if !sent.is_empty()
+                    && (sent.etag.is_none() || sent.etag == fresh.etag)
+                    && (sent.last_modified_s.is_none()
+                        || sent.last_modified_s == fresh.last_modified_s)
+                {
+                    anomalies.push(Anomaly::ConditionalIgnored);
                 }
             }
             // An unchanged body keeps pointing at the original capture: a revisit refers to a response record.

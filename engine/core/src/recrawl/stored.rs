@@ -21,6 +21,10 @@ use crate::frontier::codec::{DecodeError, Reader};
 pub const RECRAWL_EPOCH_S: u64 = 1_577_836_800;
 /// The most bytes an encoding takes besides the ETag's text.
 pub const STORED_FIXED_MAX: usize = 1 + 4 + 4 + 4 + 6 + 4 + 6 + 8 + 1;
+const _: () = assert!(
+    STORED_FIXED_MAX <= 40,
+    "the recrawl entry's budget is 40 bytes"
+);
 
 const ETAG: u8 = 1;
 const LAST_MODIFIED: u8 = 2;
@@ -179,7 +183,6 @@ mod tests {
         let bytes = s.encode();
         let etag = s.prior.validators.etag.as_ref().map_or(0, String::len);
         assert_eq!(bytes.len() - etag, STORED_FIXED_MAX);
-        assert!(STORED_FIXED_MAX <= 40);
         assert_eq!(Stored::decode(&bytes), Ok(s));
 
         // The least: no validators, no capture.
