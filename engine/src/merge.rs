@@ -1,6 +1,7 @@
 //! `crawl-engine merge -o OUT FILE...`: one JSONL from the files of the processes of one crawl, each record once.
 //!
-//! A record is identified by its `record_id` (written by the distributed mode) or, in files without one, by its URL.
+//! A record is identified by its `record_id` (written by the distributed mode) or, in files without one, by its URL
+//! and, with continuous crawling (`[recrawl]`), its `visit`: each fetch of a URL keeps its own record.
 //! The first record of each identity is kept, in the order of the files and their lines. Identities are remembered
 //! as 128-bit fingerprints (xxh3), so memory stays at 16 bytes per record however long the URLs are; two distinct
 //! identities sharing a fingerprint is a chance of about n²/2¹²⁹ (10⁻²³ for ten million records).
@@ -63,15 +64,18 @@ fn identity(path: &Path, line_no: u64, line: &[u8]) -> Result<u128, MergeError> 
         record_id: Option<std::borrow::Cow<'a, str>>,
         #[serde(borrow)]
         url: std::borrow::Cow<'a, str>,
+        #[serde(default)]
+        visit: Option<u32>,
     }
     let ident: Ident = serde_json::from_slice(line).map_err(|e| MergeError::BadLine {
         path: path.display().to_string(),
         line: line_no,
         detail: e.to_string(),
     })?;
-    let key = match &ident.record_id {
-        Some(id) => format!("id:{id}"),
-        None => format!("url:{}", ident.url),
+    let key = match (&ident.record_id, ident.visit) {
+        (Some(id), _) => format!("id:{id}"),
+        (None, Some(visit)) => format!("visit:{visit}:{}", ident.url),
+        (None, None) => format!("url:{}", ident.url),
     };
     Ok(twox_hash::XxHash3_128::oneshot(key.as_bytes()))
 }
@@ -175,6 +179,63 @@ mod tests {
         assert!(lines[0].contains("\"n\":1"), "the first copy wins");
         assert!(lines[1].contains("x/2") && lines[2].contains("x/3"));
         assert!(!dir.path().join("all.jsonl.merging").exists());
+    }
+
+    #[test]
+    fn each_fetch_of_a_recrawl_keeps_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        // A single-process continuous crawl: no record_id, one line per visit; a copy of visit 2 elsewhere.
+        let a = write(
+            dir.path(),
+            "a.jsonl",
+            "{\"url\":\"http://x/1\",\"visit\":1,\"changed\":null}\n\
+             {\"url\":\"http://x/1\",\"visit\":2,\"changed\":false}\n\
+             {\"url\":\"http://x/2\",\"visit\":1,\"changed\":null}\n",
+        );
+        let b = write(
+            dir.path(),
+            "b.jsonl",
+            "{\"url\":\"http://x/1\",\"visit\":2,\"changed\":true}\n\
+             {\"url\":\"http://x/1\",\"visit\":3,\"changed\":true}\n\
+             {\"url\":\"http://x/1\"}\n",
+        );
+        // Distributed: the record_id names the fetch, whatever the visit says.
+        let c = write(
+            dir.path(),
+            "c.jsonl",
+            "{\"url\":\"http://x/9\",\"record_id\":\"09-1\",\"visit\":1}\n\
+             {\"url\":\"http://x/9\",\"record_id\":\"09-2\",\"visit\":2}\n\
+             {\"url\":\"http://x/9\",\"record_id\":\"09-2\",\"visit\":2}\n",
+        );
+        let out = dir.path().join("all.jsonl");
+        let r = merge(&out, &[a, b, c]).unwrap();
+        assert_eq!((r.read, r.written, r.duplicates), (9, 7, 2));
+        let text = std::fs::read_to_string(&out).unwrap();
+        let visits: Vec<(String, Option<u64>)> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["url"].as_str().unwrap().to_owned(), v["visit"].as_u64())
+            })
+            .collect();
+        let x1 = |n| ("http://x/1".to_owned(), n);
+        let x9 = |n| ("http://x/9".to_owned(), Some(n));
+        assert_eq!(
+            visits,
+            [
+                x1(Some(1)),
+                x1(Some(2)),
+                ("http://x/2".to_owned(), Some(1)),
+                x1(Some(3)),
+                x1(None),
+                x9(1),
+                x9(2)
+            ]
+        );
+        assert!(
+            text.contains("\"visit\":2,\"changed\":false"),
+            "the first copy of visit 2 wins"
+        );
     }
 
     #[test]

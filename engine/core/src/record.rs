@@ -208,8 +208,8 @@ pub struct Record {
     #[serde(default)]
     pub trace_id: Option<String>,
     /// The record's identity across the processes of a distributed crawl (16 hex digits of the URL's fingerprint:
-    /// a URL gets one record per crawl; with recrawl, followed by `-` and the hex number of the queueing the fetch
-    /// answers). `crawl-engine merge` keeps one record per identity. Absent in a single-process crawl, whose file
+    /// a URL gets one record per crawl; with recrawl (`[recrawl]` or `frontier.redis.recrawl_after_s`), followed by
+    /// `-` and a hex number naming the fetch, so that each fetch keeps its own record). `crawl-engine merge` keeps one record per identity. Absent in a single-process crawl, whose file
     /// holds each URL once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_id: Option<String>,
@@ -226,11 +226,29 @@ pub struct Record {
     /// What the URL was fetched as: `embed` for a page requisite (`crawl.embeds`); absent for pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<RecordKind>,
+    /// With `[recrawl]`: which fetch of the URL this is and what it found (`visit`, `changed`,
+    /// `previous_fetched_at`, `next_due_at`); absent, and the line as without recrawl, when it is off.
+    #[serde(flatten)]
+    pub revisit: Option<Revisit>,
     /// Where the fetch's `response` (or `revisit`) record is in the WARC files (`output.warc_dir`): file name,
     /// offset and length of its gzip member; absent when WARC output is off or nothing was fetched. Added to the
     /// line when the archive is written, just before the commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warc: Option<RecordLocation>,
+}
+
+/// The continuous-crawling fields of a record (`[recrawl]`), written together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revisit {
+    /// Which fetch of the URL this is: 1 for the first, 2 for the first revisit, ...
+    pub visit: u32,
+    /// Whether the payload changed since the previous fetch (a 304, or the same payload digest, is unchanged);
+    /// null on the first visit and when the fetch read no body.
+    pub changed: Option<bool>,
+    /// The previous fetch's `fetched_at` (RFC 3339); null on the first visit.
+    pub previous_fetched_at: Option<String>,
+    /// When the URL comes due again (RFC 3339); null when it will not be revisited.
+    pub next_due_at: Option<String>,
 }
 
 /// The longest `title` a record carries, in characters.
@@ -302,6 +320,7 @@ impl Record {
             digest: None,
             links_dropped: 0,
             kind: None,
+            revisit: None,
             warc: None,
         }
     }

@@ -49,6 +49,7 @@ pub(super) fn record(entry: &Entry, out: PageOutcome, max_redirects: u32) -> (Re
         digest: out.digest,
         links_dropped: embeds::links_dropped(&entry.url, out.links_dropped, out.embeds_dropped),
         kind: None,
+        revisit: None,
         warc: None,
     };
     if let Some((reason, detail)) = out.body_error {

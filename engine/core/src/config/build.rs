@@ -5,6 +5,7 @@
 use super::credentials::{self, Credential};
 use super::proxy::Secret;
 use super::reader::{Section, Walker};
+use super::recrawl::{MAX_RECRAWL_INTERVAL_S, RecrawlConfig, RecrawlRule};
 use super::redis::{self, FrontierBackend, RedisConfig, RedisUrl};
 use super::validate;
 use super::value_error::ValueError;
@@ -20,6 +21,7 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
     Config {
         crawl: crawl(&mut w.section("crawl")),
         traps: traps(&mut w.section("traps")),
+        recrawl: recrawl(&mut w.section("recrawl")),
         politeness: politeness(&mut w.section("politeness")),
         fetch: fetch(&mut w.section("fetch")),
         frontier: frontier(&mut w.section("frontier")),
@@ -64,6 +66,85 @@ fn traps(s: &mut Section<'_, '_, '_, '_>) -> TrapsConfig {
         }
     }
     c
+}
+
+fn recrawl(s: &mut Section<'_, '_, '_, '_>) -> RecrawlConfig {
+    let d = RecrawlConfig::default();
+    let max = MAX_RECRAWL_INTERVAL_S;
+    let interval =
+        |s: &mut Section<'_, '_, '_, '_>, key: &'static str, default: std::time::Duration| {
+            std::time::Duration::from_secs(s.int(key, default.as_secs(), 1, max))
+        };
+    let mut c = RecrawlConfig {
+        enabled: s.bool("enabled", d.enabled),
+        interval: interval(s, "interval_s", d.interval),
+        min_interval: interval(s, "min_interval_s", d.min_interval),
+        max_interval: interval(s, "max_interval_s", d.max_interval),
+        adaptive: s.bool("adaptive", d.adaptive),
+        inc_rate: s.float("inc_rate", d.inc_rate, 0.0, 1.0),
+        dec_rate: s.float("dec_rate", d.dec_rate, 0.0, 1.0),
+        host_revisits_per_minute: s.u32("host_revisits_per_minute", d.host_revisits_per_minute, 0),
+        rules: Vec::new(),
+    };
+    // The rates are open intervals: 0 would never adapt, 1 would double or zero an interval at once.
+    for (key, rate) in [("inc_rate", c.inc_rate), ("dec_rate", c.dec_rate)] {
+        if (rate <= 0.0 || rate >= 1.0) && !s.rejected(key) {
+            s.invalid(key, &format!("must be above 0 and below 1, found {rate}"));
+        }
+    }
+    let (min_s, max_s) = (c.min_interval.as_secs(), c.max_interval.as_secs());
+    s.check_not_above(
+        "min_interval_s",
+        min_s.into(),
+        "interval_s",
+        c.interval.as_secs().into(),
+    );
+    s.check_not_above(
+        "interval_s",
+        c.interval.as_secs().into(),
+        "max_interval_s",
+        max_s.into(),
+    );
+    s.check_not_above(
+        "min_interval_s",
+        min_s.into(),
+        "max_interval_s",
+        max_s.into(),
+    );
+    let max_given = !s.rejected("max_interval_s");
+    c.rules = s.tables("rules", |r| recrawl_rule(r, max_given.then_some(max_s)));
+    c
+}
+
+/// One `[[recrawl.rules]]` table: `pattern` and `interval_s` are required; `interval_s` may be below
+/// `recrawl.min_interval_s` but not above `recrawl.max_interval_s` (`max_s`, None when that was rejected).
+fn recrawl_rule(s: &mut Section<'_, '_, '_, '_>, max_s: Option<u64>) -> Option<RecrawlRule> {
+    let has_pattern = s.has("pattern");
+    let has_interval = s.has("interval_s");
+    let pattern = s.string("pattern", None, |v| validate::regex(v).map(Some));
+    let interval_s = s.int("interval_s", 0, 1, MAX_RECRAWL_INTERVAL_S);
+    let adaptive_given = s.has("adaptive");
+    let adaptive = s.bool("adaptive", false);
+    if !has_pattern {
+        s.missing("pattern");
+    }
+    if !has_interval {
+        s.missing("interval_s");
+    } else if let Some(max) = max_s.filter(|max| interval_s > *max && !s.rejected("interval_s")) {
+        s.invalid(
+            "interval_s",
+            &format!("{interval_s} is above `recrawl.max_interval_s` ({max})"),
+        );
+        return None;
+    }
+    if s.rejected("interval_s") {
+        return None;
+    }
+    Some(RecrawlRule {
+        pattern: pattern?,
+        interval: std::time::Duration::from_secs(interval_s),
+        adaptive: adaptive_given.then_some(adaptive),
+    })
 }
 
 fn crawl(s: &mut Section<'_, '_, '_, '_>) -> CrawlConfig {

@@ -14,6 +14,7 @@ mod errors;
 mod observability;
 mod proxy;
 mod reader;
+mod recrawl;
 mod redis;
 pub mod reload;
 mod schema;
@@ -28,6 +29,8 @@ mod error_tests;
 mod observability_tests;
 #[cfg(test)]
 mod proxy_tests;
+#[cfg(test)]
+mod recrawl_tests;
 #[cfg(test)]
 mod reload_parts_tests;
 #[cfg(test)]
@@ -57,6 +60,10 @@ pub use proxy::{
     ChainConfig, DIRECT, ProxyConfig, ProxyHop, ProxyRule, ResolveAt, Secret, SelectPolicy,
     redact_credentials,
 };
+pub use recrawl::{
+    DEFAULT_DEC_RATE, DEFAULT_INC_RATE, DEFAULT_RECRAWL_INTERVAL, DEFAULT_RECRAWL_MAX_INTERVAL,
+    DEFAULT_RECRAWL_MIN_INTERVAL, MAX_RECRAWL_INTERVAL_S, RecrawlConfig, RecrawlRule,
+};
 pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
 pub use validate::{hide_userinfo, seed_url};
 pub use value_error::{HopProblem, NameRole, UrlProblem, UrlRole, ValueError};
@@ -79,6 +86,7 @@ pub struct Config {
     pub observability: ObservabilityConfig,
     pub proxy: ProxyConfig,
     pub traps: TrapsConfig,
+    pub recrawl: RecrawlConfig,
 }
 
 /// `[crawl]`: what to crawl.

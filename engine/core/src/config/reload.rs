@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 
 use super::{
     Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
-    ParserConfig, PolitenessConfig, ProxyConfig, ResolverConfig, SecurityConfig, ShutdownConfig,
-    SupervisorConfig, TrapsConfig,
+    ParserConfig, PolitenessConfig, ProxyConfig, RecrawlConfig, ResolverConfig, SecurityConfig,
+    ShutdownConfig, SupervisorConfig, TrapsConfig,
 };
 
 /// Whether a running crawl can take a new value of a key.
@@ -49,6 +49,9 @@ pub enum Part {
     SampleRatio,
     /// `proxy.*`: the proxy-chain actor.
     Proxy,
+    /// `recrawl.*` but `enabled`: the scheduler's revisit policy (intervals, rates, rules, host budget). URLs
+    /// already scheduled keep their due time; the new policy applies from their next fetch on.
+    Recrawl,
 }
 
 /// Which part each live key feeds, first match wins (patterns as in the classification rules).
@@ -61,6 +64,7 @@ const PARTS: &[(&str, Part)] = &[
     ("observability.log_level", Part::LogLevel),
     ("observability.sample_ratio", Part::SampleRatio),
     ("proxy.", Part::Proxy),
+    ("recrawl.", Part::Recrawl),
 ];
 
 impl Part {
@@ -105,6 +109,9 @@ const RULES: &[(&str, KeyClass)] = &[
     ("observability.", KeyClass::RestartOnly),
     ("proxy.", KeyClass::Live),
     ("traps.", KeyClass::RestartOnly),
+    // Turning continuous crawling on or off changes how the crawl ends and what the stores keep.
+    ("recrawl.enabled", KeyClass::RestartOnly),
+    ("recrawl.", KeyClass::Live),
 ];
 
 /// The class of a dotted key such as `politeness.min_delay_ms`, or `None` outside the known
@@ -235,6 +242,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         observability,
         proxy,
         traps,
+        recrawl,
     } = old;
     compare!(diff, "crawl", CrawlConfig, crawl, &new.crawl, {
         seeds => "seeds",
@@ -266,6 +274,17 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         calendar_past_years => "calendar_past_years",
         calendar_future_years => "calendar_future_years",
         strip_params => "strip_params",
+    });
+    compare!(diff, "recrawl", RecrawlConfig, recrawl, &new.recrawl, {
+        enabled => "enabled",
+        interval => "interval_s",
+        min_interval => "min_interval_s",
+        max_interval => "max_interval_s",
+        adaptive => "adaptive",
+        inc_rate => "inc_rate",
+        dec_rate => "dec_rate",
+        host_revisits_per_minute => "host_revisits_per_minute",
+        rules => "rules",
     });
     compare!(diff, "politeness", PolitenessConfig, politeness, &new.politeness, {
         per_host_concurrency => "per_host_concurrency",

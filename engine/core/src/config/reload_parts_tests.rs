@@ -54,6 +54,7 @@ fn every_live_key_feeds_one_part_and_every_part_is_fed() {
         Part::LogLevel,
         Part::SampleRatio,
         Part::Proxy,
+        Part::Recrawl,
     ]);
     assert_eq!(fed, all);
     for unknown in [
@@ -258,6 +259,7 @@ fn sections_changed_together_reapply_each_of_their_parts() {
             Part::LogLevel,
             Part::SampleRatio,
             Part::Proxy,
+            Part::Recrawl,
         ])
     );
 }

@@ -13,6 +13,14 @@ const LIVE: &[&str] = &[
     "crawl.include",
     "crawl.exclude",
     "crawl.user_agent",
+    "recrawl.interval_s",
+    "recrawl.min_interval_s",
+    "recrawl.max_interval_s",
+    "recrawl.adaptive",
+    "recrawl.inc_rate",
+    "recrawl.dec_rate",
+    "recrawl.host_revisits_per_minute",
+    "recrawl.rules",
     "politeness.per_host_concurrency",
     "politeness.min_delay_ms",
     "politeness.honour_crawl_delay",
@@ -177,6 +185,29 @@ fn crawl_keys() {
             "crawl.sitemap_max_urls"
         ]
     );
+}
+
+#[test]
+fn recrawl_keys_are_live_but_enabled() {
+    let (restart, live) = changes(|c| {
+        c.recrawl.interval = Duration::from_secs(600);
+        c.recrawl.inc_rate = 0.5;
+        c.recrawl.rules.push(crate::config::RecrawlRule {
+            pattern: regex::Regex::new("/news/").expect("regex"),
+            interval: Duration::from_secs(60),
+            adaptive: Some(false),
+        });
+    });
+    assert!(restart.is_empty());
+    assert_eq!(
+        live,
+        ["recrawl.interval_s", "recrawl.inc_rate", "recrawl.rules"]
+    );
+    let (restart, live) = changes(|c| c.recrawl.enabled = true);
+    assert_eq!((restart, live), (vec!["recrawl.enabled"], vec![]));
+    // Rules compare by pattern text.
+    let c = ok("[recrawl]\n[[recrawl.rules]]\npattern = '/a/'\ninterval_s = 60\n");
+    assert!(plan(&c, &c.clone()).is_noop());
 }
 
 #[test]

@@ -138,6 +138,25 @@ calendar_past_years = 10
 calendar_future_years = 1
 strip_params = ["SessionID", "ref_*"]
 
+[recrawl]
+enabled = true
+interval_s = 3600
+min_interval_s = 30
+max_interval_s = 604800
+adaptive = false
+inc_rate = 0.5
+dec_rate = 0.25
+host_revisits_per_minute = 20
+
+[[recrawl.rules]]
+pattern = '^https://example\.com/news/'
+interval_s = 10
+adaptive = true
+
+[[recrawl.rules]]
+pattern = '\.pdf$'
+interval_s = 604800
+
 [politeness]
 per_host_concurrency = 2
 min_delay_ms = 5
@@ -275,6 +294,32 @@ fn every_key_is_parsed() {
     let excl: Vec<&str> = k.exclude.iter().map(regex::Regex::as_str).collect();
     assert_eq!(excl, [r"\.pdf$", "/private/"]);
     assert_eq!(k.user_agent, "testbot/1.0");
+    let r = &c.recrawl;
+    assert!(r.enabled && !r.adaptive);
+    assert_eq!(
+        (
+            r.interval.as_secs(),
+            r.min_interval.as_secs(),
+            r.max_interval.as_secs()
+        ),
+        (3600, 30, 604_800)
+    );
+    assert_eq!(
+        (r.inc_rate, r.dec_rate, r.host_revisits_per_minute),
+        (0.5, 0.25, 20)
+    );
+    let rules: Vec<(&str, u64, Option<bool>)> = r
+        .rules
+        .iter()
+        .map(|x| (x.pattern.as_str(), x.interval.as_secs(), x.adaptive))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            (r"^https://example\.com/news/", 10, Some(true)),
+            (r"\.pdf$", 604_800, None)
+        ]
+    );
     assert!(!k.respect_robots && !k.follow_sitemaps);
     assert_eq!(
         c.traps,
@@ -513,7 +558,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 104);
+    assert_eq!(keys.len(), 113);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");

@@ -179,6 +179,19 @@ pub(super) fn write(out: &mut Vec<u8>, r: &Record) {
             RecordKind::Embed => b",\"kind\":\"embed\"",
         });
     }
+    if let Some(v) = &r.revisit {
+        out.extend_from_slice(b",\"visit\":");
+        put_num(out, v.visit);
+        out.extend_from_slice(b",\"changed\":");
+        match v.changed {
+            Some(b) => put_bool(out, b),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"previous_fetched_at\":");
+        put_opt_str(out, v.previous_fetched_at.as_deref());
+        out.extend_from_slice(b",\"next_due_at\":");
+        put_opt_str(out, v.next_due_at.as_deref());
+    }
     if let Some(w) = &r.warc {
         out.extend_from_slice(b",\"warc\":");
         put_warc(out, w);

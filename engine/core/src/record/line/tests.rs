@@ -41,6 +41,12 @@ fn full() -> Record {
         digest: Some("sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".into()),
         links_dropped: 9,
         kind: Some(RecordKind::Embed),
+        revisit: Some(crate::record::Revisit {
+            visit: u32::MAX,
+            changed: Some(false),
+            previous_fetched_at: Some("2026-12-03T03:00:00.000Z".into()),
+            next_due_at: Some("2026-12-05T03:00:00.000Z".into()),
+        }),
         warc: Some(RecordLocation {
             file: "crawl-0001.warc.gz".into(),
             offset: 0,
@@ -66,7 +72,7 @@ fn every_field_present_and_absent_writes_serde_jsons_bytes() {
     let terminal = Record::terminal("http://a.test/x", 0, None, Reason::Robots, None);
     assert_same(&terminal);
     // Each optional field alone, on a record with nothing else.
-    let alone: [fn(&mut Record, &Record); 17] = [
+    let alone: [fn(&mut Record, &Record); 19] = [
         |r, f| r.status = f.status,
         |r, f| r.parent = f.parent.clone(),
         |r, f| r.redirect_to = f.redirect_to.clone(),
@@ -83,6 +89,16 @@ fn every_field_present_and_absent_writes_serde_jsons_bytes() {
         |r, f| r.record_id = f.record_id.clone(),
         |r, f| r.title = f.title.clone(),
         |r, f| r.links_dropped = f.links_dropped,
+        |r, f| r.revisit = f.revisit.clone(),
+        // A first visit: changed and previous_fetched_at are null, not absent.
+        |r, _| {
+            r.revisit = Some(crate::record::Revisit {
+                visit: 1,
+                changed: None,
+                previous_fetched_at: None,
+                next_due_at: None,
+            })
+        },
         |r, f| {
             r.kind = f.kind;
             r.warc = f.warc.clone();
