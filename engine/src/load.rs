@@ -45,6 +45,14 @@ pub fn load_config_with(
             Err(e) => problems.push(format!("--seed {}: {e}", hide_userinfo(s))),
         }
     }
+    // The schedule's settings are read and checked, but no crawl revisits yet: refuse rather than crawl once.
+    if file_ok && config.recrawl.enabled {
+        problems.push(
+            "recrawl.enabled: continuous crawling is not available in this version; set it to false (the \
+             [recrawl] settings are checked, not used)"
+                .to_owned(),
+        );
+    }
     if file_ok && config.crawl.seeds.is_empty() && require_seeds && problems.is_empty() {
         problems.push("no seeds: set crawl.seeds in the config or pass --seed URL".to_owned());
     }

@@ -103,3 +103,19 @@ fn seeds_without_a_scheme_are_each_reported_with_those_of_the_file() {
         "--seed: URL `www.example.org` has no scheme; did you mean `https://www.example.org/`?"
     );
 }
+
+#[test]
+fn recrawl_enabled_is_refused_until_a_crawl_can_revisit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, "[recrawl]\nenabled = true\n").expect("write");
+    let err = load_config(Some(&path), &["http://a.example/".to_owned()]).expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("recrawl.enabled: continuous crawling is not available"),
+        "{err}"
+    );
+    std::fs::write(&path, "[recrawl]\nenabled = false\ninterval_s = 3600\n").expect("write");
+    let config = load_config(Some(&path), &["http://a.example/".to_owned()]).expect("accepted");
+    assert!(!config.recrawl.enabled);
+}
