@@ -4,14 +4,17 @@
 use crate::protocol::RawResponse;
 use crate::protocol::{Archived, Job, JobResult};
 use crawl_output::warc::{
-    Capture, HttpHeaders, HttpVersion, Prepared, RequestHead, ResponseHead, Truncation,
+    Capture, HttpHeaders, HttpVersion, Prepared, PriorCapture, RequestHead, ResponseHead,
+    Truncation,
 };
 
 /// The archive's gzip level: fast, since every fetched body goes through it.
 pub const ARCHIVE_LEVEL: u32 = 1;
 
 /// Encodes the fetch of `job` as it was received (headers as sent and received, the body still in its
-/// Content-Encoding). An answer that cannot be written as an HTTP message is not archived (logged).
+/// Content-Encoding). A `304 Not Modified` to a conditional request is a server-not-modified revisit; on a revisit
+/// of the URL its last capture goes along, for the writer to make an unchanged payload a revisit of it. An answer
+/// that cannot be written as an HTTP message is not archived (logged).
 pub fn prepare(job: &Job, resp: &RawResponse, level: u32) -> Option<Prepared> {
     let version = match resp.version {
         http::Version::HTTP_09 => HttpVersion::Http09,
@@ -51,7 +54,19 @@ pub fn prepare(job: &Job, resp: &RawResponse, level: u32) -> Option<Prepared> {
         body: &resp.body,
         truncated: resp.truncated.then_some(Truncation::Length),
     };
-    match Prepared::new(&capture, level) {
+    // A revisit: the URL's last full capture, which an unchanged payload or a 304 refers to.
+    let prior = job
+        .entry
+        .prior
+        .as_deref()
+        .and_then(|p| p.capture.as_ref())
+        .map(PriorCapture::of);
+    let prepared = if resp.status == 304 && resp.conditional {
+        Prepared::not_modified(&capture, prior, level)
+    } else {
+        Prepared::new(&capture, level).map(|p| p.with_prior(prior))
+    };
+    match prepared {
         Ok(p) => Some(p),
         Err(e) => {
             tracing::warn!(url = %job.entry.url, error = %e, "fetch not archived");

@@ -429,7 +429,11 @@ impl WarcWriter {
             let Some(original) = known else {
                 return self.write_capture(p.records);
             };
-            return self.append_revisit(&prepared_revisit(&p, RevisitOf::NotModified(digest), &original));
+            return self.append_revisit(&prepared_revisit(
+                &p,
+                RevisitOf::NotModified(digest),
+                &original,
+            ));
         }
         let Some(dedup) = dedup.filter(|_| p.eligible) else {
             return self.write_capture(p.records);
