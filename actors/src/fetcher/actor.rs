@@ -449,4 +449,6 @@ impl Handler<Ping> for Fetcher {
 }
 
 #[cfg(test)]
+mod conditional_tests;
+#[cfg(test)]
 mod tests;
