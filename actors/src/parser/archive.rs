@@ -89,3 +89,67 @@ pub fn archived(prepared: Prepared, result: &JobResult) -> Archived {
     };
     Archived { prepared, outlinks }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::logic::tests::{job, resp};
+    use crawl_core::frontier::JobKind;
+    use crawl_core::recrawl::{Capture, Prior};
+    use crawl_output::warc::{PayloadDedup, RecordType, WarcWriter, WarcWriterConfig};
+
+    /// A revisit of `url` whose last capture had the payload `body`.
+    fn revisit(url: &str, body: &[u8]) -> Job {
+        let mut j = job(url, JobKind::Page, 0);
+        j.entry.prior = Some(Box::new(Prior {
+            visits: 1,
+            fetched_at_ms: 1_796_190_000_250,
+            validators: Default::default(),
+            capture: Some(Capture {
+                fetched_at_ms: 1_796_190_000_250,
+                digest: crawl_output::warc::Sha1::of(body).label(),
+            }),
+        }));
+        j
+    }
+
+    #[test]
+    fn a_revisit_is_archived_against_the_prior_capture() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = WarcWriterConfig::new(dir.path(), "t");
+        cfg.hostname = Some("h".into());
+        let mut w = WarcWriter::open(cfg, None).unwrap();
+        let mut dedup = PayloadDedup::new(16);
+        let url = "http://a.test/p";
+        let body = "<html>same</html>";
+
+        let mut not_modified = resp(304, &[("etag", "\"v1\"")], "");
+        not_modified.conditional = true;
+        let p = prepare(&revisit(url, body.as_bytes()), &not_modified, 1).unwrap();
+        assert!(p.is_not_modified());
+        let written = w.append_prepared(p, Some(&mut dedup)).unwrap();
+        assert_eq!(written.response.kind, RecordType::Revisit);
+
+        // A 304 that answered no conditional request is archived as what it is: a response.
+        let unexpected = resp(304, &[], "");
+        let p = prepare(&job(url, JobKind::Page, 0), &unexpected, 1).unwrap();
+        assert!(!p.is_not_modified());
+        let written = w.append_prepared(p, Some(&mut dedup)).unwrap();
+        assert_eq!(written.response.kind, RecordType::Response);
+
+        // An unchanged 200 refers to the prior capture though the table never saw it.
+        let same = resp(200, &[("content-type", "text/html")], body);
+        let p = prepare(&revisit(url, body.as_bytes()), &same, 1).unwrap();
+        let written = w.append_prepared(p, Some(&mut dedup)).unwrap();
+        assert_eq!(written.response.kind, RecordType::Revisit);
+        assert_eq!(
+            written.response.payload_digest.map(|d| d.label()),
+            Some(crawl_output::warc::Sha1::of(body.as_bytes()).label())
+        );
+        // A changed one is archived in full.
+        let changed = resp(200, &[("content-type", "text/html")], "<html>new</html>");
+        let p = prepare(&revisit(url, body.as_bytes()), &changed, 1).unwrap();
+        let written = w.append_prepared(p, Some(&mut dedup)).unwrap();
+        assert_eq!(written.response.kind, RecordType::Response);
+    }
+}
