@@ -392,8 +392,8 @@ pub(super) fn encode_capture(
 }
 
 /// The revisit record (and request record, when given). No `WARC-Truncated`: WARC 1.1 asks for `length` on an
-/// identical-digest revisit, but the common readers and writers (warcio, Heritrix, wget) treat a revisit's block
-/// as headers only without it, and its community annotations recommend leaving it out.
+/// identical-digest revisit, but warcio writes its own revisits without it and reads a revisit's block as headers
+/// only either way.
 pub(super) fn encode_revisit(r: &Revisit<'_>, level: u32) -> Result<Vec<Encoded>, WarcError> {
     let id = RecordId::random()?;
     let req_id = r.request.map(|_| RecordId::random()).transpose()?;
