@@ -116,8 +116,16 @@ pub struct PageOutcome {
     pub body_error: Option<(Reason, String)>,
     /// The page's `<title>` (collapsed, capped).
     pub title: Option<String>,
-    /// `sha1:` + base32 of the decoded body.
+    /// `sha1:` + base32 of the decoded body; None for a `304 Not Modified` (no body: whether the page changed is
+    /// the recrawl schedule's to say) and for a body that could not be used.
     pub digest: Option<String>,
+    /// The response's `ETag`, as sent (a 2xx or 304 answer): the validator of the next visit.
+    pub etag: Option<String>,
+    /// The response's `Last-Modified`, as sent (a 2xx or 304 answer): the validator of the next visit.
+    pub last_modified: Option<String>,
+    /// When the request was sent (Unix time in ms): the `WARC-Date` of its archived records to the millisecond,
+    /// which a later revisit's `WARC-Refers-To-Date` names (`crawl_core::recrawl::Capture::fetched_at_ms`).
+    pub requested_at_ms: u64,
     /// Link references cut by the per-page cap.
     pub links_dropped: u32,
     /// Page requisites (with `crawl.embeds`), judged against `crawl.embeds_scope`, to queue at the page's depth:

@@ -75,6 +75,7 @@ fuzz_target!(|data: &[u8]| {
         request_headers: http::HeaderMap::new(),
         sent_at: std::time::SystemTime::UNIX_EPOCH,
         truncated: false,
+        conditional: false,
         proxy: None,
         timings: Timings::default(),
     };

@@ -272,11 +272,12 @@ async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<R
         (!matches!(job.entry.kind, JobKind::Robots | JobKind::Sitemap)).then(|| url.clone());
     // The request's future is made where it is awaited (a few KiB: every move of it is a copy).
     let (kind, referer, client) = (job.entry.kind, job.entry.parent.as_deref(), &*client);
+    let validators = conditional_on(&job.entry);
     let fetch = move || async move {
         match kind {
             JobKind::Robots => get_following(client, url, MAX_ROBOTS_REDIRECTS).await,
             // Only pages, robots.txt and sitemaps are ever leased; excluded kinds are recorded without a fetch.
-            _ => client.get(&url, referer).await,
+            _ => client.get_conditional(&url, referer, validators).await,
         }
     };
     let result = fetch().await;
@@ -307,6 +308,23 @@ async fn run_job(client: Rc<HttpClient>, job: Job, faults: Faults, dns: Option<R
             archive: None,
         }),
     }
+}
+
+/// The validators a job's request carries: those of its URL's last fetch, for a revisit of a page, a requisite or
+/// a sitemap. A page that redirects is fetched once (its target is a job of its own, with its own prior), so the
+/// validators only ever go to the URL they belong to.
+///
+/// robots.txt is always fetched in full: its job's result has no way to say "the rules you had still hold", and
+/// a 304 would leave the host without rules.
+fn conditional_on(entry: &crawl_core::frontier::Entry) -> Option<&crawl_core::recrawl::Validators> {
+    if entry.kind == JobKind::Robots {
+        return None;
+    }
+    entry
+        .prior
+        .as_deref()
+        .map(|p| &p.validators)
+        .filter(|v| !v.is_empty())
 }
 
 /// GET that follows up to `max` redirects (robots.txt, RFC 9309 2.3.1.2).
@@ -430,5 +448,7 @@ impl Handler<Ping> for Fetcher {
     fn handle(&mut self, _msg: Ping, _ctx: &mut Context<Self>) {}
 }
 
+#[cfg(test)]
+mod conditional_tests;
 #[cfg(test)]
 mod tests;

@@ -28,6 +28,7 @@ use rustls::pki_types::CertificateDer;
 use super::dial::NameLookup;
 use crate::fetcher::error::{FetchError, SettingsError, TimeoutPhase, classify};
 use crate::protocol::{RawResponse, Timings};
+use crawl_core::recrawl::Validators;
 
 /// `Accept` header sent with every request.
 pub const ACCEPT_VALUE: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -269,6 +270,42 @@ fn self_issued(cert: &CertificateDer<'_>) -> bool {
     names().is_some_and(|(issuer, subject)| issuer == subject)
 }
 
+/// What a request asks besides its URL.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    referer: Option<&'a str>,
+    credential: Option<&'a crawl_core::config::Credential>,
+    /// The validators of the URL's last fetch (a revisit).
+    validators: Option<&'a Validators>,
+}
+
+/// Adds `If-None-Match` (the ETag as the server sent it) and `If-Modified-Since` (the Last-Modified time as an
+/// IMF-fixdate) for the validators that have a value; true when either was added. An ETag that is not a valid
+/// header value is left out (logged).
+fn conditional_headers(v: &Validators, headers: &mut HeaderMap) -> bool {
+    let mut added = false;
+    if let Some(etag) = &v.etag {
+        match HeaderValue::from_str(etag) {
+            Ok(value) => {
+                headers.insert(header::IF_NONE_MATCH, value);
+                added = true;
+            }
+            Err(_) => {
+                tracing::debug!(etag = %etag.escape_debug(), "dropping invalid etag validator")
+            }
+        }
+    }
+    if let Some(secs) = v.last_modified_s {
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+        // An IMF-fixdate is ASCII: always a valid header value.
+        if let Ok(value) = HeaderValue::from_str(&httpdate::fmt_http_date(at)) {
+            headers.insert(header::IF_MODIFIED_SINCE, value);
+            added = true;
+        }
+    }
+    added
+}
+
 /// The `User-Agent` header of `text`, or why it cannot be one.
 pub fn user_agent(text: &str) -> Result<HeaderValue, SettingsError> {
     Ok(HeaderValue::from_str(text)?)
@@ -332,14 +369,28 @@ impl HttpClient {
         url: &url::Url,
         referer: Option<&str>,
     ) -> Result<RawResponse, FetchError> {
+        self.get_conditional(url, referer, None).await
+    }
+
+    /// [`get`](Self::get), made conditional by the validators of `url`'s last fetch: `If-None-Match` with its
+    /// ETag, `If-Modified-Since` with its Last-Modified time (as an IMF-fixdate). [`RawResponse::conditional`]
+    /// says whether either was sent. The validators belong to `url`: a redirect target is requested without them.
+    pub async fn get_conditional(
+        &self,
+        url: &url::Url,
+        referer: Option<&str>,
+        validators: Option<&Validators>,
+    ) -> Result<RawResponse, FetchError> {
         let uri = self.prepare_uri(url)?;
         let credential = self.settings.credentials.for_url(url);
         let start = Instant::now();
-        match tokio::time::timeout(
-            self.settings.total_timeout,
-            self.exchange(uri, referer, credential, start),
-        )
-        .await
+        let ask = Ask {
+            referer,
+            credential,
+            validators,
+        };
+        match tokio::time::timeout(self.settings.total_timeout, self.exchange(uri, ask, start))
+            .await
         {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout(TimeoutPhase::Total)),
@@ -387,12 +438,17 @@ impl HttpClient {
         parse(clean.as_str())
     }
 
+    /// The request, and whether it is conditional (carries `If-None-Match` or `If-Modified-Since`).
     fn build_request(
         &self,
         uri: http::Uri,
-        referer: Option<&str>,
-        credential: Option<&crawl_core::config::Credential>,
-    ) -> Result<http::Request<Empty<Bytes>>, FetchError> {
+        ask: &Ask<'_>,
+    ) -> Result<(http::Request<Empty<Bytes>>, bool), FetchError> {
+        let Ask {
+            referer,
+            credential,
+            validators,
+        } = *ask;
         let mut req = http::Request::builder()
             .method(http::Method::GET)
             .uri(uri)
@@ -425,17 +481,17 @@ impl HttpClient {
                 }
             }
         }
-        Ok(req)
+        let conditional = validators.is_some_and(|v| conditional_headers(v, headers));
+        Ok((req, conditional))
     }
 
     async fn exchange(
         &self,
         uri: http::Uri,
-        referer: Option<&str>,
-        credential: Option<&crawl_core::config::Credential>,
+        ask: Ask<'_>,
         start: Instant,
     ) -> Result<RawResponse, FetchError> {
-        let req = self.build_request(uri, referer, credential)?;
+        let (req, conditional) = self.build_request(uri, &ask)?;
         let request_headers = if self.settings.keep_request_headers {
             req.headers().clone()
         } else {
@@ -496,6 +552,7 @@ impl HttpClient {
             request_headers,
             sent_at,
             truncated,
+            conditional,
             proxy,
             timings: Timings {
                 started: Some(start),

@@ -19,6 +19,11 @@ use crawl_output::warc::Sha1;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+/// `304 Not Modified`.
+const NOT_MODIFIED: u16 = 304;
+/// The error of a 304 answering a request that sent no validators (RFC 9110 allows it only for conditional ones).
+pub const UNEXPECTED_304: &str = "unexpected 304 without a conditional request";
+
 /// What the parser needs to know.
 #[derive(Debug, Clone)]
 pub struct ParseSettings {
@@ -248,8 +253,24 @@ fn page_with_body(
         elapsed_ms: resp.timings.total.as_millis() as u64,
         elapsed: resp.timings.total,
         proxy: resp.proxy.clone(),
+        requested_at_ms: resp
+            .sent_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         ..PageOutcome::default()
     };
+    if (200..300).contains(&resp.status) || resp.status == NOT_MODIFIED {
+        out.etag = header(&resp, http::header::ETAG).map(str::to_owned);
+        out.last_modified = header(&resp, http::header::LAST_MODIFIED).map(str::to_owned);
+    }
+    if resp.status == NOT_MODIFIED {
+        // No body (RFC 9110 15.4.5): nothing to decode, digest or parse. Valid only as the answer to a
+        // conditional request.
+        if !resp.conditional {
+            out.body_error = Some((Reason::Protocol, UNEXPECTED_304.to_owned()));
+        }
+        return out;
+    }
     if resp.status == 429 || resp.status == 503 {
         out.retry_after = header(&resp, http::header::RETRY_AFTER)
             .and_then(|v| crawl_core::retry_after::parse_retry_after(v, SystemTime::now()));
@@ -382,6 +403,14 @@ pub fn process_robots(settings: &ParseSettings, resp: RawResponse) -> RobotsOutc
 /// A sitemap or sitemap index.
 pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOutcome {
     let mut out = SitemapOutcome::default();
+    if resp.status == NOT_MODIFIED && resp.conditional {
+        // Unchanged since the last fetch: nothing new to queue.
+        return out;
+    }
+    if resp.status == NOT_MODIFIED {
+        out.error = Some(UNEXPECTED_304.to_owned());
+        return out;
+    }
     if !(200..300).contains(&resp.status) {
         out.error = Some(format!("status {}", resp.status));
         return out;

@@ -36,6 +36,9 @@ pub struct RawResponse {
     pub sent_at: std::time::SystemTime,
     /// The body stops at `max_body_bytes`: the rest was not read (only in the fetcher's too-large error).
     pub truncated: bool,
+    /// The request carried validators of an earlier fetch (`If-None-Match`, `If-Modified-Since`): only then is a
+    /// `304 Not Modified` a valid answer.
+    pub conditional: bool,
     /// The proxy chain the connection went through, or "direct"; None when no proxy is configured.
     pub proxy: Option<String>,
     pub timings: Timings,

@@ -53,6 +53,7 @@ pub(crate) fn resp(status: u16, headers: &[(&'static str, &str)], body: &str) ->
         request_headers: http::HeaderMap::new(),
         sent_at: std::time::SystemTime::now(),
         truncated: false,
+        conditional: false,
         proxy: None,
         timings: Timings::default(),
     }

@@ -1,5 +1,5 @@
-//! What the crawler archives for a URL, and how each becomes records: a request/response pair, a revisit of a
-//! payload already archived, and the metadata record with a page's outlinks.
+//! What the crawler archives for a URL, and how each becomes records: a request/response pair, a revisit (of a
+//! payload already archived, or a `304 Not Modified`), and the metadata record with a page's outlinks.
 
 use std::net::IpAddr;
 use std::time::SystemTime;
@@ -15,9 +15,12 @@ pub const HTTP_RESPONSE: &str = "application/http;msgtype=response";
 pub const HTTP_REQUEST: &str = "application/http;msgtype=request";
 /// `Content-Type` of warcinfo and metadata blocks.
 pub const WARC_FIELDS: &str = "application/warc-fields";
-/// `WARC-Profile` of the revisits written here.
+/// `WARC-Profile` of a revisit whose payload has the digest of one archived before.
 pub const IDENTICAL_PAYLOAD_PROFILE: &str =
     "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+/// `WARC-Profile` of a revisit the server answered `304 Not Modified` to a conditional request.
+pub const SERVER_NOT_MODIFIED_PROFILE: &str =
+    "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
 
 /// One fetch of a URL (a page, robots.txt or a sitemap alike).
 #[derive(Debug, Clone, Copy)]
@@ -37,8 +40,8 @@ pub struct Capture<'a> {
     pub truncated: Option<Truncation>,
 }
 
-/// A capture whose payload is identical to one already archived: written as a `revisit` record with the
-/// response's headers only.
+/// A capture written as a `revisit` record, with the response's headers as its block (no body): its payload is
+/// identical to one already archived, or the server said it did not change (`304 Not Modified`).
 #[derive(Debug, Clone, Copy)]
 pub struct Revisit<'a> {
     pub url: &'a str,
@@ -46,8 +49,69 @@ pub struct Revisit<'a> {
     pub ip: Option<IpAddr>,
     pub request: Option<&'a RequestHead>,
     pub response: &'a ResponseHead,
-    /// The record that holds the payload.
-    pub original: &'a RevisitTarget,
+    /// Why it is a revisit: its profile and `WARC-Payload-Digest`.
+    pub of: RevisitOf,
+    /// The earlier record it refers to, when known.
+    pub refers_to: Option<&'a RefersTo>,
+}
+
+/// Why a capture is written as a revisit (its `WARC-Profile`), with the digest of the payload it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevisitOf {
+    /// identical-payload-digest: the payload's digest (`WARC-Payload-Digest`, which the profile requires) equals
+    /// that of a payload archived before.
+    IdenticalPayload(Digest),
+    /// server-not-modified: a `304 Not Modified` answer. WARC 1.1 defines its payload as the content the validators
+    /// were taken from: the digest of that capture when it is known (`WARC-Payload-Digest`), else none is written.
+    NotModified(Option<Digest>),
+}
+
+impl RevisitOf {
+    /// The `WARC-Profile` URI.
+    pub fn profile(self) -> &'static str {
+        match self {
+            RevisitOf::IdenticalPayload(_) => IDENTICAL_PAYLOAD_PROFILE,
+            RevisitOf::NotModified(_) => SERVER_NOT_MODIFIED_PROFILE,
+        }
+    }
+
+    fn payload_digest(self) -> Option<Digest> {
+        match self {
+            RevisitOf::IdenticalPayload(d) => Some(d),
+            RevisitOf::NotModified(d) => d,
+        }
+    }
+}
+
+/// The earlier capture a revisit refers to: `WARC-Refers-To` (when its record id is known: not for a capture of an
+/// earlier run), `WARC-Refers-To-Target-URI` and `WARC-Refers-To-Date`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefersTo {
+    pub record_id: Option<RecordId>,
+    pub target_uri: String,
+    /// As `WARC-Date` writes it.
+    pub date: String,
+}
+
+/// The URL's last full capture as the crawl remembers it across runs (from its store): what an unchanged payload
+/// or a `304` refers to when the writer's own table does not know the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriorCapture {
+    /// Its `WARC-Date`, to the millisecond the store keeps.
+    pub date: String,
+    /// Its payload digest; None when the stored label is not a `sha1:` digest.
+    pub digest: Option<Digest>,
+}
+
+impl PriorCapture {
+    /// The capture a frontier entry's prior visit names.
+    pub fn of(c: &crawl_core::recrawl::Capture) -> PriorCapture {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(c.fetched_at_ms);
+        PriorCapture {
+            date: humantime::format_rfc3339_millis(at).to_string(),
+            digest: Digest::parse_label(&c.digest),
+        }
+    }
 }
 
 /// Where a payload was first archived: what a revisit refers to.
@@ -59,6 +123,17 @@ pub struct RevisitTarget {
     /// `WARC-Date` of that record, as written.
     pub date: String,
     pub payload_digest: Digest,
+}
+
+impl RevisitTarget {
+    /// What a revisit of this record refers to.
+    pub fn refers_to(&self) -> RefersTo {
+        RefersTo {
+            record_id: Some(self.record_id.clone()),
+            target_uri: self.target_uri.clone(),
+            date: self.date.clone(),
+        }
+    }
 }
 
 /// A page's metadata: its outlinks (one `outlink: URL` line each, Heritrix style) and further named fields.
@@ -87,6 +162,10 @@ pub struct Prepared {
     pub(super) digest: Digest,
     /// A whole, non-empty payload (only those are deduplicated).
     pub(super) eligible: bool,
+    /// The URL's last full capture, from the store (a revisit of the URL).
+    pub(super) prior: Option<PriorCapture>,
+    /// A `304 Not Modified`: `records` hold its revisit.
+    pub(super) not_modified: bool,
     pub(super) records: Vec<Encoded>,
 }
 
@@ -103,8 +182,61 @@ impl Prepared {
             response: c.response.clone(),
             digest,
             eligible: !c.body.is_empty() && c.truncated.is_none(),
+            prior: None,
+            not_modified: false,
             records,
         })
+    }
+
+    /// A `304 Not Modified` answer to a conditional request: a `revisit` record (profile server-not-modified,
+    /// the response's headers as block) and the `request` record. It refers to `prior`, the URL's last full
+    /// capture, when known (by URI and date; the writer adds `WARC-Refers-To` when it knows that record's id).
+    pub fn not_modified(
+        c: &Capture<'_>,
+        prior: Option<PriorCapture>,
+        level: u32,
+    ) -> Result<Prepared, WarcError> {
+        let digest = prior.as_ref().and_then(|p| p.digest);
+        let refers = prior.as_ref().map(|p| RefersTo {
+            record_id: None,
+            target_uri: strip_userinfo(c.url).into_owned(),
+            date: p.date.clone(),
+        });
+        let revisit = Revisit {
+            url: c.url,
+            date: c.date,
+            ip: c.ip,
+            request: c.request,
+            response: c.response,
+            of: RevisitOf::NotModified(digest),
+            refers_to: refers.as_ref(),
+        };
+        let records = encode_revisit(&revisit, level)?;
+        Ok(Prepared {
+            url: c.url.to_owned(),
+            date: c.date,
+            ip: c.ip,
+            request: c.request.cloned(),
+            response: c.response.clone(),
+            digest: Sha1::of(b""),
+            eligible: false,
+            prior,
+            not_modified: true,
+            records,
+        })
+    }
+
+    /// The URL's last full capture (from the store, handed over with the revisit's entry): when the payload has
+    /// its digest, the writer archives a revisit of it even if its own table (filled in this process) does not
+    /// know it.
+    pub fn with_prior(mut self, prior: Option<PriorCapture>) -> Prepared {
+        self.prior = prior;
+        self
+    }
+
+    /// Whether this is a `304 Not Modified`, archived as a server-not-modified revisit.
+    pub fn is_not_modified(&self) -> bool {
+        self.not_modified
     }
 
     /// The URL fetched.
@@ -259,7 +391,9 @@ pub(super) fn encode_capture(
     Ok(out)
 }
 
-/// The revisit record (and request record, when given).
+/// The revisit record (and request record, when given). No `WARC-Truncated`: WARC 1.1 asks for `length` on an
+/// identical-digest revisit, but warcio writes its own revisits without it and reads a revisit's block as headers
+/// only either way.
 pub(super) fn encode_revisit(r: &Revisit<'_>, level: u32) -> Result<Vec<Encoded>, WarcError> {
     let id = RecordId::random()?;
     let req_id = r.request.map(|_| RecordId::random()).transpose()?;
@@ -268,10 +402,14 @@ pub(super) fn encode_revisit(r: &Revisit<'_>, level: u32) -> Result<Vec<Encoded>
     if let Some(q) = &req_id {
         f.push("WARC-Concurrent-To", q.as_str())?;
     }
-    f.push("WARC-Profile", IDENTICAL_PAYLOAD_PROFILE)?;
-    f.push("WARC-Refers-To", r.original.record_id.as_str())?;
-    f.push_uri("WARC-Refers-To-Target-URI", &r.original.target_uri)?;
-    f.push("WARC-Refers-To-Date", r.original.date.as_str())?;
+    f.push("WARC-Profile", r.of.profile())?;
+    if let Some(to) = r.refers_to {
+        if let Some(id) = &to.record_id {
+            f.push("WARC-Refers-To", id.as_str())?;
+        }
+        f.push_uri("WARC-Refers-To-Target-URI", &to.target_uri)?;
+        f.push("WARC-Refers-To-Date", to.date.as_str())?;
+    }
     let head = r.response.to_archived_bytes()?;
     let mut out = vec![encode(
         RecordType::Revisit,
@@ -279,7 +417,7 @@ pub(super) fn encode_revisit(r: &Revisit<'_>, level: u32) -> Result<Vec<Encoded>
         f,
         HTTP_RESPONSE,
         &[&head],
-        Some(r.original.payload_digest),
+        r.of.payload_digest(),
         level,
     )?];
     if let (Some(req), Some(req_id)) = (r.request, req_id) {

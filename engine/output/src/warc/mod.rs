@@ -14,7 +14,14 @@
 //!   or HTTP/3. A body cut at the crawler's limit adds `WARC-Truncated`.
 //! - A fetch whose payload is already archived becomes a `revisit` ([`Revisit`], profile
 //!   identical-payload-digest) holding the response's headers only; [`PayloadDedup`] is a bounded table of
-//!   payloads archived so far for [`WarcWriter::append_capture_dedup`].
+//!   payloads archived so far for [`WarcWriter::append_capture_dedup`]. A revisit of a URL whose last capture
+//!   the crawl remembers from an earlier run ([`PriorCapture`], handed over by the store) is also one when the
+//!   table does not know the payload: it refers to that capture by `WARC-Refers-To-Target-URI` and
+//!   `WARC-Refers-To-Date` only (the record id of an earlier run is not kept).
+//! - A `304 Not Modified` to a conditional request becomes a `revisit` with the server-not-modified profile
+//!   ([`Prepared::not_modified`]): the 304's status line and headers as block, `WARC-Payload-Digest` the digest
+//!   of the capture its validators came from (WARC 1.1 defines that as its payload) and the refers-to fields of
+//!   that capture, when it is known; `WARC-Refers-To` when this process archived it.
 //! - A page's outlinks go in a `metadata` record ([`Metadata`], `application/warc-fields`, `outlink: URL` lines)
 //!   that refers to its response.
 //!
@@ -67,7 +74,9 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use capture::{Capture, Metadata, Prepared, Revisit, RevisitTarget};
+pub use capture::{
+    Capture, Metadata, Prepared, PriorCapture, RefersTo, Revisit, RevisitOf, RevisitTarget,
+};
 pub use crawl_core::record::RecordLocation;
 pub use dedup::PayloadDedup;
 pub use digest::{Digest, Sha1};

@@ -6,6 +6,7 @@
 mod files;
 mod payloads;
 mod records;
+mod revisits;
 mod structure;
 
 use std::io::Write;

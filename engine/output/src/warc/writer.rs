@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::WarcError;
 use super::capture::{
-    self, Capture, Encoded, Metadata, Prepared, Revisit, RevisitTarget, WARC_FIELDS,
-    warc_fields_line,
+    self, Capture, Encoded, Metadata, Prepared, RefersTo, Revisit, RevisitOf, RevisitTarget,
+    WARC_FIELDS, warc_fields_line,
 };
 use super::dedup::PayloadDedup;
 use super::digest::{Digest, Sha1};
@@ -378,14 +378,15 @@ impl WarcWriter {
         self.ensure_usable()?;
         let digest = Sha1::of(c.body);
         let eligible = !c.body.is_empty() && c.truncated.is_none();
-        if eligible && let Some(original) = dedup.get(&digest).cloned() {
+        if eligible && let Some(original) = dedup.get(&digest).map(RevisitTarget::refers_to) {
             let r = Revisit {
                 url: c.url,
                 date: c.date,
                 ip: c.ip,
                 request: c.request,
                 response: c.response,
-                original: &original,
+                of: RevisitOf::IdenticalPayload(digest),
+                refers_to: Some(&original),
             };
             return self.append_revisit(&r);
         }
@@ -402,27 +403,59 @@ impl WarcWriter {
         Ok(written)
     }
 
-    /// Archives a [`Prepared`] fetch: as a `revisit` when `dedup` is given and knows its payload, else its full
-    /// records (and `dedup` remembers the payload). Only a whole, non-empty payload is deduplicated.
+    /// Archives a [`Prepared`] fetch.
+    ///
+    /// - A `304 Not Modified` ([`Prepared::not_modified`]) is its server-not-modified revisit; when `dedup` holds
+    ///   the record of the URL's last capture (archived by this process), the revisit names it (`WARC-Refers-To`).
+    /// - With `dedup`, a whole, non-empty payload already archived becomes an identical-payload-digest revisit:
+    ///   of the record `dedup` remembers for its digest, or else, when it has the digest of the URL's last
+    ///   capture ([`Prepared::with_prior`], e.g. archived by an earlier run), of that capture (by URI and date).
+    /// - Anything else is written in full, and `dedup` remembers its payload.
     pub fn append_prepared(
         &mut self,
         p: Prepared,
         dedup: Option<&mut PayloadDedup>,
     ) -> Result<CaptureWritten, WarcError> {
         self.ensure_usable()?;
+        if p.not_modified {
+            let digest = p.prior.as_ref().and_then(|c| c.digest);
+            let known = match (dedup, digest) {
+                (Some(dedup), Some(d)) => dedup
+                    .get(&d)
+                    .filter(|t| t.target_uri == super::record::strip_userinfo(&p.url))
+                    .map(RevisitTarget::refers_to),
+                _ => None,
+            };
+            let Some(original) = known else {
+                return self.write_capture(p.records);
+            };
+            return self.append_revisit(&prepared_revisit(
+                &p,
+                RevisitOf::NotModified(digest),
+                &original,
+            ));
+        }
         let Some(dedup) = dedup.filter(|_| p.eligible) else {
             return self.write_capture(p.records);
         };
-        if let Some(original) = dedup.get(&p.digest).cloned() {
-            let r = Revisit {
-                url: &p.url,
-                date: p.date,
-                ip: p.ip,
-                request: p.request.as_ref(),
-                response: &p.response,
-                original: &original,
+        if let Some(original) = dedup.get(&p.digest).map(RevisitTarget::refers_to) {
+            return self.append_revisit(&prepared_revisit(
+                &p,
+                RevisitOf::IdenticalPayload(p.digest),
+                &original,
+            ));
+        }
+        if let Some(prior) = p.prior.as_ref().filter(|c| c.digest == Some(p.digest)) {
+            let original = RefersTo {
+                record_id: None,
+                target_uri: super::record::strip_userinfo(&p.url).into_owned(),
+                date: prior.date.clone(),
             };
-            return self.append_revisit(&r);
+            return self.append_revisit(&prepared_revisit(
+                &p,
+                RevisitOf::IdenticalPayload(p.digest),
+                &original,
+            ));
         }
         let written = self.write_capture(p.records)?;
         dedup.insert(RevisitTarget {
@@ -434,8 +467,8 @@ impl WarcWriter {
         Ok(written)
     }
 
-    /// Archives a fetch whose payload is already archived as a `revisit` record (profile identical-payload-digest,
-    /// the response's headers as block, no `WARC-Truncated`), plus its `request` record when given.
+    /// Archives a fetch as a `revisit` record (its profile from [`Revisit::of`], the response's headers as block,
+    /// no `WARC-Truncated`), plus its `request` record when given.
     pub fn append_revisit(&mut self, r: &Revisit<'_>) -> Result<CaptureWritten, WarcError> {
         self.ensure_usable()?;
         let recs = capture::encode_revisit(r, self.cfg.compression_level)?;
@@ -563,6 +596,19 @@ impl WarcWriter {
         )?;
         self.write_member(&rec.member)?;
         Ok(())
+    }
+}
+
+/// The revisit of a prepared fetch.
+fn prepared_revisit<'a>(p: &'a Prepared, of: RevisitOf, original: &'a RefersTo) -> Revisit<'a> {
+    Revisit {
+        url: &p.url,
+        date: p.date,
+        ip: p.ip,
+        request: p.request.as_ref(),
+        response: &p.response,
+        of,
+        refers_to: Some(original),
     }
 }
 
