@@ -107,8 +107,11 @@ mod tests {
             validators: Default::default(),
             capture: Some(Capture {
                 fetched_at_ms: 1_796_190_000_250,
-                digest: crawl_output::warc::Sha1::of(body).label(),
+                digest: crawl_core::recrawl::DigestKey::of(
+                    &crawl_output::warc::Sha1::of(body).label(),
+                ),
             }),
+            interval_s: 3600,
         }));
         j
     }

@@ -118,8 +118,9 @@ fn revisit(url: &str, kind: JobKind, validators: Option<Validators>) -> Job {
             validators,
             capture: Some(Capture {
                 fetched_at_ms: 1_796_551_300_000,
-                digest: "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ".into(),
+                digest: crawl_core::recrawl::DigestKey::of("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"),
             }),
+            interval_s: 3600,
         })
     });
     j

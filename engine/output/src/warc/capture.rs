@@ -99,8 +99,8 @@ pub struct RefersTo {
 pub struct PriorCapture {
     /// Its `WARC-Date`, to the millisecond the store keeps.
     pub date: String,
-    /// Its payload digest; None when the stored label is not a `sha1:` digest.
-    pub digest: Option<Digest>,
+    /// The comparison key of its payload digest (the store keeps 8 bytes, not the digest).
+    pub key: crawl_core::recrawl::DigestKey,
 }
 
 impl PriorCapture {
@@ -109,8 +109,13 @@ impl PriorCapture {
         let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(c.fetched_at_ms);
         PriorCapture {
             date: humantime::format_rfc3339_millis(at).to_string(),
-            digest: Digest::parse_label(&c.digest),
+            key: c.digest,
         }
+    }
+
+    /// True when a payload of digest `d` is the one captured then (the odds of a false match are 2^-64).
+    pub fn matches(&self, d: &Digest) -> bool {
+        crawl_core::recrawl::DigestKey::of(&d.label()) == self.key
     }
 }
 
@@ -196,7 +201,8 @@ impl Prepared {
         prior: Option<PriorCapture>,
         level: u32,
     ) -> Result<Prepared, WarcError> {
-        let digest = prior.as_ref().and_then(|p| p.digest);
+        // The earlier payload's digest is not known (the store keeps a comparison key): the revisit has none.
+        let digest = None;
         let refers = prior.as_ref().map(|p| RefersTo {
             record_id: None,
             target_uri: strip_userinfo(c.url).into_owned(),

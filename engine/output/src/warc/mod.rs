@@ -19,9 +19,9 @@
 //!   table does not know the payload: it refers to that capture by `WARC-Refers-To-Target-URI` and
 //!   `WARC-Refers-To-Date` only (the record id of an earlier run is not kept).
 //! - A `304 Not Modified` to a conditional request becomes a `revisit` with the server-not-modified profile
-//!   ([`Prepared::not_modified`]): the 304's status line and headers as block, `WARC-Payload-Digest` the digest
-//!   of the capture its validators came from (WARC 1.1 defines that as its payload) and the refers-to fields of
-//!   that capture, when it is known; `WARC-Refers-To` when this process archived it.
+//!   ([`Prepared::not_modified`]): the 304's status line and headers as block and the refers-to fields (URI and
+//!   date) of the capture its validators came from, when it is known; no `WARC-Payload-Digest` (that capture's
+//!   digest is not kept, only a comparison key) and no `WARC-Refers-To`.
 //! - A page's outlinks go in a `metadata` record ([`Metadata`], `application/warc-fields`, `outlink: URL` lines)
 //!   that refers to its response.
 //!

@@ -418,22 +418,8 @@ impl WarcWriter {
     ) -> Result<CaptureWritten, WarcError> {
         self.ensure_usable()?;
         if p.not_modified {
-            let digest = p.prior.as_ref().and_then(|c| c.digest);
-            let known = match (dedup, digest) {
-                (Some(dedup), Some(d)) => dedup
-                    .get(&d)
-                    .filter(|t| t.target_uri == super::record::strip_userinfo(&p.url))
-                    .map(RevisitTarget::refers_to),
-                _ => None,
-            };
-            let Some(original) = known else {
-                return self.write_capture(p.records);
-            };
-            return self.append_revisit(&prepared_revisit(
-                &p,
-                RevisitOf::NotModified(digest),
-                &original,
-            ));
+            // Its records name the last capture by URI and date (the store does not keep the record's id).
+            return self.write_capture(p.records);
         }
         let Some(dedup) = dedup.filter(|_| p.eligible) else {
             return self.write_capture(p.records);
@@ -445,7 +431,7 @@ impl WarcWriter {
                 &original,
             ));
         }
-        if let Some(prior) = p.prior.as_ref().filter(|c| c.digest == Some(p.digest)) {
+        if let Some(prior) = p.prior.as_ref().filter(|c| c.matches(&p.digest)) {
             let original = RefersTo {
                 record_id: None,
                 target_uri: super::record::strip_userinfo(&p.url).into_owned(),
