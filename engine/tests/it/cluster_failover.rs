@@ -75,11 +75,7 @@ async fn start(first_octet: u8) -> Run {
     };
     let site = Site::builder(spec).start().await.expect("start site");
     let exp = site.expected_from(ExpectOptions::default(), &(0..HOSTS).collect::<Vec<_>>());
-    let mut want = BTreeSet::new();
-    want.extend(exp.fetched_ok);
-    want.extend(exp.redirects.into_keys());
-    want.extend(exp.not_found);
-    want.extend(exp.robots_excluded);
+    let want = exp.recorded();
     let cluster =
         tokio::task::spawn_blocking(|| RedisCluster::with_replicas(MASTERS, 1, NODE_TIMEOUT_MS))
             .await

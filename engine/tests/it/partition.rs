@@ -124,11 +124,7 @@ async fn a_process_cut_off_past_its_lease_is_fenced_rejoins_and_nothing_is_lost(
     };
     let site = Site::builder(spec).start().await.expect("start site");
     let exp = site.expected_from(ExpectOptions::default(), &(0..HOSTS).collect::<Vec<_>>());
-    let mut want = BTreeSet::new();
-    want.extend(exp.fetched_ok);
-    want.extend(exp.redirects.into_keys());
-    want.extend(exp.not_found);
-    want.extend(exp.robots_excluded);
+    let want = exp.recorded();
     let hub = lab.hub(CONTROL);
     let redis = tokio::task::spawn_blocking(move || {
         RedisServer::on_tcp(Options {

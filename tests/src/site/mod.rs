@@ -298,6 +298,16 @@ impl Expected {
     pub fn fetch_count(&self) -> usize {
         self.fetched_ok.len() + self.redirects.len() + self.not_found.len()
     }
+
+    /// Every URL a correct crawl records (once each): answered 200, redirected, answered 404, or excluded by
+    /// robots.txt.
+    pub fn recorded(self) -> BTreeSet<String> {
+        let mut all = self.fetched_ok;
+        all.extend(self.redirects.into_keys());
+        all.extend(self.not_found);
+        all.extend(self.robots_excluded);
+        all
+    }
 }
 
 /// Builds a site with override routes, then starts it.
