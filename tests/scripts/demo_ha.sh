@@ -22,41 +22,13 @@ echo "redis: master 127.0.0.1:${ports[0]}, replicas ${ports[1]} ${ports[2]}, sen
 "$bin/testsite" --hosts 8 --pages 750 --first-octet 24 --all-seeds --seeds-file "$out/seeds" \
   --expected-file "$out/expected.json" > "$out/testsite.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 100); do [ -s "$out/seeds" ] && break; sleep 0.1; done
+wait_for "$out/seeds"
 [ -s "$out/seeds" ] || { echo "testsite did not start:"; cat "$out/testsite.log"; exit 1; }
-seeds=()
-while read -r s; do seeds+=(--seed "$s"); done < "$out/seeds"
+read_seeds "$out/seeds"
 echo "site up: $(head -1 "$out/testsite.log")"
 
-crawlers=()
-for n in 1 2 3; do
-  mkdir -p "$out/p$n"
-  cat > "$out/p$n/config.toml" <<TOML
-[crawl]
-user_agent = "crawl-engine-demo/0.1 (+https://example.invalid/bot) p$n"
-[politeness]
-per_host_concurrency = 4
-min_delay_ms = 5
-[frontier]
-data_dir = "$PWD/$out/p$n/crawl-data"
-backend = "redis"
-[frontier.redis]
-sentinels = [$(IFS=,; echo "${sentinels[*]}")]
-master = "crawl"
-crawl = "demo"
-shards = 16
-lease_ms = 3000
-[output]
-jsonl = "$PWD/$out/p$n/crawl.jsonl"
-[security]
-allow_private_networks = true
-[observability]
-metrics_listen = ""
-TOML
-  "$bin/crawl-engine" --config "$out/p$n/config.toml" --no-progress "${seeds[@]}" > "$out/p$n/summary.txt" 2> "$out/p$n/log.txt" &
-  crawlers+=($!)
-  pids+=($!)
-done
+redis_toml=$(printf 'sentinels = [%s]\nmaster = "crawl"' "$(IFS=,; echo "${sentinels[*]}")")
+start_demo_crawlers "$out" "$redis_toml" per-process
 half=$(python3 -c "import json; e=json.load(open('$out/expected.json')); print(len(e['fetched_ok']) // 2)")
 for _ in $(seq 1 600); do
   got=$( (cat "$out"/p*/crawl.jsonl 2>/dev/null || true) | wc -l)

@@ -131,3 +131,41 @@ start_ha() {
   echo "start_ha: the replicas did not reach the master within 10 s" >&2
   return 1
 }
+
+# start_demo_crawlers OUT REDIS_TOML [AGENT_SUFFIX]: three crawl-engine processes (p1..p3 under OUT, each its own
+# data_dir and JSONL) on the demo site's `seeds`, sharing one crawl through the Redis that REDIS_TOML (lines of
+# [frontier.redis]) names. Sets `crawlers` and appends each process to `pids`.
+start_demo_crawlers() {
+  local out=$1 redis_toml=$2 n agent
+  crawlers=()
+  for n in 1 2 3; do
+    mkdir -p "$out/p$n"
+    agent="crawl-engine-demo/0.1 (+https://example.invalid/bot)"
+    [ -n "${3:-}" ] && agent="$agent p$n"
+    cat > "$out/p$n/config.toml" <<TOML
+[crawl]
+user_agent = "$agent"
+[politeness]
+per_host_concurrency = 4
+min_delay_ms = 5
+[frontier]
+data_dir = "$PWD/$out/p$n/crawl-data"
+backend = "redis"
+[frontier.redis]
+$redis_toml
+crawl = "demo"
+shards = 16
+lease_ms = 3000
+[output]
+jsonl = "$PWD/$out/p$n/crawl.jsonl"
+[security]
+allow_private_networks = true
+[observability]
+metrics_listen = ""
+TOML
+    "$bin/crawl-engine" --config "$out/p$n/config.toml" --no-progress "${seeds[@]}" > "$out/p$n/summary.txt" \
+      2> "$out/p$n/log.txt" &
+    crawlers+=($!)
+    pids+=($!)
+  done
+}
