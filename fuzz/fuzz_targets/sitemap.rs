@@ -1,11 +1,11 @@
 //! Sitemaps: `parse_sitemap` keeps at most `max_urls` locs (`truncated` exactly when it cut), plain-text locs are
-//! http(s) lines; `process_sitemap` (what the parser does with a fetched sitemap) returns only absolute, canonical
+//! http(s) lines; hints name locs that exist, in order, each value at most 64 bytes; `process_sitemap` (what the parser does with a fetched sitemap) returns only absolute, canonical
 //! http(s) URLs, at most `max_urls` of them.
 #![no_main]
 
-use crawl_actors::protocol::{RawResponse, Timings};
 use crawl_actors::parser::logic::{ParseSettings, process_sitemap};
 use crawl_actors::parser::sitemap::{SitemapKind, parse_sitemap};
+use crawl_actors::protocol::{RawResponse, Timings};
 use crawl_core::canon::canonicalize;
 use crawl_core::scope::{ScopeMode, ScopePolicy};
 use libfuzzer_sys::fuzz_target;
@@ -37,7 +37,26 @@ fuzz_target!(|data: &[u8]| {
         if parsed.truncated {
             assert_eq!(parsed.locs.len(), max_urls, "truncated before the cap");
         }
+        let mut last = None;
+        for h in &parsed.hints {
+            assert!(
+                h.loc < parsed.locs.len(),
+                "a hint of loc {} of {}",
+                h.loc,
+                parsed.locs.len()
+            );
+            assert!(last.is_none_or(|l| h.loc > l), "hints out of order");
+            last = Some(h.loc);
+            assert!(
+                h.lastmod.is_some() || h.changefreq.is_some(),
+                "an empty hint"
+            );
+            for v in [&h.lastmod, &h.changefreq].into_iter().flatten() {
+                assert!(v.len() <= 64 && !v.is_empty(), "{v:?}");
+            }
+        }
         if parsed.kind == SitemapKind::Text {
+            assert!(parsed.hints.is_empty(), "hints in a text sitemap");
             for loc in &parsed.locs {
                 let lower = loc.to_ascii_lowercase();
                 assert!(

@@ -15,6 +15,9 @@ const MAX_LOC_LEN: usize = 8 * 1024;
 /// Element nesting tracked exactly up to this depth; deeper elements are only counted.
 const MAX_DEPTH: usize = 256;
 
+/// `<lastmod>` and `<changefreq>` values longer than this are dropped (a W3C datetime is at most 35 bytes).
+const MAX_HINT_LEN: usize = 64;
+
 /// What kind of sitemap was parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SitemapKind {
@@ -34,6 +37,18 @@ pub struct ParsedSitemap {
     pub locs: Vec<String>,
     /// There were more than `max_urls` locs; the rest were not read.
     pub truncated: bool,
+    /// The `<lastmod>` and `<changefreq>` of the entries that have one (XML sitemaps), by the index of their loc in
+    /// `locs`, in document order.
+    pub hints: Vec<LocHint>,
+}
+
+/// What a sitemap entry says of when its page changes (as written: parsing the dates is the schedule's job).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocHint {
+    /// The index of the entry's loc in [`ParsedSitemap::locs`].
+    pub loc: usize,
+    pub lastmod: Option<String>,
+    pub changefreq: Option<String>,
 }
 
 /// Why a body is not a usable sitemap.
@@ -66,6 +81,7 @@ fn parse_text(body: &[u8], max_urls: usize) -> Result<ParsedSitemap, SitemapErro
         kind: SitemapKind::Text,
         locs: Vec::new(),
         truncated: false,
+        hints: Vec::new(),
     };
     let mut seen_url = false;
     for line in body.split(|&b| b == b'\n') {
@@ -98,6 +114,8 @@ enum Elem {
     Root,
     Entry,
     Loc,
+    LastMod,
+    ChangeFreq,
     Other,
 }
 
@@ -117,10 +135,19 @@ fn parse_xml(body: &[u8], max_urls: usize) -> Result<ParsedSitemap, SitemapError
     let mut stack: Vec<Elem> = Vec::new();
     let mut overflow = 0usize;
     let mut loc = LocBuf::default();
+    // The entry being read: its loc's index once read, and its hints.
+    let mut hint = LocHint::default();
+    let mut entry_loc: Option<usize> = None;
+    let mut hints: Vec<LocHint> = Vec::new();
     let mut pos = 0usize;
 
     while pos < body.len() {
-        let in_loc = overflow == 0 && stack.last() == Some(&Elem::Loc);
+        let top = if overflow == 0 {
+            stack.last().copied()
+        } else {
+            None
+        };
+        let in_loc = matches!(top, Some(Elem::Loc | Elem::LastMod | Elem::ChangeFreq));
         let lt = find(body, pos, b"<").unwrap_or(body.len());
         if in_loc {
             loc.push_text(&body[pos..lt]);
@@ -169,8 +196,18 @@ fn parse_xml(body: &[u8], max_urls: usize) -> Result<ParsedSitemap, SitemapError
                             truncated = true;
                             break;
                         }
+                        entry_loc = Some(locs.len());
                         locs.push(value);
                     }
+                }
+                Some(Elem::LastMod) => {
+                    hint.lastmod = loc.take().filter(|v| v.len() <= MAX_HINT_LEN);
+                }
+                Some(Elem::ChangeFreq) => {
+                    hint.changefreq = loc.take().filter(|v| v.len() <= MAX_HINT_LEN);
+                }
+                Some(Elem::Entry) => {
+                    keep_hint(&mut hints, &mut hint, entry_loc.take());
                 }
                 Some(Elem::Root) | None => break,
                 Some(_) => {}
@@ -229,22 +266,37 @@ fn parse_xml(body: &[u8], max_urls: usize) -> Result<ParsedSitemap, SitemapError
                     Elem::Entry
                 }
                 Some(Elem::Entry) if local.eq_ignore_ascii_case(b"loc") => Elem::Loc,
+                Some(Elem::Entry) if local.eq_ignore_ascii_case(b"lastmod") => Elem::LastMod,
+                Some(Elem::Entry) if local.eq_ignore_ascii_case(b"changefreq") => Elem::ChangeFreq,
                 _ => Elem::Other,
             };
-            if elem == Elem::Loc {
+            if matches!(elem, Elem::Loc | Elem::LastMod | Elem::ChangeFreq) {
                 loc.start();
             }
             stack.push(elem);
         }
     }
 
+    // A document cut inside an entry: what was complete of it counts.
+    keep_hint(&mut hints, &mut hint, entry_loc);
     match kind {
         Some(kind) => Ok(ParsedSitemap {
             kind,
             locs,
             truncated,
+            hints,
         }),
         None => Err(SitemapError::NotASitemap("no root element")),
+    }
+}
+
+/// Ends an entry: its hints are kept when it has a loc and says something; the next entry starts empty.
+fn keep_hint(hints: &mut Vec<LocHint>, hint: &mut LocHint, loc: Option<usize>) {
+    let h = std::mem::take(hint);
+    if let Some(loc) = loc
+        && (h.lastmod.is_some() || h.changefreq.is_some())
+    {
+        hints.push(LocHint { loc, ..h });
     }
 }
 
@@ -397,6 +449,74 @@ mod tests {
 
     fn parse(body: &str) -> ParsedSitemap {
         parse_sitemap(body.as_bytes(), 1000).unwrap()
+    }
+
+    fn hint(loc: usize, lastmod: Option<&str>, changefreq: Option<&str>) -> LocHint {
+        LocHint {
+            loc,
+            lastmod: lastmod.map(str::to_owned),
+            changefreq: changefreq.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn entries_keep_their_lastmod_and_changefreq_by_loc() {
+        let p = parse(
+            "<?xml version=\"1.0\"?>\n<sm:urlset xmlns:sm=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+             <sm:url><sm:lastmod> 2026-12-01T10:00:00+00:00 </sm:lastmod><sm:loc>https://a.com/1</sm:loc></sm:url>\n\
+             <url><loc>https://a.com/2</loc></url>\n\
+             <url><loc>https://a.com/3</loc><changefreq>hourly</changefreq><lastmod><![CDATA[2026-11-30]]></lastmod>\
+             <image:image><image:lastmod>1999</image:lastmod></image:image></url>\n\
+             <url><lastmod>2026-01-01</lastmod></url>\n\
+             <url><loc>https://a.com/4</loc><changefreq>daily</changefreq></url>\n\
+             </sm:urlset>",
+        );
+        assert_eq!(p.locs.len(), 4);
+        assert_eq!(
+            p.hints,
+            [
+                hint(0, Some("2026-12-01T10:00:00+00:00"), None),
+                hint(2, Some("2026-11-30"), Some("hourly")),
+                hint(3, None, Some("daily")),
+            ],
+            "an entry without a loc, and a lastmod nested deeper, give nothing"
+        );
+        let idx = parse(
+            "<sitemapindex><sitemap><loc>https://a.com/s1.xml</loc><lastmod>2026-12-02</lastmod></sitemap>\
+             </sitemapindex>",
+        );
+        assert_eq!(idx.hints, [hint(0, Some("2026-12-02"), None)]);
+    }
+
+    #[test]
+    fn hints_that_are_too_long_or_cut_off_are_handled() {
+        let long = "9".repeat(MAX_HINT_LEN + 1);
+        let p = parse(&format!(
+            "<urlset><url><loc>https://a.com/1</loc><lastmod>{long}</lastmod><changefreq>weekly</changefreq></url>\
+             <url><loc>https://a.com/2</loc><lastmod>2026-12-03"
+        ));
+        assert_eq!(p.locs, ["https://a.com/1", "https://a.com/2"]);
+        assert_eq!(
+            p.hints,
+            [hint(0, None, Some("weekly"))],
+            "an overlong lastmod is dropped; an unfinished one is not taken"
+        );
+        let cut = parse("<urlset><url><loc>https://a.com/1</loc><lastmod>2026-12-03</lastmod>");
+        assert_eq!(
+            cut.hints,
+            [hint(0, Some("2026-12-03"), None)],
+            "an entry cut off after its lastmod keeps it"
+        );
+        let text = parse_sitemap(b"https://a.com/1\nhttps://a.com/2\n", 10).unwrap();
+        assert!(text.hints.is_empty());
+        let capped = parse_sitemap(
+            b"<urlset><url><loc>https://a.com/1</loc><lastmod>2026-12-03</lastmod></url>\
+              <url><loc>https://a.com/2</loc><lastmod>2026-12-04</lastmod></url></urlset>",
+            1,
+        )
+        .unwrap();
+        assert!(capped.truncated);
+        assert_eq!(capped.hints, [hint(0, Some("2026-12-03"), None)]);
     }
 
     #[test]
