@@ -62,8 +62,8 @@ pub enum RevisitOf {
     /// that of a payload archived before.
     IdenticalPayload(Digest),
     /// server-not-modified: a `304 Not Modified` answer. WARC 1.1 defines its payload as the content the validators
-    /// were taken from: the digest of that capture when it is known (`WARC-Payload-Digest`), else none is written.
-    NotModified(Option<Digest>),
+    /// were taken from, whose digest the crawl does not keep (only a comparison key): no `WARC-Payload-Digest`.
+    NotModified,
 }
 
 impl RevisitOf {
@@ -71,14 +71,14 @@ impl RevisitOf {
     pub fn profile(self) -> &'static str {
         match self {
             RevisitOf::IdenticalPayload(_) => IDENTICAL_PAYLOAD_PROFILE,
-            RevisitOf::NotModified(_) => SERVER_NOT_MODIFIED_PROFILE,
+            RevisitOf::NotModified => SERVER_NOT_MODIFIED_PROFILE,
         }
     }
 
     fn payload_digest(self) -> Option<Digest> {
         match self {
             RevisitOf::IdenticalPayload(d) => Some(d),
-            RevisitOf::NotModified(d) => d,
+            RevisitOf::NotModified => None,
         }
     }
 }
@@ -201,12 +201,10 @@ impl Prepared {
         prior: Option<PriorCapture>,
         level: u32,
     ) -> Result<Prepared, WarcError> {
-        // The earlier payload's digest is not known (the store keeps a comparison key): the revisit has none.
-        let digest = None;
-        let refers = prior.as_ref().map(|p| RefersTo {
+        let refers = prior.map(|p| RefersTo {
             record_id: None,
             target_uri: strip_userinfo(c.url).into_owned(),
-            date: p.date.clone(),
+            date: p.date,
         });
         let revisit = Revisit {
             url: c.url,
@@ -214,7 +212,7 @@ impl Prepared {
             ip: c.ip,
             request: c.request,
             response: c.response,
-            of: RevisitOf::NotModified(digest),
+            of: RevisitOf::NotModified,
             refers_to: refers.as_ref(),
         };
         let records = encode_revisit(&revisit, level)?;
@@ -226,7 +224,7 @@ impl Prepared {
             response: c.response.clone(),
             digest: Sha1::of(b""),
             eligible: false,
-            prior,
+            prior: None,
             not_modified: true,
             records,
         })
