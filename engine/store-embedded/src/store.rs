@@ -208,6 +208,7 @@ impl EmbeddedFrontier {
                     attempt: 0,
                     retries: 0,
                     redirect_chain: d.redirect_chain.clone(),
+                    prior: None,
                 };
                 queue
                     .insert(
@@ -264,6 +265,7 @@ impl EmbeddedFrontier {
                     attempt: e.attempt,
                     retries: e.retries,
                     redirect_chain: e.redirect_chain.clone(),
+                    prior: e.prior.clone(),
                 };
                 queue
                     .insert(k, codec::encode_queued(&value).as_slice())
@@ -449,6 +451,7 @@ impl FrontierStore for EmbeddedFrontier {
                     pending: get(key::PENDING)?.unwrap_or(0),
                     done: get(key::DONE)?.unwrap_or(0),
                     pages_fetched: get(key::PAGES)?.unwrap_or(0),
+                    scheduled: 0,
                 };
                 if let Some(n) = get(key::NEXT_RECORD)? {
                     self.next_record = n;

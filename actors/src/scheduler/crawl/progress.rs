@@ -118,6 +118,7 @@ mod tests {
             known,
             done,
             pages_fetched,
+            scheduled: 0,
         }
     }
 

@@ -106,14 +106,30 @@ pub struct QueuedValue {
     pub attempt: u32,
     pub retries: u32,
     pub redirect_chain: Vec<String>,
+    /// A revisit's prior visit (continuous crawling).
+    pub prior: Option<Box<crate::recrawl::Prior>>,
 }
+
+/// Set on the kind byte of a queued value that carries a prior visit (a length-prefixed
+/// [`crate::recrawl::Stored`] after the counters); values written without it read as before.
+const HAS_PRIOR: u8 = 0x80;
 
 pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
     put_ref(&mut out, v.id);
-    out.push(v.kind.code());
+    let flag = if v.prior.is_some() { HAS_PRIOR } else { 0 };
+    out.push(v.kind.code() | flag);
     put_varint(&mut out, u64::from(v.attempt));
     put_varint(&mut out, u64::from(v.retries));
+    if let Some(p) = &v.prior {
+        let stored = crate::recrawl::Stored {
+            next_due_ms: 0,
+            prior: (**p).clone(),
+        }
+        .encode();
+        put_varint(&mut out, stored.len() as u64);
+        out.extend_from_slice(&stored);
+    }
     if !v.redirect_chain.is_empty() {
         put_varint(&mut out, v.redirect_chain.len() as u64);
         for u in &v.redirect_chain {
@@ -126,9 +142,17 @@ pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
 pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
     let mut r = Reader::new(buf);
     let id = read_ref(&mut r)?;
-    let kind = JobKind::from_code(r.u8()?).ok_or(DecodeError("unknown kind"))?;
+    let code = r.u8()?;
+    let kind = JobKind::from_code(code & !HAS_PRIOR).ok_or(DecodeError("unknown kind"))?;
     let attempt = r.u32()?;
     let retries = r.u32()?;
+    let prior = if code & HAS_PRIOR != 0 {
+        let n = usize::try_from(r.varint()?).map_err(|_| DecodeError("prior too long"))?;
+        let stored = crate::recrawl::Stored::decode(r.bytes(n)?)?;
+        Some(Box::new(stored.prior))
+    } else {
+        None
+    };
     let mut redirect_chain = Vec::new();
     if !r.is_empty() {
         let n = r.varint()?;
@@ -142,6 +166,7 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
         attempt,
         retries,
         redirect_chain,
+        prior,
     })
 }
 
@@ -373,6 +398,7 @@ mod tests {
             attempt: 1,
             retries: 2,
             redirect_chain: vec![],
+            prior: None,
         };
         let b = encode_queued(&v);
         assert_eq!(b.len(), 9 + 1 + 1 + 1);
@@ -380,9 +406,45 @@ mod tests {
         let v2 = QueuedValue {
             kind: JobKind::TooDeep,
             redirect_chain: vec!["http://a/".into(), "http://b/".into()],
-            ..v
+            ..v.clone()
         };
         assert_eq!(decode_queued(&encode_queued(&v2)).unwrap(), v2);
+    }
+
+    #[test]
+    fn a_revisit_keeps_its_prior_visit_in_the_queue() {
+        use crate::recrawl::{Capture, DigestKey, Prior, Validators};
+        let v = QueuedValue {
+            id: UrlRef { key: 7, slot: 0 },
+            kind: JobKind::Embed,
+            attempt: 0,
+            retries: 1,
+            redirect_chain: vec!["http://a/old".into()],
+            prior: Some(Box::new(Prior {
+                visits: 3,
+                fetched_at_ms: 1_796_515_200_123,
+                interval_s: 3_600,
+                validators: Validators {
+                    etag: Some("\"abc\"".into()),
+                    last_modified_s: Some(1_796_000_000),
+                },
+                capture: Some(Capture {
+                    fetched_at_ms: 1_796_000_000_456,
+                    digest: DigestKey::of("sha1:AAAA"),
+                }),
+            })),
+        };
+        let b = encode_queued(&v);
+        assert_eq!(decode_queued(&b).unwrap(), v);
+        // A value written before priors existed reads as a first visit.
+        let plain = QueuedValue { prior: None, ..v };
+        assert_eq!(decode_queued(&encode_queued(&plain)).unwrap().prior, None);
+        // Cut anywhere inside the prior (after the reference, kind, counters and its length): an error.
+        let start = 9 + 1 + 1 + 1 + 1;
+        let len = usize::from(b[start - 1]);
+        for n in start..start + len {
+            assert!(decode_queued(&b[..n]).is_err(), "cut at {n}");
+        }
     }
 
     fn element(url: &str) -> QueueElement {

@@ -215,7 +215,8 @@ pub fn finish_update_outbox_and_counters_survive_reopen(open: &Open) {
             known: 5,
             pending: 2,
             done: 3,
-            pages_fetched: 2
+            pages_fetched: 2,
+            scheduled: 0,
         }
     );
     assert_eq!(
@@ -278,4 +279,240 @@ pub fn embeds_are_queued_on_their_host_and_keep_their_kind(open: &Open) {
     assert_eq!(q[0].depth, 2);
     assert_eq!(q[1].kind, JobKind::Page);
     assert!(s.next_urls(RECORDS_HOST, None, 10).unwrap().is_empty());
+}
+
+// --- continuous crawling: the revisit schedule ---
+
+/// 2026-12-01T00:00:00Z, a whole second (stored due times are whole seconds).
+const T0: u64 = 1_796_083_200_000;
+
+fn prior(visits: u32, etag: &str) -> crate::recrawl::Prior {
+    crate::recrawl::Prior {
+        visits,
+        fetched_at_ms: T0 - 1_234,
+        interval_s: 3_600,
+        validators: crate::recrawl::Validators {
+            etag: Some(etag.to_owned()),
+            last_modified_s: Some(T0 / 1000 - 86_400),
+        },
+        capture: Some(crate::recrawl::Capture {
+            fetched_at_ms: T0 - 99_000,
+            digest: crate::recrawl::DigestKey::of(etag),
+        }),
+    }
+}
+
+fn resched(e: &Entry, due_ms: u64, p: crate::recrawl::Prior) -> Rescheduled {
+    Rescheduled {
+        id: e.id,
+        host: e.host,
+        url: e.url.clone(),
+        depth: e.depth,
+        kind: e.kind,
+        stored: crate::recrawl::Stored {
+            next_due_ms: due_ms,
+            prior: p,
+        },
+    }
+}
+
+/// Finished URLs scheduled again leave their queue, wait in the schedule (counted), come back oldest due first
+/// with their prior visit when due, once, and all of it survives a reopen.
+pub fn rescheduled_urls_come_back_when_due_with_their_prior(open: &Open) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = host_fp("a");
+    {
+        let mut s = open(dir.path());
+        s.recover().unwrap();
+        s.commit(Batch {
+            discovered: vec![disc("http://a/0", "a", 0), disc("http://a/1", "a", 1), {
+                let mut d = disc("http://a/2.css", "a", 1);
+                d.kind = JobKind::Embed;
+                d
+            }],
+            ..Batch::default()
+        })
+        .unwrap();
+        let q = s.next_urls(a, None, 10).unwrap();
+        assert_eq!(q.len(), 3);
+        let c = s
+            .commit(Batch {
+                finished: vec![finished(&q[0], true), finished(&q[2], true)],
+                records: vec![(1, line("0")), (2, line("2"))],
+                rescheduled: vec![
+                    resched(&q[0], T0 + 10_000, prior(1, "\"zero\"")),
+                    resched(&q[2], T0 + 5_000, prior(4, "\"two\"")),
+                ],
+                ..Batch::default()
+            })
+            .unwrap();
+        assert_eq!(
+            (c.counters.pending, c.counters.done, c.counters.scheduled),
+            (1, 2, 2)
+        );
+        assert!(
+            s.promote_due(T0 + 4_000, 10).unwrap().is_empty(),
+            "nothing due yet"
+        );
+        assert_eq!(
+            s.outlook(T0 + 3_600_000, 100).unwrap(),
+            Outlook {
+                next_due_ms: Some(T0 + 5_000),
+                due_before: 2
+            }
+        );
+        assert_eq!(s.outlook(T0 + 6_000, 100).unwrap().due_before, 1);
+        assert_eq!(
+            s.outlook(T0 + 3_600_000, 1).unwrap().due_before,
+            1,
+            "capped"
+        );
+    }
+    // The schedule survives a reopen.
+    let mut s = open(dir.path());
+    let r = s.recover().unwrap();
+    assert_eq!((r.counters.pending, r.counters.scheduled), (1, 2));
+    let first = s.promote_due(T0 + 20_000, 1).unwrap();
+    assert_eq!(first.len(), 1, "at most max");
+    let rest = s.promote_due(T0 + 20_000, 10).unwrap();
+    assert_eq!(rest.len(), 1);
+    let (e2, e0) = (&first[0].entry, &rest[0].entry);
+    assert_eq!(e2.url, "http://a/2.css", "oldest due first");
+    assert_eq!(e2.kind, JobKind::Embed);
+    assert_eq!(e2.depth, 1);
+    assert_eq!(e2.host, a);
+    assert_eq!(first[0].host, "a");
+    assert_eq!(e2.prior.as_deref(), Some(&prior(4, "\"two\"")));
+    assert_eq!(e0.url, "http://a/0");
+    assert_eq!(e0.prior.as_deref(), Some(&prior(1, "\"zero\"")));
+    assert!(
+        s.promote_due(T0 + 99_000, 10).unwrap().is_empty(),
+        "promoted once"
+    );
+    assert_eq!(s.outlook(u64::MAX / 2, 100).unwrap(), Outlook::default());
+    drop(s);
+    // Promoted URLs are pending again, in their host's queue with their prior, also after a reopen.
+    let mut s = open(dir.path());
+    let r = s.recover().unwrap();
+    assert_eq!((r.counters.pending, r.counters.scheduled), (3, 0));
+    assert_eq!(r.hosts.iter().map(|h| h.pending).sum::<u64>(), 3);
+    let q = s.next_urls(a, None, 10).unwrap();
+    let mut got: Vec<_> = q
+        .iter()
+        .map(|e| (e.url.as_str(), e.prior.is_some()))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("http://a/0", true),
+            ("http://a/1", false),
+            ("http://a/2.css", true)
+        ]
+    );
+    let again = q.iter().find(|e| e.url == "http://a/0").unwrap();
+    assert_eq!(again.prior.as_deref(), Some(&prior(1, "\"zero\"")));
+    // A revisit finished and scheduled again: one entry, with the new prior.
+    let c = s
+        .commit(Batch {
+            finished: vec![finished(again, true)],
+            records: vec![(3, line("0 again"))],
+            rescheduled: vec![resched(again, T0 + 50_000, prior(2, "\"new\""))],
+            ..Batch::default()
+        })
+        .unwrap();
+    assert_eq!((c.counters.pending, c.counters.scheduled), (2, 1));
+    let back = s.promote_due(T0 + 60_000, 10).unwrap();
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].entry.prior.as_deref(), Some(&prior(2, "\"new\"")));
+}
+
+/// A reschedule whose finish is not applied (the URL was finished already) schedules nothing: a URL never has two
+/// schedule entries.
+pub fn a_reschedule_without_its_finish_is_ignored(open: &Open) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    s.recover().unwrap();
+    s.commit(Batch {
+        discovered: vec![disc("http://a/0", "a", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let q = s.next_urls(host_fp("a"), None, 10).unwrap();
+    let once = || Batch {
+        finished: vec![finished(&q[0], true)],
+        rescheduled: vec![resched(&q[0], T0 + 1_000, prior(1, "\"x\""))],
+        ..Batch::default()
+    };
+    assert_eq!(s.commit(once()).unwrap().counters.scheduled, 1);
+    let c = s.commit(once()).unwrap();
+    assert_eq!((c.counters.scheduled, c.counters.done), (1, 1));
+    assert_eq!(s.promote_due(T0 + 2_000, 10).unwrap().len(), 1);
+    assert!(s.promote_due(T0 + 2_000, 10).unwrap().is_empty());
+}
+
+/// A sitemap hint brings a scheduled URL forward (never later, never before its floor); pending and unknown URLs
+/// are left alone.
+pub fn sitemap_hints_bring_scheduled_urls_forward(open: &Open) {
+    let policy = crate::recrawl::Policy::new(&crate::config::RecrawlConfig {
+        enabled: true,
+        min_interval: std::time::Duration::from_secs(60),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    s.recover().unwrap();
+    s.commit(Batch {
+        discovered: vec![disc("http://a/0", "a", 0), disc("http://a/1", "a", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let q = s.next_urls(host_fp("a"), None, 10).unwrap();
+    let mut p = prior(1, "\"x\"");
+    p.fetched_at_ms = T0;
+    s.commit(Batch {
+        finished: vec![finished(&q[0], true)],
+        rescheduled: vec![resched(&q[0], T0 + 86_400_000, p)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let now = T0 + 600_000;
+    let hint = |url: &str, lastmod: &str| SitemapHint {
+        url: url.to_owned(),
+        lastmod: Some(lastmod.to_owned()),
+        changefreq: None,
+    };
+    // Changed before the last fetch: nothing moves. Unknown and pending URLs: nothing moves.
+    let h = s
+        .hint(
+            &[
+                hint("http://a/0", "2026-11-30T00:00:00Z"),
+                hint("http://a/1", "2026-12-01T00:05:00Z"),
+                hint("http://a/unknown", "2026-12-01T00:05:00Z"),
+            ],
+            &policy,
+            now,
+        )
+        .unwrap();
+    assert_eq!(h.moved, 0);
+    assert_eq!(
+        s.outlook(u64::MAX / 2, 10).unwrap().next_due_ms,
+        Some(T0 + 86_400_000)
+    );
+    // Changed after it: due now.
+    let h = s
+        .hint(&[hint("http://a/0", "2026-12-01T00:05:00Z")], &policy, now)
+        .unwrap();
+    assert_eq!(h.moved, 1);
+    assert_eq!(s.outlook(u64::MAX / 2, 10).unwrap().next_due_ms, Some(now));
+    // Unparseable dates are reported, not applied.
+    let h = s
+        .hint(&[hint("http://a/0", "yesterday")], &policy, now)
+        .unwrap();
+    assert_eq!(
+        h.anomalies,
+        vec![crate::recrawl::Anomaly::LastmodUnparseable]
+    );
+    let got = s.promote_due(now, 10).unwrap();
+    assert_eq!(got.len(), 1);
 }

@@ -101,6 +101,36 @@ pub struct Batch {
     /// robots.txt rules as this process obtained them. A store shared by many processes keeps them with the
     /// host's shard, so the next owner obeys them without fetching robots.txt again; a single-process store need not.
     pub robots: Vec<SharedRobots>,
+    /// Finished URLs that come due again (continuous crawling), each also in `finished`: applied only when its
+    /// finish is (a URL finished twice, or fenced, is not scheduled again), so a URL has at most one schedule entry.
+    pub rescheduled: Vec<Rescheduled>,
+}
+
+/// A finished URL scheduled to be visited again: it leaves its queue like any finished URL and comes back to its
+/// host's queue, with its prior visit, when [`FrontierStore::promote_due`] finds it due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rescheduled {
+    /// The finished URL (as in its [`Finished`]).
+    pub id: UrlRef,
+    /// Its host's fingerprint (as in its [`Finished`]).
+    pub host: Fp,
+    /// Canonical URL.
+    pub url: String,
+    /// Its depth (kept: revisits are judged against max_depth like first visits).
+    pub depth: u32,
+    /// `Page` or `Embed`.
+    pub kind: JobKind,
+    /// When it comes due and what its next visit sends and refers to.
+    pub stored: crate::recrawl::Stored,
+}
+
+/// The revisit schedule as a store sees it (continuous crawling).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Outlook {
+    /// When the earliest scheduled revisit is due (Unix ms); None when nothing is scheduled.
+    pub next_due_ms: Option<u64>,
+    /// Revisits due before the horizon asked for (counted up to the cap asked for).
+    pub due_before: u64,
 }
 
 /// The robots.txt rules of one authority, kept with its host's shard in a store shared by many processes.
@@ -125,6 +155,7 @@ impl Batch {
             + self.records.len()
             + self.pauses.len()
             + self.robots.len()
+            + self.rescheduled.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -151,6 +182,9 @@ pub struct Counters {
     pub done: u64,
     /// Pages fetched (outcome fetched) across all runs; used by max_pages.
     pub pages_fetched: u64,
+    /// URLs waiting in the revisit schedule (continuous crawling): done for now, neither pending nor finished
+    /// for good. A URL due again moves from here to `pending`.
+    pub scheduled: u64,
 }
 
 /// What a commit did.
@@ -358,4 +392,48 @@ pub trait FrontierStore: Send {
     fn shard_gate(&self) -> Option<std::sync::Arc<dyn ShardGate>> {
         None
     }
+    /// Moves up to `max` scheduled revisits due at `now_ms` (oldest due first; in a store shared by many
+    /// processes, of the shards this process holds) into their hosts' queues, durably, and returns them as new
+    /// queue entries whose [`Entry::prior`] is set. A URL due once is promoted once. A store without a schedule
+    /// returns none.
+    fn promote_due(&mut self, now_ms: u64, max: usize) -> Result<Vec<Added>, FrontierError> {
+        let _ = (now_ms, max);
+        Ok(Vec::new())
+    }
+    /// The schedule's earliest due time and how many revisits are due before `horizon_ms`, counted up to `cap`
+    /// (in a store shared by many processes: of the shards this process holds).
+    fn outlook(&mut self, horizon_ms: u64, cap: u64) -> Result<Outlook, FrontierError> {
+        let _ = (horizon_ms, cap);
+        Ok(Outlook::default())
+    }
+    /// A sitemap's hints for URLs it lists: a scheduled URL whose hint ([`crate::recrawl::Policy::sitemap_hint`]
+    /// with its stored prior and due time, at `now_ms`) is earlier than its due time comes due then. URLs not
+    /// scheduled (unknown, pending) are left alone. Returns what was moved and the anomalies seen. Advisory: a
+    /// store may apply it outside the group commit.
+    fn hint(
+        &mut self,
+        hints: &[SitemapHint],
+        policy: &crate::recrawl::Policy,
+        now_ms: u64,
+    ) -> Result<Hinted, FrontierError> {
+        let _ = (hints, policy, now_ms);
+        Ok(Hinted::default())
+    }
+}
+
+/// A sitemap entry's word on when a URL changed, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SitemapHint {
+    /// Canonical URL.
+    pub url: String,
+    pub lastmod: Option<String>,
+    pub changefreq: Option<String>,
+}
+
+/// What [`FrontierStore::hint`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Hinted {
+    /// Scheduled URLs brought forward.
+    pub moved: u64,
+    pub anomalies: Vec<crate::recrawl::Anomaly>,
 }
