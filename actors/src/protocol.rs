@@ -22,7 +22,7 @@ use crawl_core::scope::ScopeVerdict;
 pub use redirect::RedirectError;
 pub use response::{RawResponse, Timings};
 pub use sink::SinkError;
-pub use stats::Stats;
+pub use stats::{RevisitStats, Stats};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,6 +153,8 @@ pub struct SitemapOutcome {
     pub pages: Vec<FoundLink>,
     /// Child sitemaps (for an index), canonical.
     pub sitemaps: Vec<String>,
+    /// What the urlset's entries say of when their pages changed (`<lastmod>`, `<changefreq>`), by canonical URL.
+    pub hints: Vec<crawl_core::frontier::SitemapHint>,
     pub error: Option<String>,
 }
 

@@ -301,6 +301,9 @@ pub fn start(
             crawl = crawl.with_recrawl();
         }
     }
+    if config.recrawl.enabled {
+        crawl = crawl.with_revisits(&config.recrawl);
+    }
     for seed in &config.crawl.seeds {
         crawl.add_seed(seed);
     }

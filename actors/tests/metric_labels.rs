@@ -107,3 +107,25 @@ fn every_proxy_fault_kind_has_its_series() {
     let names: BTreeSet<&str> = kinds.iter().map(|k| k.as_str()).collect();
     assert_eq!(names, known::PROXY_FAULT_KINDS.into_iter().collect());
 }
+
+#[test]
+fn every_recrawl_anomaly_has_its_series() {
+    use crawl_core::recrawl::Anomaly;
+    // A new variant fails to compile here until it is added to `Anomaly::ALL` and the registry's list.
+    for a in Anomaly::ALL {
+        match a {
+            Anomaly::NotModifiedWithoutPrior
+            | Anomaly::LastModifiedUnparseable
+            | Anomaly::LastModifiedInFuture
+            | Anomaly::EtagUnstable
+            | Anomaly::ConditionalIgnored
+            | Anomaly::EtagTooLong
+            | Anomaly::LastmodUnparseable
+            | Anomaly::LastmodInFuture
+            | Anomaly::HintBounded => {}
+        }
+    }
+    let names: BTreeSet<&str> = Anomaly::ALL.iter().map(|a| a.as_str()).collect();
+    assert_eq!(names.len(), Anomaly::ALL.len());
+    assert_eq!(names, known::RECRAWL_ANOMALIES.into_iter().collect());
+}

@@ -45,11 +45,11 @@ pub fn load_config_with(
             Err(e) => problems.push(format!("--seed {}: {e}", hide_userinfo(s))),
         }
     }
-    // The schedule's settings are read and checked, but no crawl revisits yet: refuse rather than crawl once.
-    if file_ok && config.recrawl.enabled {
+    // Two ways of fetching a URL again cannot both decide when: the schedule of `[recrawl]` takes every URL.
+    if file_ok && config.recrawl.enabled && !config.frontier.redis.recrawl_after.is_zero() {
         problems.push(
-            "recrawl.enabled: continuous crawling is not available in this version; set it to false (the \
-             [recrawl] settings are checked, not used)"
+            "recrawl.enabled: continuous crawling schedules every URL's next visit itself; set \
+             frontier.redis.recrawl_after_s = 0 (it queues rediscovered URLs again after a period)"
                 .to_owned(),
         );
     }

@@ -46,10 +46,39 @@ pub enum Mode {
 }
 
 fn line(s: &Stats, rate: f64) -> String {
-    format!(
+    let mut l = format!(
         "{rate:>7.1} pages/s | fetched {} | failed {} | excluded {} | queued {} | in flight {}",
         s.fetched, s.failed, s.excluded, s.queued, s.in_flight
-    )
+    );
+    if let Some(r) = &s.revisits {
+        l.push_str(&format!(
+            " | scheduled {} | next due {} | due within 1h {}",
+            r.scheduled,
+            next_due(r.next_due_ms, now_ms()),
+            r.due_within_hour
+        ));
+    }
+    l
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// When the next revisit is due, from `now_ms`: "now", "in 3m12s", or "-" when nothing is scheduled.
+pub fn next_due(next_due_ms: Option<u64>, now_ms: u64) -> String {
+    let Some(due) = next_due_ms else {
+        return "-".to_owned();
+    };
+    let s = due.saturating_sub(now_ms).div_ceil(1000);
+    match s {
+        0 => "now".to_owned(),
+        1..60 => format!("in {s}s"),
+        60..3600 => format!("in {}m{:02}s", s / 60, s % 60),
+        _ => format!("in {}h{:02}m", s / 3600, s % 3600 / 60),
+    }
 }
 
 /// Polls the crawl's counters until the task is dropped (aborted when the crawl ends).
@@ -88,6 +117,22 @@ pub async fn run(crawl: Control, mode: Mode) {
                 b.set_message(line(&stats, rate));
                 b.tick();
             }
+            None if stats.revisits.is_some() => {
+                let r = stats.revisits.unwrap_or_default();
+                tracing::info!(
+                    elapsed_s = start.elapsed().as_secs(),
+                    pages_per_s = (rate * 10.0).round() / 10.0,
+                    fetched = stats.fetched,
+                    failed = stats.failed,
+                    excluded = stats.excluded,
+                    queued = stats.queued,
+                    in_flight = stats.in_flight,
+                    scheduled = r.scheduled,
+                    next_due = %next_due(r.next_due_ms, now_ms()),
+                    due_within_hour = r.due_within_hour,
+                    "progress"
+                )
+            }
             None => tracing::info!(
                 elapsed_s = start.elapsed().as_secs(),
                 pages_per_s = (rate * 10.0).round() / 10.0,
@@ -109,6 +154,19 @@ pub async fn run(crawl: Control, mode: Mode) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_due_time_reads_as_a_wait() {
+        let now = 1_796_083_200_000;
+        assert_eq!(next_due(None, now), "-");
+        assert_eq!(next_due(Some(now - 5_000), now), "now");
+        assert_eq!(next_due(Some(now + 1), now), "in 1s");
+        assert_eq!(next_due(Some(now + 192_000), now), "in 3m12s");
+        assert_eq!(
+            next_due(Some(now + 2 * 3_600_000 + 60_000), now),
+            "in 2h01m"
+        );
+    }
 
     #[test]
     fn the_rate_is_averaged_over_the_window_not_the_last_tick() {

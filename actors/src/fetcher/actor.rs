@@ -142,6 +142,9 @@ impl Actor for Fetcher {
     }
 }
 
+/// What a fetch leads to. One lives per request, moved once: a `JobDone` is sent as it is (boxing it would cost an
+/// allocation per failed request to save stack bytes nobody keeps).
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Parse(Box<Parse>),
     Done(JobDone),

@@ -430,13 +430,28 @@ pub fn process_sitemap(settings: &ParseSettings, resp: RawResponse) -> SitemapOu
                     settings.sitemap_max_urls
                 ));
             }
-            for loc in parsed.locs {
+            let mut hints = parsed.hints.into_iter().peekable();
+            for (i, loc) in parsed.locs.into_iter().enumerate() {
                 let Ok(u) = canon::canonicalize(&loc) else {
                     continue;
                 };
+                // The entry's hints, when it has some (they come in loc order).
+                let mut hint = None;
+                while let Some(h) = hints.next_if(|h| h.loc <= i) {
+                    if h.loc == i {
+                        hint = Some(h);
+                    }
+                }
                 match parsed.kind {
                     SitemapKind::Index => out.sitemaps.push(u.as_str().to_owned()),
                     SitemapKind::UrlSet | SitemapKind::Text => {
+                        if let Some(h) = hint {
+                            out.hints.push(crawl_core::frontier::SitemapHint {
+                                url: u.as_str().to_owned(),
+                                lastmod: h.lastmod,
+                                changefreq: h.changefreq,
+                            });
+                        }
                         out.pages.push(judge_in(&settings.scope, u, 1))
                     }
                 }

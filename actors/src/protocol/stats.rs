@@ -41,6 +41,19 @@ pub struct Stats {
     pub not_started: u64,
     /// Child restarts (filled in by the supervisor).
     pub restarts: u64,
+    /// The revisit schedule (continuous crawling on), as last read from the store.
+    pub revisits: Option<RevisitStats>,
+}
+
+/// The revisit schedule in [`Stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RevisitStats {
+    /// URLs waiting for their next visit.
+    pub scheduled: u64,
+    /// When the earliest is due (Unix ms); None when nothing is scheduled.
+    pub next_due_ms: Option<u64>,
+    /// Revisits due within the next hour (counted up to a cap).
+    pub due_within_hour: u64,
 }
 
 impl Stats {

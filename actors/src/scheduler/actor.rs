@@ -15,7 +15,7 @@ use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone, ParsesLost};
 use crate::protocol::{CrawlFinished, LeaseExpired};
 use crate::sink::Sink;
 use crate::store::StoreActor;
-use crate::store::messages::{Commit, NextUrls, PollShards};
+use crate::store::messages::{ApplyHints, Commit, NextUrls, PollShards, PromoteDue, ReadOutlook};
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
     SpawnHandle, WrapFuture,
@@ -26,6 +26,17 @@ use std::time::{Duration, Instant};
 
 /// How often a sharded crawl asks the store about shard ownership and the crawl's counters.
 const SHARD_POLL: Duration = Duration::from_millis(200);
+
+/// How often continuous crawling asks the store for revisits that came due (and hands it sitemap hints).
+const PROMOTE_EVERY: Duration = Duration::from_secs(1);
+/// Revisits queued per request to the store.
+const PROMOTE_MAX: usize = 1024;
+/// How often continuous crawling reads the schedule's outlook (for the progress line and metrics).
+const OUTLOOK_EVERY: Duration = Duration::from_secs(10);
+/// How often the schedule's outlook is logged.
+const OUTLOOK_LOG_EVERY: Duration = Duration::from_secs(60);
+/// Revisits counted ahead, at most.
+const OUTLOOK_CAP: u64 = 1_000_000;
 
 /// How long a window waits before asking an unreachable Redis again.
 const REFILL_RETRY: Duration = Duration::from_millis(500);
@@ -54,6 +65,10 @@ pub struct Scheduler {
     reported: bool,
     /// A shard poll is out.
     polling: bool,
+    /// A request for due revisits is out.
+    promoting: bool,
+    /// When the schedule's outlook was last logged.
+    outlook_logged: Option<Instant>,
     /// Shard polls failing in a row (Redis down): logged when they start, every half minute, and when they end.
     poll_outage: Outage,
     faults: Faults,
@@ -87,6 +102,8 @@ impl Scheduler {
             forced: None,
             reported: false,
             polling: false,
+            promoting: false,
+            outlook_logged: None,
             poll_outage: Outage::default(),
             faults,
             _guard: guard,
@@ -299,6 +316,104 @@ impl Scheduler {
         }));
     }
 
+    /// Continuous crawling: asks the store to queue the revisits due now (one request at a time; again at once
+    /// while it finds a full batch), and hands it the sitemap hints waiting.
+    fn promote(&mut self, ctx: &mut Context<Self>) {
+        if self.promoting || self.crawl.is_draining() || self.forced.is_some() {
+            return;
+        }
+        let now_ms = wall_ms();
+        if let Some((hints, policy)) = self.crawl.take_hints() {
+            self.crawl.store_request();
+            let n = hints.len();
+            let fut = self.store.send(ApplyHints {
+                hints,
+                policy,
+                now_ms,
+            });
+            ctx.spawn(fut.into_actor(self).map(move |res, _act, _ctx| match res {
+                Ok(Ok(h)) => {
+                    for a in &h.anomalies {
+                        crawl_observability::metrics::metrics().recrawl_anomaly(a.as_str());
+                    }
+                    tracing::debug!(hints = n, moved = h.moved, "sitemap hints applied");
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "sitemap hints not applied"),
+                Err(e) => tracing::warn!(error = %e, "sitemap hints not applied"),
+            }));
+        }
+        self.promoting = true;
+        self.crawl.store_request();
+        let fut = self.store.send(PromoteDue {
+            now_ms,
+            max: PROMOTE_MAX,
+        });
+        let sent = Instant::now();
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+            act.promoting = false;
+            let ok = matches!(res, Ok(Ok(_)));
+            metrics().store_request("promote", sent.elapsed().as_secs_f64(), ok);
+            match res {
+                Ok(Ok(added)) => {
+                    let full = added.len() >= PROMOTE_MAX;
+                    if !added.is_empty() {
+                        tracing::debug!(revisits = added.len(), "revisits due queued");
+                    }
+                    act.crawl.promoted(added, Instant::now());
+                    if full {
+                        ctx.run_later(Duration::ZERO, |act, ctx| act.promote(ctx));
+                    }
+                }
+                Ok(Err(e @ crawl_core::frontier::FrontierError::Redis { .. })) => {
+                    tracing::debug!(error = %e, "revisits not queued; asking again");
+                }
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "revisit schedule read failed; stopping");
+                    act.fatal(format!("revisit schedule read failed: {e}"));
+                }
+                Err(e) => act.fatal(format!("store unavailable: {e}")),
+            }
+            act.after(ctx);
+        }));
+    }
+
+    /// Continuous crawling: reads when the next revisit is due and how many are due within the hour, for the
+    /// progress line and the metrics; logs it every minute.
+    fn read_outlook(&mut self, ctx: &mut Context<Self>) {
+        self.crawl.store_request();
+        let fut = self.store.send(ReadOutlook {
+            horizon_ms: wall_ms() + 3_600_000,
+            cap: OUTLOOK_CAP,
+        });
+        ctx.spawn(fut.into_actor(self).map(|res, act, _ctx| {
+            let Ok(Ok(outlook)) = res else {
+                return;
+            };
+            act.crawl.set_outlook(outlook);
+            let now = Instant::now();
+            if act
+                .outlook_logged
+                .is_none_or(|t| now.duration_since(t) >= OUTLOOK_LOG_EVERY)
+            {
+                act.outlook_logged = Some(now);
+                let s = act.crawl.stats();
+                let r = s.revisits.unwrap_or_default();
+                let next_due_at = outlook
+                    .next_due_ms
+                    .map(crawl_core::recrawl::rfc3339_ms)
+                    .unwrap_or_else(|| "-".to_owned());
+                tracing::info!(
+                    scheduled = r.scheduled,
+                    next_due_at = %next_due_at,
+                    due_within_hour = outlook.due_before,
+                    queued = s.queued,
+                    in_flight = s.in_flight,
+                    "revisit schedule"
+                );
+            }
+        }));
+    }
+
     /// A shard poll went through: the end of an outage is logged.
     fn poll_went_through(&mut self) {
         if let Some(r) = self.poll_outage.succeeded(Instant::now()) {
@@ -398,6 +513,12 @@ impl Actor for Scheduler {
             // A crawl shared by many processes: shard ownership and the crawl's counters come from the store.
             self.poll_shards(ctx);
             ctx.run_interval(SHARD_POLL, |act, ctx| act.poll_shards(ctx));
+        }
+        if self.crawl.revisits() {
+            self.promote(ctx);
+            self.read_outlook(ctx);
+            ctx.run_interval(PROMOTE_EVERY, |act, ctx| act.promote(ctx));
+            ctx.run_interval(OUTLOOK_EVERY, |act, ctx| act.read_outlook(ctx));
         }
         self.after(ctx);
     }
@@ -499,6 +620,16 @@ impl Handler<Reconfigure> for Scheduler {
 
     fn handle(&mut self, msg: Reconfigure, ctx: &mut Context<Self>) {
         self.crawl.reconfigure(msg.politeness, msg.scope);
+        if let Some(recrawl) = &msg.recrawl {
+            self.crawl.reconfigure_revisits(recrawl);
+        }
         self.after(ctx);
     }
+}
+
+/// Now, as Unix ms.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

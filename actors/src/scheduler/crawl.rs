@@ -17,6 +17,7 @@ mod leases;
 mod page_answer;
 mod progress;
 mod records;
+mod revisits;
 mod robots_jobs;
 mod shards;
 mod staging;
@@ -44,6 +45,7 @@ use crawl_observability::redact::redact_url;
 use crawl_observability::trace::Trace;
 use leases::Leases;
 use progress::{Event, Progress};
+use revisits::{Revisits, Seen};
 use robots_jobs::{Around, Obtained, RobotsJobs};
 use shards::{PolledCounters, Shards};
 use staging::Staging;
@@ -83,6 +85,8 @@ struct JobCtx {
     trace: Option<Trace>,
     /// The fetch, for the archive: bound to the job's record when one is made.
     archive: Option<Box<Archived>>,
+    /// What the answer said that the revisit schedule needs (continuous crawling).
+    seen: Option<Seen>,
 }
 
 /// The scheduler's state: the parts of a crawl and what only the coordinator decides.
@@ -95,6 +99,8 @@ pub struct Crawl {
     staging: Staging,
     shards: Shards,
     progress: Progress,
+    /// Continuous crawling (`[recrawl]` enabled): fetched URLs come due again.
+    revisits: Option<Revisits>,
     /// No new lease starts (SIGINT/SIGTERM).
     draining: bool,
 }
@@ -127,6 +133,7 @@ impl Crawl {
             settings,
             admission,
             windows,
+            revisits: None,
             draining: false,
         };
         crawl.take_robots(resume.robots, now);
@@ -146,6 +153,64 @@ impl Crawl {
     pub fn with_recrawl(mut self) -> Crawl {
         self.staging.with_recrawl();
         self
+    }
+
+    /// Continuous crawling: every fetched URL comes due again after an interval `[recrawl]` decides, records say
+    /// which visit they are and carry an id per fetch, the crawl never completes by itself (it waits for the next
+    /// due URL), and `max_pages` counts this run's fetches.
+    pub fn with_revisits(mut self, config: &crawl_core::config::RecrawlConfig) -> Crawl {
+        self.staging.with_record_ids();
+        self.staging.with_recrawl();
+        self.progress.count_this_run();
+        self.revisits = Some(Revisits::new(config));
+        self
+    }
+
+    /// True with continuous crawling.
+    pub fn revisits(&self) -> bool {
+        self.revisits.is_some()
+    }
+
+    /// A `[recrawl]` reload: the new intervals apply from each URL's next fetch.
+    pub fn reconfigure_revisits(&mut self, config: &crawl_core::config::RecrawlConfig) {
+        if let Some(r) = &mut self.revisits {
+            r.reconfigure(config);
+        }
+    }
+
+    /// Revisits the store found due and queued again: offered to their hosts' windows like new links.
+    pub fn promoted(&mut self, added: Vec<crawl_core::frontier::Added>, now: Instant) {
+        let n = added.len() as u64;
+        for a in added {
+            if self.shards.owns_host(a.entry.host) {
+                self.windows.offer(a, now);
+            }
+        }
+        if !self.shards.is_sharded() {
+            self.progress.promoted(n);
+        }
+    }
+
+    /// The store's revisit schedule as just read.
+    pub fn set_outlook(&mut self, outlook: crawl_core::frontier::Outlook) {
+        let scheduled = self.progress.counters().scheduled;
+        if let Some(r) = &mut self.revisits {
+            r.set_outlook(outlook);
+            r.set_scheduled(scheduled);
+        }
+        metrics().revisit_schedule(scheduled, outlook.next_due_ms);
+    }
+
+    /// Sitemap hints waiting for the store, with the policy that judges them.
+    pub fn take_hints(
+        &mut self,
+    ) -> Option<(
+        Vec<crawl_core::frontier::SitemapHint>,
+        crawl_core::recrawl::Policy,
+    )> {
+        let r = self.revisits.as_mut()?;
+        let hints = r.take_hints();
+        (!hints.is_empty()).then(|| (hints, r.policy().clone()))
     }
 
     // --- admit: a URL found is judged (scope, traps) and staged for the store ---
@@ -269,29 +334,47 @@ impl Crawl {
             && !self.backlogged()
         {
             let mut need_robots: Vec<(HostId, String)> = Vec::new();
+            let mut over_budget: Vec<(HostId, Instant)> = Vec::new();
             let robots = &self.robots;
             let shards = &mut self.shards;
+            let revisits = &mut self.revisits;
             let pop = self.windows.pop_ready(now, |host, entry| {
                 if !shards.lets_start(host, entry.host) {
                     return Gate::Block;
                 }
-                if !robots.respected() {
-                    return Gate::Go;
-                }
-                match robots.gate(&entry.url, now) {
-                    Some(g) => g,
-                    None => {
-                        if let Ok(u) = url::Url::parse(&entry.url) {
-                            need_robots.push((host, canon::authority_key(&u)));
+                let gate = if !robots.respected() {
+                    Gate::Go
+                } else {
+                    match robots.gate(&entry.url, now) {
+                        Some(g) => g,
+                        None => {
+                            if let Ok(u) = url::Url::parse(&entry.url) {
+                                need_robots.push((host, canon::authority_key(&u)));
+                            }
+                            Gate::Block
                         }
-                        Gate::Block
                     }
+                };
+                // A revisit takes from its host's revisit budget; a spent budget holds the host until it refills.
+                if gate == Gate::Go
+                    && entry.prior.is_some()
+                    && let Some(r) = revisits.as_mut()
+                    && let Err(at) = r.take(host, now)
+                {
+                    over_budget.push((host, at));
+                    return Gate::Block;
                 }
+                gate
             });
-            let asked_robots = !need_robots.is_empty();
+            let asked_robots = !need_robots.is_empty() || !over_budget.is_empty();
             for (host, authority) in need_robots {
                 self.robots
                     .request(host, &authority, &mut self.windows, now);
+            }
+            for (host, at) in over_budget {
+                let q = self.windows.hosts_mut();
+                q.unblock(host, now);
+                q.pause_until(host, at);
             }
             self.record_dropped();
             match pop {
@@ -573,6 +656,7 @@ impl Crawl {
             dns,
             trace: Some(trace),
             archive,
+            seen: None,
         };
         if let JobResult::FetchFailed { reason, .. } = &result {
             metrics().fetch_error(reason.as_str());
@@ -741,7 +825,13 @@ impl Crawl {
     }
 
     /// A sitemap job ended: the pages it lists are admitted as its links (depth 1).
-    fn on_sitemap(&mut self, job: Job, result: JobResult, now: Instant) {
+    fn on_sitemap(&mut self, job: Job, mut result: JobResult, now: Instant) {
+        if let JobResult::Sitemap(out) = &mut result {
+            let hints = std::mem::take(&mut out.hints);
+            if let Some(r) = &mut self.revisits {
+                r.hint(hints);
+            }
+        }
         let around = Around {
             windows: &mut self.windows,
             admission: &self.admission,
@@ -781,6 +871,15 @@ impl Crawl {
             self.share_pause(job.host, now);
         }
         let latency = out.elapsed;
+        if self.revisits.is_some() {
+            done.seen = Some(Seen {
+                status: out.status,
+                etag: out.etag.clone(),
+                last_modified: out.last_modified.clone(),
+                digest: out.digest.clone(),
+                requested_at_ms: out.requested_at_ms,
+            });
+        }
         let (record, then) = page_answer::record(&entry, out, self.settings.max_redirects);
         self.record_fetch(&entry, record, done, (latency, now));
         match then {
@@ -896,7 +995,8 @@ impl Crawl {
             record.dns = done.dns.take();
         }
         let trace = done.trace.take();
-        let seq = self.record(entry, record, true, trace);
+        let seen = done.seen.take();
+        let seq = self.record_seen(entry, record, true, trace, seen.as_ref());
         if let Some(archived) = done.archive.take() {
             self.staging.archive(ArchiveItem {
                 record: Some(seq),
@@ -910,11 +1010,33 @@ impl Crawl {
     fn record(
         &mut self,
         entry: &Entry,
-        mut record: Record,
+        record: Record,
         page_job: bool,
         trace: Option<Trace>,
     ) -> u64 {
+        self.record_seen(entry, record, page_job, trace, None)
+    }
+
+    /// [`record`](Self::record) with what the fetch's answer said (continuous crawling schedules the URL again
+    /// from it).
+    fn record_seen(
+        &mut self,
+        entry: &Entry,
+        mut record: Record,
+        page_job: bool,
+        trace: Option<Trace>,
+        seen: Option<&Seen>,
+    ) -> u64 {
         embeds::mark_kind(entry, &mut record);
+        if let Some(r) = &mut self.revisits {
+            let now_ms = trace_metrics::unix_ms(std::time::SystemTime::now());
+            if let Some(again) = r.decide(entry, &mut record, seen, now_ms) {
+                if entry.prior.is_some() {
+                    metrics().revisit(record.revisit.as_ref().and_then(|v| v.changed));
+                }
+                self.staging.reschedule(again);
+            }
+        }
         let mut trace = trace.unwrap_or_else(|| trace_metrics::record_trace(&record));
         record.trace_id = trace.trace_id();
         self.staging.name(entry, &mut record);
@@ -1092,7 +1214,9 @@ impl Crawl {
             return Some(FinishReason::LimitReached);
         }
         // A shared crawl: counters read after this process's last commit say nothing is pending or unwritten.
-        if self.progress.counters().pending == 0
+        // Continuous crawling never completes: it waits for the next due URL.
+        if self.revisits.is_none()
+            && self.progress.counters().pending == 0
             && self.windows.drained()
             && self.shards.written_everywhere()
         {
@@ -1123,11 +1247,20 @@ impl Crawl {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        self.progress.snapshot(
+        let mut s = self.progress.snapshot(
             self.queued(),
             self.leases.len() as u64,
             self.windows.hosts().hosts() as u64,
-        )
+        );
+        s.revisits = self.revisits.as_ref().map(|r| {
+            let (o, scheduled) = r.outlook();
+            crate::protocol::RevisitStats {
+                scheduled,
+                next_due_ms: o.next_due_ms,
+                due_within_hour: o.due_before,
+            }
+        });
+        s
     }
 }
 

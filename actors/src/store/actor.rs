@@ -1,7 +1,9 @@
 //! The store actor: a [`FrontierStore`] served on its own thread (an actix `SyncArbiter` of one).
 
 use super::archive::Archive;
-use super::messages::{Commit, IdleWork, NextUrls, PollShards};
+use super::messages::{
+    ApplyHints, Commit, IdleWork, NextUrls, PollShards, PromoteDue, ReadOutlook,
+};
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
 use actix::{Actor, Handler, SyncContext};
@@ -125,5 +127,29 @@ impl Handler<PollShards> for StoreActor {
             store.reread_shards();
         }
         store.poll_shards()
+    }
+}
+
+impl Handler<PromoteDue> for StoreActor {
+    type Result = Result<Vec<crawl_core::frontier::Added>, FrontierError>;
+
+    fn handle(&mut self, msg: PromoteDue, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.promote_due(msg.now_ms, msg.max)
+    }
+}
+
+impl Handler<ReadOutlook> for StoreActor {
+    type Result = Result<crawl_core::frontier::Outlook, FrontierError>;
+
+    fn handle(&mut self, msg: ReadOutlook, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.outlook(msg.horizon_ms, msg.cap)
+    }
+}
+
+impl Handler<ApplyHints> for StoreActor {
+    type Result = Result<crawl_core::frontier::Hinted, FrontierError>;
+
+    fn handle(&mut self, msg: ApplyHints, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.hint(&msg.hints, &msg.policy, msg.now_ms)
     }
 }

@@ -35,3 +35,30 @@ pub struct PollShards {
     /// Report every held shard as gained again, with its hosts (see `FrontierStore::reread_shards`).
     pub reread: bool,
 }
+
+/// Queue the revisits due now (command, from the scheduler; continuous crawling).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Vec<crawl_core::frontier::Added>, FrontierError>")]
+pub struct PromoteDue {
+    /// Now, as Unix ms.
+    pub now_ms: u64,
+    pub max: usize,
+}
+
+/// Read the revisit schedule's outlook (command, from the scheduler; continuous crawling).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<crawl_core::frontier::Outlook, FrontierError>")]
+pub struct ReadOutlook {
+    /// Count the revisits due before this (Unix ms).
+    pub horizon_ms: u64,
+    pub cap: u64,
+}
+
+/// Apply sitemap hints to the revisit schedule (command, from the scheduler; continuous crawling).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<crawl_core::frontier::Hinted, FrontierError>")]
+pub struct ApplyHints {
+    pub hints: Vec<crawl_core::frontier::SitemapHint>,
+    pub policy: crawl_core::recrawl::Policy,
+    pub now_ms: u64,
+}

@@ -29,6 +29,7 @@ pub struct Prepared {
     user_agent: Option<http::HeaderValue>,
     resolver: Option<crate::resolver::setup::Parts>,
     proxy: Option<ProxyConfig>,
+    recrawl: Option<crawl_core::config::RecrawlConfig>,
     bogus_file_changed: bool,
 }
 
@@ -95,11 +96,12 @@ impl Reconfigurer {
                 c.set_user_agent(ua.clone());
             }
         }
-        if p.politeness.is_some() || p.scope.is_some() {
+        if p.politeness.is_some() || p.scope.is_some() || p.recrawl.is_some() {
             self.scheduler
                 .do_send(crate::scheduler::messages::Reconfigure {
                     politeness: p.politeness,
                     scope: p.scope,
+                    recrawl: p.recrawl,
                 });
         }
         if let Some(parts) = p.resolver {
@@ -152,6 +154,9 @@ fn prepare(
         user_agent,
         resolver,
         proxy: changed.contains(&Part::Proxy).then(|| config.proxy.clone()),
+        recrawl: changed
+            .contains(&Part::Recrawl)
+            .then(|| config.recrawl.clone()),
         bogus_file_changed,
     })
 }

@@ -105,17 +105,22 @@ fn seeds_without_a_scheme_are_each_reported_with_those_of_the_file() {
 }
 
 #[test]
-fn recrawl_enabled_is_refused_until_a_crawl_can_revisit() {
+fn recrawl_enabled_is_accepted_but_not_with_the_redis_requeue_period() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("config.toml");
-    std::fs::write(&path, "[recrawl]\nenabled = true\n").expect("write");
+    std::fs::write(&path, "[recrawl]\nenabled = true\ninterval_s = 3600\n").expect("write");
+    let config = load_config(Some(&path), &["http://a.example/".to_owned()]).expect("accepted");
+    assert!(config.recrawl.enabled);
+    assert_eq!(config.recrawl.interval.as_secs(), 3600);
+    std::fs::write(
+        &path,
+        "[recrawl]\nenabled = true\n[frontier.redis]\nrecrawl_after_s = 600\n",
+    )
+    .expect("write");
     let err = load_config(Some(&path), &["http://a.example/".to_owned()]).expect_err("refused");
     assert!(
         err.to_string()
-            .contains("recrawl.enabled: continuous crawling is not available"),
+            .contains("set frontier.redis.recrawl_after_s = 0"),
         "{err}"
     );
-    std::fs::write(&path, "[recrawl]\nenabled = false\ninterval_s = 3600\n").expect("write");
-    let config = load_config(Some(&path), &["http://a.example/".to_owned()]).expect("accepted");
-    assert!(!config.recrawl.enabled);
 }

@@ -121,3 +121,19 @@ pub const SHARD_CHANGES: [&str; 2] = ["gained", "lost"];
 
 /// `result` of `crawl_shard_leases_total`.
 pub const LEASE_RESULTS: [&str; 2] = ["renewed", "lost"];
+
+/// `changed` of `crawl_revisits_total`.
+pub const REVISIT_RESULTS: [&str; 3] = ["true", "false", "unknown"];
+
+/// `anomaly` of `crawl_recrawl_anomalies_total` (`crawl_core::recrawl::Anomaly::as_str`).
+pub const RECRAWL_ANOMALIES: [&str; 9] = [
+    "not_modified_without_prior",
+    "last_modified_unparseable",
+    "last_modified_in_future",
+    "etag_unstable",
+    "conditional_ignored",
+    "etag_too_long",
+    "lastmod_unparseable",
+    "lastmod_in_future",
+    "hint_bounded",
+];

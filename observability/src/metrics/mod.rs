@@ -88,6 +88,10 @@ pub struct Metrics {
     fenced_records: Counter,
     lease_events: CounterFamily,
     spooled: Gauge,
+    revisits: CounterFamily,
+    recrawl_anomalies: CounterFamily,
+    revisits_scheduled: Gauge,
+    revisit_next_due: Gauge,
     spans_dropped: Counter,
     /// Held series of `records` by (outcome, reason), `responses` by status class, `fetch_duration` by outcome.
     record_handles: Handles<(&'static str, &'static str), Counter>,
@@ -291,6 +295,37 @@ impl Metrics {
             "Shard lease renewals by result: renewed, or lost (another process had taken the shard)",
             lease_events.clone(),
         );
+        let revisits = CounterFamily::default();
+        for changed in known::REVISIT_RESULTS {
+            let _ = revisits.get_or_create(&l1("changed", changed));
+        }
+        r.register(
+            "crawl_revisits",
+            "Fetches of URLs fetched before (continuous crawling), by whether the page changed: true, false, or \
+             unknown (no body read)",
+            revisits.clone(),
+        );
+        let recrawl_anomalies = CounterFamily::default();
+        for a in known::RECRAWL_ANOMALIES {
+            let _ = recrawl_anomalies.get_or_create(&l1("anomaly", a));
+        }
+        r.register(
+            "crawl_recrawl_anomalies",
+            "Odd validators, dates and sitemap hints seen by the revisit schedule, by kind",
+            recrawl_anomalies.clone(),
+        );
+        let revisits_scheduled = Gauge::default();
+        r.register(
+            "crawl_revisits_scheduled",
+            "URLs waiting in the revisit schedule (continuous crawling)",
+            revisits_scheduled.clone(),
+        );
+        let revisit_next_due = Gauge::default();
+        r.register(
+            "crawl_revisit_next_due_timestamp_seconds",
+            "When the earliest scheduled revisit is due (Unix seconds; 0 when none is)",
+            revisit_next_due.clone(),
+        );
         let spooled = Gauge::default();
         r.register(
             "crawl_store_spooled_commits",
@@ -345,6 +380,10 @@ impl Metrics {
             fenced_records,
             lease_events,
             spooled,
+            revisits,
+            recrawl_anomalies,
+            revisits_scheduled,
+            revisit_next_due,
             spans_dropped,
         };
         m.last_reload.set(unix_now());
@@ -454,6 +493,31 @@ impl Metrics {
     }
 
     /// Commits waiting in the spool now.
+    /// A fetch of a URL fetched before: `changed` is whether its page changed (None: no body read).
+    pub fn revisit(&self, changed: Option<bool>) {
+        let label = match changed {
+            Some(true) => "true",
+            Some(false) => "false",
+            None => "unknown",
+        };
+        self.revisits.get_or_create(&l1("changed", label)).inc();
+    }
+
+    /// Something odd the revisit schedule saw (`crawl_core::recrawl::Anomaly::as_str`).
+    pub fn recrawl_anomaly(&self, anomaly: &str) {
+        self.recrawl_anomalies
+            .get_or_create(&l1("anomaly", anomaly))
+            .inc();
+    }
+
+    /// The revisit schedule: URLs waiting, and when the earliest is due (Unix ms; None: nothing scheduled).
+    pub fn revisit_schedule(&self, scheduled: u64, next_due_ms: Option<u64>) {
+        self.revisits_scheduled
+            .set(i64::try_from(scheduled).unwrap_or(i64::MAX));
+        self.revisit_next_due
+            .set(next_due_ms.map_or(0, |ms| i64::try_from(ms / 1000).unwrap_or(i64::MAX)));
+    }
+
     pub fn spooled(&self, commits: u64) {
         self.spooled.set(commits as i64);
     }

@@ -318,3 +318,34 @@ fn the_version_attribute_names_each_version_as_the_record_does() {
         assert_eq!(kv, name);
     }
 }
+
+#[test]
+fn a_urlset_hands_its_entries_hints_on_by_canonical_url() {
+    let body = r#"<?xml version="1.0"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+  <url><loc>http://a.test/one</loc><lastmod>2026-12-01T10:00:00Z</lastmod></url>
+  <url><loc>not a url</loc><lastmod>2026-12-02</lastmod></url>
+  <url><loc>http://a.test/two</loc></url>
+  <url><loc>HTTP://A.TEST/three#x</loc><changefreq>hourly</changefreq></url>
+</urlset>"#;
+    let out = process_sitemap(
+        &settings(None, 100),
+        resp(200, &[("content-type", "application/xml")], body),
+    );
+    assert_eq!(out.pages.len(), 3);
+    assert_eq!(
+        out.hints,
+        vec![
+            crawl_core::frontier::SitemapHint {
+                url: "http://a.test/one".into(),
+                lastmod: Some("2026-12-01T10:00:00Z".into()),
+                changefreq: None,
+            },
+            crawl_core::frontier::SitemapHint {
+                url: "http://a.test/three".into(),
+                lastmod: None,
+                changefreq: Some("hourly".into()),
+            },
+        ]
+    );
+}

@@ -71,6 +71,18 @@ impl Progress {
         }
     }
 
+    /// `max_pages` counts this run's fetches only (continuous crawling: a crawl that runs for ever revisits).
+    pub(super) fn count_this_run(&mut self) {
+        self.pages_done = 0;
+    }
+
+    /// `n` scheduled URLs came due and are pending again (the store's counters, kept in step until its next
+    /// commit reports them).
+    pub(super) fn promoted(&mut self, n: u64) {
+        self.counters.pending += n;
+        self.counters.scheduled = self.counters.scheduled.saturating_sub(n);
+    }
+
     /// True when `max_pages` (0: no limit) pages are done or leased (`leased` of them).
     pub(super) fn limit_reached(&self, max_pages: u64, leased: u64) -> bool {
         max_pages > 0 && self.pages_done + leased >= max_pages

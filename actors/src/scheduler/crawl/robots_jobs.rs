@@ -353,6 +353,7 @@ impl RobotsJobs {
             JobResult::Sitemap(SitemapOutcome {
                 pages,
                 sitemaps,
+                hints: _,
                 error,
             }) => {
                 if let Some(e) = error {
@@ -567,6 +568,7 @@ mod tests {
                     verdict: crawl_core::scope::ScopeVerdict::InScope,
                 }],
                 sitemaps: vec![child.to_owned()],
+                hints: Vec::new(),
                 error: None,
             })
         };

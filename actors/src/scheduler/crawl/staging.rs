@@ -128,6 +128,11 @@ impl Staging {
         seq
     }
 
+    /// A URL finished in this batch comes due again (continuous crawling).
+    pub(super) fn reschedule(&mut self, again: crawl_core::frontier::Rescheduled) {
+        self.staged.rescheduled.push(again);
+    }
+
     /// Changes staged (the archive and the checkpoint aside).
     pub(super) fn len(&self) -> usize {
         self.staged.len()

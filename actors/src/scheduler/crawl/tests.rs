@@ -405,6 +405,7 @@ fn robots_first_then_rules_crawl_delay_and_sitemaps() {
     let pages = SitemapOutcome {
         pages: inscope(&["http://a.test/from-sitemap", "http://a.test/private/2"]),
         sitemaps: Vec::new(),
+        hints: Vec::new(),
         error: None,
     };
     h.done(sm, JobResult::Sitemap(pages), 1000);
@@ -463,6 +464,7 @@ fn child_sitemaps_stop_at_sitemap_max_depth() {
     let deeper = SitemapOutcome {
         pages: inscope(&["http://a.test/p"]),
         sitemaps: vec!["http://a.test/grandchild.xml".into()],
+        hints: Vec::new(),
         error: None,
     };
     h.done(&child, JobResult::Sitemap(deeper), 0);

@@ -85,6 +85,19 @@ pub enum Anomaly {
 }
 
 impl Anomaly {
+    /// Every anomaly.
+    pub const ALL: [Anomaly; 9] = [
+        Anomaly::NotModifiedWithoutPrior,
+        Anomaly::LastModifiedUnparseable,
+        Anomaly::LastModifiedInFuture,
+        Anomaly::EtagUnstable,
+        Anomaly::ConditionalIgnored,
+        Anomaly::EtagTooLong,
+        Anomaly::LastmodUnparseable,
+        Anomaly::LastmodInFuture,
+        Anomaly::HintBounded,
+    ];
+
     /// Lowercase name, for logs and metric labels.
     pub fn as_str(self) -> &'static str {
         match self {
