@@ -876,6 +876,7 @@ impl Crawl {
                 status: out.status,
                 etag: out.etag.clone(),
                 last_modified: out.last_modified.clone(),
+                date: out.date.clone(),
                 digest: out.digest.clone(),
                 requested_at_ms: out.requested_at_ms,
             });

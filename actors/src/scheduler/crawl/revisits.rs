@@ -25,6 +25,8 @@ pub(super) struct Seen {
     pub status: u16,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The response's `Date`.
+    pub date: Option<String>,
     /// The payload digest of a full body.
     pub digest: Option<String>,
     /// When the request was sent (Unix ms).
@@ -103,7 +105,7 @@ impl Revisits {
                 status: s.status,
                 etag: s.etag.as_deref(),
                 last_modified: s.last_modified.as_deref(),
-                date: None,
+                date: s.date.as_deref(),
                 digest: s.digest.as_deref(),
                 now_ms: if s.requested_at_ms > 0 {
                     s.requested_at_ms
