@@ -1253,8 +1253,9 @@ impl Crawl {
             self.leases.len() as u64,
             self.windows.hosts().hosts() as u64,
         );
+        let scheduled = self.progress.counters().scheduled;
         s.revisits = self.revisits.as_ref().map(|r| {
-            let (o, scheduled) = r.outlook();
+            let (o, _) = r.outlook();
             crate::protocol::RevisitStats {
                 scheduled,
                 next_due_ms: o.next_due_ms,

@@ -2,8 +2,8 @@
 //! revisit fields and the schedule entry staged with its finish), the per-host revisit budget, the sitemap hints
 //! waiting for the store, and the schedule's outlook as last read from the store.
 //!
-//! A URL is scheduled again when it was fetched or tried (a page or a requisite, whatever the answer) or dropped
-//! by robots.txt (the rules may change); a URL that left the scope is not. The arithmetic is
+//! A URL is scheduled again when it was fetched or tried (a page or a requisite, whatever the answer), or dropped
+//! by robots.txt (looked at again after `max_interval_s`: the rules may change); a URL that left the scope is not. The arithmetic is
 //! [`crawl_core::recrawl::Policy`]'s.
 
 use crawl_core::config::RecrawlConfig;
@@ -118,9 +118,13 @@ impl Revisits {
                 ..Fetch::default()
             },
         };
-        let visit = self
+        let mut visit = self
             .policy
             .visit(&entry.url, entry.prior.as_deref(), &fetch);
+        if record.reason == Some(Reason::Robots) {
+            // Disallowed now: looked at again rarely (the rules may change), not at the page's pace.
+            visit.next_due_ms = now_ms.saturating_add(self.policy.max_s().saturating_mul(1000));
+        }
         for a in &visit.anomalies {
             note(*a, &entry.url);
         }
@@ -292,7 +296,12 @@ mod tests {
         assert!(out.revisit.is_none());
         let mut robots = Record::terminal("http://a.test/p", 1, None, Reason::Robots, None);
         let s = r.decide(&entry(None), &mut robots, None, NOW);
-        assert!(s.is_some(), "robots.txt may allow it later");
+        let s = s.expect("robots.txt may allow it later");
+        assert_eq!(
+            s.stored.next_due_ms,
+            NOW + RecrawlConfig::default().max_interval.as_secs() * 1000,
+            "looked at again after the longest interval"
+        );
         let mut sitemap = entry(None);
         sitemap.kind = JobKind::Sitemap;
         assert!(r.decide(&sitemap, &mut fetched(), None, NOW).is_none());
