@@ -39,6 +39,7 @@ pub(super) fn element_head(
         retries,
         redirect_chain: redirect_chain.to_vec(),
         url: String::new(),
+        prior: None,
     })
 }
 

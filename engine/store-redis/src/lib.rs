@@ -381,7 +381,7 @@ impl RedisFrontier {
                 kind: e.kind,
                 host: queue_host,
                 queued_at: None,
-                prior: None,
+                prior: e.prior,
             });
         }
         Ok(out)
