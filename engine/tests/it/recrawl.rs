@@ -364,3 +364,52 @@ fn reqwest_free_get(addr: std::net::SocketAddr) -> String {
     s.read_to_string(&mut out).expect("read");
     out
 }
+
+/// Redis mode: two processes share one continuous crawl; one is killed (-9) between revisits, the other takes its
+/// shards and their schedule: every URL goes on being revisited, each due time once (visits 1, 2, ... once each
+/// after the merge), the killed process's committed records handed over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_revisits_move_with_the_shard_when_a_process_dies() {
+    let site = Site::start(spec(6, 2, &[])).await.unwrap();
+    let urls: BTreeSet<String> = pages(&site).into_keys().collect();
+    let redis = crawl_test_kit::redis::RedisServer::start();
+    let overrides = format!(
+        "{OVERRIDES}[politeness]\nper_host_concurrency = 1\n\
+         [frontier]\nbackend = \"redis\"\ncommit_interval_ms = 20\n\
+         [frontier.redis]\nurls = [\"{}\"]\ncrawl = \"rc\"\nshards = 8\nlease_ms = 1000\n",
+        redis.url()
+    );
+    let a = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides).unwrap();
+    let b = TestCrawl::new(ENGINE, &site.all_seed_urls(), &overrides).unwrap();
+    let (ra, rb) = (a.start(), b.start());
+    let merged_visits = |n: usize| {
+        let all: Vec<Record> = [&a, &b]
+            .iter()
+            .flat_map(|t| read_records(&t.jsonl))
+            .collect();
+        let v = visits(&all);
+        urls.iter().all(|u| v.get(u).is_some_and(|rs| rs.len() >= n))
+    };
+    crawl_tests::wait::until(Duration::from_secs(60), "three visits of every page", || {
+        merged_visits(3)
+    })
+    .await;
+    ra.signal("KILL");
+    let res_a = ra.wait(Duration::from_secs(10));
+    assert_ne!(res_a.code(), Some(0));
+    crawl_tests::wait::until(
+        Duration::from_secs(60),
+        "six visits of every page with one process left",
+        || merged_visits(6),
+    )
+    .await;
+    rb.signal("TERM");
+    let res_b = rb.wait(Duration::from_secs(30));
+    assert_eq!(res_b.code(), Some(0), "{}", res_b.stderr);
+    let merged = crawl_tests::engine::merge_outputs(&[a, b]);
+    let by_url = visits(&merged);
+    assert_visit_numbers(&by_url);
+    for u in &urls {
+        assert!(by_url[u].len() >= 6, "{u}: {}", by_url[u].len());
+    }
+}
