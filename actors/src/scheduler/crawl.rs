@@ -162,6 +162,7 @@ impl Crawl {
         self.staging.with_record_ids();
         self.staging.with_recrawl();
         self.progress.count_this_run();
+        self.robots.reread_sitemaps();
         self.revisits = Some(Revisits::new(config));
         self
     }
