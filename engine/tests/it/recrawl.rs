@@ -10,7 +10,9 @@ use crate::ENGINE;
 use crawl_core::record::Record;
 use crawl_test_kit::warcio::{Warcio, warc_files};
 use crawl_tests::engine::{Running, TestCrawl, read_records};
-use crawl_tests::site::{ChangeClass, ChangingSpec, ClassWeights, Misbehavior, Site, SiteSpec};
+use crawl_tests::site::{
+    ChangeClass, ChangingSpec, ClassWeights, Misbehavior, Site, SiteClock, SiteSpec,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -18,7 +20,7 @@ const EPOCH: u64 = 1_700_000_000;
 /// Site seconds between two changes of a periodic page: the test moves the clock by this much.
 const PERIOD: u64 = 1_000;
 
-const OVERRIDES: &str = "[crawl]\nmax_depth = 10\n\
+const OVERRIDES: &str = "[crawl]\nmax_depth = 10\nrobots_cache_s = 2\n\
 [recrawl]\nenabled = true\ninterval_s = 1\nmin_interval_s = 1\nmax_interval_s = 2\n\
 [output]\nwarc_dir = \"warc\"\n";
 
@@ -329,7 +331,22 @@ async fn misbehaving_servers_cause_no_revisit_storm() {
         Misbehavior::LyingSitemap,
     ];
     let misbehaving: Vec<(usize, Misbehavior)> = bad.iter().copied().enumerate().collect();
-    let site = Site::start(spec(4, bad.len(), &misbehaving)).await.unwrap();
+    // The site's clock is ours, so that its dates (a Last-Modified a day ahead, a sitemap's lastmod a second
+    // ago) mean what they say to the crawler; robots.txt, and with it the sitemaps and their hints, is read
+    // again every 2 s.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let mut s = spec(4, bad.len(), &misbehaving);
+    if let Some(c) = s.changing.as_mut() {
+        c.epoch_s = now_ms / 1000 - 10 * PERIOD;
+    }
+    let site = Site::builder(s)
+        .clock(SiteClock::scaled(now_ms, 1.0))
+        .start()
+        .await
+        .unwrap();
     let crawl = TestCrawl::new(
         ENGINE,
         &site.all_seed_urls(),
@@ -424,11 +441,14 @@ async fn redis_revisits_move_with_the_shard_when_a_process_dies() {
             .flat_map(|t| read_records(&t.jsonl))
             .collect();
         let v = visits(&all);
-        urls.iter().all(|u| v.get(u).is_some_and(|rs| rs.len() >= n))
+        urls.iter()
+            .all(|u| v.get(u).is_some_and(|rs| rs.len() >= n))
     };
-    crawl_tests::wait::until(Duration::from_secs(60), "three visits of every page", || {
-        merged_visits(3)
-    })
+    crawl_tests::wait::until(
+        Duration::from_secs(60),
+        "three visits of every page",
+        || merged_visits(3),
+    )
     .await;
     ra.signal("KILL");
     let res_a = ra.wait(Duration::from_secs(10));
