@@ -55,7 +55,8 @@
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
 //! - `recrawl` (127.0.0.2-7): continuous crawling over accelerated revisit cycles: conditional revisits, visit
-//!   numbers, a kill -9 between cycles, revisit records warcio resolves, misbehaving validators and sitemaps.
+//!   numbers, kill -9 between cycles and within them, revisit records warcio resolves, misbehaving validators and
+//!   sitemaps, two Redis processes with one killed between revisits.
 //! - `recipe` (127.0.0.41): the README's real-site recipe step by step: copy the template, `--check`, run, Ctrl-C,
 //!   resume, run the finished crawl.
 

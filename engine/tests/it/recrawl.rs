@@ -483,3 +483,46 @@ async fn redis_revisits_move_with_the_shard_when_a_process_dies() {
         assert!(by_url[u].len() >= 6, "{u}: {}", by_url[u].len());
     }
 }
+
+/// kill -9 at moments spread over the revisit cycle (commits, promotions and fetches in flight): no schedule entry
+/// and no validator is lost (every page goes on being revisited, and unchanged ones still get 304s), no due time
+/// is fetched twice (visits once and in order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_any_moment_loses_no_schedule_entry_or_validator() {
+    let site = Site::start(spec(3, 1, &[])).await.unwrap();
+    let classes = pages(&site);
+    let urls: BTreeSet<String> = classes.keys().cloned().collect();
+    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), OVERRIDES).unwrap();
+    let mut running = crawl.start();
+    wait_for_visits(&crawl, &running, &urls, 2);
+    for delay_ms in [300, 700, 1_100, 1_500, 1_900, 250] {
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        running.signal("KILL");
+        let res = running.wait(Duration::from_secs(10));
+        assert_ne!(res.code(), Some(0));
+        running = crawl.start();
+    }
+    let now = visits(&read_records(&crawl.jsonl));
+    wait_for_visits(
+        &crawl,
+        &running,
+        &urls,
+        now.values().map(Vec::len).max().unwrap_or(0) + 2,
+    );
+    running.signal("TERM");
+    let res = running.wait(Duration::from_secs(30));
+    assert_eq!(res.code(), Some(0), "{}", res.stderr);
+    let by_url = visits(&read_records(&crawl.jsonl));
+    assert_visit_numbers(&by_url);
+    for (url, rs) in &by_url {
+        if matches!(classes[url], ChangeClass::Never) {
+            let revisits: Vec<_> = rs.iter().skip(1).collect();
+            let not_modified = revisits.iter().filter(|r| r.status == Some(304)).count();
+            assert!(
+                not_modified * 10 >= revisits.len() * 9,
+                "{url}: {not_modified} of {} revisits were 304s",
+                revisits.len()
+            );
+        }
+    }
+}
