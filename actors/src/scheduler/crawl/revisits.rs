@@ -327,6 +327,22 @@ mod tests {
     }
 
     #[test]
+    fn a_reload_applies_from_the_next_fetch() {
+        let mut r = Revisits::new(&config());
+        let due = |r: &mut Revisits| {
+            let s = r
+                .decide(&entry(None), &mut fetched(), None, NOW)
+                .expect("scheduled");
+            s.stored.next_due_ms - NOW
+        };
+        assert!(due(&mut r) <= 630_000);
+        let mut longer = config();
+        longer.interval = Duration::from_secs(3_600);
+        r.reconfigure(&longer);
+        assert!(due(&mut r) >= 3_420_000, "the new first interval");
+    }
+
+    #[test]
     fn hints_wait_for_the_store_up_to_a_cap() {
         let mut r = Revisits::new(&config());
         let h = |i: usize| SitemapHint {

@@ -26,6 +26,9 @@ fn sent(p: &Prepared) -> Vec<&'static str> {
     if p.proxy.is_some() {
         v.push("proxy");
     }
+    if p.recrawl.is_some() {
+        v.push("recrawl");
+    }
     v
 }
 
@@ -65,8 +68,9 @@ fn each_part_goes_to_its_own_actor_only() {
     let mut c = config();
     c.politeness.min_delay = Duration::from_millis(5);
     c.proxy.breaker_failures = 9;
-    let cases: [(&[Part], &[&str]); 6] = [
+    let cases: [(&[Part], &[&str]); 7] = [
         (&[Part::Politeness], &["politeness"]),
+        (&[Part::Recrawl], &["recrawl"]),
         (&[Part::Scope], &["scope", "parse"]),
         (&[Part::UserAgent], &["parse", "user_agent"]),
         (&[Part::Resolver], &["resolver"]),
