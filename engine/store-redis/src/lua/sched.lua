@@ -7,8 +7,8 @@
 -- times from its score in the sorted set `sw` (the earliest due time it holds) up to where the next window starts;
 -- `sm` maps it to the latest due time it holds. A window holding more than one due time never holds more than
 -- S_WMAX entries: one that grows past it is cut into windows of about half that, at due-time boundaries. A window
--- of one due time may grow (an entry due at another time then starts a window of its own), and is taken from its
--- head without being read. So the earliest due entries are in the first window, and a URL costs its entry in a
+-- of one due time may grow past it (once it is full, an entry due at another time starts a window of its own), and
+-- is taken from its head without being read. So the earliest due entries are in the first window, and a URL costs its entry in a
 -- list rather than a member of a sorted set.
 --
 -- `sx:<b>` is the index, URL fp (8 bytes) -> due time, in buckets addressed by linear hashing on the fp's low 32
