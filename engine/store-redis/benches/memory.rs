@@ -3,15 +3,23 @@
 //! and after: bytes per pending URL; then every URL taken and finished as the shards' owner (next_urls, commits of
 //! finished URLs): bytes per done URL (what stays is the seen sets).
 //!
-//! `MEM_SIZES` (default "100000") and `MEM_HOSTS` (default "4 1000") are space-separated lists; every size runs
-//! with every host count; `MEM_RECRAWL_S` (default 0) sets `recrawl_after_s`, which keeps the pending URLs in sets
-//! of their own too. `cargo bench -p crawl-store-redis --bench memory`.
+//! With continuous crawling (the `sched` runs) every URL is finished rescheduled instead, with a typical prior
+//! visit (an ETag `"5f3c1a2b-1e4"`, a Last-Modified, a capture), due within a day: bytes per scheduled URL (its
+//! seen entry included); then every one is promoted (promote_due far ahead, 10,000 at a time): bytes per pending
+//! revisit (its prior in its queue element).
+//!
+//! `MEM_SIZES` (default "100000"), `MEM_HOSTS` (default "4 1000") and `MEM_SCHEDULE` (default "0 1": done, then
+//! scheduled) are space-separated lists; every size runs with every host count and mode; `MEM_RECRAWL_S` (default
+//! 0) sets `recrawl_after_s`, which keeps the pending URLs in sets of their own too.
+//! `cargo bench -p crawl-store-redis --bench memory`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expect is a failed bench
 
 use crawl_core::frontier::{
-    Batch, Discovered, Finished, FrontierStore, JobKind, UrlRef, host_fp, url_fp,
+    Batch, Discovered, Entry, Finished, FrontierStore, JobKind, Rescheduled, UrlRef, host_fp,
+    url_fp,
 };
+use crawl_core::recrawl::{Capture, DigestKey, Prior, Stored, Validators};
 use crawl_store_redis::{RedisFrontier, RedisSettings};
 use crawl_test_kit::redis::{self, RedisServer};
 use std::time::Instant;
@@ -20,6 +28,8 @@ use std::time::Instant;
 const LINKS: u64 = 50;
 /// URLs per commit.
 const BATCH: u64 = 5_000;
+/// 2026-12-01T00:00:00Z: the scheduled runs' "now".
+const NOW_MS: u64 = 1_796_083_200_000;
 
 fn list(var: &str, default: &str) -> Vec<u64> {
     std::env::var(var)
@@ -61,17 +71,49 @@ fn discovered(i: u64, hosts: u64) -> Discovered {
     }
 }
 
+/// A URL fetched an hour ago, rescheduled within a day (spread like the policy's jitter spreads it).
+fn rescheduled(e: &Entry) -> Rescheduled {
+    let spread = url_fp(&e.url) % 86_400_000;
+    Rescheduled {
+        id: e.id,
+        host: e.host,
+        url: e.url.clone(),
+        depth: e.depth,
+        kind: e.kind,
+        stored: Stored {
+            next_due_ms: NOW_MS + 3_600_000 + spread,
+            prior: Prior {
+                visits: 1,
+                fetched_at_ms: NOW_MS - 3_600_000 + spread % 1000,
+                interval_s: 86_400,
+                validators: Validators {
+                    etag: Some("\"5f3c1a2b-1e4\"".into()),
+                    last_modified_s: Some(NOW_MS / 1000 - 7 * 86_400),
+                },
+                capture: Some(Capture {
+                    fetched_at_ms: NOW_MS - 3_600_000,
+                    digest: DigestKey::of("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"),
+                }),
+            },
+        },
+    }
+}
+
 struct Row {
     hosts: u64,
     urls: u64,
     pending: f64,
+    /// Per done URL, or per scheduled URL.
     done: f64,
+    /// Per pending revisit (scheduled runs).
+    revisit: Option<f64>,
     add_per_s: f64,
     drain_per_s: f64,
+    promote_per_s: Option<f64>,
     keys_left: u64,
 }
 
-fn run(urls: u64, hosts: u64) -> Row {
+fn run(urls: u64, hosts: u64, schedule: bool) -> Row {
     let srv = RedisServer::start();
     let settings = RedisSettings {
         urls: vec![srv.url()],
@@ -119,9 +161,15 @@ fn run(urls: u64, hosts: u64) -> Row {
                     fetched_page: true,
                 })
                 .collect();
+            let rescheduled = if schedule {
+                got.iter().map(rescheduled).collect()
+            } else {
+                Vec::new()
+            };
             let c = f
                 .commit(Batch {
                     finished,
+                    rescheduled,
                     ..Batch::default()
                 })
                 .expect("finish");
@@ -134,22 +182,48 @@ fn run(urls: u64, hosts: u64) -> Row {
     let keys_left = srv
         .cli(&[
             "EVAL",
-            "return #redis.call('KEYS', '*q:*') + #redis.call('KEYS', '*par')",
+            "return #redis.call('KEYS', '*:q:*') + #redis.call('KEYS', '*par')",
             "0",
         ])
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(u64::MAX);
+    let (mut revisit, mut promote_per_s) = (None, None);
+    if schedule {
+        let o = f.outlook(u64::MAX / 2, u64::MAX).expect("outlook");
+        assert_eq!(o.due_before, urls, "every URL is scheduled");
+        let t = Instant::now();
+        let mut promoted = 0;
+        loop {
+            let got = f
+                .promote_due(NOW_MS + 2 * 86_400_000, 10_000)
+                .expect("promote");
+            if got.is_empty() {
+                break;
+            }
+            assert!(got.iter().all(|a| a.entry.prior.is_some()));
+            promoted += got.len() as u64;
+        }
+        assert_eq!(promoted, urls, "every URL was promoted once");
+        promote_per_s = Some(urls as f64 / t.elapsed().as_secs_f64());
+        revisit = Some(srv.used_memory().saturating_sub(base) as f64 / urls as f64);
+    }
     drop(f);
     Row {
         hosts,
         urls,
         pending: pending.saturating_sub(base) as f64 / urls as f64,
         done: after.saturating_sub(base) as f64 / urls as f64,
+        revisit,
         add_per_s: urls as f64 / add_s,
         drain_per_s: urls as f64 / drain_s,
+        promote_per_s,
         keys_left,
     }
+}
+
+fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 fn main() {
@@ -158,17 +232,38 @@ fn main() {
     }
     let sizes = list("MEM_SIZES", "100000");
     let hosts = list("MEM_HOSTS", "4 1000");
+    let modes = list("MEM_SCHEDULE", "0 1");
     println!(
-        "{:>6} {:>10} {:>12} {:>10} {:>10} {:>10} {:>9}",
-        "hosts", "urls", "B/pending", "B/done", "adds/s", "done/s", "q+par"
+        "{:>6} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7}",
+        "hosts",
+        "urls",
+        "mode",
+        "B/pending",
+        "B/after",
+        "B/revisit",
+        "adds/s",
+        "done/s",
+        "promote/s",
+        "q+par"
     );
     for &n in &sizes {
         for &h in &hosts {
-            let r = run(n, h);
-            println!(
-                "{:>6} {:>10} {:>12.1} {:>10.1} {:>10.0} {:>10.0} {:>9}",
-                r.hosts, r.urls, r.pending, r.done, r.add_per_s, r.drain_per_s, r.keys_left
-            );
+            for &m in &modes {
+                let r = run(n, h, m != 0);
+                println!(
+                    "{:>6} {:>10} {:>6} {:>10.1} {:>10.1} {:>10} {:>9.0} {:>9.0} {:>10} {:>7}",
+                    r.hosts,
+                    r.urls,
+                    if m != 0 { "sched" } else { "done" },
+                    r.pending,
+                    r.done,
+                    opt(r.revisit, 1),
+                    r.add_per_s,
+                    r.drain_per_s,
+                    opt(r.promote_per_s, 0),
+                    r.keys_left
+                );
+            }
         }
     }
 }

@@ -38,7 +38,10 @@
 //!   from its head. `sx:<bucket>`: the index, URL fp (8 bytes) → due time, hashes by linear hashing on the fp
 //!   small enough to stay listpacks (about 40 fields each), through which a sitemap hint or a second schedule of
 //!   a URL finds its entry. So a scheduled URL costs its entry in a list and a field of the index, not a member of
-//!   a sorted set and a field of a large hash.
+//!   a sorted set and a field of a large hash: about 138 bytes of Redis memory with a typical prior visit (an ETag
+//!   of 14 bytes, a Last-Modified, a capture) and a 34-byte path, 148 with its seen entry, at 1 M URLs on 256
+//!   shards (150 at 10 M); a pending revisit about 106 (its prior in its queue element), against 61 for a first
+//!   visit. `MEM_SIZES=1000000 MEM_HOSTS=1000 cargo bench -p crawl-store-redis --bench memory`.
 //!
 //! Crawl-wide: `{c}:instance` (the crawl instance id, with its state), `{c}:members` (live processes, score =
 //! heartbeat expiry in server time), `{c}:proc:<process id>` (a process's JSONL checkpoint and next record number).

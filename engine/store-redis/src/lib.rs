@@ -38,8 +38,9 @@
 //! them, and only if it does (a fenced commit, or a URL finished twice, schedules nothing); `sched` in the meta
 //! hash counts them like the other counters. The schedule lives with the shard (its keys carry the shard's hash
 //! tag), so it moves with the lease: [`FrontierStore::promote_due`] promotes the due revisits of the shards this
-//! process may work on, earliest first across them, each shard in one script fenced by its lease token like a
-//! finish, into their hosts' queues as new entries that carry their prior visit. A URL due once is promoted once,
+//! process may work on, earliest first (across shards exactly while few are due in each; see `schedule.rs`), each
+//! shard in one script fenced by its lease token like a finish, into their hosts' queues as new entries that carry
+//! their prior visit. A URL due once is promoted once,
 //! by the shard's owner of the moment. [`FrontierStore::outlook`] looks at the shards held;
 //! [`FrontierStore::hint`] reads the entries of the URLs a sitemap lists in any shard and moves those the policy
 //! brings forward, each only if it is still scheduled as read. The layout is in [`keys`].

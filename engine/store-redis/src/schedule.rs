@@ -103,8 +103,11 @@ fn glances(
 }
 
 /// [`crawl_core::frontier::FrontierStore::promote_due`]: what is due in each shard this process may work on now
-/// (held, lease live, not being handed over) is read first, so that the oldest due across the shards are the ones
-/// taken, then each shard promotes its share in one fenced script. A shard found taken over is dropped.
+/// (held, lease live, not being handed over) is counted first with its due times, and the `max` are shared out
+/// among the shards the earliest first; then each shard promotes its share, its earliest due first, in one script
+/// fenced by its lease token. Within a shard the order is exact. Across shards it is exact while a shard has up to
+/// 256 entries due; beyond that a window's start stands for its entries (at most 128, of several due times), so
+/// that much due at once costs a length per window, not a read of every entry. A shard found taken over is dropped.
 pub(super) fn promote(
     conn: &mut Conn,
     crawl: &Crawl,

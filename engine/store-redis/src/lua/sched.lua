@@ -7,8 +7,8 @@
 -- times from its score in the sorted set `sw` (the earliest due time it holds) up to where the next window starts;
 -- `sm` maps it to the latest due time it holds. A window holding more than one due time never holds more than
 -- S_WMAX entries: one that grows past it is cut into windows of about half that, at due-time boundaries. A window
--- of one due time may grow (an entry due at another time then starts a window of its own), and is taken from its
--- head without being read. So the earliest due entries are in the first window, and a URL costs its entry in a
+-- of one due time may grow past it (once it is full, an entry due at another time starts a window of its own), and
+-- is taken from its head without being read. So the earliest due entries are in the first window, and a URL costs its entry in a
 -- list rather than a member of a sorted set.
 --
 -- `sx:<b>` is the index, URL fp (8 bytes) -> due time, in buckets addressed by linear hashing on the fp's low 32
@@ -373,13 +373,16 @@ local function s_take(limit, want)
   return out
 end
 
--- Counts the entries due at or before `limit`, the earliest first, up to `cap`; with `pairs`, also their due
--- times as {due, count, ...} in order.
+-- Counts the entries due at or before `limit` up to `cap`, window by window from the earliest. With `pairs`, also
+-- their due times in order as {due, count, ...}: exact while the windows read hold S_PEEK entries in all, then a
+-- window's start stands for its entries (a window of one due time is exact anyway), so that much due at once costs
+-- a length per window. Windows do not overlap: only the last one counted can hold entries due later.
+local S_PEEK = 256
 local function s_count(limit, cap, pairs)
-  local count, out, from = 0, {}, 0
-  local function one(d, n)
+  local count, out, from, read = 0, {}, 0, 0
+  local function add(d, n)
     count = count + n
-    if pairs then
+    if pairs and n > 0 then
       if out[#out - 1] == d then
         out[#out] = out[#out] + n
       else
@@ -395,19 +398,19 @@ local function s_count(limit, cap, pairs)
         break
       end
       local id, lo = ws[j], tonumber(ws[j + 1])
-      local hi = w_last_due(id)
       local key = w_key(id)
-      if lo == hi then
-        one(lo, math.min(redis.call('LLEN', key), cap - count))
-      elseif hi <= limit and not pairs then
-        one(lo, math.min(redis.call('LLEN', key), cap - count))
+      local hi = w_last_due(id)
+      local len = redis.call('LLEN', key)
+      if lo == hi or (hi <= limit and (not pairs or read + len > S_PEEK)) then
+        add(lo, math.min(len, cap - count))
       else
+        read = read + len
         local _, ds = s_sorted(redis.call('LRANGE', key, 0, -1))
         for k = 1, #ds do
           if ds[k] > limit or count >= cap then
             break
           end
-          one(ds[k], 1)
+          add(ds[k], 1)
         end
       end
     end

@@ -1,7 +1,7 @@
 -- The shard's schedule at a glance (sched.lua). ARGV[3]: a due time (Unix seconds; -1: none); ARGV[4]: a cap;
--- ARGV[5]: '1' to have the due times too. Returns {the earliest due time (-1 when nothing is scheduled), the
+-- ARGV[5]: '1' to have their due times too. Returns {the earliest due time (-1 when nothing is scheduled), the
 -- entries due at or before ARGV[3] counted up to the cap, then with ARGV[5] = '1' their due times as due, count,
--- ... in order}.
+-- ... in order (see s_count)}.
 local _, first = w_first()
 if not first then
   return {-1, 0}

@@ -517,3 +517,100 @@ fn reschedules_and_promotions_are_fenced() {
     let c = b.poll_shards().unwrap().counters.unwrap();
     assert_eq!((c.scheduled, c.pending, c.done), (0, 2, 1));
 }
+
+/// Two hosts in two shards with due times interleaved: promotion takes the earliest across both, exactly while few
+/// are due per shard, and each shard's earliest first when many are.
+#[test]
+fn promotion_takes_the_earliest_across_shards() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::start();
+    let mut f = RedisFrontier::open(short(&srv.url(), "across", 8, 15_000), "a").unwrap();
+    f.recover().unwrap();
+    let a = "a.example";
+    let b = (0..100)
+        .map(|i| format!("b{i}.example"))
+        .find(|b| host_fp(b) % 8 != host_fp(a) % 8)
+        .unwrap();
+    let b = b.as_str();
+    // a: odd seconds, b: even seconds, 1 to 20 (a window of several due times each).
+    let urls: Vec<(String, String, u64)> = (1..=20u64)
+        .map(|i| {
+            let h = if i % 2 == 1 { a } else { b };
+            (format!("http://{h}/{i}"), h.to_owned(), T0 + i * 1000)
+        })
+        .collect();
+    schedule(&mut f, &urls);
+    let names = |v: Vec<Added>| -> Vec<String> {
+        v.into_iter()
+            .map(|x| x.entry.url.rsplit('/').next().unwrap().to_owned())
+            .collect()
+    };
+    let first = names(f.promote_due(T0 + 100_000, 7).unwrap());
+    assert_eq!(first, ["1", "2", "3", "4", "5", "6", "7"]);
+    let rest = names(f.promote_due(T0 + 100_000, 100).unwrap());
+    let want: Vec<String> = (8..=20).map(|i: u32| i.to_string()).collect();
+    assert_eq!(rest, want);
+
+    // Many due per shard: counted by window past the first 256 read, each shard still gives its earliest.
+    let many: Vec<(String, String, u64)> = (0..1200u64)
+        .map(|i| {
+            let h = if i % 2 == 0 { a } else { b };
+            (
+                format!("http://{h}/m{i}"),
+                h.to_owned(),
+                T0 + 200_000 + i * 1000,
+            )
+        })
+        .collect();
+    schedule(&mut f, &many);
+    let due = |u: &str| many.iter().find(|m| m.0 == u).unwrap().2;
+    let got = f.promote_due(T0 + 10_000_000, 50).unwrap();
+    let urls: Vec<&str> = got.iter().map(|x| x.entry.url.as_str()).collect();
+    let want: Vec<&str> = many[..50].iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(urls, want, "exact while few are read");
+    let got = f.promote_due(T0 + 10_000_000, 700).unwrap();
+    assert_eq!(got.len(), 700);
+    for h in [a, b] {
+        let mine: Vec<u64> = got
+            .iter()
+            .filter(|x| x.host == h)
+            .map(|x| due(&x.entry.url))
+            .collect();
+        let expected: Vec<u64> = many[50..]
+            .iter()
+            .filter(|m| m.1 == h)
+            .take(mine.len())
+            .map(|m| m.2)
+            .collect();
+        assert_eq!(mine, expected, "{h}: its earliest, in order");
+        assert!(mine.len() >= 300, "{h}: {} of 700", mine.len());
+    }
+    check_schedule(&srv, &f.crawl.keys.clone(), (host_fp(a) % 8) as u32);
+    check_schedule(&srv, &f.crawl.keys.clone(), (host_fp(b) % 8) as u32);
+    assert_eq!(f.promote_due(T0 + 10_000_000, 10_000).unwrap().len(), 450);
+}
+
+/// A revisit that goes back to its queue (a retry) keeps its prior visit in its element.
+#[test]
+fn a_revisit_updated_in_its_queue_keeps_its_prior() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::start();
+    let mut f = RedisFrontier::open(short(&srv.url(), "retry", 1, 15_000), "a").unwrap();
+    f.recover().unwrap();
+    schedule(&mut f, &[("http://h/1".into(), "h".into(), T0)]);
+    let mut e = f.promote_due(T0, 10).unwrap().remove(0).entry;
+    e.retries = 2;
+    e.redirect_chain = vec!["http://h/old".into()];
+    f.commit(Batch {
+        updates: vec![e.clone()],
+        ..Batch::default()
+    })
+    .unwrap();
+    let q = f.next_urls(host_fp("h"), None, 10).unwrap();
+    assert_eq!(q, vec![e]);
+    assert_eq!(q[0].prior.as_deref(), Some(&prior(1)));
+}
