@@ -309,18 +309,20 @@ impl EmbeddedFrontier {
                     .insert(k, codec::encode_queued(&value).as_slice())
                     .store()?;
             }
-            // The finished URLs this batch took off their queue: only those are scheduled again.
+            // The finished URLs this batch took off their queue: only those are scheduled again. Of those, the
+            // revisits (their queue value holds a prior): their schedule entry goes unless they are.
             let mut applied = std::collections::HashSet::new();
+            let mut revisits = Vec::new();
             for f in &batch.finished {
                 // A URL is done when it leaves its queue; its row in the URL table stays as it is (it only serves
                 // dedup and as a parent), so finishing costs no random write there. Finishing twice counts once.
-                if queue
-                    .remove((f.host, f.key.depth, f.key.seq))
-                    .store()?
-                    .is_none()
-                {
+                let Some(value) = queue.remove((f.host, f.key.depth, f.key.seq)).store()? else {
                     continue;
+                };
+                if codec::decode_queued(value.value()).is_ok_and(|q| q.prior.is_some()) {
+                    revisits.push(f.id.key);
                 }
+                drop(value);
                 applied.insert(f.id);
                 counters.pending = counters.pending.saturating_sub(1);
                 host_delta.entry(f.host).or_insert((0, None)).0 -= 1;
@@ -329,8 +331,9 @@ impl EmbeddedFrontier {
                     counters.pages_fetched += 1;
                 }
             }
-            if !batch.rescheduled.is_empty() {
+            if !batch.rescheduled.is_empty() || !revisits.is_empty() {
                 let mut sched = Schedule::open(&txn)?;
+                let mut again = std::collections::HashSet::new();
                 for r in batch.rescheduled {
                     if !applied.remove(&r.id) {
                         continue; // finished already, or not in this batch: never a second entry
@@ -339,6 +342,7 @@ impl EmbeddedFrontier {
                         tracing::warn!(url = %r.url, kind = ?r.kind, "only fetched kinds are revisited");
                         continue;
                     }
+                    again.insert(r.id.key);
                     let revisit = Revisit {
                         row: r.id.key,
                         due_s: due_s(r.stored.next_due_ms),
@@ -348,6 +352,11 @@ impl EmbeddedFrontier {
                     };
                     if sched.put(&revisit)? {
                         counters.scheduled += 1;
+                    }
+                }
+                for row in revisits {
+                    if !again.contains(&row) && sched.forget(row)? {
+                        counters.scheduled = counters.scheduled.saturating_sub(1);
                     }
                 }
             }

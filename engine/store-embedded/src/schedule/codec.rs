@@ -7,9 +7,6 @@ use crawl_core::recrawl::{Capture, DigestKey, Prior, RECRAWL_EPOCH_S, Validators
 
 const EPOCH_MS: u64 = RECRAWL_EPOCH_S * 1000;
 
-/// Rows per row chunk: a row's chunk is keyed by the row divided by this, its entry starts with the remainder.
-pub const ROWS_PER_CHUNK: u64 = 64;
-
 /// A due time as stored: whole seconds since [`RECRAWL_EPOCH_S`], rounded up (never earlier than asked), times
 /// before the epoch as the epoch, times past 2156 saturated (as [`crawl_core::recrawl::Stored`] keeps them).
 pub fn due_s(ms: u64) -> u32 {
@@ -183,94 +180,132 @@ pub fn read_entry(r: &mut Reader<'_>, row: u64) -> Result<Revisit, DecodeError> 
     })
 }
 
-/// The key of a row's chunk.
-pub fn chunk_of(row: u64) -> u64 {
-    row / ROWS_PER_CHUNK
-}
-
-/// A row chunk: its entries in row order, each after its row's offset in the chunk (one byte).
-pub fn encode_row_chunk(entries: &[Revisit]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.len() * 32);
-    for e in entries {
-        out.push(u8::try_from(e.row % ROWS_PER_CHUNK).unwrap_or(u8::MAX));
-        put_entry(&mut out, e);
-    }
-    out
-}
-
-/// The entries of the row chunk keyed `key`, in row order.
-pub fn decode_row_chunk(key: u64, buf: &[u8]) -> Result<Vec<Revisit>, DecodeError> {
-    let base = key
-        .checked_mul(ROWS_PER_CHUNK)
-        .ok_or(DecodeError("row chunk key out of range"))?;
+/// The length of the entry at the start of `buf` ([`put_entry`]), read without decoding it.
+pub fn entry_len(buf: &[u8]) -> Result<usize, DecodeError> {
     let mut r = Reader::new(buf);
-    let mut out: Vec<Revisit> = Vec::new();
-    while !r.is_empty() {
-        let off = u64::from(r.u8()?);
-        if off >= ROWS_PER_CHUNK || out.last().is_some_and(|l| l.row >= base + off) {
-            return Err(DecodeError("row offsets out of order"));
-        }
-        out.push(read_entry(&mut r, base + off)?);
+    r.bytes(4)?;
+    let head = r.u8()?;
+    if head >> DEPTH_SHIFT == DEPTH_ESCAPE {
+        r.varint()?;
     }
-    Ok(out)
+    r.varint()?; // visits
+    r.varint()?; // interval
+    r.varint()?; // last fetch
+    if head & LAST_MODIFIED != 0 {
+        r.varint()?;
+    }
+    if head & CAPTURE != 0 {
+        if head & CAPTURE_AT_FETCH == 0 {
+            r.varint()?;
+        }
+        r.bytes(8)?;
+    }
+    if head & ETAG != 0 {
+        let n = usize::from(r.u8()?);
+        r.bytes(n)?;
+    }
+    Ok(buf.len() - r.rest().len())
+}
+
+/// The due time of an entry ([`put_entry`]), its first four bytes.
+pub fn entry_due_s(body: &[u8]) -> Result<u32, DecodeError> {
+    match body {
+        [a, b, c, d, ..] => Ok(u32::from_le_bytes([*a, *b, *c, *d])),
+        _ => Err(DecodeError("truncated")),
+    }
+}
+
+/// Reads varints from a byte slice, knowing where it stands.
+#[derive(Debug)]
+pub struct Cur<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cur<'a> {
+    pub fn new(buf: &'a [u8]) -> Cur<'a> {
+        Cur { buf, pos: 0 }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.buf.get(self.pos).ok_or(DecodeError("truncated"))?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError("varint too long"))
+    }
+
+    pub fn skip(&mut self, n: usize) -> Result<(), DecodeError> {
+        if self.buf.len() - self.pos < n {
+            return Err(DecodeError("truncated"));
+        }
+        self.pos += n;
+        Ok(())
+    }
 }
 
 /// A due pair: (due time as stored, row).
 pub type DuePair = (u32, u64);
 
-/// The value of a due chunk keyed by its first pair: the pairs after it, each as the difference of its due time
-/// to the previous one (varint), then its row: the difference to the previous row when the due time is the same
-/// (pairs are sorted), else the row itself (varints).
-pub fn encode_due_chunk(first: DuePair, rest: &[DuePair]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(rest.len() * 5);
-    let mut prev = first;
-    for &(due, row) in rest {
-        let dd = due.wrapping_sub(prev.0);
-        put_varint(&mut out, u64::from(dd));
-        put_varint(
-            &mut out,
-            if dd == 0 {
-                row.wrapping_sub(prev.1)
-            } else {
-                row
-            },
-        );
-        prev = (due, row);
-    }
-    out
+/// A due pair after `prev` (pairs are sorted): the difference of the due times (varint), then the difference of the
+/// rows when the due time is the same, else the row (varint).
+pub fn put_due_delta(out: &mut Vec<u8>, prev: DuePair, p: DuePair) {
+    let dd = p.0.wrapping_sub(prev.0);
+    put_varint(out, u64::from(dd));
+    put_varint(
+        out,
+        if dd == 0 {
+            p.1.wrapping_sub(prev.1)
+        } else {
+            p.1
+        },
+    );
 }
 
-/// The pairs of the due chunk keyed `first`, that one included, in order.
-pub fn decode_due_chunk(first: DuePair, buf: &[u8]) -> Result<Vec<DuePair>, DecodeError> {
-    let mut out = Vec::with_capacity(1 + buf.len() / 4);
-    out.push(first);
-    let mut prev = first;
-    let mut r = Reader::new(buf);
-    while !r.is_empty() {
-        let dd = r.u32()?;
-        let v = r.varint()?;
-        let pair = if dd == 0 {
-            if v == 0 {
-                return Err(DecodeError("a due pair repeated"));
-            }
-            (
-                prev.0,
-                prev.1
-                    .checked_add(v)
-                    .ok_or(DecodeError("due row out of range"))?,
-            )
-        } else {
-            (
-                prev.0
-                    .checked_add(dd)
-                    .ok_or(DecodeError("due time out of range"))?,
-                v,
-            )
-        };
-        out.push(pair);
-        prev = pair;
+pub fn read_due_delta(c: &mut Cur<'_>, prev: DuePair) -> Result<DuePair, DecodeError> {
+    let dd = u32::try_from(c.varint()?).map_err(|_| DecodeError("value out of range"))?;
+    let v = c.varint()?;
+    if dd == 0 {
+        if v == 0 {
+            return Err(DecodeError("a due pair repeated"));
+        }
+        let row = prev
+            .1
+            .checked_add(v)
+            .ok_or(DecodeError("due row out of range"))?;
+        Ok((prev.0, row))
+    } else {
+        let due = prev
+            .0
+            .checked_add(dd)
+            .ok_or(DecodeError("due time out of range"))?;
+        Ok((due, v))
     }
-    Ok(out)
+}
+
+/// A row after `prev` (rows are sorted): the difference (varint).
+pub fn put_row_delta(out: &mut Vec<u8>, prev: u64, row: u64) {
+    put_varint(out, row.wrapping_sub(prev));
+}
+
+pub fn read_row_delta(c: &mut Cur<'_>, prev: u64) -> Result<u64, DecodeError> {
+    match c.varint()? {
+        0 => Err(DecodeError("a row repeated in its chunk")),
+        d => prev.checked_add(d).ok_or(DecodeError("row out of range")),
+    }
 }
 
 #[cfg(test)]

@@ -39,10 +39,13 @@ impl Lcg {
     }
 }
 
+/// Chunks of at most this many bytes in these tests: many chunks from few items.
+const SMALL: usize = 200;
+
 fn write<T>(db: &Database, f: impl FnOnce(&mut Schedule<'_>) -> T) -> T {
     let txn = db.begin_write().unwrap();
     let out = {
-        let mut s = Schedule::open(&txn).unwrap();
+        let mut s = Schedule::with_chunk_bytes(&txn, SMALL).unwrap();
         f(&mut s)
     };
     txn.commit().unwrap();
@@ -54,30 +57,47 @@ fn due_chunks(db: &Database) -> usize {
     txn.open_table(DUE).unwrap().len().unwrap() as usize
 }
 
-/// Puts (new rows and moves of scheduled ones), takes and lookups in random order agree with a plain map, across
-/// many chunks of both tables; what is taken comes oldest due first, at most as many as asked.
+/// Puts (new rows, moves of scheduled ones, rows promoted before), takes, forgets and lookups in random order agree
+/// with a plain map, across many chunks of both tables; what is taken comes oldest due first, at most as many as
+/// asked, and keeps its entry until it is scheduled again or forgotten.
 #[test]
-fn the_tables_agree_with_a_model_through_puts_moves_and_takes() {
+fn the_tables_agree_with_a_model_through_puts_moves_takes_and_forgets() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("s.redb")).unwrap();
     let mut model: BTreeMap<u64, Revisit> = BTreeMap::new();
+    // Taken and not yet scheduled again or forgotten.
+    let mut pending: Vec<Revisit> = Vec::new();
     let mut rng = Lcg(7);
     let mut now = 1_000u32;
+    let mut most_chunks = 0;
     for round in 0..40 {
-        let puts: Vec<Revisit> = (0..250)
+        let mut puts: Vec<Revisit> = (0..250)
             .map(|_| revisit(rng.next(20_000) + 1, now + rng.next(400) as u32))
             .collect();
-        let fresh = write(&db, |s| {
-            puts.iter()
-                .map(|r| s.put(r).unwrap())
-                .filter(|new| *new)
-                .count()
+        // Half the pending revisits are scheduled again, the others finish for good.
+        let forget: Vec<u64> = pending.iter().skip(1).step_by(2).map(|r| r.row).collect();
+        puts.extend(
+            pending
+                .iter()
+                .step_by(2)
+                .map(|r| revisit(r.row, now + 300 + rng.next(100) as u32)),
+        );
+        let (fresh, forgotten) = write(&db, |s| {
+            let fresh = puts.iter().filter(|r| s.put(r).unwrap()).count();
+            let forgotten = forget.iter().filter(|&&row| s.forget(row).unwrap()).count();
+            (fresh, forgotten)
         });
         let mut expect_fresh = 0;
         for r in puts {
             expect_fresh += usize::from(model.insert(r.row, r).is_none());
         }
         assert_eq!(fresh, expect_fresh, "round {round}: new rows counted once");
+        // A row drawn again since it was taken is scheduled: forgetting it takes it out.
+        let expect_forgotten = forget
+            .iter()
+            .filter(|row| model.remove(row).is_some())
+            .count();
+        assert_eq!(forgotten, expect_forgotten, "round {round}");
         now += 37;
         let max = 1 + rng.next(300) as usize;
         let taken = write(&db, |s| s.take_due(now, max).unwrap());
@@ -85,20 +105,22 @@ fn the_tables_agree_with_a_model_through_puts_moves_and_takes() {
         due.sort_by_key(|r| (r.due_s, r.row));
         let expected: Vec<Revisit> = due.into_iter().take(max).cloned().collect();
         assert_eq!(taken, expected, "round {round}");
+        most_chunks = most_chunks.max(due_chunks(&db));
         for r in &taken {
             model.remove(&r.row);
         }
+        pending = taken;
         let txn = db.begin_write().unwrap();
         {
-            let s = Schedule::open(&txn).unwrap();
-            for row in (1..20_000).step_by(97) {
+            let s = Schedule::with_chunk_bytes(&txn, SMALL).unwrap();
+            for row in (1..20_000).step_by(97).chain(pending.iter().map(|r| r.row)) {
                 assert_eq!(s.get(row).unwrap().as_ref(), model.get(&row), "row {row}");
             }
         }
         txn.abort().unwrap();
     }
     assert!(
-        due_chunks(&db) > 3,
+        most_chunks > 3,
         "the test must cross chunks of the due table"
     );
     let all = write(&db, |s| s.take_due(u32::MAX, usize::MAX).unwrap());
@@ -108,6 +130,18 @@ fn the_tables_agree_with_a_model_through_puts_moves_and_takes() {
             .all(|w| (w[0].due_s, w[0].row) < (w[1].due_s, w[1].row))
     );
     assert_eq!(due_chunks(&db), 0);
+    // Every row ever scheduled still has its entry until it is forgotten.
+    let ever: std::collections::BTreeSet<u64> = write(&db, |s| {
+        (1..=20_000)
+            .filter(|&row| s.by_row.get(row).unwrap().is_some())
+            .collect()
+    });
+    assert!(ever.len() >= all.len() + pending.len());
+    write(&db, |s| {
+        for &row in &ever {
+            assert!(!s.forget(row).unwrap(), "none is scheduled");
+        }
+    });
     let txn = db.begin_read().unwrap();
     assert!(txn.open_table(BY_ROW).unwrap().is_empty().unwrap());
 }
@@ -119,26 +153,26 @@ fn pairs_before_every_chunk_and_the_outlook_across_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("s.redb")).unwrap();
     write(&db, |s| {
-        for row in 1..=2_000u64 {
+        for row in 1..=20_000u64 {
             s.put(&revisit(row, 5_000 + (row % 50) as u32)).unwrap();
         }
     });
     assert!(due_chunks(&db) > 2);
     // Brought forward before everything (as a sitemap hint does).
     write(&db, |s| {
-        let mut r = s.get(777).unwrap().unwrap();
+        let mut r = s.get(7_777).unwrap().unwrap();
         r.due_s = 10;
         assert!(!s.put(&r).unwrap(), "moved, not added");
     });
     let txn = db.begin_read().unwrap();
     let all = outlook(&txn, u64::MAX, u64::MAX).unwrap();
     assert_eq!(all.next_due_ms, Some(due_ms(10)));
-    assert_eq!(all.due_before, 2_000, "one pair per row");
-    // Rows due at 5,000 + 0..50, 40 of them in each second (row 777 was one of those at 5,027); 777 is at 10 now.
+    assert_eq!(all.due_before, 20_000, "one pair per row");
+    // Rows due at 5,000 + 0..50, 400 of them in each second (row 7,777 was one of those at 5,027); it is at 10 now.
     let horizon = due_ms(5_010);
     assert_eq!(
         outlook(&txn, horizon, u64::MAX).unwrap().due_before,
-        1 + 10 * 40
+        1 + 10 * 400
     );
     assert_eq!(outlook(&txn, horizon, 25).unwrap().due_before, 25);
     assert_eq!(
@@ -149,7 +183,7 @@ fn pairs_before_every_chunk_and_the_outlook_across_chunks() {
     assert_eq!(first_due_s(&txn).unwrap(), Some(10));
     drop(txn);
     let first = write(&db, |s| s.take_due(10, 5).unwrap());
-    assert_eq!(first.iter().map(|r| r.row).collect::<Vec<_>>(), vec![777]);
+    assert_eq!(first.iter().map(|r| r.row).collect::<Vec<_>>(), vec![7_777]);
 }
 
 #[test]

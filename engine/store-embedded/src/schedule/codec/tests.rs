@@ -107,43 +107,49 @@ fn an_etag_too_long_for_its_length_byte_is_dropped() {
 }
 
 #[test]
-fn row_chunks_round_trip_and_keep_row_order() {
-    let entries: Vec<Revisit> = [128, 129, 140, 191].into_iter().map(typical).collect();
-    let buf = encode_row_chunk(&entries);
-    assert_eq!(chunk_of(128), 2);
-    assert_eq!(chunk_of(191), 2);
-    assert_eq!(decode_row_chunk(2, &buf).unwrap(), entries);
-    assert!(decode_row_chunk(2, &[]).unwrap().is_empty());
-    // Out of order, or an offset past the chunk: an error.
-    let swapped = encode_row_chunk(&[typical(140), typical(129)]);
-    assert!(decode_row_chunk(2, &swapped).is_err());
-    let mut bad = encode_row_chunk(&[typical(129)]);
-    bad[0] = 64;
-    assert!(decode_row_chunk(2, &bad).is_err());
-    assert!(decode_row_chunk(u64::MAX, &buf).is_err());
+fn an_entry_is_measured_and_its_due_time_read_without_decoding_it() {
+    let mut cases = vec![typical(3)];
+    let mut e = typical(4);
+    e.depth = 300;
+    e.prior.capture.as_mut().unwrap().fetched_at_ms -= 86_400_000;
+    cases.push(e);
+    let mut e = typical(5);
+    e.prior.validators = Validators::default();
+    e.prior.capture = None;
+    cases.push(e);
+    for e in cases {
+        let mut buf = Vec::new();
+        put_entry(&mut buf, &e);
+        let len = buf.len();
+        buf.extend_from_slice(b"next");
+        assert_eq!(entry_len(&buf).unwrap(), len);
+        assert_eq!(entry_due_s(&buf).unwrap(), e.due_s);
+        for n in 0..len {
+            assert!(entry_len(&buf[..n]).is_err(), "cut at {n}");
+            assert!(read_entry(&mut Reader::new(&buf[..n]), 1).is_err());
+        }
+    }
 }
 
 #[test]
 fn malformed_entries_are_errors_not_panics() {
-    let buf = encode_row_chunk(&[typical(3)]);
-    for n in 1..buf.len() {
-        assert!(decode_row_chunk(0, &buf[..n]).is_err(), "cut at {n}");
-    }
     // A capture time flag without a capture.
     let mut e = typical(3);
     e.prior.capture = None;
-    let mut bad = encode_row_chunk(&[e]);
-    bad[5] |= CAPTURE_AT_FETCH;
-    assert!(decode_row_chunk(0, &bad).is_err());
+    let mut bad = Vec::new();
+    put_entry(&mut bad, &e);
+    bad[4] |= CAPTURE_AT_FETCH;
+    assert!(read_entry(&mut Reader::new(&bad), 3).is_err());
     for len in 0..60 {
         let junk: Vec<u8> = (0..len).map(|i| (i * 59 + 7) as u8).collect();
-        let _ = decode_row_chunk(1, &junk);
-        let _ = decode_due_chunk((1, 1), &junk);
+        let _ = read_entry(&mut Reader::new(&junk), 1);
+        let _ = entry_len(&junk);
+        let _ = read_due_delta(&mut Cur::new(&junk), (1, 1));
     }
 }
 
 #[test]
-fn due_chunks_round_trip_with_small_differences() {
+fn due_pairs_are_small_differences() {
     let pairs: Vec<DuePair> = vec![
         (100, 5_000_000),
         (100, 5_000_001),
@@ -152,21 +158,36 @@ fn due_chunks_round_trip_with_small_differences() {
         (7_000, 4_000_000),
         (u32::MAX, u64::MAX),
     ];
-    let buf = encode_due_chunk(pairs[0], &pairs[1..]);
+    let mut buf = Vec::new();
+    for w in pairs.windows(2) {
+        put_due_delta(&mut buf, w[0], w[1]);
+    }
     // 1+1, 1+4, 1+1, 2+4, then the last one's 5+10
     assert_eq!(buf.len(), 2 + 5 + 2 + 6 + 15);
-    assert_eq!(decode_due_chunk(pairs[0], &buf).unwrap(), pairs);
-    assert_eq!(decode_due_chunk((3, 4), &[]).unwrap(), vec![(3, 4)]);
+    let mut c = Cur::new(&buf);
+    let mut back = vec![pairs[0]];
+    while !c.is_empty() {
+        back.push(read_due_delta(&mut c, *back.last().unwrap()).unwrap());
+    }
+    assert_eq!(back, pairs);
     // A repeated pair, and differences running past the ends of the types.
-    assert!(decode_due_chunk((3, 4), &[0, 0]).is_err());
+    assert!(read_due_delta(&mut Cur::new(&[0, 0]), (3, 4)).is_err());
     let mut over = Vec::new();
     put_varint(&mut over, 0);
     put_varint(&mut over, u64::MAX);
-    assert!(decode_due_chunk((3, 4), &over).is_err());
+    assert!(read_due_delta(&mut Cur::new(&over), (3, 4)).is_err());
     let mut over = Vec::new();
     put_varint(&mut over, u64::from(u32::MAX));
     put_varint(&mut over, 1);
-    assert!(decode_due_chunk((3, 4), &over).is_err());
+    assert!(read_due_delta(&mut Cur::new(&over), (3, 4)).is_err());
+    assert!(
+        read_row_delta(&mut Cur::new(&[0]), 3).is_err(),
+        "a row repeated"
+    );
+    let mut over = Vec::new();
+    put_row_delta(&mut over, 0, u64::MAX);
+    assert!(read_row_delta(&mut Cur::new(&over), 2).is_err());
+    assert!(Cur::new(&[0x80; 11]).varint().is_err());
 }
 
 #[test]

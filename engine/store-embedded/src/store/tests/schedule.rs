@@ -285,6 +285,43 @@ fn promoted_urls_survive_a_reopen_before_their_finish() {
     let c = s.commit(Batch::default()).unwrap().counters;
     // Every finish counts as done, a revisit's too.
     assert_eq!((c.pending, c.scheduled, c.done), (3, 0, 6));
+    // The revisit done for good left no entry behind; the pending ones keep theirs until they finish.
+    let txn = s.db.begin_read().unwrap();
+    let mut rows = crate::schedule::rows_with_entries(&txn);
+    rows.sort_unstable();
+    assert_eq!(rows, vec![q[0].id.key, q[1].id.key]);
+}
+
+/// A URL promoted and pending keeps its schedule entry (for its next schedule), but a sitemap hint leaves it alone
+/// like any pending URL; scheduled again, it is hinted again.
+#[test]
+fn hints_leave_promoted_urls_alone_until_they_are_scheduled_again() {
+    let policy = Policy::new(&crawl_core::config::RecrawlConfig {
+        enabled: true,
+        min_interval: std::time::Duration::from_secs(60),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    discover(&mut s, vec![disc("http://a/0", "a", 0)]);
+    let q = pending(&mut s, "a");
+    finish(&mut s, &q, 1, |_| T0 + 1_000);
+    let back = s.promote_due(T0 + 1_000, 10).unwrap();
+    assert_eq!(back.len(), 1);
+    let hint = || SitemapHint {
+        url: "http://a/0".into(),
+        lastmod: Some("2026-12-01T00:05:00Z".into()),
+        changefreq: None,
+    };
+    let now = T0 + 3_600_000;
+    let h = s.hint(&[hint()], &policy, now).unwrap();
+    assert_eq!((h.moved, h.anomalies.len()), (0, 0));
+    assert_eq!(s.outlook(u64::MAX, 10).unwrap(), Outlook::default());
+    let q = pending(&mut s, "a");
+    let c = finish(&mut s, &q, 2, |_| T0 + 86_400_000);
+    assert_eq!(c.counters.scheduled, 1, "scheduled again counts as new");
+    assert_eq!(s.hint(&[hint()], &policy, now).unwrap().moved, 1);
+    assert_eq!(s.outlook(u64::MAX, 10).unwrap().next_due_ms, Some(now));
 }
 
 /// A store written before the schedule existed (no schedule tables, no counter) opens with an empty schedule and
