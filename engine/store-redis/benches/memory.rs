@@ -230,7 +230,9 @@ fn main() {
     if !redis::require("memory bench", true) {
         return;
     }
-    let sizes = list("MEM_SIZES", "100000");
+    // Run by `cargo test` (no `--bench`): a smoke run of the same code at a size that takes a moment.
+    let bench = std::env::args().any(|a| a == "--bench");
+    let sizes = list("MEM_SIZES", if bench { "100000" } else { "5000" });
     let hosts = list("MEM_HOSTS", "4 1000");
     let modes = list("MEM_SCHEDULE", "0 1");
     println!(
