@@ -5,8 +5,8 @@
 //!
 //! Two tables of chunks ([`chunk`]): sorted items packed in one value keyed by the first item's id, each later item
 //! written as the difference of its id to the previous one, then its body. A B-tree entry per URL would cost its
-//! key, a value offset and its share of the leaf's free space for every URL (a plain table keyed (host, due, row) took
-//! about 92 bytes per URL at 1M URLs).
+//! key, a value offset and its share of the leaf's free space for every URL (a plain table keyed (host, due, row) was
+//! measured at about 92 bytes per URL).
 //! - `schedule_due`: (due time in seconds since 2020 (u32), row (u64)) of the chunk's first pair -> the later
 //!   pairs, each as the difference of its due time (varint) and then the difference of its row when the due time is
 //!   the same, else its row (varint): about 3 bytes a pair. Promotion takes pairs from the front.
@@ -36,23 +36,27 @@
 //! Last-Modified on 60 % of them and a capture on all; the store closed and compacted, its file compared with the
 //! same crawl finished without a schedule.
 //!
-//! | URLs with an ETag | file bytes per scheduled URL | ETag text per URL | stored bytes per URL | leaf fill |
-//! | --- | --- | --- | --- | --- |
-//! | none | 35.1 | 0 | 27.8 | 80 % |
-//! | 70 % (17 characters on average) | 51.1 | 12.1 | 40.6 | 80 % |
+//! | URLs | with an ETag | file bytes per scheduled URL | ETag text per URL | stored bytes per URL | leaf fill |
+//! | --- | --- | --- | --- | --- | --- |
+//! | 1M | none | 35.1 | 0 | 27.8 | 80 % |
+//! | 1M | 70 % (17 characters on average) | 51.1 | 12.1 | 40.6 | 80 % |
+//! | 3M | 70 % | 50.3 | 12.1 | 40.6 | 82 % |
 //!
-//! The same after every URL was promoted, fetched and scheduled again (entries are overwritten in place). Without
+//! The budget is 40 bytes a URL besides the ETag's text, which adds its length (over the leaf fill): 35.1 without
+//! ETags, and 51.1 − 12.1 / 0.8 ≈ 36 with them. The same after every URL was promoted, fetched and scheduled again
+//! (entries are overwritten in place). Without
 //! the compaction the files differ by what redb's growth by doubling left free, which says nothing of the schedule.
-//! On this machine (two cores shared with other work, hence the ranges) scheduling added 30 - 65 µs a URL to the
-//! commits of finished URLs, and promotion took 43 - 120 µs a URL in calls of 1,000 (each a durable commit):
-//! both are mostly the pages written, about two 4 KiB leaves per URL scheduled (its row chunk and its due chunk, in
-//! no useful order), and one queue leaf per host a promotion reaches.
+//! Time on this machine (two cores shared with other work; about twice as much under heavier load), at 1M and 3M:
+//! scheduling adds 24 and 44 µs a URL to the commits of finished URLs (which take 6.4 and 7.0 µs a URL without it),
+//! promotion takes 46 and 66 µs a URL in calls of 1,000 (each a durable commit). Both are mostly pages read and
+//! written: about two 4 KiB leaves per URL scheduled (its row chunk and its due chunk, in no useful order), and for
+//! a promotion its row chunk and URL row read and one queue leaf per host it reaches.
 
 mod chunk;
 pub mod codec;
 
 use crate::error::StoreResult;
-use chunk::{Builder, ByRow, DueOrder, Packing, Span};
+use chunk::{Builder, ByRow, Cut, DueOrder, Packing, Span};
 use codec::Revisit;
 use crawl_core::frontier::codec::Reader;
 use crawl_core::frontier::{FrontierError, Outlook, corrupt};
@@ -80,18 +84,9 @@ fn parse<P: Packing>(first: P::Id, value: &[u8]) -> Result<Vec<Span<P::Id>>, Fro
     chunk::parse::<P>(first, value).map_err(|e| corrupt(format!("{} {first:?}", P::WHAT), e))
 }
 
-/// The items of a chunk up to the first after `id` (included): where `id` is or goes, and what follows it.
-fn parse_to<P: Packing>(
-    first: P::Id,
-    value: &[u8],
-    id: P::Id,
-) -> Result<Vec<Span<P::Id>>, FrontierError> {
-    chunk::parse_while::<P>(first, value, |s| s.id <= id)
-        .map_err(|e| corrupt(format!("{} {first:?}", P::WHAT), e))
-}
-
-fn find<Id: Ord + Copy>(spans: &[Span<Id>], id: Id) -> Result<usize, usize> {
-    spans.binary_search_by(|s| s.id.cmp(&id))
+/// Where `id` is or goes in a chunk.
+fn cut<P: Packing>(first: P::Id, value: &[u8], id: P::Id) -> Result<Cut<P::Id>, FrontierError> {
+    chunk::cut::<P>(first, value, id).map_err(|e| corrupt(format!("{} {first:?}", P::WHAT), e))
 }
 
 /// A packed table open in a write transaction.
@@ -131,6 +126,11 @@ impl<'t, P: Packing> Chunked<'t, P> {
         Ok(Self::read(self.table.first().store()?))
     }
 
+    /// The first item's id.
+    fn first_id(&self) -> Result<Option<P::Id>, FrontierError> {
+        Ok(self.table.first().store()?.map(|(k, _)| k.value()))
+    }
+
     /// The chunk after the one keyed `key`.
     fn next_chunk(&self, key: P::Id) -> Result<Option<Raw<P>>, FrontierError> {
         let mut range = self
@@ -156,10 +156,8 @@ impl<'t, P: Packing> Chunked<'t, P> {
         let Some((first, value)) = self.holding(id)? else {
             return Ok(None);
         };
-        let spans = parse_to::<P>(first, &value, id)?;
-        Ok(find(&spans, id)
-            .ok()
-            .map(|i| value[spans[i].body..spans[i].end].to_vec()))
+        let c = cut::<P>(first, &value, id)?;
+        Ok(c.found.map(|s| value[s.body..s.end].to_vec()))
     }
 
     /// Writes a chunk built in place of the chunk keyed `old` (removed when it is no longer a chunk's key).
@@ -187,28 +185,23 @@ impl<'t, P: Packing> Chunked<'t, P> {
             b.item(id, body);
             return self.store(None, b.finish()).map(|()| None);
         };
-        let spans = parse_to::<P>(first, &value, id)?;
-        let (at, replaced) = match find(&spans, id) {
-            Ok(i) => (i, Some(value[spans[i].body..spans[i].end].to_vec())),
-            Err(i) => (i, None),
-        };
-        let after = at + usize::from(replaced.is_some());
+        let c = cut::<P>(first, &value, id)?;
+        let replaced = c.found.map(|s| value[s.body..s.end].to_vec());
         let mut b = Builder::<P>::new(value.len() + body.len() + 16);
-        b.run(&value, &spans[..at]);
+        b.prefix(&value, first, c.before.as_ref());
         b.item(id, body);
-        let last = after == spans.len();
-        match replaced {
+        match c.found {
             // The next item's difference is to the same id: all that follows is copied.
-            Some(_) => b.rest_raw(&value, spans[at].end),
-            None => b.rest(&value, spans.get(at)),
+            Some(f) => b.rest_raw(&value, f.end),
+            None => b.rest(&value, c.after.as_ref()),
         }
-        let alone = replaced.is_some() && spans.len() == 1 && spans[0].end == value.len();
+        let alone = c.before.is_none() && c.after.is_none();
         if b.len() <= self.cap || alone {
             self.store(Some(first), b.finish())?;
             return Ok(replaced);
         }
         let next = self.next_chunk(first)?;
-        if next.is_none() && last && replaced.is_none() {
+        if next.is_none() && c.after.is_none() && c.found.is_none() {
             // After all others: the last chunk stays as full as it is and a new one starts, so that chunks filled
             // in id order stay full.
             let mut b = Builder::<P>::new(body.len());
@@ -218,7 +211,8 @@ impl<'t, P: Packing> Chunked<'t, P> {
         }
         // The chunk's items with the new one, then a neighbour's.
         let spans = parse::<P>(first, &value)?;
-        let mut items: Vec<(P::Id, &[u8])> = spans[..at]
+        let after = c.index + usize::from(c.found.is_some());
+        let mut items: Vec<(P::Id, &[u8])> = spans[..c.index]
             .iter()
             .map(|s| (s.id, &value[s.body..s.end]))
             .collect();
@@ -276,15 +270,15 @@ impl<'t, P: Packing> Chunked<'t, P> {
         let Some((first, value)) = self.holding(id)? else {
             return Ok(None);
         };
-        let spans = parse_to::<P>(first, &value, id)?;
-        let Ok(i) = find(&spans, id) else {
+        let c = cut::<P>(first, &value, id)?;
+        let Some(found) = c.found else {
             return Ok(None);
         };
         let mut b = Builder::<P>::new(value.len());
-        b.run(&value, &spans[..i]);
-        b.rest(&value, spans.get(i + 1));
+        b.prefix(&value, first, c.before.as_ref());
+        b.rest(&value, c.after.as_ref());
         self.store(Some(first), b.finish())?;
-        Ok(Some(value[spans[i].body..spans[i].end].to_vec()))
+        Ok(Some(value[found.body..found.end].to_vec()))
     }
 
     /// Takes up to `max` items from the front while `take` says so; their ids.
@@ -350,13 +344,16 @@ impl<'t> Schedule<'t> {
         codec::put_entry(&mut body, r);
         let pair = (r.due_s, r.row);
         if let Some(old) = self.by_row.put(r.row, &body)? {
-            // The row's last entry: scheduled still when its due pair is there, else promoted since.
+            // The row's last entry: scheduled still when its due pair is there, else promoted since (a pair before
+            // the first one is not looked for: promotion took it).
             let old_due = codec::entry_due_s(&old).map_err(|e| entry_corrupt(r.row, e))?;
             if old_due == r.due_s {
                 if self.due.get(pair)?.is_some() {
                     return Ok(false);
                 }
-            } else if self.due.take((old_due, r.row))?.is_some() {
+            } else if self.due.first_id()?.is_some_and(|f| f <= (old_due, r.row))
+                && self.due.take((old_due, r.row))?.is_some()
+            {
                 self.due.put(pair, &[])?;
                 return Ok(false);
             }

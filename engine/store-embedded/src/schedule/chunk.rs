@@ -1,6 +1,7 @@
 //! Chunks: items sorted by id, packed in one value keyed by the first item's id. The first item is its body alone;
-//! each later one is the difference of its id to the previous one, then its body. Changing a chunk copies its
-//! untouched runs of items as they are: only the item after a change is written again (its difference changes).
+//! each later one is the difference of its id to the previous one, then its body. Changing a chunk reads it up to
+//! the change ([`cut`]) and copies what comes before and after as it is: only the item after the change is written
+//! again (its difference changes).
 
 use super::codec::{self, Cur, DuePair};
 use crawl_core::frontier::codec::DecodeError;
@@ -115,6 +116,63 @@ pub fn parse_while<P: Packing>(
     Ok(out)
 }
 
+/// Where an id is or goes in a chunk: the item before it, the item with it, the item after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut<Id> {
+    /// How many items come before it.
+    pub index: usize,
+    pub before: Option<Span<Id>>,
+    pub found: Option<Span<Id>>,
+    pub after: Option<Span<Id>>,
+}
+
+/// Where `id` is or goes in the chunk keyed `first`, read up to the item after it.
+pub fn cut<P: Packing>(first: P::Id, value: &[u8], id: P::Id) -> Result<Cut<P::Id>, DecodeError> {
+    let mut out = Cut {
+        index: 0,
+        before: None,
+        found: None,
+        after: None,
+    };
+    let mut c = Cur::new(value);
+    let mut prev: Option<P::Id> = None;
+    loop {
+        let start = c.pos();
+        let item = match prev {
+            None => first,
+            Some(_) if c.is_empty() => break,
+            Some(p) => {
+                let item = P::read_delta(&mut c, p)?;
+                if item <= p {
+                    return Err(DecodeError("chunk items out of order"));
+                }
+                item
+            }
+        };
+        let body = c.pos();
+        c.skip(P::body_len(value.get(body..).unwrap_or_default())?)?;
+        let span = Span {
+            id: item,
+            start,
+            body,
+            end: c.pos(),
+        };
+        prev = Some(item);
+        match item.cmp(&id) {
+            std::cmp::Ordering::Less => {
+                out.index += 1;
+                out.before = Some(span);
+            }
+            std::cmp::Ordering::Equal => out.found = Some(span),
+            std::cmp::Ordering::Greater => {
+                out.after = Some(span);
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Builds a chunk's value from items in id order.
 #[derive(Debug)]
 pub struct Builder<P: Packing> {
@@ -146,16 +204,12 @@ impl<P: Packing> Builder<P> {
         self.prev = Some(id);
     }
 
-    /// Appends consecutive items of the chunk `value`: the first written again after this chunk's last item, the
-    /// others copied as they are.
-    pub fn run(&mut self, value: &[u8], spans: &[Span<P::Id>]) {
-        let Some((head, rest)) = spans.split_first() else {
-            return;
-        };
-        self.item(head.id, &value[head.body..head.end]);
-        if let Some(last) = rest.last() {
-            self.out.extend_from_slice(&value[head.end..last.end]);
-            self.prev = Some(last.id);
+    /// Starts with the items of the chunk keyed `first` up to `last` (included), as they are.
+    pub fn prefix(&mut self, value: &[u8], first: P::Id, last: Option<&Span<P::Id>>) {
+        if let Some(l) = last {
+            self.out.extend_from_slice(&value[..l.end]);
+            self.first = Some(first);
+            self.prev = Some(l.id);
         }
     }
 

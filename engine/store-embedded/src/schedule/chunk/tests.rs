@@ -70,45 +70,63 @@ fn chunks_parse_back_to_their_items() {
     assert!(Builder::<ByRow>::new(0).finish().is_none());
 }
 
-/// Removing, inserting and cutting the front by copying runs gives the very bytes of a chunk built anew.
+/// Removing, inserting, replacing and cutting the front by copying what is around the change gives the very bytes of
+/// a chunk built anew.
 #[test]
-fn copied_runs_give_the_chunk_built_anew() {
+fn copies_around_a_change_give_the_chunk_built_anew() {
     let rows: Vec<u64> = vec![3, 4, 9, 30, 31, 500, 501, 502, 9_000];
     let (key, value) = build_rows(&rows);
     let spans = parse::<ByRow>(key, &value).unwrap();
-    for i in 0..rows.len() {
+    for (i, &row) in rows.iter().enumerate() {
+        let c = cut::<ByRow>(key, &value, row).unwrap();
+        assert_eq!(c.index, i);
+        assert_eq!(c.found, Some(spans[i]));
+        assert_eq!(c.before, i.checked_sub(1).map(|j| spans[j]));
+        assert_eq!(c.after, spans.get(i + 1).copied());
         let mut b = Builder::<ByRow>::new(0);
-        b.run(&value, &spans[..i]);
-        b.run(&value, &spans[i + 1..]);
+        b.prefix(&value, key, c.before.as_ref());
+        b.rest(&value, c.after.as_ref());
         let mut rest = rows.clone();
         rest.remove(i);
-        if rest.is_empty() {
-            assert!(b.finish().is_none());
-        } else {
-            assert_eq!(b.finish().unwrap(), build_rows(&rest), "without {i}");
-        }
+        assert_eq!(b.finish().unwrap(), build_rows(&rest), "without {row}");
+        // Its body replaced: the next item's difference is unchanged.
+        let mut b = Builder::<ByRow>::new(0);
+        b.prefix(&value, key, c.before.as_ref());
+        b.item(row, &body(row + 1));
+        b.rest_raw(&value, c.found.unwrap().end);
+        let (k, v) = b.finish().unwrap();
+        assert_eq!(k, key);
+        let back = parse::<ByRow>(k, &v).unwrap();
+        assert_eq!(&v[back[i].body..back[i].end], body(row + 1).as_slice());
+        assert_eq!(back.iter().map(|s| s.id).collect::<Vec<_>>(), rows);
         // The front cut after i items.
         let mut b = Builder::<ByRow>::new(0);
-        b.run(&value, &spans[i..]);
+        b.rest(&value, spans.get(i));
         assert_eq!(b.finish().unwrap(), build_rows(&rows[i..]), "from {i}");
     }
     for new in [1, 5, 29, 600, 10_000] {
-        let at = rows.partition_point(|&r| r < new);
+        let c = cut::<ByRow>(key, &value, new).unwrap();
+        assert_eq!(c.found, None);
         let mut b = Builder::<ByRow>::new(0);
-        b.run(&value, &spans[..at]);
+        b.prefix(&value, key, c.before.as_ref());
         b.item(new, &body(new));
-        b.run(&value, &spans[at..]);
+        b.rest(&value, c.after.as_ref());
         let mut with = rows.clone();
-        with.insert(at, new);
+        with.insert(c.index, new);
         assert_eq!(b.finish().unwrap(), build_rows(&with), "with {new}");
     }
     let pairs = [(5, 9), (5, 10), (6, 1), (900, 4)];
     let (key, value) = build_due(&pairs);
-    let spans = parse::<DueOrder>(key, &value).unwrap();
+    let c = cut::<DueOrder>(key, &value, (5, 10)).unwrap();
     let mut b = Builder::<DueOrder>::new(0);
-    b.run(&value, &spans[..1]);
-    b.run(&value, &spans[2..]);
+    b.prefix(&value, key, c.before.as_ref());
+    b.rest(&value, c.after.as_ref());
     assert_eq!(b.finish().unwrap(), build_due(&[(5, 9), (6, 1), (900, 4)]));
+    let c = cut::<DueOrder>(key, &value, (5, 9)).unwrap();
+    let mut b = Builder::<DueOrder>::new(0);
+    b.prefix(&value, key, c.before.as_ref());
+    b.rest(&value, c.after.as_ref());
+    assert_eq!(b.finish().unwrap(), build_due(&pairs[1..]), "a new key");
 }
 
 #[test]
