@@ -123,6 +123,8 @@ pub struct PageOutcome {
     pub etag: Option<String>,
     /// The response's `Last-Modified`, as sent (a 2xx or 304 answer): the validator of the next visit.
     pub last_modified: Option<String>,
+    /// The response's `Date`, as sent (a 2xx or 304 answer): a `Last-Modified` later than it is not kept.
+    pub date: Option<String>,
     /// When the request was sent (Unix time in ms): the `WARC-Date` of its archived records to the millisecond,
     /// which a later revisit's `WARC-Refers-To-Date` names (`crawl_core::recrawl::Capture::fetched_at_ms`).
     pub requested_at_ms: u64,

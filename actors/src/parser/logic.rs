@@ -262,6 +262,7 @@ fn page_with_body(
     if (200..300).contains(&resp.status) || resp.status == NOT_MODIFIED {
         out.etag = header(&resp, http::header::ETAG).map(str::to_owned);
         out.last_modified = header(&resp, http::header::LAST_MODIFIED).map(str::to_owned);
+        out.date = header(&resp, http::header::DATE).map(str::to_owned);
     }
     if resp.status == NOT_MODIFIED {
         // No body (RFC 9110 15.4.5): nothing to decode, digest or parse. Valid only as the answer to a

@@ -32,7 +32,7 @@ const PROMOTE_EVERY: Duration = Duration::from_secs(1);
 /// Revisits queued per request to the store.
 const PROMOTE_MAX: usize = 1024;
 /// How often continuous crawling reads the schedule's outlook (for the progress line and metrics).
-const OUTLOOK_EVERY: Duration = Duration::from_secs(10);
+const OUTLOOK_EVERY: Duration = Duration::from_secs(5);
 /// How often the schedule's outlook is logged.
 const OUTLOOK_LOG_EVERY: Duration = Duration::from_secs(60);
 /// Revisits counted ahead, at most.

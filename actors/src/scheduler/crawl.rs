@@ -162,6 +162,7 @@ impl Crawl {
         self.staging.with_record_ids();
         self.staging.with_recrawl();
         self.progress.count_this_run();
+        self.robots.reread_sitemaps();
         self.revisits = Some(Revisits::new(config));
         self
     }
@@ -876,6 +877,7 @@ impl Crawl {
                 status: out.status,
                 etag: out.etag.clone(),
                 last_modified: out.last_modified.clone(),
+                date: out.date.clone(),
                 digest: out.digest.clone(),
                 requested_at_ms: out.requested_at_ms,
             });
@@ -1252,8 +1254,9 @@ impl Crawl {
             self.leases.len() as u64,
             self.windows.hosts().hosts() as u64,
         );
+        let scheduled = self.progress.counters().scheduled;
         s.revisits = self.revisits.as_ref().map(|r| {
-            let (o, scheduled) = r.outlook();
+            let (o, _) = r.outlook();
             crate::protocol::RevisitStats {
                 scheduled,
                 next_due_ms: o.next_due_ms,

@@ -7,6 +7,7 @@
 //! - `known`: the known URLs, rows found by fingerprint through an in-memory part and `fpruns`, sorted run
 //!   files written once.
 //! - `outbox`: the outbox rows (records committed but not yet in the JSONL).
+//! - `schedule`: the revisit schedule (continuous crawling): due URLs in due order, with their prior visits.
 //! - `bloom` and `recent`: the in-memory filter and cache that spare most lookups of new and repeated links.
 //! - [`lock`]: the data_dir's lock ([`DirLock`]) and the process's identity ([`process_id`]).
 //! - [`identity`]: the crawl the data_dir holds (`crawl-id`), and what a data_dir holds as seen before anything
@@ -20,6 +21,7 @@ mod known;
 pub mod lock;
 mod outbox;
 mod recent;
+mod schedule;
 pub mod store;
 
 pub use lock::{DirLock, process_id};

@@ -8,6 +8,10 @@
 //!   reference. A host's queue is one ordered key range, read a window at a time.
 //! - `hosts`: host fingerprint -> pending count and host key, for hosts with pending URLs.
 //! - `outbox`: record sequence number -> JSONL line, for records committed but not yet known to be in the file.
+//! - `schedule_due` and `schedule_rows`: the revisit schedule (continuous crawling), finished URLs that come due
+//!   again with their prior visit, in due order and by row (the `schedule` module). A URL due is promoted back into its
+//!   host's queue under a new queue number taken from the counter that numbers rows (so rows skip numbers, which
+//!   nothing minds), with its prior in its queue value.
 //! - `meta`: counters and the JSONL checkpoint, so that opening reads no table whole.
 //!
 //! Every commit is `Durability::Immediate` with quick repair (the allocator state is saved), so opening after
@@ -21,10 +25,13 @@ use crate::known::{FpIndex, ROWS};
 use crate::lock::DirLock;
 use crate::outbox;
 use crate::recent::RecentUrls;
+use crate::schedule::codec::{Revisit, due_s, due_upto_s};
+use crate::schedule::{self, Schedule};
 use crawl_core::frontier::codec::{self, Parent, QueuedValue, Row};
+use crawl_core::frontier::fphash::FpMap;
 use crawl_core::frontier::{
-    Added, Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey,
-    RECORDS_HOST, Resume, UrlRef, corrupt, host_fp, url_fp,
+    Added, Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, Hinted, HostInfo,
+    Outlook, QueueKey, RECORDS_HOST, Resume, SitemapHint, UrlRef, corrupt, host_fp, url_fp,
 };
 use crawl_core::output::JsonlCheckpoint;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -59,6 +66,7 @@ mod key {
     pub const PENDING: &str = "pending";
     pub const DONE: &str = "done";
     pub const PAGES: &str = "pages_fetched";
+    pub const SCHEDULED: &str = "scheduled";
     pub const CP_SET: &str = "jsonl_checkpoint";
     pub const CP_LINES: &str = "jsonl_lines";
     pub const CP_BYTES: &str = "jsonl_bytes";
@@ -67,6 +75,40 @@ mod key {
     pub const RUN_ROWS: &str = "run_rows_upto";
     /// Written by the first format, which this code cannot read.
     pub const OLD_NEXT_SEQ: &str = "next_seq";
+}
+
+/// Per host fingerprint: how its pending count changes, and its host key (fingerprints hash as themselves: two
+/// lookups a URL).
+type HostDeltas = FpMap<Fp, (i64, Option<String>)>;
+
+/// Applies pending-count changes to the host rows: a host whose count reaches 0 loses its row.
+fn apply_host_deltas(
+    hosts: &mut redb::Table<'_, u64, &'static [u8]>,
+    deltas: HostDeltas,
+) -> Result<(), FrontierError> {
+    for (h, (delta, name)) in deltas {
+        if delta == 0 {
+            continue;
+        }
+        let (pending, stored_name) = match hosts.get(h).store()? {
+            Some(v) => codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?,
+            None => (0, String::new()),
+        };
+        let name = if stored_name.is_empty() {
+            name.unwrap_or_default()
+        } else {
+            stored_name
+        };
+        let pending = pending.saturating_add_signed(delta);
+        if pending == 0 {
+            hosts.remove(h).store()?;
+        } else {
+            hosts
+                .insert(h, codec::encode_host(pending, &name).as_slice())
+                .store()?;
+        }
+    }
+    Ok(())
 }
 
 /// redb-backed [`FrontierStore`].
@@ -154,15 +196,11 @@ impl EmbeddedFrontier {
     /// Commits `batch` in one durable transaction; on an error nothing of it is stored.
     fn write_batch(&mut self, batch: Batch) -> Result<Committed, FrontierError> {
         let mut out = Committed::default();
-        let mut txn = self.db.begin_write().store()?;
-        txn.set_durability(Durability::Immediate).store()?;
-        txn.set_quick_repair(true);
+        let txn = self.begin_durable()?;
         let mut counters = self.counters;
         let mut next_entry = self.next_entry;
         let mut next_record = self.next_record;
-        // Host fingerprints hash as themselves (two lookups a URL).
-        let mut host_delta: crawl_core::frontier::fphash::FpMap<Fp, (i64, Option<String>)> =
-            Default::default();
+        let mut host_delta = HostDeltas::default();
         let mut trim_to = self.trimmed_upto;
         let filter_complete = self.rebuild.is_none();
         let mut added_fps = Vec::new();
@@ -271,6 +309,8 @@ impl EmbeddedFrontier {
                     .insert(k, codec::encode_queued(&value).as_slice())
                     .store()?;
             }
+            // The finished URLs this batch took off their queue: only those are scheduled again.
+            let mut applied = std::collections::HashSet::new();
             for f in &batch.finished {
                 // A URL is done when it leaves its queue; its row in the URL table stays as it is (it only serves
                 // dedup and as a parent), so finishing costs no random write there. Finishing twice counts once.
@@ -281,11 +321,34 @@ impl EmbeddedFrontier {
                 {
                     continue;
                 }
+                applied.insert(f.id);
                 counters.pending = counters.pending.saturating_sub(1);
                 host_delta.entry(f.host).or_insert((0, None)).0 -= 1;
                 counters.done += 1;
                 if f.fetched_page {
                     counters.pages_fetched += 1;
+                }
+            }
+            if !batch.rescheduled.is_empty() {
+                let mut sched = Schedule::open(&txn)?;
+                for r in batch.rescheduled {
+                    if !applied.remove(&r.id) {
+                        continue; // finished already, or not in this batch: never a second entry
+                    }
+                    if !r.kind.is_fetched() {
+                        tracing::warn!(url = %r.url, kind = ?r.kind, "only fetched kinds are revisited");
+                        continue;
+                    }
+                    let revisit = Revisit {
+                        row: r.id.key,
+                        due_s: due_s(r.stored.next_due_ms),
+                        depth: r.depth,
+                        kind: r.kind,
+                        prior: r.stored.prior,
+                    };
+                    if sched.put(&revisit)? {
+                        counters.scheduled += 1;
+                    }
                 }
             }
             let mut outbox = txn.open_table(OUTBOX).store()?;
@@ -301,29 +364,7 @@ impl EmbeddedFrontier {
                 out.trimmed = outbox::trim(&mut outbox, cp.lines)?;
                 trim_to = cp.lines;
             }
-            let mut hosts = txn.open_table(HOSTS).store()?;
-            for (h, (delta, name)) in host_delta {
-                if delta == 0 {
-                    continue;
-                }
-                let (pending, stored_name) = match hosts.get(h).store()? {
-                    Some(v) => codec::decode_host(v.value()).map_err(|e| corrupt("host row", e))?,
-                    None => (0, String::new()),
-                };
-                let name = if stored_name.is_empty() {
-                    name.unwrap_or_default()
-                } else {
-                    stored_name
-                };
-                let pending = pending.saturating_add_signed(delta);
-                if pending == 0 {
-                    hosts.remove(h).store()?;
-                } else {
-                    hosts
-                        .insert(h, codec::encode_host(pending, &name).as_slice())
-                        .store()?;
-                }
-            }
+            apply_host_deltas(&mut txn.open_table(HOSTS).store()?, host_delta)?;
             prepared = self.index.flush_if_full()?;
             let mut meta = txn.open_table(META).store()?;
             meta.insert(key::FORMAT, FORMAT).store()?;
@@ -333,6 +374,7 @@ impl EmbeddedFrontier {
             meta.insert(key::PENDING, counters.pending).store()?;
             meta.insert(key::DONE, counters.done).store()?;
             meta.insert(key::PAGES, counters.pages_fetched).store()?;
+            meta.insert(key::SCHEDULED, counters.scheduled).store()?;
             if let Some(cp) = batch.written {
                 meta.insert(key::CP_SET, 1).store()?;
                 meta.insert(key::CP_LINES, cp.lines).store()?;
@@ -369,6 +411,165 @@ impl EmbeddedFrontier {
         self.next_record = next_record;
         self.trimmed_upto = trim_to;
         out.counters = counters;
+        Ok(out)
+    }
+
+    /// A write transaction as every change of the store takes: durable when it returns, and quick to open after
+    /// a crash.
+    fn begin_durable(&self) -> Result<redb::WriteTransaction, FrontierError> {
+        let mut txn = self.db.begin_write().store()?;
+        txn.set_durability(Durability::Immediate).store()?;
+        txn.set_quick_repair(true);
+        Ok(txn)
+    }
+
+    /// Moves up to `max` revisits due at `now_ms` into their hosts' queues, in one durable transaction.
+    fn promote(&mut self, now_ms: u64, max: usize) -> Result<Vec<Added>, FrontierError> {
+        let Some(upto) = due_upto_s(now_ms) else {
+            return Ok(Vec::new());
+        };
+        // Most calls find nothing due: they cost a read, not a durable commit.
+        let first = schedule::first_due_s(&self.db.begin_read().store()?)?;
+        if max == 0 || first.is_none_or(|d| d > upto) {
+            return Ok(Vec::new());
+        }
+        let txn = self.begin_durable()?;
+        let mut counters = self.counters;
+        let mut next_entry = self.next_entry;
+        let mut out = Vec::new();
+        {
+            let due = Schedule::open(&txn)?.take_due(upto, max)?;
+            let rows = txn.open_table(ROWS).store()?;
+            let mut queue = txn.open_table(QUEUE).store()?;
+            let mut host_delta = HostDeltas::default();
+            for r in due {
+                let row = Self::lookup_row(
+                    &rows,
+                    UrlRef {
+                        key: r.row,
+                        slot: 0,
+                    },
+                )?;
+                let parsed = crawl_core::urlparts::parse(&row.url)
+                    .map_err(|e| corrupt(format!("url row {}", r.row), e))?;
+                let host_key = crawl_core::canon::host_key(&parsed).to_owned();
+                let host = host_fp(&host_key);
+                // A new queue number, from the counter that numbers rows: unique, and growing with the order of
+                // queueing, so a host's revisits come oldest due first and no queueing's number is used twice.
+                let seq = next_entry;
+                next_entry += 1;
+                let id = UrlRef {
+                    key: r.row,
+                    slot: 0,
+                };
+                let prior = Some(Box::new(r.prior));
+                let value = QueuedValue {
+                    id,
+                    kind: r.kind,
+                    attempt: 0,
+                    retries: 0,
+                    redirect_chain: Vec::new(),
+                    prior: prior.clone(),
+                };
+                queue
+                    .insert(
+                        (host, r.depth, seq),
+                        codec::encode_queued(&value).as_slice(),
+                    )
+                    .store()?;
+                let delta = host_delta.entry(host).or_insert((0, None));
+                delta.0 += 1;
+                if delta.1.is_none() {
+                    delta.1 = Some(host_key.clone());
+                }
+                counters.pending += 1;
+                counters.scheduled = counters.scheduled.saturating_sub(1);
+                let (parent, parent_ref) = match row.parent {
+                    Parent::Ref(p) => (Some(Self::lookup_row(&rows, p)?.url), Some(p)),
+                    Parent::Url(u) => (Some(u), None),
+                    Parent::None => (None, None),
+                };
+                out.push(Added {
+                    entry: Entry {
+                        url: row.url,
+                        depth: r.depth,
+                        parent,
+                        parent_ref,
+                        attempt: 0,
+                        retries: 0,
+                        redirect_chain: Vec::new(),
+                        seq,
+                        kind: r.kind,
+                        host,
+                        id,
+                        queued_at: None,
+                        prior,
+                    },
+                    host: host_key,
+                });
+            }
+            apply_host_deltas(&mut txn.open_table(HOSTS).store()?, host_delta)?;
+            let mut meta = txn.open_table(META).store()?;
+            meta.insert(key::NEXT_ENTRY, next_entry).store()?;
+            meta.insert(key::PENDING, counters.pending).store()?;
+            meta.insert(key::SCHEDULED, counters.scheduled).store()?;
+        }
+        txn.commit().store()?;
+        self.counters = counters;
+        self.next_entry = next_entry;
+        tracing::debug!(promoted = out.len(), "revisits due queued");
+        Ok(out)
+    }
+
+    /// Brings scheduled URLs forward as a sitemap's entries say, in one durable transaction.
+    fn apply_hints(
+        &mut self,
+        hints: &[SitemapHint],
+        policy: &crawl_core::recrawl::Policy,
+        now_ms: u64,
+    ) -> Result<Hinted, FrontierError> {
+        let mut out = Hinted::default();
+        if hints.is_empty() {
+            return Ok(out);
+        }
+        let filter_complete = self.rebuild.is_none();
+        let txn = self.begin_durable()?;
+        {
+            let rows = txn.open_table(ROWS).store()?;
+            let mut sched = Schedule::open(&txn)?;
+            for h in hints {
+                let fp = url_fp(&h.url);
+                if filter_complete && !self.bloom.may_contain(fp) {
+                    continue;
+                }
+                let Some(row) = self.index.find(&rows, fp, &h.url)? else {
+                    continue;
+                };
+                // Pending URLs have no entry: only scheduled ones are moved.
+                let Some(mut r) = sched.get(row)? else {
+                    continue;
+                };
+                let hint = policy.sitemap_hint(
+                    &h.url,
+                    &r.prior,
+                    schedule::codec::due_ms(r.due_s),
+                    h.lastmod.as_deref(),
+                    h.changefreq.as_deref(),
+                    now_ms,
+                );
+                out.anomalies.extend(hint.anomaly);
+                let Some(due_ms) = hint.due_ms else {
+                    continue;
+                };
+                let due = due_s(due_ms);
+                if due < r.due_s {
+                    r.due_s = due;
+                    sched.put(&r)?;
+                    out.moved += 1;
+                }
+            }
+        }
+        txn.commit().store()?;
         Ok(out)
     }
 
@@ -451,7 +652,7 @@ impl FrontierStore for EmbeddedFrontier {
                     pending: get(key::PENDING)?.unwrap_or(0),
                     done: get(key::DONE)?.unwrap_or(0),
                     pages_fetched: get(key::PAGES)?.unwrap_or(0),
-                    scheduled: 0,
+                    scheduled: get(key::SCHEDULED)?.unwrap_or(0),
                 };
                 if let Some(n) = get(key::NEXT_RECORD)? {
                     self.next_record = n;
@@ -622,7 +823,7 @@ impl FrontierStore for EmbeddedFrontier {
                 host: h,
                 id: q.id,
                 queued_at: None,
-                prior: None,
+                prior: q.prior,
             });
         }
         Ok(out)
@@ -636,6 +837,23 @@ impl FrontierStore for EmbeddedFrontier {
             Err(e) => return Err(e).store(),
         };
         Ok(self.index.find(&rows, url_fp(url), url)?.is_some())
+    }
+
+    fn promote_due(&mut self, now_ms: u64, max: usize) -> Result<Vec<Added>, FrontierError> {
+        self.promote(now_ms, max)
+    }
+
+    fn outlook(&mut self, horizon_ms: u64, cap: u64) -> Result<Outlook, FrontierError> {
+        schedule::outlook(&self.db.begin_read().store()?, horizon_ms, cap)
+    }
+
+    fn hint(
+        &mut self,
+        hints: &[SitemapHint],
+        policy: &crawl_core::recrawl::Policy,
+        now_ms: u64,
+    ) -> Result<Hinted, FrontierError> {
+        self.apply_hints(hints, policy, now_ms)
     }
 
     fn idle_work(&mut self) -> bool {

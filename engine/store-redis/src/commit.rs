@@ -1,5 +1,5 @@
-//! A commit: the adds of every shard touched, then each owned shard's finished URLs, updates and records in one
-//! fenced script, then the JSONL checkpoint and the acknowledgements of written records.
+//! A commit: the adds of every shard touched, then each owned shard's finished URLs, updates, records and
+//! reschedules in one fenced script, then the JSONL checkpoint and the acknowledgements of written records.
 
 use super::conn::{Call, Conn, reply};
 use super::crawl::Crawl;
@@ -14,18 +14,20 @@ use super::{ADD_CHUNK, MAX_DEPTH, dedup_host, url_host};
 use crawl_core::frontier::codec::{self, QueueElement};
 use crawl_core::frontier::{
     Added, Batch, Committed, Discovered, Entry, Finished, Fp, FrontierError, RECORDS_HOST,
-    SharedRobots, UrlRef, host_fp, url_fp,
+    Rescheduled, SharedRobots, UrlRef, host_fp, url_fp,
 };
+use crawl_core::recrawl::Prior;
 use std::collections::{BTreeMap, HashMap};
 
 /// The head of a queue element (see [`codec::QueueElement`]): the parent is keyed by its stored reference when
-/// it has one, else by its URL's fingerprint.
+/// it has one, else by its URL's fingerprint; a revisit carries its prior visit instead.
 pub(super) fn element_head(
     kind: crawl_core::frontier::JobKind,
     parent: Option<(Option<UrlRef>, &str)>,
     attempt: u32,
     retries: u32,
     redirect_chain: &[String],
+    prior: Option<&Prior>,
 ) -> Vec<u8> {
     let parent = parent.map(|(r, url)| match r.filter(|r| r.key != 0) {
         Some(r) => (r.key, true),
@@ -39,6 +41,7 @@ pub(super) fn element_head(
         retries,
         redirect_chain: redirect_chain.to_vec(),
         url: String::new(),
+        prior: prior.map(|p| Box::new(p.clone())),
     })
 }
 
@@ -55,6 +58,13 @@ struct ShardWork {
     finished: Vec<Finished>,
     updates: Vec<Entry>,
     records: Vec<(u64, Vec<u8>)>,
+    rescheduled: Vec<Rescheduled>,
+}
+
+/// A due time in whole Unix seconds as the schedule keeps it: rounded up like [`crawl_core::recrawl::Stored`]'s,
+/// never earlier than asked.
+pub(super) fn due_s(ms: u64) -> u32 {
+    u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)
 }
 
 /// The URL of a record line (JSON with a `url` field).
@@ -166,7 +176,7 @@ impl CommitSession {
                         d.host.as_str()
                     });
                     c.push(d.depth);
-                    c.push(element_head(d.kind, parent, 0, 0, &d.redirect_chain));
+                    c.push(element_head(d.kind, parent, 0, 0, &d.redirect_chain, None));
                     c.push(d.url.as_str());
                     c.push(parent.map_or("", |p| p.1));
                 }
@@ -194,6 +204,13 @@ impl CommitSession {
                 None => out.fenced_records.push(seq),
             }
         }
+        // A reschedule goes with its finish (the script applies it only when the finish is applied); one without
+        // a finish in the batch is not applied.
+        for r in batch.rescheduled {
+            if let Some(&s) = by_fp.get(&r.id.key) {
+                work.entry(s).or_default().rescheduled.push(r);
+            }
+        }
         for (s, w) in work {
             let Some(token) = gate.token(s) else {
                 out.fenced.extend(w.finished.iter().map(|f| f.id));
@@ -208,7 +225,8 @@ impl CommitSession {
                 .arg(w.finished.len())
                 .arg(w.updates.len())
                 .arg(w.records.len())
-                .arg(nonce.as_str());
+                .arg(nonce.as_str())
+                .arg(w.rescheduled.len());
             for f in &w.finished {
                 c.push(member(f.id.key));
                 c.push(f.host);
@@ -227,12 +245,24 @@ impl CommitSession {
                     e.attempt,
                     e.retries,
                     &e.redirect_chain,
+                    e.prior.as_deref(),
                 ));
                 c.push(e.url.as_str());
             }
             for (seq, line) in &w.records {
                 c.push(*seq);
                 c.push(line.as_slice());
+            }
+            for r in &w.rescheduled {
+                // Matched with its finish by the finish's reference; found by hints by its URL's fingerprint.
+                c.push(member(r.id.key));
+                c.push(&url_fp(&r.url).to_le_bytes()[..]);
+                c.push(due_s(r.stored.next_due_ms));
+                c.push(r.host);
+                c.push(&r.host.to_le_bytes()[..]);
+                c.push(r.depth);
+                c.push(element_head(r.kind, None, 0, 0, &[], Some(&r.stored.prior)));
+                c.push(r.url.as_str());
             }
             calls.push(c);
             plans.push(Plan::Apply(s, token, w));
@@ -380,8 +410,9 @@ impl CommitSession {
                         continue;
                     }
                     let n = |i: usize| a.get(i).map_or(Ok(0), |v| reply::uint(v, "apply"));
-                    let (done, pages, epoch) = (n(1)?, n(2)?, n(3)?);
+                    let (done, pages, epoch, scheduled) = (n(1)?, n(2)?, n(3)?, n(4)?);
                     view.finished(done, pages);
+                    view.scheduled(scheduled);
                     shard_epochs.push(Applied {
                         shard: s,
                         epoch,
@@ -391,7 +422,7 @@ impl CommitSession {
                             .filter_map(|(_, l)| record_url(l))
                             .collect(),
                     });
-                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(4)) {
+                    for ((seq, _), id) in w.records.iter().zip(a.into_iter().skip(5)) {
                         applied.push((*seq, s, reply::string(id, "stream id")?));
                     }
                 }

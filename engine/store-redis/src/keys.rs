@@ -3,13 +3,15 @@
 //!
 //! Per shard (the suffixes are built again inside the Lua scripts from the meta key's prefix):
 //! - `meta`: a hash: `inst` (the crawl instance sentinel), `fence` (fencing token counter), `owner`, `token`,
-//!   `exp` (lease expiry, Redis server time in ms), `known`, `pending`, `done`, `pages`, `seq` (queue order
-//!   counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]), `lay` (the version of this layout: a
+//!   `exp` (lease expiry, Redis server time in ms), `known`, `pending`, `done`, `pages`, `sched` (URLs in the
+//!   revisit schedule), `seq` (queue order counter), `seen`, `lv`, `sp` (the dedup layout, see [`super::seen`]),
+//!   `sxlv`, `sxsp`, `swn` (the schedule's index layout and window counter), `lay` (the version of this layout: a
 //!   crawl stored by a version with another layout is refused when opened);
 //! - `q:<host fp>:<depth>`: a host queue's pending URLs of one depth, a list in discovery order (so sorted by seq);
 //!   each element is the whole entry ([`crawl_core::frontier::codec::QueueElement`]: seq, kind and flags, the
 //!   parent's 8-byte key, attempt/retries/redirect chain when not empty, and the URL's path when its origin is the
-//!   queue's, else the whole URL). The records queue of the shard is host fp `0`. A list stays a quicklist of
+//!   queue's, else the whole URL; a revisit carries its prior visit in place of a parent). The records queue of the
+//!   shard is host fp `0`. A list stays a quicklist of
 //!   listpacks: about 2 bytes of overhead per element. The owner reads from the head and skips what it holds (a
 //!   prefix of each list, since only the owner removes, and only what it read), and finds what it finishes or
 //!   updates there too, so that costs the owner's window, never the queue's length;
@@ -25,7 +27,18 @@
 //!   Retry-After, and the step of its exponential backoff;
 //! - `robots`: a hash authority → the robots.txt rules that apply (until when, its host, the rules' snapshot);
 //! - `s:<bucket>`: the seen-URL buckets (integer sets);
-//! - `rec`: the records stream, with the consumer group `g`.
+//! - `rec`: the records stream, with the consumer group `g`;
+//! - the revisit schedule (continuous crawling; `lua/sched.lua`), finished URLs waiting to come due again. An entry
+//!   is the URL's fingerprint (8 bytes), its due time (Unix seconds, 4 bytes), its host fp (8 bytes), its depth
+//!   (varint) and the queue element it becomes without its sequence number (the prior visit and the URL's path,
+//!   as in a host queue). `sq:<id>`: a window, a list of entries in no order; `sw`: a sorted set of the windows by
+//!   their earliest due time (a window covers the due times from there to the next window's start); `sm`: a hash
+//!   window → its latest due time. A window of several due times holds at most 128 entries (it is cut in two at
+//!   a due-time boundary when it grows past that); a window of one due time may hold any number, and is taken
+//!   from its head. `sx:<bucket>`: the index, URL fp (8 bytes) → due time, hashes by linear hashing on the fp
+//!   small enough to stay listpacks (about 40 fields each), through which a sitemap hint or a second schedule of
+//!   a URL finds its entry. So a scheduled URL costs its entry in a list and a field of the index, not a member of
+//!   a sorted set and a field of a large hash.
 //!
 //! Crawl-wide: `{c}:instance` (the crawl instance id, with its state), `{c}:members` (live processes, score =
 //! heartbeat expiry in server time), `{c}:proc:<process id>` (a process's JSONL checkpoint and next record number).

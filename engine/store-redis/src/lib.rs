@@ -18,7 +18,8 @@
 //!   (counters, hosts and robots.txt rules of gained shards, hosts that appeared);
 //! - `commit.rs`: the commit session, a commit as one pipeline; `records.rs`: the records ledger (numbering as
 //!   JSONL lines, pending entries after a restart, acknowledgements, take-over); `instance.rs`: creating and
-//!   checking the crawl's instance; `probe.rs`: `--check`'s look at Redis, changing nothing;
+//!   checking the crawl's instance; `probe.rs`: `--check`'s look at Redis, changing nothing; `schedule.rs`: the
+//!   revisit schedule (continuous crawling): promotion of due revisits, the outlook, sitemap hints;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
 //! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
@@ -31,6 +32,17 @@
 //! (depth, then seq) is the lists' order from the lowest depth up (see [`keys`]). Every shard has its own part of the
 //! records queue (host fp 0), so that an excluded link is marked seen and queued for its record in one script;
 //! [`FrontierStore::next_urls`] for [`RECORDS_HOST`] merges the parts of the shards this process holds.
+//!
+//! # Revisit schedule
+//! A commit's [`crawl_core::frontier::Rescheduled`] URLs go to their shard's schedule in the script that finishes
+//! them, and only if it does (a fenced commit, or a URL finished twice, schedules nothing); `sched` in the meta
+//! hash counts them like the other counters. The schedule lives with the shard (its keys carry the shard's hash
+//! tag), so it moves with the lease: [`FrontierStore::promote_due`] promotes the due revisits of the shards this
+//! process may work on, earliest first across them, each shard in one script fenced by its lease token like a
+//! finish, into their hosts' queues as new entries that carry their prior visit. A URL due once is promoted once,
+//! by the shard's owner of the moment. [`FrontierStore::outlook`] looks at the shards held;
+//! [`FrontierStore::hint`] reads the entries of the URLs a sitemap lists in any shard and moves those the policy
+//! brings forward, each only if it is still scheduled as read. The layout is in [`keys`].
 //!
 //! # Outbox numbering
 //! A record's stream entry keeps the sequence number (JSONL line) it was committed with. [`FrontierStore::recover`]
@@ -52,6 +64,7 @@ mod probe;
 mod records;
 mod robots;
 mod rollback;
+mod schedule;
 mod scripts;
 pub mod seen;
 pub mod shards;
@@ -71,8 +84,8 @@ use conn::{Call, Conn, reply};
 use crawl::Crawl;
 use crawl_core::frontier::codec;
 use crawl_core::frontier::{
-    Batch, Committed, Entry, Fp, FrontierError, FrontierStore, HostInfo, QueueKey, RECORDS_HOST,
-    Resume, ShardChanges, UrlRef, url_fp,
+    Added, Batch, Committed, Entry, Fp, FrontierError, FrontierStore, Hinted, HostInfo, Outlook,
+    QueueKey, RECORDS_HOST, Resume, ShardChanges, SitemapHint, UrlRef, url_fp,
 };
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member};
@@ -381,7 +394,7 @@ impl RedisFrontier {
                 kind: e.kind,
                 host: queue_host,
                 queued_at: None,
-                prior: None,
+                prior: e.prior,
             });
         }
         Ok(out)
@@ -630,5 +643,42 @@ impl FrontierStore for RedisFrontier {
 
     fn shard_gate(&self) -> Option<Arc<dyn ShardGate>> {
         Some(self.gate.clone())
+    }
+
+    fn promote_due(&mut self, now_ms: u64, max: usize) -> Result<Vec<Added>, FrontierError> {
+        self.check_fatal()?;
+        // Fails fast during an outage like a read: the caller asks again later.
+        let retry = self.conn.set_retry(false);
+        let r = schedule::promote(
+            &mut self.conn,
+            &self.crawl,
+            &self.gate,
+            &mut self.view,
+            now_ms,
+            max,
+        );
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn outlook(&mut self, horizon_ms: u64, cap: u64) -> Result<Outlook, FrontierError> {
+        self.check_fatal()?;
+        let retry = self.conn.set_retry(false);
+        let r = schedule::outlook(&mut self.conn, &self.crawl, &self.gate, horizon_ms, cap);
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn hint(
+        &mut self,
+        hints: &[SitemapHint],
+        policy: &crawl_core::recrawl::Policy,
+        now_ms: u64,
+    ) -> Result<Hinted, FrontierError> {
+        self.check_fatal()?;
+        let retry = self.conn.set_retry(false);
+        let r = schedule::hint(&mut self.conn, &self.crawl, hints, policy, now_ms);
+        self.conn.set_retry(retry);
+        r
     }
 }

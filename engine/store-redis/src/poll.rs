@@ -16,8 +16,8 @@ use std::collections::HashMap;
 pub(super) type ShardHosts = Vec<(u32, Vec<HostInfo>)>;
 
 /// A shard's stats as its script answers them: known, pending, done, pages fetched, unacknowledged records, hosts
-/// version, epoch.
-type ShardStats = [u64; 7];
+/// version, epoch, scheduled.
+type ShardStats = [u64; 8];
 
 /// The shards and counters as the caller knows them.
 pub(super) struct ShardView {
@@ -91,6 +91,17 @@ impl ShardView {
         self.counters.pages_fetched += pages;
     }
 
+    /// A commit scheduled `n` URLs that were not scheduled.
+    pub fn scheduled(&mut self, n: u64) {
+        self.counters.scheduled += n;
+    }
+
+    /// `n` scheduled URLs came due and are pending again.
+    pub fn promoted(&mut self, n: u64) {
+        self.counters.scheduled = self.counters.scheduled.saturating_sub(n);
+        self.counters.pending += n;
+    }
+
     /// Sums every shard's counters and unacknowledged records.
     pub fn refresh(
         &mut self,
@@ -120,9 +131,12 @@ impl ShardView {
         let mut c = Counters::default();
         let mut unacked = 0;
         let mut pending_held = 0;
-        for (s, &[known, pending, done, pages, un, version, epoch]) in rows.iter().enumerate() {
+        for (s, &[known, pending, done, pages, un, version, epoch, scheduled]) in
+            rows.iter().enumerate()
+        {
             self.epochs[s] = epoch;
             c.known += known;
+            c.scheduled += scheduled;
             c.pending += pending;
             if held(s as u32) {
                 pending_held += pending;
@@ -356,7 +370,7 @@ mod tests {
     }
 
     fn stats(version: u64) -> ShardStats {
-        [0, 0, 0, 0, 0, version, 0]
+        [0, 0, 0, 0, 0, version, 0, 0]
     }
 
     #[test]
@@ -436,16 +450,16 @@ mod tests {
         let mut v = ShardView::new(3);
         v.count(
             &[
-                [10, 4, 6, 5, 1, 0, 3],
-                [20, 7, 13, 9, 2, 0, 4],
-                [1, 1, 0, 0, 0, 0, 0],
+                [10, 4, 6, 5, 1, 0, 3, 2],
+                [20, 7, 13, 9, 2, 0, 4, 5],
+                [1, 1, 0, 0, 0, 0, 0, 0],
             ],
             |s| s != 1,
         );
         let c = v.counters();
         assert_eq!(
-            (c.known, c.pending, c.done, c.pages_fetched),
-            (31, 12, 19, 14)
+            (c.known, c.pending, c.done, c.pages_fetched, c.scheduled),
+            (31, 12, 19, 14, 7)
         );
         assert_eq!(v.unacked, 3);
         assert_eq!(v.pending_held, 5);
@@ -462,7 +476,15 @@ mod tests {
         assert_eq!((c.known, c.pending, c.done, c.pages_fetched), (2, 1, 1, 1));
         v.finished(5, 0);
         assert_eq!(v.counters().pending, 0, "never below zero");
-        v.count(&[[7, 3, 4, 2, 0, 0, 0]], |_| false);
+        v.scheduled(3);
+        v.promoted(2);
+        let c = v.counters();
+        assert_eq!(
+            (c.pending, c.scheduled),
+            (2, 1),
+            "due ones are pending again"
+        );
+        v.count(&[[7, 3, 4, 2, 0, 0, 0, 0]], |_| false);
         assert_eq!(
             v.counters().known,
             7,

@@ -1,7 +1,8 @@
 //! The Lua scripts, one per operation. Every shard script starts with the same prologue (`lua/shard.lua`: the
 //! sentinel check), those that touch the seen set (or, with recrawl, the pending set) include the dedup layout
-//! (`lua/seen.lua`), and those that touch the host queues include their layout (`lua/queue.lua`). Scripts are sent
-//! with EVALSHA and loaded again when the server answers NOSCRIPT.
+//! (`lua/seen.lua`), those that touch the host queues include their layout (`lua/queue.lua`), and those that touch
+//! the revisit schedule include its layout (`lua/sched.lua`). Scripts are sent with EVALSHA and loaded again when
+//! the server answers NOSCRIPT.
 
 use redis::Script;
 use std::sync::LazyLock;
@@ -33,6 +34,14 @@ pub struct Scripts {
     pub instance: Script,
     pub heartbeat: Script,
     pub hset: Script,
+    /// Revisits due: into their hosts' queues (fenced).
+    pub promote: Script,
+    /// The schedule's earliest due time and what is due before a time.
+    pub sdue: Script,
+    /// Scheduled entries of URLs (sitemap hints read them).
+    pub sget: Script,
+    /// Scheduled URLs brought forward (sitemap hints).
+    pub smove: Script,
 }
 
 pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -44,6 +53,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     apply: Script::new(shard_script!(
         "lua/seen.lua",
         "lua/queue.lua",
+        "lua/sched.lua",
         "lua/apply.lua"
     )),
     next: Script::new(shard_script!("lua/queue.lua", "lua/next.lua")),
@@ -62,6 +72,19 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     instance: Script::new(include_str!("lua/instance.lua")),
     heartbeat: Script::new(include_str!("lua/heartbeat.lua")),
     hset: Script::new(include_str!("lua/hset.lua")),
+    promote: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/queue.lua",
+        "lua/sched.lua",
+        "lua/promote.lua"
+    )),
+    sdue: Script::new(shard_script!("lua/sched.lua", "lua/sdue.lua")),
+    sget: Script::new(shard_script!(
+        "lua/queue.lua",
+        "lua/sched.lua",
+        "lua/sget.lua"
+    )),
+    smove: Script::new(shard_script!("lua/sched.lua", "lua/smove.lua")),
 });
 
 /// The script with this SHA1 (a spooled call names its script so).
@@ -84,6 +107,10 @@ pub fn by_hash(hash: &str) -> Option<&'static Script> {
         &s.instance,
         &s.heartbeat,
         &s.hset,
+        &s.promote,
+        &s.sdue,
+        &s.sget,
+        &s.smove,
     ]
     .into_iter()
     .find(|x| x.get_hash() == hash)

@@ -12,6 +12,7 @@ use crawl_test_kit::redis::{self as redis_tools, Options, RedisCluster, RedisSer
 
 mod layout;
 mod outage;
+mod schedule;
 
 thread_local! {
     /// The server of the test running on this thread (libtest runs each test on a thread of its own).
@@ -67,6 +68,9 @@ redis_contract!(
     finish_update_outbox_and_counters_survive_reopen,
     embeds_are_queued_on_their_host_and_keep_their_kind,
     an_empty_store_resumes_empty,
+    rescheduled_urls_come_back_when_due_with_their_prior,
+    a_reschedule_without_its_finish_is_ignored,
+    sitemap_hints_bring_scheduled_urls_forward,
 );
 
 fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -466,6 +470,9 @@ fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
     contract::excluded_links_go_to_the_records_queue(&open);
     contract::finish_update_outbox_and_counters_survive_reopen(&open);
     contract::an_empty_store_resumes_empty(&open);
+    contract::rescheduled_urls_come_back_when_due_with_their_prior(&open);
+    contract::a_reschedule_without_its_finish_is_ignored(&open);
+    contract::sitemap_hints_bring_scheduled_urls_forward(&open);
     let s = RedisSettings {
         crawl: "own".into(),
         ..base.clone()
@@ -505,6 +512,7 @@ fn an_apply_call_run_twice_applies_once() {
         .arg(0)
         .arg(1)
         .arg("run:1")
+        .arg(0)
         .arg(member(e.id.key))
         .arg(e.host)
         .arg(e.depth)
@@ -523,8 +531,8 @@ fn an_apply_call_run_twice_applies_once() {
     let second = read(f.conn.call(&call).unwrap());
     assert_eq!(
         first.len(),
-        5,
-        "ok, done, pages, epoch, one stream id: {first:?}"
+        6,
+        "ok, done, pages, epoch, scheduled, one stream id: {first:?}"
     );
     assert_eq!(first, second);
     let len: u64 = query(&srv, redis::cmd("XLEN").arg(f.crawl.keys.stream(s)));

@@ -54,6 +54,8 @@
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
+//! - `recrawl` (127.0.0.2-7): continuous crawling over accelerated revisit cycles: conditional revisits, visit
+//!   numbers, a kill -9 between cycles, revisit records warcio resolves, misbehaving validators and sitemaps.
 //! - `recipe` (127.0.0.41): the README's real-site recipe step by step: copy the template, `--check`, run, Ctrl-C,
 //!   resume, run the finished crawl.
 
@@ -81,6 +83,7 @@ mod partition;
 mod proxy;
 mod proxy_interop;
 mod recipe;
+mod recrawl;
 mod reload;
 mod reload_parts;
 mod resolver;

@@ -2,8 +2,8 @@
 //! revisit fields and the schedule entry staged with its finish), the per-host revisit budget, the sitemap hints
 //! waiting for the store, and the schedule's outlook as last read from the store.
 //!
-//! A URL is scheduled again when it was fetched or tried (a page or a requisite, whatever the answer) or dropped
-//! by robots.txt (the rules may change); a URL that left the scope is not. The arithmetic is
+//! A URL is scheduled again when it was fetched or tried (a page or a requisite, whatever the answer), or dropped
+//! by robots.txt (looked at again after `max_interval_s`: the rules may change); a URL that left the scope is not. The arithmetic is
 //! [`crawl_core::recrawl::Policy`]'s.
 
 use crawl_core::config::RecrawlConfig;
@@ -25,6 +25,8 @@ pub(super) struct Seen {
     pub status: u16,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+    /// The response's `Date`.
+    pub date: Option<String>,
     /// The payload digest of a full body.
     pub digest: Option<String>,
     /// When the request was sent (Unix ms).
@@ -103,7 +105,7 @@ impl Revisits {
                 status: s.status,
                 etag: s.etag.as_deref(),
                 last_modified: s.last_modified.as_deref(),
-                date: None,
+                date: s.date.as_deref(),
                 digest: s.digest.as_deref(),
                 now_ms: if s.requested_at_ms > 0 {
                     s.requested_at_ms
@@ -116,9 +118,13 @@ impl Revisits {
                 ..Fetch::default()
             },
         };
-        let visit = self
+        let mut visit = self
             .policy
             .visit(&entry.url, entry.prior.as_deref(), &fetch);
+        if record.reason == Some(Reason::Robots) {
+            // Disallowed now: looked at again rarely (the rules may change), not at the page's pace.
+            visit.next_due_ms = now_ms.saturating_add(self.policy.max_s().saturating_mul(1000));
+        }
         for a in &visit.anomalies {
             note(*a, &entry.url);
         }
@@ -290,7 +296,12 @@ mod tests {
         assert!(out.revisit.is_none());
         let mut robots = Record::terminal("http://a.test/p", 1, None, Reason::Robots, None);
         let s = r.decide(&entry(None), &mut robots, None, NOW);
-        assert!(s.is_some(), "robots.txt may allow it later");
+        let s = s.expect("robots.txt may allow it later");
+        assert_eq!(
+            s.stored.next_due_ms,
+            NOW + RecrawlConfig::default().max_interval.as_secs() * 1000,
+            "looked at again after the longest interval"
+        );
         let mut sitemap = entry(None);
         sitemap.kind = JobKind::Sitemap;
         assert!(r.decide(&sitemap, &mut fetched(), None, NOW).is_none());

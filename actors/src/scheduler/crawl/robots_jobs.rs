@@ -18,7 +18,7 @@ use crawl_observability::Attr;
 use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
 use crawl_observability::trace::Trace;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,11 @@ pub(super) struct Obtained {
 /// The robots.txt table and the sitemaps asked for.
 pub(super) struct RobotsJobs {
     table: RobotsTable,
-    sitemaps_seen: HashSet<String>,
+    /// Sitemaps asked for, with when; with `reread` one is asked for again once the robots.txt cache lifetime
+    /// has passed since.
+    sitemaps_seen: HashMap<String, Instant>,
+    /// Continuous crawling: sitemaps are read again (how new pages are found between revisits).
+    reread: bool,
     respect: bool,
     cache: Duration,
     retry: Duration,
@@ -53,7 +57,8 @@ impl RobotsJobs {
     pub(super) fn new(settings: &CrawlSettings) -> RobotsJobs {
         RobotsJobs {
             table: RobotsTable::default(),
-            sitemaps_seen: HashSet::new(),
+            sitemaps_seen: HashMap::new(),
+            reread: false,
             respect: settings.respect_robots,
             cache: settings.robots_cache,
             retry: settings.robots_retry,
@@ -61,6 +66,12 @@ impl RobotsJobs {
             follow_sitemaps: settings.follow_sitemaps,
             sitemap_max_depth: settings.sitemap_max_depth,
         }
+    }
+
+    /// Continuous crawling: a sitemap named again (robots.txt read again after its cache lifetime, or an index
+    /// read again) is fetched again once that lifetime has passed since it was last asked for.
+    pub(super) fn reread_sitemaps(&mut self) {
+        self.reread = true;
     }
 
     /// True when pages wait for their robots.txt (`respect_robots`).
@@ -300,7 +311,8 @@ impl RobotsJobs {
         }
     }
 
-    /// Queues a sitemap (once per URL; not on hosts out of scope).
+    /// Queues a sitemap (once per URL, or once per robots.txt cache lifetime with continuous crawling; not on hosts
+    /// out of scope).
     fn request_sitemap(
         &mut self,
         sitemap: &str,
@@ -313,8 +325,12 @@ impl RobotsJobs {
         let Ok(u) = canon::canonicalize(sitemap) else {
             return;
         };
-        if !self.sitemaps_seen.insert(u.as_str().to_owned()) {
-            return;
+        let again = |at: &Instant| self.reread && now.saturating_duration_since(*at) >= self.cache;
+        match self.sitemaps_seen.get(u.as_str()) {
+            Some(at) if !again(at) => return,
+            _ => {
+                self.sitemaps_seen.insert(u.as_str().to_owned(), now);
+            }
         }
         if !admission.host_in_scope(&u) {
             progress.count(Event::SitemapOutOfScope);
@@ -497,6 +513,48 @@ mod tests {
         assert!(p.next(t0).is_none(), "once, and not out of scope");
         let s = p.progress.snapshot(0, 0, 0);
         assert_eq!((s.robots_fetches, s.sitemaps_out_of_scope), (1, 1));
+    }
+
+    #[test]
+    fn with_continuous_crawling_a_sitemap_is_read_again_once_per_robots_cache_lifetime() {
+        // robots.txt read at t0 and again when its rules expire: the sitemap it names comes again with it only
+        // with continuous crawling.
+        let read_twice = |reread: bool| {
+            let t0 = Instant::now();
+            let mut p = Parts::new();
+            let mut r = RobotsJobs::new(&robots_settings());
+            if reread {
+                r.reread_sitemaps();
+            }
+            let h = p.windows.hosts_mut().host_id("a.test");
+            let mut sitemaps = Vec::new();
+            for at in [t0, t0 + r.cache()] {
+                r.request(h, "http://a.test:80", &mut p.windows, at);
+                let job = p.next(at).expect("the robots.txt job");
+                let rules = Arc::new(Robots::parse(
+                    b"User-agent: *\nSitemap: http://a.test/s.xml\n",
+                    "crawl-engine/0.1",
+                ));
+                r.on_robots(
+                    job,
+                    JobResult::Robots(RobotsOutcome::Rules(rules)),
+                    None,
+                    None,
+                    p.around(),
+                    at,
+                );
+                if let Some(j) = p.next(at) {
+                    p.windows.hosts_mut().release(h, at, Feedback::Ok);
+                    sitemaps.push(j.entry.url);
+                }
+            }
+            sitemaps
+        };
+        assert_eq!(read_twice(false), ["http://a.test/s.xml"]);
+        assert_eq!(
+            read_twice(true),
+            ["http://a.test/s.xml", "http://a.test/s.xml"]
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod embeds;
 mod faults;
 mod links;
 mod reload;
+mod revisits;
 /// Also the home of the shard-gate test double the `Shards` part's tests use.
 pub(in crate::scheduler::crawl) mod shards;
 mod traps;
@@ -217,6 +218,12 @@ impl H {
             leased: Vec::new(),
             pending: Vec::new(),
         }
+    }
+
+    /// The crawl with continuous crawling on.
+    pub fn revisiting(mut self, config: &crawl_core::config::RecrawlConfig) -> H {
+        self.crawl = self.crawl.with_revisits(config);
+        self
     }
 
     /// Drops the crawl (releasing the store's lock) and hands back the directory and the file.

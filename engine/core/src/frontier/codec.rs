@@ -252,6 +252,9 @@ pub fn decode_host(buf: &[u8]) -> Result<(u64, String), DecodeError> {
 /// Flag bits of a queue element's flags byte (its low four bits are the kind).
 const ELEM_PARENT: u8 = 0x10;
 const ELEM_PARENT_REF: u8 = 0x20;
+/// The parent-reference bit without the parent bit (a combination elements written before revisits never have,
+/// and which their decoders refuse): the element is a revisit and carries its prior visit.
+const ELEM_PRIOR: u8 = ELEM_PARENT_REF;
 const ELEM_FULL_URL: u8 = 0x40;
 const ELEM_EXTRA: u8 = 0x80;
 const ELEM_KIND: u8 = 0x0f;
@@ -259,20 +262,24 @@ const ELEM_KIND: u8 = 0x0f;
 /// A pending URL as an element of its host queue in a store shared by many processes (one list per host and
 /// depth, so the depth is the list's). The element is `seq` (varint), a flags byte (kind in the low four bits,
 /// then: parent, parent key is the parent's stored reference, full URL, extra fields), the parent's key (8 bytes,
-/// when there is a parent: the parent URL itself is kept once per parent, under this key), the extra fields
-/// (attempt, retries and the redirect chain, only when one of them is not empty), and last the URL: only its path
-/// (from the first `/` after the authority) when the URL starts with the queue's origin, else the whole URL.
+/// when there is a parent: the parent URL itself is kept once per parent, under this key) or, for a revisit (the
+/// reference bit without the parent bit), its prior visit (a length-prefixed [`crate::recrawl::Stored`] whose due
+/// time is 0), the extra fields (attempt, retries and the redirect chain, only when one of them is not empty), and
+/// last the URL: only its path (from the first `/` after the authority) when the URL starts with the queue's
+/// origin, else the whole URL. A revisit keeps no parent: an element has one or the other.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QueueElement {
     pub seq: u64,
     pub kind: JobKind,
     /// The key of the parent's row in the parent table, and whether it is the parent's [`UrlRef`] key (slot 0)
-    /// rather than only a key for the table.
+    /// rather than only a key for the table. Not encoded when `prior` is set.
     pub parent: Option<(u64, bool)>,
     pub attempt: u32,
     pub retries: u32,
     pub redirect_chain: Vec<String>,
     pub url: String,
+    /// A revisit's prior visit (continuous crawling).
+    pub prior: Option<Box<crate::recrawl::Prior>>,
 }
 
 /// The origin of a URL as a queue element elides it (`scheme://authority`), and where its path starts; None when
@@ -289,19 +296,31 @@ pub fn url_origin(url: &str) -> Option<(&str, usize)> {
 pub fn encode_element_head(e: &QueueElement) -> Vec<u8> {
     let mut out = Vec::with_capacity(12);
     let mut flags = e.kind.code() & ELEM_KIND;
-    if let Some((_, is_ref)) = e.parent {
+    let parent = if e.prior.is_some() { None } else { e.parent };
+    if let Some((_, is_ref)) = parent {
         flags |= ELEM_PARENT;
         if is_ref {
             flags |= ELEM_PARENT_REF;
         }
+    } else if e.prior.is_some() {
+        flags |= ELEM_PRIOR;
     }
     let extra = e.attempt != 0 || e.retries != 0 || !e.redirect_chain.is_empty();
     if extra {
         flags |= ELEM_EXTRA;
     }
     out.push(flags);
-    if let Some((key, _)) = e.parent {
+    if let Some((key, _)) = parent {
         out.extend_from_slice(&key.to_le_bytes());
+    }
+    if let Some(p) = &e.prior {
+        let stored = crate::recrawl::Stored {
+            next_due_ms: 0,
+            prior: (**p).clone(),
+        }
+        .encode();
+        put_varint(&mut out, stored.len() as u64);
+        out.extend_from_slice(&stored);
     }
     if extra {
         put_varint(&mut out, u64::from(e.attempt));
@@ -339,13 +358,13 @@ pub fn decode_element(buf: &[u8], origin: &str) -> Result<QueueElement, DecodeEr
     let seq = r.varint()?;
     let flags = r.u8()?;
     let kind = JobKind::from_code(flags & ELEM_KIND).ok_or(DecodeError("unknown kind"))?;
-    let parent = if flags & ELEM_PARENT != 0 {
-        Some((r.u64_fixed()?, flags & ELEM_PARENT_REF != 0))
-    } else if flags & ELEM_PARENT_REF != 0 {
-        return Err(DecodeError("parent reference without a parent"));
-    } else {
-        None
-    };
+    let (mut parent, mut prior) = (None, None);
+    if flags & ELEM_PARENT != 0 {
+        parent = Some((r.u64_fixed()?, flags & ELEM_PARENT_REF != 0));
+    } else if flags & ELEM_PRIOR != 0 {
+        let n = usize::try_from(r.varint()?).map_err(|_| DecodeError("prior too long"))?;
+        prior = Some(Box::new(crate::recrawl::Stored::decode(r.bytes(n)?)?.prior));
+    }
     let (mut attempt, mut retries, mut redirect_chain) = (0, 0, Vec::new());
     if flags & ELEM_EXTRA != 0 {
         attempt = r.u32()?;
@@ -371,6 +390,7 @@ pub fn decode_element(buf: &[u8], origin: &str) -> Result<QueueElement, DecodeEr
         retries,
         redirect_chain,
         url,
+        prior,
     })
 }
 
@@ -456,6 +476,7 @@ mod tests {
             retries: 0,
             redirect_chain: vec![],
             url: url.into(),
+            prior: None,
         }
     }
 
@@ -500,6 +521,59 @@ mod tests {
                 let b = encode_element(&e, o);
                 assert_eq!(decode_element(&b, o).unwrap(), e, "{e:?} in {o:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_revisit_element_carries_its_prior_in_place_of_a_parent() {
+        use crate::recrawl::{Capture, DigestKey, Prior, Validators};
+        let prior = Prior {
+            visits: 2,
+            fetched_at_ms: 1_796_515_200_123,
+            interval_s: 86_400,
+            validators: Validators {
+                etag: Some("\"5f3c1a2b-1e4\"".into()),
+                last_modified_s: Some(1_796_000_000),
+            },
+            capture: Some(Capture {
+                fetched_at_ms: 1_796_000_000_456,
+                digest: DigestKey::of("sha1:AAAA"),
+            }),
+        };
+        let origin = "http://a.example";
+        let e = QueueElement {
+            kind: JobKind::Embed,
+            prior: Some(Box::new(prior.clone())),
+            ..element("http://a.example/style.css")
+        };
+        let b = encode_element(&e, origin);
+        assert_eq!(decode_element(&b, origin).unwrap(), e);
+        let with_extra = QueueElement {
+            retries: 2,
+            redirect_chain: vec!["http://a.example/old.css".into()],
+            ..e.clone()
+        };
+        for o in [origin, "https://b.example"] {
+            let b = encode_element(&with_extra, o);
+            assert_eq!(decode_element(&b, o).unwrap(), with_extra);
+        }
+        // One or the other: a revisit's element keeps no parent.
+        let both = QueueElement {
+            parent: Some((7, true)),
+            ..e.clone()
+        };
+        assert_eq!(encode_element(&both, origin), b);
+        // A first visit's element is as before: no prior, no bytes for one.
+        let first = QueueElement {
+            prior: None,
+            ..e.clone()
+        };
+        let plain = encode_element(&first, origin);
+        assert_eq!(plain.len(), 3 + 1 + "/style.css".len());
+        assert_eq!(decode_element(&plain, origin).unwrap().prior, None);
+        // Cut inside the prior: an error.
+        for n in 4..b.len() - "/style.css".len() {
+            assert!(decode_element(&b[..n], origin).is_err(), "cut at {n}");
         }
     }
 

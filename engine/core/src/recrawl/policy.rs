@@ -62,8 +62,8 @@ pub struct Fetch<'a> {
 /// Something odd a fetch or a sitemap said, for a log line and the `recrawl_anomalies_total` metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Anomaly {
-    /// A 304 to a request that sent no validators (no prior fetch): nothing to reuse; the next visit is
-    /// unconditional, after the URL's first interval.
+    /// A 304 to a request that sent no validators (no prior fetch, or one without validators): nothing to reuse;
+    /// the next visit is unconditional, after the URL's interval as it was.
     NotModifiedWithoutPrior,
     /// A Last-Modified that is not an HTTP date: not kept.
     LastModifiedUnparseable,
@@ -189,10 +189,15 @@ impl Policy {
         let visit = prior.map_or(1, |p| p.visits.saturating_add(1));
         let fresh = self.validators(f, &mut anomalies);
         let (changed, validators, capture) = if f.status == 304 {
-            match prior {
+            // A 304 answers a conditional request; to one that sent no validators it says nothing.
+            match prior.filter(|p| !p.validators.is_empty()) {
                 None => {
                     anomalies.push(Anomaly::NotModifiedWithoutPrior);
-                    (None, Validators::default(), None)
+                    (
+                        None,
+                        Validators::default(),
+                        prior.and_then(|p| p.capture.clone()),
+                    )
                 }
                 // A 304 updates the stored validators it carries (RFC 9111, 4.3.4).
                 Some(p) => (

@@ -1,4 +1,5 @@
 mod contract;
+mod schedule;
 
 use super::*;
 use crawl_core::frontier::{Discovered, JobKind};

@@ -60,14 +60,19 @@ local function q_origin_of(url)
   return string.sub(url, 1, p - 1), p
 end
 
--- An element: sequence number, the head the caller encoded (flags, parent key, extra fields), the URL's path when
--- its origin is the queue's, else (full-URL flag set) the whole URL.
-local function q_compose(seq, head, url, origin)
+-- An element without its sequence number: the head the caller encoded (flags, parent key or prior visit, extra
+-- fields), the URL's path when its origin is the queue's, else (full-URL flag set) the whole URL.
+local function q_rest(head, url, origin)
   local o, p = q_origin_of(url)
   if o and o == origin then
-    return q_varint(seq) .. head .. string.sub(url, p)
+    return head .. string.sub(url, p)
   end
-  return q_varint(seq) .. string.char(string.byte(head, 1) + Q_FLAG_FULL) .. string.sub(head, 2) .. url
+  return string.char(string.byte(head, 1) + Q_FLAG_FULL) .. string.sub(head, 2) .. url
+end
+
+-- An element: sequence number, then the rest (see q_rest).
+local function q_compose(seq, head, url, origin)
+  return q_varint(seq) .. q_rest(head, url, origin)
 end
 
 -- The origin of a host's queue (cached per script run); `url` sets it when the queue has none yet.

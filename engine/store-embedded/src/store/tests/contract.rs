@@ -37,3 +37,18 @@ fn embeds_are_queued_on_their_host_and_keep_their_kind() {
 fn an_empty_store_resumes_empty() {
     contract::an_empty_store_resumes_empty(&open);
 }
+
+#[test]
+fn rescheduled_urls_come_back_when_due_with_their_prior() {
+    contract::rescheduled_urls_come_back_when_due_with_their_prior(&open);
+}
+
+#[test]
+fn a_reschedule_without_its_finish_is_ignored() {
+    contract::a_reschedule_without_its_finish_is_ignored(&open);
+}
+
+#[test]
+fn sitemap_hints_bring_scheduled_urls_forward() {
+    contract::sitemap_hints_bring_scheduled_urls_forward(&open);
+}

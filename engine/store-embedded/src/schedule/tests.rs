@@ -1,0 +1,162 @@
+//! The schedule's tables against a model (the store's use of them is tested with the store).
+
+use super::codec::{Revisit, due_ms};
+use super::*;
+use crawl_core::frontier::JobKind;
+use crawl_core::recrawl::Prior;
+use redb::{Database, ReadableDatabase, ReadableTableMetadata};
+use std::collections::BTreeMap;
+
+fn revisit(row: u64, due_s: u32) -> Revisit {
+    Revisit {
+        row,
+        due_s,
+        depth: (row % 9) as u32,
+        kind: if row.is_multiple_of(5) {
+            JobKind::Embed
+        } else {
+            JobKind::Page
+        },
+        prior: Prior {
+            visits: (row % 4) as u32 + 1,
+            fetched_at_ms: due_ms(due_s).saturating_sub(3_600_000 + row),
+            interval_s: 3_600,
+            ..Prior::default()
+        },
+    }
+}
+
+/// A small deterministic generator.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn write<T>(db: &Database, f: impl FnOnce(&mut Schedule<'_>) -> T) -> T {
+    let txn = db.begin_write().unwrap();
+    let out = {
+        let mut s = Schedule::open(&txn).unwrap();
+        f(&mut s)
+    };
+    txn.commit().unwrap();
+    out
+}
+
+fn due_chunks(db: &Database) -> usize {
+    let txn = db.begin_read().unwrap();
+    txn.open_table(DUE).unwrap().len().unwrap() as usize
+}
+
+/// Puts (new rows and moves of scheduled ones), takes and lookups in random order agree with a plain map, across
+/// many chunks of both tables; what is taken comes oldest due first, at most as many as asked.
+#[test]
+fn the_tables_agree_with_a_model_through_puts_moves_and_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("s.redb")).unwrap();
+    let mut model: BTreeMap<u64, Revisit> = BTreeMap::new();
+    let mut rng = Lcg(7);
+    let mut now = 1_000u32;
+    for round in 0..40 {
+        let puts: Vec<Revisit> = (0..250)
+            .map(|_| revisit(rng.next(20_000) + 1, now + rng.next(400) as u32))
+            .collect();
+        let fresh = write(&db, |s| {
+            puts.iter()
+                .map(|r| s.put(r).unwrap())
+                .filter(|new| *new)
+                .count()
+        });
+        let mut expect_fresh = 0;
+        for r in puts {
+            expect_fresh += usize::from(model.insert(r.row, r).is_none());
+        }
+        assert_eq!(fresh, expect_fresh, "round {round}: new rows counted once");
+        now += 37;
+        let max = 1 + rng.next(300) as usize;
+        let taken = write(&db, |s| s.take_due(now, max).unwrap());
+        let mut due: Vec<&Revisit> = model.values().filter(|r| r.due_s <= now).collect();
+        due.sort_by_key(|r| (r.due_s, r.row));
+        let expected: Vec<Revisit> = due.into_iter().take(max).cloned().collect();
+        assert_eq!(taken, expected, "round {round}");
+        for r in &taken {
+            model.remove(&r.row);
+        }
+        let txn = db.begin_write().unwrap();
+        {
+            let s = Schedule::open(&txn).unwrap();
+            for row in (1..20_000).step_by(97) {
+                assert_eq!(s.get(row).unwrap().as_ref(), model.get(&row), "row {row}");
+            }
+        }
+        txn.abort().unwrap();
+    }
+    assert!(
+        due_chunks(&db) > 3,
+        "the test must cross chunks of the due table"
+    );
+    let all = write(&db, |s| s.take_due(u32::MAX, usize::MAX).unwrap());
+    assert_eq!(all.len(), model.len());
+    assert!(
+        all.windows(2)
+            .all(|w| (w[0].due_s, w[0].row) < (w[1].due_s, w[1].row))
+    );
+    assert_eq!(due_chunks(&db), 0);
+    let txn = db.begin_read().unwrap();
+    assert!(txn.open_table(BY_ROW).unwrap().is_empty().unwrap());
+}
+
+/// A pair earlier than every chunk's first one starts the first chunk; chunks split as they grow and the outlook
+/// counts across them up to its cap.
+#[test]
+fn pairs_before_every_chunk_and_the_outlook_across_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("s.redb")).unwrap();
+    write(&db, |s| {
+        for row in 1..=2_000u64 {
+            s.put(&revisit(row, 5_000 + (row % 50) as u32)).unwrap();
+        }
+    });
+    assert!(due_chunks(&db) > 2);
+    // Brought forward before everything (as a sitemap hint does).
+    write(&db, |s| {
+        let mut r = s.get(777).unwrap().unwrap();
+        r.due_s = 10;
+        assert!(!s.put(&r).unwrap(), "moved, not added");
+    });
+    let txn = db.begin_read().unwrap();
+    let all = outlook(&txn, u64::MAX, u64::MAX).unwrap();
+    assert_eq!(all.next_due_ms, Some(due_ms(10)));
+    assert_eq!(all.due_before, 2_000, "one pair per row");
+    // Rows due at 5,000 + 0..50, 40 of them in each second (row 777 was one of those at 5,027); 777 is at 10 now.
+    let horizon = due_ms(5_010);
+    assert_eq!(
+        outlook(&txn, horizon, u64::MAX).unwrap().due_before,
+        1 + 10 * 40
+    );
+    assert_eq!(outlook(&txn, horizon, 25).unwrap().due_before, 25);
+    assert_eq!(
+        outlook(&txn, due_ms(10), 99).unwrap().due_before,
+        0,
+        "strictly before"
+    );
+    assert_eq!(first_due_s(&txn).unwrap(), Some(10));
+    drop(txn);
+    let first = write(&db, |s| s.take_due(10, 5).unwrap());
+    assert_eq!(first.iter().map(|r| r.row).collect::<Vec<_>>(), vec![777]);
+}
+
+#[test]
+fn a_database_without_the_tables_has_an_empty_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("s.redb")).unwrap();
+    let txn = db.begin_read().unwrap();
+    assert_eq!(outlook(&txn, u64::MAX, 10).unwrap(), Outlook::default());
+    assert_eq!(first_due_s(&txn).unwrap(), None);
+}
