@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp bench-fresh promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -30,6 +30,7 @@ help:
 		'make bench-otlp' 'the bench crawl without a trace exporter and with one, over OTLP/HTTP and OTLP/gRPC' \
 		'make bench-cluster' 'the bench crawl on the embedded frontier and through Redis with 1, 2 and 3 processes; Redis memory per URL' \
 		'make bench-ha' 'three processes through Redis Sentinel: replicas_ack 0 and 1, and a master killed half-way' \
+		'make bench-fresh' 'continuous crawling on a changing site: freshness of the adaptive schedule, a fixed interval and wget2' \
 		'make bench-micro' 'the criterion benches (link extraction, canonicalisation, frontier, spans, ...)' \
 		'make fuzz' 'every fuzz target for FUZZ_SECONDS each (nightly toolchain and cargo-fuzz)' \
 		'make fmt' 'format the code' \
@@ -132,6 +133,13 @@ bench-cluster: release
 bench-ha: release
 	bash tests/scripts/bench_ha.sh
 
+# Continuous crawling on a changing site (time scale 60: 1 min, 10 min, 1 h periods in 1, 10, 60 real seconds):
+# crawl-engine with the adaptive revisit schedule for WINDOW_S, then with a fixed interval at the same request budget,
+# then wget2 -r -N at that interval; freshness, age, requests per page and 304s from the site's truth (REPEATS).
+bench-fresh: release
+	$(CARGO) build --release -p crawl-tests --bin freshness
+	bash tests/scripts/bench_fresh.sh
+
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-store-embedded -p crawl-actors -p crawl-observability
 
@@ -173,4 +181,4 @@ ci: lint test
 # warc/): those are a user's.
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .bench-fresh .tools

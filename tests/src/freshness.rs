@@ -7,7 +7,10 @@
 //! since the last change at or before that fetch (a lower bound: the copy it saw may have been outdated earlier).
 //! Before the first fetch there is no copy: not fresh, and no age.
 //!
-//! Everything is pure; times are seconds on any common scale (the site's clock).
+//! Everything is pure; times are seconds on any common scale (the site's clock). [`report`] applies it to a test
+//! site's ground truth and a client's requests (the `freshness` binary).
+
+pub mod report;
 
 /// One fetch of a page.
 #[derive(Debug, Clone, Copy, PartialEq)]

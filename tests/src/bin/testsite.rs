@@ -6,7 +6,7 @@
 //! replaces that with `first <unix seconds with nanoseconds>` (`make bench-scale` times restarts with it).
 //! With `--changing` pages change on schedules and carry validators (see `crawl_tests::site::ChangingSpec`); the
 //! site's clock runs `--time-scale` site seconds per real second from `--epoch`, and `--truth-file F` gets every
-//! listed page's change instants at exit (for freshness). With a scale above 1 the site's dates (`Date`,
+//! listed page's change instants at exit (for freshness: `freshness --truth F` reads it). With a scale above 1 the site's dates (`Date`,
 //! `Last-Modified`, `<lastmod>`) run ahead of the real clock; `--epoch` in the past keeps them behind it.
 //! Loopback only; needs no internet.
 
@@ -110,6 +110,9 @@ struct Args {
     /// path (implies --log-requests)
     #[arg(long)]
     request_log_file: Option<PathBuf>,
+    /// the request log's start and end are Unix times in ms instead (to line up with another program's clock)
+    #[arg(long)]
+    request_log_unix: bool,
     /// every answer waits this many milliseconds (a slow host)
     #[arg(long, default_value_t = 0)]
     delay_ms: u64,
@@ -240,8 +243,9 @@ fn epoch(args: &Args) -> u64 {
     })
 }
 
-/// The ground truth of changing mode: clock parameters and, per listed page, its class and change instants
-/// between the epoch and now (site time, Unix seconds).
+/// The ground truth of changing mode: clock parameters and, per listed page, its host index, the site time it
+/// exists from (`start_s`: the epoch, or a new page's birth), its class and its change instants between the epoch
+/// and now (site time, Unix seconds).
 fn truth_json(site: &Site, epoch_s: u64, started_real_ms: u64) -> serde_json::Value {
     let now = site.clock().now_s();
     let mut pages = Vec::new();
@@ -249,6 +253,8 @@ fn truth_json(site: &Site, epoch_s: u64, started_real_ms: u64) -> serde_json::Va
         for path in site.changing_paths(host) {
             pages.push(serde_json::json!({
                 "url": site.url(host, &path),
+                "host": host,
+                "start_s": site.schedule_start(host, &path),
                 "class": site.change_class(host, &path).map(|c| format!("{c:?}")),
                 "changes": site.changes_between(host, &path, epoch_s, now).unwrap_or_default(),
             }));
@@ -354,7 +360,7 @@ async fn run(args: Args) -> Result<(), TestsiteError> {
         write_file(path, text)?;
     }
     if let Some(path) = &args.request_log_file {
-        write_request_log(&site, path)?;
+        write_request_log(&site, path, args.request_log_unix)?;
     }
     println!(
         "testsite served requests={} bytes={}",
@@ -365,14 +371,27 @@ async fn run(args: Args) -> Result<(), TestsiteError> {
     Ok(())
 }
 
-/// Writes the request log: `host start_ms end_ms status path` per line, times since the first request, in order.
-fn write_request_log(site: &Site, path: &Path) -> Result<(), TestsiteError> {
+/// Writes the request log: `host start_ms end_ms status path` per line, in order; times since the first request,
+/// or Unix times with `unix`.
+fn write_request_log(site: &Site, path: &Path, unix: bool) -> Result<(), TestsiteError> {
     let mut log = site.requests();
     log.sort_by_key(|r| r.start);
     let Some(t0) = log.first().map(|r| r.start) else {
         return write_file(path, "");
     };
-    let ms = |t: std::time::Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
+    // the Unix time of t0, from one reading of both clocks
+    let origin_ms = if unix {
+        let (now, real) = (std::time::Instant::now(), SystemTime::now());
+        let real_ms = real
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1000.0;
+        real_ms - now.saturating_duration_since(t0).as_secs_f64() * 1000.0
+    } else {
+        0.0
+    };
+    let ms = |t: std::time::Instant| origin_ms + t.duration_since(t0).as_secs_f64() * 1000.0;
     let mut text = String::with_capacity(log.len() * 48);
     for r in &log {
         let end = r.end.map_or(-1.0, ms);

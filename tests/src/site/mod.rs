@@ -514,6 +514,12 @@ impl Site {
         self.schedule(host, path).map(|s| s.class)
     }
 
+    /// Changing mode: the site time (Unix seconds) from which `path` on `host` exists with version 0: the epoch,
+    /// or a `/new/{k}` page's birth. `None` when the path has no schedule.
+    pub fn schedule_start(&self, host: usize, path: &str) -> Option<u64> {
+        self.schedule(host, path).map(|s| s.start)
+    }
+
     /// Changing mode: `(version, since)` of `path` on `host` at site time `t_s`: the number of changes so far and
     /// the instant the version became current (its `Last-Modified`). `None` without a schedule or before birth.
     pub fn version_at(&self, host: usize, path: &str, t_s: u64) -> Option<(u64, u64)> {

@@ -304,6 +304,10 @@ async fn sitemaps_give_true_lastmods_or_lie_and_list_new_pages_once_born() {
     }
     assert!(map.contains("/new/0</loc>") && !map.contains("/new/1</loc>"));
     assert_eq!(fetch(&c, &site.url(0, "/new/1")).await.0, 404);
+    // a new page's schedule starts at its birth, the others' at the epoch
+    assert_eq!(site.schedule_start(0, "/new/1"), Some(EPOCH + 1000));
+    assert_eq!(site.schedule_start(0, "/page/3"), Some(EPOCH));
+    assert_eq!(site.schedule_start(0, "/robots.txt"), None);
     let (st, _, body) = fetch(&c, &site.url(0, "/new/0")).await;
     assert_eq!(st, 200);
     assert!(text(&body).contains("new page 0"));
