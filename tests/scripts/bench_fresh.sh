@@ -18,7 +18,7 @@
 #             (10: robots.txt and the sitemaps it names are read again that often, so the new pages are found),
 #             4 requests per host at a time, no delay;
 #   fixed     the same with adaptive = false and the interval_s at which every page gets at least as many
-#             requests as the adaptive run made per page (fixed_interval below);
+#             requests as the adaptive run made per page (fixed_interval below; FIXED_INTERVAL_S sets it);
 #   wget2     (WGET2=0 skips it) `wget2 -r -N` (If-Modified-Since from its copies' times) over the same site into
 #             one directory, started every fixed interval_s (when the previous mirror has ended).
 # The figures come from the site's truth file (every page's change instants) against crawl-engine's JSONL, or the
@@ -37,6 +37,7 @@ WINDOW_S="${WINDOW_S:-150}"
 FIRST_INTERVAL_S="${FIRST_INTERVAL_S:-10}"
 MIN_INTERVAL_S="${MIN_INTERVAL_S:-1}"
 ROBOTS_CACHE_S="${ROBOTS_CACHE_S:-10}"
+FIXED_INTERVAL_S="${FIXED_INTERVAL_S:-}"
 REPEATS="${REPEATS:-1}"
 WGET2="${WGET2:-1}"
 FIRST_OCTET=50
@@ -177,7 +178,7 @@ for i in $(seq 1 "$REPEATS"); do
   crawl "adaptive-$i" true "$FIRST_INTERVAL_S"
   per_page=$(field "adaptive-$i" 'r["all"]["requests_per_page"]')
   covered=$(field "adaptive-$i" 'r["all"]["covered_share"]')
-  interval=$(fixed_interval "$per_page" "$covered")
+  interval=${FIXED_INTERVAL_S:-$(fixed_interval "$per_page" "$covered")}
   echo "$interval" > "$out/interval-$i"
   echo "bench-fresh: round $i: adaptive made $per_page requests per page in ${WINDOW_S}s: fixed interval ${interval}s"
   crawl "fixed-$i" false "$interval"
