@@ -197,7 +197,6 @@ impl Crawl {
         let scheduled = self.progress.counters().scheduled;
         if let Some(r) = &mut self.revisits {
             r.set_outlook(outlook);
-            r.set_scheduled(scheduled);
         }
         metrics().revisit_schedule(scheduled, outlook.next_due_ms);
     }
@@ -1256,7 +1255,7 @@ impl Crawl {
         );
         let scheduled = self.progress.counters().scheduled;
         s.revisits = self.revisits.as_ref().map(|r| {
-            let (o, _) = r.outlook();
+            let o = r.outlook();
             crate::protocol::RevisitStats {
                 scheduled,
                 next_due_ms: o.next_due_ms,

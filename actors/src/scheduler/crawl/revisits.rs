@@ -48,8 +48,6 @@ pub(super) struct Revisits {
     buckets: HashMap<HostId, Bucket>,
     hints: Vec<SitemapHint>,
     outlook: Outlook,
-    /// Scheduled revisits (the store's counter, as last read).
-    scheduled: u64,
 }
 
 impl Revisits {
@@ -60,7 +58,6 @@ impl Revisits {
             buckets: HashMap::new(),
             hints: Vec::new(),
             outlook: Outlook::default(),
-            scheduled: 0,
         }
     }
 
@@ -181,17 +178,13 @@ impl Revisits {
         std::mem::take(&mut self.hints)
     }
 
-    /// The store's schedule as last read, with its counter of scheduled URLs.
+    /// The store's schedule as last read.
     pub(super) fn set_outlook(&mut self, outlook: Outlook) {
         self.outlook = outlook;
     }
 
-    pub(super) fn set_scheduled(&mut self, scheduled: u64) {
-        self.scheduled = scheduled;
-    }
-
-    pub(super) fn outlook(&self) -> (Outlook, u64) {
-        (self.outlook, self.scheduled)
+    pub(super) fn outlook(&self) -> Outlook {
+        self.outlook
     }
 }
 
