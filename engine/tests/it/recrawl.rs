@@ -224,7 +224,13 @@ async fn revisits_follow_changes_conditionally_and_survive_kill_9() {
             .values()
             .any(|c| matches!(c, ChangeClass::Periodic { .. }))
     );
-    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), OVERRIDES).unwrap();
+    // One request per host at a time: the order the site sees requests in is the order they were started.
+    let crawl = TestCrawl::new(
+        ENGINE,
+        &site.all_seed_urls(),
+        &format!("{OVERRIDES}[politeness]\nper_host_concurrency = 1\n"),
+    )
+    .unwrap();
 
     // Cycle 1: first visits and two revisits of unchanged pages.
     let running = crawl.start();
