@@ -114,6 +114,20 @@ pub struct QueuedValue {
 /// [`crate::recrawl::Stored`] after the counters); values written without it read as before.
 const HAS_PRIOR: u8 = 0x80;
 
+/// A revisit's prior visit in a queue value or element: its length, then [`crate::recrawl::Stored`]'s encoding
+/// (with no due time: a queued URL is due).
+fn put_prior(out: &mut Vec<u8>, p: &crate::recrawl::Prior) {
+    let stored = crate::recrawl::Stored::encode_with(0, p);
+    put_varint(out, stored.len() as u64);
+    out.extend_from_slice(&stored);
+}
+
+/// Reads what [`put_prior`] wrote.
+fn read_prior(r: &mut Reader<'_>) -> Result<crate::recrawl::Prior, DecodeError> {
+    let n = usize::try_from(r.varint()?).map_err(|_| DecodeError("prior too long"))?;
+    Ok(crate::recrawl::Stored::decode(r.bytes(n)?)?.prior)
+}
+
 pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
     put_ref(&mut out, v.id);
@@ -122,13 +136,7 @@ pub fn encode_queued(v: &QueuedValue) -> Vec<u8> {
     put_varint(&mut out, u64::from(v.attempt));
     put_varint(&mut out, u64::from(v.retries));
     if let Some(p) = &v.prior {
-        let stored = crate::recrawl::Stored {
-            next_due_ms: 0,
-            prior: (**p).clone(),
-        }
-        .encode();
-        put_varint(&mut out, stored.len() as u64);
-        out.extend_from_slice(&stored);
+        put_prior(&mut out, p);
     }
     if !v.redirect_chain.is_empty() {
         put_varint(&mut out, v.redirect_chain.len() as u64);
@@ -147,9 +155,7 @@ pub fn decode_queued(buf: &[u8]) -> Result<QueuedValue, DecodeError> {
     let attempt = r.u32()?;
     let retries = r.u32()?;
     let prior = if code & HAS_PRIOR != 0 {
-        let n = usize::try_from(r.varint()?).map_err(|_| DecodeError("prior too long"))?;
-        let stored = crate::recrawl::Stored::decode(r.bytes(n)?)?;
-        Some(Box::new(stored.prior))
+        Some(Box::new(read_prior(&mut r)?))
     } else {
         None
     };
@@ -314,13 +320,7 @@ pub fn encode_element_head(e: &QueueElement) -> Vec<u8> {
         out.extend_from_slice(&key.to_le_bytes());
     }
     if let Some(p) = &e.prior {
-        let stored = crate::recrawl::Stored {
-            next_due_ms: 0,
-            prior: (**p).clone(),
-        }
-        .encode();
-        put_varint(&mut out, stored.len() as u64);
-        out.extend_from_slice(&stored);
+        put_prior(&mut out, p);
     }
     if extra {
         put_varint(&mut out, u64::from(e.attempt));
@@ -362,8 +362,7 @@ pub fn decode_element(buf: &[u8], origin: &str) -> Result<QueueElement, DecodeEr
     if flags & ELEM_PARENT != 0 {
         parent = Some((r.u64_fixed()?, flags & ELEM_PARENT_REF != 0));
     } else if flags & ELEM_PRIOR != 0 {
-        let n = usize::try_from(r.varint()?).map_err(|_| DecodeError("prior too long"))?;
-        prior = Some(Box::new(crate::recrawl::Stored::decode(r.bytes(n)?)?.prior));
+        prior = Some(Box::new(read_prior(&mut r)?));
     }
     let (mut attempt, mut retries, mut redirect_chain) = (0, 0, Vec::new());
     if flags & ELEM_EXTRA != 0 {

@@ -64,7 +64,11 @@ fn ms48_at(r: &mut Reader<'_>) -> Result<u64, DecodeError> {
 impl Stored {
     /// The encoding.
     pub fn encode(&self) -> Vec<u8> {
-        let p = &self.prior;
+        Self::encode_with(self.next_due_ms, &self.prior)
+    }
+
+    /// The encoding of a URL due at `next_due_ms` whose previous visit was `p`.
+    pub fn encode_with(next_due_ms: u64, p: &Prior) -> Vec<u8> {
         let etag = p
             .validators
             .etag
@@ -81,7 +85,7 @@ impl Stored {
         out.push(flags);
         put_u32(
             &mut out,
-            self.next_due_ms.saturating_sub(EPOCH_MS).div_ceil(1000),
+            next_due_ms.saturating_sub(EPOCH_MS).div_ceil(1000),
         );
         put_u32(&mut out, u64::from(p.interval_s));
         put_u32(&mut out, u64::from(p.visits));

@@ -63,16 +63,7 @@ for i = 6, #ARGV, 7 do
     out[#out + 1] = 0
   end
 end
-for _, q in ipairs(order) do
-  local l = lists[q]
-  local len = 0
-  for j = 1, #l, 1000 do
-    len = redis.call('RPUSH', q, unpack(l, j, math.min(j + 999, #l)))
-  end
-  if len == #l then
-    redis.call('ZADD', pfx .. 'qd:' .. l.hfp, l.depth, l.depth)
-  end
-end
+q_append(order, lists)
 for _, hk in ipairs(horder) do
   local h = hosts[hk]
   if redis.call('HINCRBY', pfx .. 'hosts', hk, h.n) == h.n then

@@ -50,16 +50,7 @@ for _, e in ipairs(taken) do
   end
   out[#out + 1] = {s_due(e), hfp, '', depth, elem, q_origin(hfp, nil)}
 end
-for _, q in ipairs(order) do
-  local l = lists[q]
-  local len = 0
-  for j = 1, #l, 1000 do
-    len = redis.call('RPUSH', q, unpack(l, j, math.min(j + 999, #l)))
-  end
-  if len == #l then
-    redis.call('ZADD', pfx .. 'qd:' .. l.hfp, l.depth, l.depth)
-  end
-end
+q_append(order, lists)
 local names = {}
 for _, hfp in ipairs(horder) do
   local name = redis.call('HGET', pfx .. 'names', hfp)

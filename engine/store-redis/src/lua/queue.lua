@@ -75,6 +75,21 @@ local function q_compose(seq, head, url, origin)
   return q_varint(seq) .. q_rest(head, url, origin)
 end
 
+-- Appends elements to host queues: `order` lists the queue keys in first-use order, `lists[q]` the elements of
+-- queue `q` with its `hfp` and `depth`; a queue that was empty gets its depth marked in `qd:`.
+local function q_append(order, lists)
+  for _, q in ipairs(order) do
+    local l = lists[q]
+    local len = 0
+    for j = 1, #l, 1000 do
+      len = redis.call('RPUSH', q, unpack(l, j, math.min(j + 999, #l)))
+    end
+    if len == #l then
+      redis.call('ZADD', pfx .. 'qd:' .. l.hfp, l.depth, l.depth)
+    end
+  end
+end
+
 -- The origin of a host's queue (cached per script run); `url` sets it when the queue has none yet.
 local q_origins = {}
 local function q_origin(hfp, url)
