@@ -35,8 +35,9 @@ const PROMOTE_MAX: usize = 1024;
 const OUTLOOK_EVERY: Duration = Duration::from_secs(5);
 /// How often the schedule's outlook is logged.
 const OUTLOOK_LOG_EVERY: Duration = Duration::from_secs(60);
-/// Revisits counted ahead, at most.
-const OUTLOOK_CAP: u64 = 1_000_000;
+/// Revisits counted ahead, at most: the count is read every few seconds, so it stops where it has said enough
+/// (the progress line shows a capped count as it is).
+const OUTLOOK_CAP: u64 = 100_000;
 
 /// How long a window waits before asking an unreachable Redis again.
 const REFILL_RETRY: Duration = Duration::from_millis(500);
