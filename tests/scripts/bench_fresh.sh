@@ -14,7 +14,8 @@
 #
 # Per round, each for WINDOW_S (150) real seconds, then SIGTERM (crawl-engine) or the end of the loop (wget2):
 #   adaptive  crawl-engine, [recrawl] enabled, adaptive, interval_s = FIRST_INTERVAL_S (10) before a URL's first
-#             revisit, min_interval_s = MIN_INTERVAL_S (1), max_interval_s = 3600, robots_cache_s = ROBOTS_CACHE_S
+#             revisit, min_interval_s = MIN_INTERVAL_S (1), max_interval_s = 3600, inc_rate = INC_RATE and
+#             dec_rate = DEC_RATE (0.2 and 0.3, the defaults), robots_cache_s = ROBOTS_CACHE_S
 #             (10: robots.txt and the sitemaps it names are read again that often, so the new pages are found),
 #             4 requests per host at a time, no delay;
 #   fixed     the same with adaptive = false and the interval_s at which every page gets at least as many
@@ -38,6 +39,8 @@ FIRST_INTERVAL_S="${FIRST_INTERVAL_S:-10}"
 MIN_INTERVAL_S="${MIN_INTERVAL_S:-1}"
 ROBOTS_CACHE_S="${ROBOTS_CACHE_S:-10}"
 FIXED_INTERVAL_S="${FIXED_INTERVAL_S:-}"
+INC_RATE="${INC_RATE:-0.2}"
+DEC_RATE="${DEC_RATE:-0.3}"
 REPEATS="${REPEATS:-1}"
 WGET2="${WGET2:-1}"
 FIRST_OCTET=50
@@ -111,6 +114,8 @@ adaptive = $adaptive
 interval_s = $interval
 min_interval_s = $MIN_INTERVAL_S
 max_interval_s = 3600
+inc_rate = $INC_RATE
+dec_rate = $DEC_RATE
 [security]
 allow_private_networks = true
 [observability]

@@ -111,7 +111,7 @@ mod tests {
                     &crawl_output::warc::Sha1::of(body).label(),
                 ),
             }),
-            interval_s: 3600,
+            interval_ds: 36_000,
         }));
         j
     }

@@ -86,7 +86,7 @@ fn stored(e: &Entry, visits: u32, now_ms: u64) -> Stored {
         prior: Prior {
             visits,
             fetched_at_ms: now_ms,
-            interval_s,
+            interval_ds: interval_s * 10,
             validators: Validators {
                 etag,
                 last_modified_s,

@@ -85,7 +85,7 @@ fn rescheduled(e: &Entry) -> Rescheduled {
             prior: Prior {
                 visits: 1,
                 fetched_at_ms: NOW_MS - 3_600_000 + spread % 1000,
-                interval_s: 86_400,
+                interval_ds: 864_000,
                 validators: Validators {
                     etag: Some("\"5f3c1a2b-1e4\"".into()),
                     last_modified_s: Some(NOW_MS / 1000 - 7 * 86_400),

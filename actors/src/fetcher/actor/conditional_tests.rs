@@ -120,7 +120,7 @@ fn revisit(url: &str, kind: JobKind, validators: Option<Validators>) -> Job {
                 fetched_at_ms: 1_796_551_300_000,
                 digest: crawl_core::recrawl::DigestKey::of("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"),
             }),
-            interval_s: 3600,
+            interval_ds: 36_000,
         })
     });
     j

@@ -259,7 +259,7 @@ mod tests {
         let prior = Prior {
             visits: 1,
             fetched_at_ms: NOW - 600_000,
-            interval_s: 600,
+            interval_ds: 6_000,
             validators: Validators {
                 etag: Some("\"v1\"".into()),
                 last_modified_s: None,
@@ -277,7 +277,7 @@ mod tests {
             .expect("scheduled");
         let v = rec.revisit.expect("fields");
         assert_eq!((v.visit, v.changed), (2, Some(false)));
-        assert_eq!(s.stored.prior.interval_s, 720, "grown by 20 %");
+        assert_eq!(s.stored.prior.interval_ds, 7_200, "grown by 20 %");
         assert_eq!(s.stored.prior.validators.etag.as_deref(), Some("\"v1\""));
     }
 

@@ -13,7 +13,7 @@ fn defaults_are_off_with_nutch_rates() {
     assert_eq!(r.interval, Duration::from_secs(86_400));
     assert_eq!(r.min_interval, Duration::from_secs(60));
     assert_eq!(r.max_interval, Duration::from_secs(30 * 86_400));
-    assert_eq!((r.inc_rate, r.dec_rate), (0.2, 0.2));
+    assert_eq!((r.inc_rate, r.dec_rate), (0.2, 0.3));
     assert_eq!(r.host_revisits_per_minute, 0);
     assert!(r.rules.is_empty());
     assert_eq!(ok("[recrawl]\n").recrawl, RecrawlConfig::default());

@@ -442,7 +442,7 @@ mod tests {
             prior: Some(Box::new(Prior {
                 visits: 3,
                 fetched_at_ms: 1_796_515_200_123,
-                interval_s: 3_600,
+                interval_ds: 36_000,
                 validators: Validators {
                     etag: Some("\"abc\"".into()),
                     last_modified_s: Some(1_796_000_000),
@@ -529,7 +529,7 @@ mod tests {
         let prior = Prior {
             visits: 2,
             fetched_at_ms: 1_796_515_200_123,
-            interval_s: 86_400,
+            interval_ds: 864_000,
             validators: Validators {
                 etag: Some("\"5f3c1a2b-1e4\"".into()),
                 last_modified_s: Some(1_796_000_000),

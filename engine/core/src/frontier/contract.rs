@@ -290,7 +290,7 @@ fn prior(visits: u32, etag: &str) -> crate::recrawl::Prior {
     crate::recrawl::Prior {
         visits,
         fetched_at_ms: T0 - 1_234,
-        interval_s: 3_600,
+        interval_ds: 36_000,
         validators: crate::recrawl::Validators {
             etag: Some(etag.to_owned()),
             last_modified_s: Some(T0 / 1000 - 86_400),

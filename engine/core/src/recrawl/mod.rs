@@ -67,9 +67,9 @@ pub struct Prior {
     pub visits: u32,
     /// When the previous fetch happened (Unix time in ms).
     pub fetched_at_ms: u64,
-    /// The interval the previous fetch chose (seconds, before jitter), which the adaptive schedule grows or
-    /// shrinks; 0 when unknown (the URL's first interval applies).
-    pub interval_s: u32,
+    /// The interval the previous fetch chose (tenths of a second, before jitter), which the adaptive schedule
+    /// grows or shrinks; 0 when unknown (the URL's first interval applies).
+    pub interval_ds: u32,
     pub validators: Validators,
     /// The last full capture of its payload, when one was archived or digested.
     pub capture: Option<Capture>,

@@ -7,7 +7,9 @@
 //! - The interval: a matching rule's `interval_s`, else `interval_s`, on a first visit; then, when adaptive,
 //!   × (1 + inc_rate) when unchanged and × (1 − dec_rate) when changed (Nutch's AdaptiveFetchSchedule without its
 //!   sync-to-modification-time step), clamped to [floor, max_interval_s] where the floor is min_interval_s, or a
-//!   rule's shorter interval_s for its URLs.
+//!   rule's shorter interval_s for its URLs; a changed page whose interval would shrink to the floor backs off
+//!   to [`BACKOFF_FACTOR`] × the floor instead (kept fresh, it would be fresh for a moment per visit). Intervals
+//!   are kept in tenths of a second.
 //! - The next due time: the fetch time plus the interval with a deterministic jitter of ±5 % (xxh3 of the URL and
 //!   the visit number), clamped again to the bounds, so that pages found together spread over a window instead of
 //!   all coming due in the same second; the stored interval is the unjittered one, so jitter never accumulates.
@@ -21,6 +23,16 @@ pub const MAX_ETAG_BYTES: usize = 128;
 
 /// The jitter's width, as a divisor of the interval: ±interval/20 (±5 %).
 const JITTER_DIVISOR: u64 = 10;
+
+/// Tenths of a second in a second: intervals are kept in tenths, so that a short one grows and shrinks by its
+/// rates too (1 s × 1.2 is 1.2 s, not 1 s again).
+const DS: u64 = 10;
+
+/// Where a changed page's interval goes when shrinking it would reach the floor: the floor times this (an hour
+/// for a floor of a minute), within max_interval_s. A page that changes between two visits at the floor changes
+/// faster than the crawl may follow it; visiting it at the floor keeps it fresh for no longer than a moment and
+/// spends the requests that keep slower pages fresh. From there it shrinks again by dec_rate per changed visit.
+pub const BACKOFF_FACTOR: u64 = 60;
 
 /// One rule as the policy applies it.
 #[derive(Debug, Clone)]
@@ -246,30 +258,36 @@ impl Policy {
             let p = prior.cloned().unwrap_or_default();
             (None, p.validators, p.capture)
         };
-        let previous_s = prior
-            .map(|p| u64::from(p.interval_s))
-            .filter(|s| *s > 0)
-            .unwrap_or(first_s);
-        let interval_s = if !adaptive || prior.is_none() {
-            first_s
+        let first_ds = first_s.saturating_mul(DS);
+        let (floor_ds, max_ds) = (floor_s.saturating_mul(DS), self.max_s.saturating_mul(DS));
+        let previous_ds = prior
+            .map(|p| u64::from(p.interval_ds))
+            .filter(|ds| *ds > 0)
+            .unwrap_or(first_ds);
+        let interval_ds = if !adaptive || prior.is_none() {
+            first_ds
         } else {
             match changed {
-                Some(false) => grow(previous_s, 1.0 + self.inc_rate),
-                Some(true) => grow(previous_s, 1.0 - self.dec_rate),
-                None => previous_s,
+                Some(false) => grow(previous_ds, 1.0 + self.inc_rate),
+                Some(true) => match grow(previous_ds, 1.0 - self.dec_rate) {
+                    // Changed again at the floor: it changes faster than it may be revisited.
+                    ds if ds <= floor_ds => floor_ds.saturating_mul(BACKOFF_FACTOR),
+                    ds => ds,
+                },
+                None => previous_ds,
             }
         }
-        .clamp(floor_s, self.max_s);
-        let due_s = jitter(url, visit, interval_s).clamp(floor_s, self.max_s);
+        .clamp(floor_ds, max_ds);
+        let due_ds = jitter(url, visit, interval_ds).clamp(floor_ds, max_ds);
         Visit {
             visit,
             changed,
             previous_fetched_at_ms: prior.map(|p| p.fetched_at_ms),
-            next_due_ms: f.now_ms.saturating_add(due_s.saturating_mul(1000)),
+            next_due_ms: f.now_ms.saturating_add(due_ds.saturating_mul(100)),
             prior: Prior {
                 visits: visit,
                 fetched_at_ms: f.now_ms,
-                interval_s: u32::try_from(interval_s).unwrap_or(u32::MAX),
+                interval_ds: u32::try_from(interval_ds).unwrap_or(u32::MAX),
                 validators,
                 capture,
             },
@@ -314,9 +332,9 @@ impl Policy {
     }
 }
 
-/// `s × factor`, rounded, at least 1.
-fn grow(s: u64, factor: f64) -> u64 {
-    let v = (s as f64 * factor).round();
+/// `ds × factor`, rounded, at least 1.
+fn grow(ds: u64, factor: f64) -> u64 {
+    let v = (ds as f64 * factor).round();
     if v >= u64::MAX as f64 {
         u64::MAX
     } else {
@@ -324,15 +342,15 @@ fn grow(s: u64, factor: f64) -> u64 {
     }
 }
 
-/// `interval_s` moved by a deterministic amount in [−interval/20, +interval/20], from the URL and visit number.
-fn jitter(url: &str, visit: u32, interval_s: u64) -> u64 {
-    let span = interval_s / JITTER_DIVISOR;
+/// `interval` moved by a deterministic amount in [−interval/20, +interval/20], from the URL and visit number.
+fn jitter(url: &str, visit: u32, interval: u64) -> u64 {
+    let span = interval / JITTER_DIVISOR;
     if span == 0 {
-        return interval_s;
+        return interval;
     }
     let h = twox_hash::XxHash3_64::oneshot_with_seed(u64::from(visit), url.as_bytes());
     let offset = h % (span + 1);
-    interval_s - span / 2 + offset
+    interval - span / 2 + offset
 }
 
 #[cfg(test)]

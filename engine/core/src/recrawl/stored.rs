@@ -4,7 +4,7 @@
 //! |---|---|
 //! | 1 | flags: 1 = ETag, 2 = Last-Modified, 4 = capture |
 //! | 4 | next due, seconds since [`RECRAWL_EPOCH_S`] (rounded up) |
-//! | 4 | interval (seconds, unjittered) |
+//! | 4 | interval (tenths of a second, unjittered) |
 //! | 4 | visits |
 //! | 6 | last fetch, ms since the epoch (48 bits: 8,900 years) |
 //! | 4 | Last-Modified, Unix seconds (with flag 2) |
@@ -87,7 +87,7 @@ impl Stored {
             &mut out,
             next_due_ms.saturating_sub(EPOCH_MS).div_ceil(1000),
         );
-        put_u32(&mut out, u64::from(p.interval_s));
+        put_u32(&mut out, u64::from(p.interval_ds));
         put_u32(&mut out, u64::from(p.visits));
         put_ms48(&mut out, p.fetched_at_ms);
         if let Some(lm) = p.validators.last_modified_s {
@@ -112,7 +112,7 @@ impl Stored {
             return Err(DecodeError("unknown recrawl flags"));
         }
         let next_due_ms = (u64::from(u32_at(&mut r)?) + RECRAWL_EPOCH_S) * 1000;
-        let interval_s = u32_at(&mut r)?;
+        let interval_ds = u32_at(&mut r)?;
         let visits = u32_at(&mut r)?;
         let fetched_at_ms = ms48_at(&mut r)?;
         let last_modified_s = if flags & LAST_MODIFIED != 0 {
@@ -147,7 +147,7 @@ impl Stored {
             prior: Prior {
                 visits,
                 fetched_at_ms,
-                interval_s,
+                interval_ds,
                 validators: Validators {
                     etag,
                     last_modified_s,
@@ -168,7 +168,7 @@ mod tests {
             prior: Prior {
                 visits: 7,
                 fetched_at_ms: 1_796_515_200_123,
-                interval_s: 86_400,
+                interval_ds: 864_000,
                 validators: Validators {
                     etag: Some("W/\"5f-abc\"".into()),
                     last_modified_s: Some(784_111_777),

@@ -100,7 +100,7 @@ pub fn put_entry(out: &mut Vec<u8>, e: &Revisit) {
         put_varint(out, u64::from(e.depth));
     }
     put_varint(out, u64::from(p.visits));
-    put_varint(out, u64::from(p.interval_s));
+    put_varint(out, u64::from(p.interval_ds));
     put_diff(out, due_ms(e.due_s), fetched);
     if let Some(lm) = p.validators.last_modified_s {
         put_diff(out, fetched / 1000, lm);
@@ -127,7 +127,7 @@ pub fn read_entry(r: &mut Reader<'_>, row: u64) -> Result<Revisit, DecodeError> 
         d => u32::from(d),
     };
     let visits = r.u32()?;
-    let interval_s = r.u32()?;
+    let interval_ds = r.u32()?;
     let fetched_at_ms = read_diff(r, due_ms(due_s))?;
     let last_modified_s = if head & LAST_MODIFIED != 0 {
         Some(read_diff(r, fetched_at_ms / 1000)?)
@@ -170,7 +170,7 @@ pub fn read_entry(r: &mut Reader<'_>, row: u64) -> Result<Revisit, DecodeError> 
         prior: Prior {
             visits,
             fetched_at_ms,
-            interval_s,
+            interval_ds,
             validators: Validators {
                 etag,
                 last_modified_s,

@@ -20,7 +20,7 @@ fn revisit(row: u64, due_s: u32) -> Revisit {
         prior: Prior {
             visits: (row % 4) as u32 + 1,
             fetched_at_ms: due_ms(due_s).saturating_sub(3_600_000 + row),
-            interval_s: 3_600,
+            interval_ds: 36_000,
             ..Prior::default()
         },
     }

@@ -15,7 +15,7 @@ fn prior(visits: u32) -> Prior {
     Prior {
         visits,
         fetched_at_ms: T0 - 3_600_000,
-        interval_s: 3_600,
+        interval_ds: 36_000,
         validators: Validators {
             etag: Some("\"5f3c1a2b-1e4\"".into()),
             last_modified_s: Some(T0 / 1000 - 86_400),

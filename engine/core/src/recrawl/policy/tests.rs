@@ -49,7 +49,7 @@ fn a_first_visit_has_no_change_and_the_first_interval() {
         (1, None, None)
     );
     assert_eq!(v.prior.visits, 1);
-    assert_eq!(v.prior.interval_s, 86_400);
+    assert_eq!(v.prior.interval_ds, 864_000);
     assert!(within_jitter(due_s(&v, NOW), DAY), "{}", due_s(&v, NOW));
     let c = v.prior.capture.as_ref().expect("captured");
     assert_eq!((c.fetched_at_ms, c.digest), (NOW, DigestKey::of("sha1:A")));
@@ -73,31 +73,89 @@ fn unchanged_grows_changed_shrinks_within_bounds() {
     let same = p.visit(URL, Some(&first.prior), &body("sha1:A", t2));
     assert_eq!((same.visit, same.changed), (2, Some(false)));
     assert_eq!(same.previous_fetched_at_ms, Some(NOW));
-    assert_eq!(same.prior.interval_s, 103_680, "× 1.2");
+    assert_eq!(same.prior.interval_ds, 1_036_800, "× 1.2");
     // Unchanged: the capture stays the original one, which a revisit record refers to.
     assert_eq!(same.prior.capture, first.prior.capture);
     let t3 = t2 + 103_680_000;
     let changed = p.visit(URL, Some(&same.prior), &body("sha1:B", t3));
     assert_eq!(changed.changed, Some(true));
-    assert_eq!(changed.prior.interval_s, 82_944, "× 0.8");
+    assert_eq!(changed.prior.interval_ds, 725_760, "× 0.7");
     assert_eq!(
         changed.prior.capture.as_ref().map(|c| c.fetched_at_ms),
         Some(t3)
     );
 
-    // Growth stops at max_interval_s, shrinking at min_interval_s.
+    // Growth stops at max_interval_s.
     let mut prior = first.prior.clone();
     for _ in 0..60 {
         prior = p.visit(URL, Some(&prior), &body("sha1:A", NOW)).prior;
     }
-    assert_eq!(u64::from(prior.interval_s), 30 * DAY);
-    let mut n = 0;
-    for i in 0..200 {
+    assert_eq!(u64::from(prior.interval_ds), 30 * DAY * 10);
+    assert_eq!(prior.visits, 61);
+}
+
+#[test]
+fn short_intervals_move_by_their_rates_too() {
+    let mut c = config();
+    c.interval = Duration::from_secs(2);
+    c.min_interval = Duration::from_secs(1);
+    let p = Policy::new(&c);
+    let first = p.visit(URL, None, &body("sha1:A", NOW));
+    assert_eq!(first.prior.interval_ds, 20);
+    let v = p.visit(URL, Some(&first.prior), &body("sha1:A", NOW));
+    assert_eq!(v.prior.interval_ds, 24, "2 s × 1.2, not 2 s again");
+    let v = p.visit(URL, Some(&first.prior), &body("sha1:B", NOW));
+    assert_eq!(v.prior.interval_ds, 14, "2 s × 0.7");
+    assert_eq!(
+        v.next_due_ms,
+        NOW + 1_400,
+        "due after 1.4 s (no jitter below 1 s of span)"
+    );
+}
+
+#[test]
+fn a_page_changing_at_the_floor_backs_off() {
+    let p = policy();
+    let mut prior = p.visit(URL, None, &body("sha1:A", NOW)).prior;
+    // Changed on every visit: 24 h × 0.7ⁿ comes down to the floor, a minute.
+    let mut intervals = Vec::new();
+    for i in 0..40 {
         let d = format!("sha1:{i}");
         prior = p.visit(URL, Some(&prior), &body(&d, NOW)).prior;
-        n += 1;
+        intervals.push(u64::from(prior.interval_ds));
     }
-    assert_eq!((prior.interval_s, prior.visits), (60, 1 + 60 + n));
+    let least = intervals.iter().copied().min().unwrap();
+    assert!(least > 600 && least <= 857, "closest to the floor: {least}");
+    let at = intervals
+        .iter()
+        .position(|ds| *ds == 60 * BACKOFF_FACTOR * 10)
+        .expect("backed off");
+    assert_eq!(intervals[at - 1], least, "right after its closest approach");
+    assert!(
+        intervals[..at].windows(2).all(|w| w[1] < w[0]),
+        "{intervals:?}"
+    );
+    assert!(
+        intervals[at + 1] < intervals[at],
+        "and shrinks again from there"
+    );
+
+    // Within max_interval_s.
+    let mut c = config();
+    c.max_interval = Duration::from_secs(600);
+    c.interval = Duration::from_secs(75);
+    let p = Policy::new(&c);
+    let first = p.visit(URL, None, &body("sha1:A", NOW));
+    let v = p.visit(URL, Some(&first.prior), &body("sha1:B", NOW));
+    assert_eq!(v.prior.interval_ds, 6_000);
+
+    // A page that is unchanged at the floor stays near it.
+    let mut c = config();
+    c.interval = Duration::from_secs(60);
+    let p = Policy::new(&c);
+    let first = p.visit(URL, None, &body("sha1:A", NOW));
+    let v = p.visit(URL, Some(&first.prior), &body("sha1:A", NOW));
+    assert_eq!(v.prior.interval_ds, 720);
 }
 
 #[test]
@@ -119,28 +177,31 @@ fn a_fixed_schedule_and_rules() {
     let p = Policy::new(&c);
     let first = p.visit(URL, None, &body("sha1:A", NOW));
     let v = p.visit(URL, Some(&first.prior), &body("sha1:A", NOW));
-    assert_eq!(v.prior.interval_s, 86_400, "not adaptive: pinned");
+    assert_eq!(v.prior.interval_ds, 864_000, "not adaptive: pinned");
 
     // A hot page's rule goes below min_interval_s, and stays pinned.
     let live = "https://a.example/live/score";
     let first = p.visit(live, None, &body("sha1:A", NOW));
-    assert_eq!(first.prior.interval_s, 10);
+    assert_eq!(first.prior.interval_ds, 100);
     assert_eq!(p.floor_s(live), 10);
     let v = p.visit(live, Some(&first.prior), &body("sha1:B", NOW));
-    assert_eq!(v.prior.interval_s, 10);
+    assert_eq!(v.prior.interval_ds, 100);
     assert!(within_jitter(due_s(&v, NOW), 10));
 
     // An adaptive rule starts at its interval and adapts.
     let feed = "https://a.example/feed.xml";
     let first = p.visit(feed, None, &body("sha1:A", NOW));
     let v = p.visit(feed, Some(&first.prior), &body("sha1:A", NOW));
-    assert_eq!((first.prior.interval_s, v.prior.interval_s), (3_600, 4_320));
+    assert_eq!(
+        (first.prior.interval_ds, v.prior.interval_ds),
+        (36_000, 43_200)
+    );
 
     // A stored interval out of today's bounds (a reload lowered max) is clamped.
     let mut prior = first.prior;
-    prior.interval_s = 90 * 86_400;
+    prior.interval_ds = 90 * 864_000;
     let v = p.visit(feed, Some(&prior), &body("sha1:A", NOW));
-    assert_eq!(u64::from(v.prior.interval_s), 30 * DAY);
+    assert_eq!(u64::from(v.prior.interval_ds), 30 * DAY * 10);
 }
 
 #[test]
@@ -207,7 +268,7 @@ fn not_modified_reuses_the_prior() {
     );
     assert_eq!(v.prior.validators.last_modified_s, Some(784_111_777));
     assert_eq!(v.prior.capture, first.prior.capture);
-    assert_eq!(v.prior.interval_s, 103_680);
+    assert_eq!(v.prior.interval_ds, 1_036_800);
 }
 
 #[test]
@@ -226,7 +287,7 @@ fn bad_input_has_a_defined_outcome() {
     );
     assert_eq!((v.changed, v.prior.capture.clone()), (None, None));
     assert!(v.prior.validators.is_empty());
-    assert_eq!(v.prior.interval_s, 86_400);
+    assert_eq!(v.prior.interval_ds, 864_000);
     assert_eq!(v.anomalies, [Anomaly::NotModifiedWithoutPrior]);
 
     // Last-Modified in the future (after Date, or after now without Date), or unparseable: dropped.
@@ -327,7 +388,7 @@ fn bad_input_has_a_defined_outcome() {
     assert_eq!(v.changed, None);
     assert_eq!(v.prior.capture, first.prior.capture);
     assert_eq!(v.prior.validators, first.prior.validators);
-    assert_eq!(v.prior.interval_s, first.prior.interval_s);
+    assert_eq!(v.prior.interval_ds, first.prior.interval_ds);
 
     // A 404 body: changed, and its validators are not reused.
     let v = p.visit(

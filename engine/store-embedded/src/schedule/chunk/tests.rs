@@ -15,7 +15,7 @@ fn body(row: u64) -> Vec<u8> {
             prior: Prior {
                 visits: 1,
                 fetched_at_ms: 1_700_000_000_000 + row,
-                interval_s: 86_400,
+                interval_ds: 864_000,
                 validators: Validators {
                     etag: row.is_multiple_of(2).then(|| format!("\"{row}\"")),
                     last_modified_s: None,

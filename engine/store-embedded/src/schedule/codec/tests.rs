@@ -12,7 +12,7 @@ fn typical(row: u64) -> Revisit {
         prior: Prior {
             visits: 1,
             fetched_at_ms: T0 + 417,
-            interval_s: 86_400,
+            interval_ds: 864_000,
             validators: Validators {
                 etag: Some("\"5f3a-60b1c2d3e4f50\"".into()),
                 last_modified_s: Some(T0 / 1000 - 40 * 86_400),
@@ -76,7 +76,7 @@ fn entries_round_trip_whatever_their_fields() {
     e.prior.fetched_at_ms = 0;
     e.prior.validators.last_modified_s = Some(u64::MAX);
     e.prior.visits = u32::MAX;
-    e.prior.interval_s = u32::MAX;
+    e.prior.interval_ds = u32::MAX;
     cases.push(e);
     let mut e = base.clone();
     e.due_s = 0;

@@ -26,7 +26,7 @@ fn prior(e: &Entry, visits: u32) -> Prior {
     Prior {
         visits,
         fetched_at_ms: T0 - 1_000 - e.id.key,
-        interval_s: 3_600,
+        interval_ds: 36_000,
         validators: Validators {
             etag: Some(format!("\"{}-{visits}\"", e.id.key)),
             last_modified_s: Some(T0 / 1000 - 86_400),
