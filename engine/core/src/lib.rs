@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`config`]: the TOML configuration, raw → validated, every problem reported at once with file:line:column.
 //! - [`canon`]: URL canonicalisation (WHATWG parsing, IDN, default ports, dot segments, percent-encoding).
+//! - [`control`]: what operators set on a running crawl (pauses, per-host politeness) and who asked.
 //! - [`scope`]: crawl scope (host, registrable domain, any), include/exclude filters, depth.
 //! - [`traps`]: crawler traps (long URLs, repeated segments, calendars, session parameters, per-host budgets).
 //! - [`robots`]: RFC 9309 robots.txt parsing and matching.
@@ -18,6 +19,7 @@
 pub mod backoff;
 pub mod canon;
 pub mod config;
+pub mod control;
 pub mod frontier;
 pub mod netaddr;
 pub mod netguard;
