@@ -47,12 +47,16 @@ pub struct HostRule {
     pub paused: Option<Pause>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub politeness: Option<PolitenessOverride>,
+    /// Its queue is to be dropped (every queued URL recorded `excluded`, reason `operator`) by the process that
+    /// crawls the host; cleared by [`Change::Dropped`] once done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop: Option<Pause>,
 }
 
 impl HostRule {
     /// True when it sets nothing (and can be forgotten).
     pub fn is_empty(&self) -> bool {
-        self.paused.is_none() && self.politeness.is_none()
+        self.paused.is_none() && self.politeness.is_none() && self.drop.is_none()
     }
 }
 
@@ -81,6 +85,20 @@ pub enum Change {
         at_ms: u64,
         by: Requester,
     },
+    /// Drop a host's queue: every URL queued for it is recorded `excluded` (reason `operator`) by the process that
+    /// crawls it.
+    Drop {
+        host: HostMatch,
+        at_ms: u64,
+        by: Requester,
+    },
+    /// The queue of `host` was dropped as asked at `requested_ms` (the [`Pause::since_ms`] of its drop): the
+    /// request is cleared, unless a newer one came since.
+    Dropped {
+        host: HostMatch,
+        requested_ms: u64,
+        by: Requester,
+    },
 }
 
 impl Change {
@@ -88,7 +106,9 @@ impl Change {
     pub fn host(&self) -> Option<&HostMatch> {
         match self {
             Change::Pause { host, .. } | Change::Resume { host, .. } => host.as_ref(),
-            Change::Politeness { host, .. } => Some(host),
+            Change::Politeness { host, .. }
+            | Change::Drop { host, .. }
+            | Change::Dropped { host, .. } => Some(host),
         }
     }
 
@@ -97,7 +117,9 @@ impl Change {
         match self {
             Change::Pause { by, .. }
             | Change::Resume { by, .. }
-            | Change::Politeness { by, .. } => by,
+            | Change::Politeness { by, .. }
+            | Change::Drop { by, .. }
+            | Change::Dropped { by, .. } => by,
         }
     }
 }
@@ -177,7 +199,35 @@ impl OperatorState {
                 self.forget_empty(host);
                 changed
             }
+            Change::Drop { host, at_ms, by } => {
+                let rule = self.hosts.entry(host.clone()).or_default();
+                if rule.drop.is_some() {
+                    return false;
+                }
+                rule.drop = Some(Pause {
+                    since_ms: *at_ms,
+                    by: by.clone(),
+                });
+                true
+            }
+            Change::Dropped {
+                host, requested_ms, ..
+            } => {
+                let changed = self
+                    .hosts
+                    .get_mut(host)
+                    .is_some_and(|r| r.drop.take_if(|d| d.since_ms <= *requested_ms).is_some());
+                self.forget_empty(host);
+                changed
+            }
         }
+    }
+
+    /// The hosts whose queues are to be dropped, with when each was asked.
+    pub fn drops(&self) -> impl Iterator<Item = (&HostMatch, u64)> {
+        self.hosts
+            .iter()
+            .filter_map(|(h, r)| r.drop.as_ref().map(|d| (h, d.since_ms)))
     }
 
     fn forget_empty(&mut self, h: &HostMatch) {
@@ -325,6 +375,31 @@ mod tests {
             by: api(),
         };
         assert!(s.apply(&clear) && s.is_empty());
+    }
+
+    #[test]
+    fn a_drop_is_cleared_once_done_unless_asked_again() {
+        let mut s = OperatorState::default();
+        let drop = |at_ms| Change::Drop {
+            host: h("a.example"),
+            at_ms,
+            by: api(),
+        };
+        let dropped = |requested_ms| Change::Dropped {
+            host: h("a.example"),
+            requested_ms,
+            by: Requester::Process,
+        };
+        assert!(s.apply(&drop(10)) && !s.apply(&drop(11)));
+        assert_eq!(
+            s.drops()
+                .map(|(h, t)| (h.to_string(), t))
+                .collect::<Vec<_>>(),
+            [("a.example".to_owned(), 10)]
+        );
+        assert!(!s.apply(&dropped(9)), "done for an older request");
+        assert!(s.apply(&dropped(10)) && s.is_empty());
+        assert!(!s.apply(&dropped(10)));
     }
 
     #[test]

@@ -419,6 +419,34 @@ pub trait FrontierStore: Send {
         let _ = (hints, policy, now_ms);
         Ok(Hinted::default())
     }
+    /// What operators set on the crawl ([`crate::control::OperatorState`]) with a version that changes whenever
+    /// it does. In a store shared by many processes: the crawl-wide pause and every shard's host rules, as any
+    /// process left them.
+    fn operator_state(&mut self) -> Result<(u64, crate::control::OperatorState), FrontierError> {
+        Err(FrontierError::Store(
+            "this store keeps no operator state".into(),
+        ))
+    }
+    /// Applies an operator's change durably (it holds once this returns); true when the state changed. In a store
+    /// shared by many processes, a host's rule is kept with the host's shard (the crawl-wide pause crawl-wide),
+    /// for every process and the shard's later owners; any process may apply any change.
+    fn apply_operator(&mut self, change: &crate::control::Change) -> Result<bool, FrontierError> {
+        let _ = change;
+        Err(FrontierError::Store(
+            "this store keeps no operator state".into(),
+        ))
+    }
+    /// A forced re-fetch: each known URL of `urls` that is done (fetched or recorded, or waiting in the revisit
+    /// schedule) is queued again as a new entry of its host's queue (with its prior visit when it was scheduled,
+    /// its schedule entry gone), durably, and returned; unknown URLs and URLs already pending are left out (the
+    /// caller adds unknown ones through a commit). In a store shared by many processes, any process may queue a
+    /// URL of any shard.
+    fn refetch(&mut self, urls: &[Discovered]) -> Result<Vec<Added>, FrontierError> {
+        let _ = urls;
+        Err(FrontierError::Store(
+            "this store cannot re-fetch known URLs".into(),
+        ))
+    }
 }
 
 /// A sitemap entry's word on when a URL changed, as written.
