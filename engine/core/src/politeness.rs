@@ -76,6 +76,17 @@ pub enum Pop {
 /// Entries a host window holds by default.
 pub const DEFAULT_WINDOW: usize = 64;
 
+/// What an operator set on a host, over the policy's politeness (see [`HostQueues::set_override`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostOverride {
+    /// Nothing of the host starts, robots.txt and sitemap jobs included, until cleared; in-flight requests finish.
+    pub paused: bool,
+    /// The delay between two request starts, instead of `min_delay` and Crawl-delay.
+    pub delay: Option<Duration>,
+    /// Requests at a time, instead of `per_host_concurrency` (at least 1).
+    pub concurrency: Option<u32>,
+}
+
 #[derive(Debug)]
 struct Host {
     name: Box<str>,
@@ -87,6 +98,8 @@ struct Host {
     paused_until: Option<Instant>,
     backoff_level: u32,
     crawl_delay: Option<Duration>,
+    /// What an operator set on it.
+    operator: HostOverride,
     blocked: bool,
     /// Nothing starts, urgent jobs included (its shard's lease ran out here; see [`HostQueues::hold`]).
     held: bool,
@@ -109,6 +122,8 @@ pub struct HostQueues {
     in_flight: usize,
     window: usize,
     refills: Vec<(HostId, Fp, Refill)>,
+    /// Operators' overrides by host name, applied to hosts as they come and go.
+    overrides: HashMap<Box<str>, HostOverride, foldhash::quality::RandomState>,
 }
 
 impl HostQueues {
@@ -123,6 +138,7 @@ impl HostQueues {
             in_flight: 0,
             window: DEFAULT_WINDOW,
             refills: Vec::new(),
+            overrides: HashMap::default(),
         }
     }
 
@@ -187,6 +203,7 @@ impl HostQueues {
             paused_until: None,
             backoff_level: 0,
             crawl_delay: None,
+            operator: self.overrides.get(host).copied().unwrap_or_default(),
             blocked: false,
             held: false,
             detached: false,
@@ -362,6 +379,45 @@ impl HostQueues {
         self.hosts.get(host as usize).is_some_and(|h| h.detached)
     }
 
+    /// Sets (or, with None, clears) what an operator set on the host named `host`, now and whenever it is
+    /// registered again; it applies from the next request (in-flight ones finish).
+    pub fn set_override(&mut self, host: &str, o: Option<HostOverride>, now: Instant) {
+        let o = o.filter(|o| *o != HostOverride::default());
+        match o {
+            Some(o) => {
+                self.overrides.insert(host.into(), o);
+            }
+            None => {
+                self.overrides.remove(host);
+            }
+        }
+        if let Some(&id) = self.index.get(host) {
+            self.hosts[id as usize].operator = o.unwrap_or_default();
+            self.wake(id, now);
+        }
+    }
+
+    /// What an operator set on a host.
+    pub fn override_of(&self, host: HostId) -> HostOverride {
+        self.hosts
+            .get(host as usize)
+            .map(|h| h.operator)
+            .unwrap_or_default()
+    }
+
+    /// The hosts an operator set something on, by name.
+    pub fn overrides(&self) -> impl Iterator<Item = (&str, &HostOverride)> {
+        self.overrides.iter().map(|(h, o)| (&**h, o))
+    }
+
+    /// Requests at a time on a host: an operator's, else the policy's.
+    fn concurrency(&self, h: &Host) -> u32 {
+        h.operator
+            .concurrency
+            .unwrap_or(self.policy.per_host_concurrency)
+            .max(1)
+    }
+
     /// Sets the robots.txt Crawl-delay of a host (honoured up to max_crawl_delay when enabled).
     pub fn set_crawl_delay(&mut self, host: HostId, delay: Option<Duration>) {
         if let Some(h) = self.hosts.get_mut(host as usize) {
@@ -378,6 +434,9 @@ impl HostQueues {
 
     /// The delay between two request starts on a host.
     pub fn delay_for(&self, host: HostId) -> Duration {
+        if let Some(d) = self.hosts.get(host as usize).and_then(|h| h.operator.delay) {
+            return d;
+        }
         let crawl_delay = self.hosts.get(host as usize).and_then(|h| h.crawl_delay);
         match crawl_delay {
             Some(d) if self.policy.honour_crawl_delay => self
@@ -401,7 +460,7 @@ impl HostQueues {
     }
 
     fn has_work(h: &Host) -> bool {
-        if h.held || h.detached {
+        if h.held || h.detached || h.operator.paused {
             return false;
         }
         !h.urgent.is_empty()
@@ -411,11 +470,10 @@ impl HostQueues {
 
     /// Puts a host on the timer heap if it has work and a free slot and is not scheduled yet.
     fn wake(&mut self, host: HostId, now: Instant) {
-        let conc = self.policy.per_host_concurrency.max(1);
         let Some(h) = self.hosts.get(host as usize) else {
             return;
         };
-        if h.scheduled.is_some() || h.in_flight >= conc || !Self::has_work(h) {
+        if h.scheduled.is_some() || h.in_flight >= self.concurrency(h) || !Self::has_work(h) {
             return;
         }
         let at = self.earliest(host, now);
@@ -429,7 +487,6 @@ impl HostQueues {
     where
         F: FnMut(HostId, &Entry) -> Gate,
     {
-        let conc = self.policy.per_host_concurrency.max(1);
         while let Some(Reverse((at, host))) = self.timers.peek().copied() {
             if at > now {
                 return Pop::WaitUntil(at);
@@ -440,7 +497,9 @@ impl HostQueues {
                 continue; // stale timer
             }
             self.hosts[idx].scheduled = None;
-            if self.hosts[idx].in_flight >= conc || !Self::has_work(&self.hosts[idx]) {
+            if self.hosts[idx].in_flight >= self.concurrency(&self.hosts[idx])
+                || !Self::has_work(&self.hosts[idx])
+            {
                 continue; // woken again by release / push / unblock
             }
             let earliest = self.earliest(host, now);
@@ -501,7 +560,10 @@ impl HostQueues {
 
     /// Ends a request started by [`pop_ready`](Self::pop_ready).
     pub fn release(&mut self, host: HostId, now: Instant, feedback: Feedback) {
-        let single = self.policy.per_host_concurrency <= 1;
+        let single = self
+            .hosts
+            .get(host as usize)
+            .is_none_or(|h| self.concurrency(h) <= 1);
         let delay = self.delay_for(host);
         let (base, max) = (self.policy.backoff_base, self.policy.backoff_max);
         let Some(h) = self.hosts.get_mut(host as usize) else {

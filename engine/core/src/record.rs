@@ -84,11 +84,13 @@ pub enum Reason {
     Calendar,
     /// Its host already had `traps.max_urls_per_pattern` URLs of the same pattern (digits and query values aside).
     PatternBudget,
+    /// An operator dropped its host's queue (control API).
+    Operator,
 }
 
 impl Reason {
     /// Every reason, in declaration order (the metrics registry's label lists are checked against it).
-    pub const ALL: [Reason; 24] = [
+    pub const ALL: [Reason; 25] = [
         Reason::Robots,
         Reason::RobotsUnavailable,
         Reason::Scope,
@@ -113,6 +115,7 @@ impl Reason {
         Reason::LongUrl,
         Reason::Calendar,
         Reason::PatternBudget,
+        Reason::Operator,
     ];
 
     /// The reason named `name` (as in the JSONL), if any.
@@ -147,6 +150,7 @@ impl Reason {
             Reason::LongUrl => "long_url",
             Reason::Calendar => "calendar",
             Reason::PatternBudget => "pattern_budget",
+            Reason::Operator => "operator",
         }
     }
 
@@ -162,7 +166,8 @@ impl Reason {
             | Reason::RepeatedPath
             | Reason::LongUrl
             | Reason::Calendar
-            | Reason::PatternBudget => Outcome::Excluded,
+            | Reason::PatternBudget
+            | Reason::Operator => Outcome::Excluded,
             _ => Outcome::Failed,
         }
     }

@@ -5,7 +5,7 @@
 //! them against those enums.
 
 /// `(outcome, reason)` of `crawl_records_total`: a fetched page has no reason, every reason has one outcome.
-pub const RECORDS: [(&str, &str); 25] = [
+pub const RECORDS: [(&str, &str); 26] = [
     ("fetched", ""),
     ("excluded", "robots"),
     ("failed", "robots_unavailable"),
@@ -31,6 +31,7 @@ pub const RECORDS: [(&str, &str); 25] = [
     ("excluded", "long_url"),
     ("excluded", "calendar"),
     ("excluded", "pattern_budget"),
+    ("excluded", "operator"),
 ];
 
 /// `status_class` of `crawl_responses_total`.

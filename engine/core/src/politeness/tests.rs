@@ -272,3 +272,70 @@ fn a_detached_host_keeps_nothing_and_reads_nothing_until_it_is_resumed() {
     assert!(matches!(pop(&mut q, t0), Pop::Ready(_, ref e) if e.url == "a/2"));
     assert!(q.push_urgent(h, entry("a/robots.txt", 0, 0), t0).is_none());
 }
+
+#[test]
+fn an_operator_pauses_a_host_and_sets_its_politeness() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 1000));
+    let a = q.host_id("a");
+    let b = q.host_id("b");
+    for i in 0..4 {
+        q.push(a, entry(&format!("a/{i}"), 0, i), t0);
+        q.push(b, entry(&format!("b/{i}"), 0, i), t0);
+    }
+    // Paused: nothing of a starts, urgent jobs included; b goes on.
+    let paused = HostOverride {
+        paused: true,
+        ..HostOverride::default()
+    };
+    q.set_override("a", Some(paused), t0);
+    assert!(q.push_urgent(a, entry("a/robots.txt", 0, 99), t0).is_none());
+    let Pop::Ready(h, _) = pop(&mut q, t0) else {
+        panic!()
+    };
+    assert_eq!(h, b);
+    q.release(b, t0, Feedback::Ok);
+    assert!(
+        matches!(pop(&mut q, t0), Pop::WaitUntil(_)),
+        "only b's delay"
+    );
+    // Resumed with two at a time and no delay.
+    let fast = HostOverride {
+        paused: false,
+        delay: Some(Duration::ZERO),
+        concurrency: Some(2),
+    };
+    q.set_override("a", Some(fast), t0);
+    assert_eq!(q.override_of(a), fast);
+    let mut started = Vec::new();
+    while let Pop::Ready(h, e) = pop(&mut q, t0) {
+        if h == a {
+            started.push(e.url);
+        }
+    }
+    assert_eq!(started, ["a/robots.txt", "a/0"], "two at a time, no delay");
+    // Cleared: the policy again (one at a time, a second apart).
+    q.set_override("a", None, t0);
+    assert_eq!(q.override_of(a), HostOverride::default());
+    assert_eq!(q.overrides().count(), 0);
+    q.release(a, t0, Feedback::Ok);
+    q.release(a, t0, Feedback::Ok);
+    assert_eq!(q.delay_for(a), Duration::from_millis(1000));
+}
+
+#[test]
+fn an_override_applies_to_a_host_registered_later() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 0));
+    q.set_override(
+        "late",
+        Some(HostOverride {
+            delay: Some(Duration::from_secs(7)),
+            ..HostOverride::default()
+        }),
+        t0,
+    );
+    let h = q.host_id("late");
+    assert_eq!(q.delay_for(h), Duration::from_secs(7));
+    assert_eq!(q.overrides().map(|(n, _)| n).collect::<Vec<_>>(), ["late"]);
+}
