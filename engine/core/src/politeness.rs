@@ -108,6 +108,30 @@ struct Host {
     scheduled: Option<Instant>,
 }
 
+/// A host as the politeness clock sees it (see [`HostQueues::snapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSnapshot<'a> {
+    pub name: &'a str,
+    pub fp: Fp,
+    /// URLs in its window and robots.txt/sitemap jobs waiting (the store may hold more).
+    pub in_window: usize,
+    pub in_flight: u32,
+    /// How long until its next request may start, when that is later than now.
+    pub next_start_in: Option<Duration>,
+    /// How long its 429/503 backoff (or Retry-After) still lasts.
+    pub paused_for: Option<Duration>,
+    pub backoff_level: u32,
+    /// Its robots.txt Crawl-delay.
+    pub crawl_delay: Option<Duration>,
+    /// The delay between its request starts in force.
+    pub delay: Duration,
+    /// Requests at a time in force.
+    pub concurrency: u32,
+    pub operator: HostOverride,
+    /// Not crawled here for now (its shard's lease ran out, or another process holds it).
+    pub held: bool,
+}
+
 /// Per-host queues plus the politeness clock.
 #[derive(Debug)]
 pub struct HostQueues {
@@ -179,6 +203,48 @@ impl HostQueues {
         }
         self.wake(id, now);
         id
+    }
+
+    /// The id of a host by its name, if known.
+    pub fn find(&self, host: &str) -> Option<HostId> {
+        self.index.get(host).copied()
+    }
+
+    /// Takes every page in a host's window (its queue dropped by an operator): each stays "out", as a leased one
+    /// does, until [`settle`](Self::settle)d, so that no refill hands it out again. Returns them, and whether the
+    /// store may hold more of the queue (a refill is then asked for: [`take_refills`](Self::take_refills)).
+    pub fn take_pages(&mut self, host: HostId) -> (Vec<Entry>, bool) {
+        let Some(h) = self.hosts.get_mut(host as usize) else {
+            return (Vec::new(), false);
+        };
+        let mut taken = Vec::with_capacity(h.pages.len());
+        while let Some(e) = h.pages.pop() {
+            taken.push(e);
+        }
+        self.queued = self.queued.saturating_sub(taken.len());
+        self.want_refill(host);
+        let h = &self.hosts[host as usize];
+        (taken, h.pages.has_more() || h.pages.is_loading())
+    }
+
+    /// What the politeness clock knows of a host, for an operator's view.
+    pub fn snapshot(&self, host: HostId, now: Instant) -> Option<HostSnapshot<'_>> {
+        let h = self.hosts.get(host as usize)?;
+        let wait = |t: Option<Instant>| t.filter(|t| *t > now).map(|t| t - now);
+        Some(HostSnapshot {
+            name: &h.name,
+            fp: h.fp,
+            in_window: h.pages.len() + h.urgent.len(),
+            in_flight: h.in_flight,
+            next_start_in: wait(h.next_start),
+            paused_for: wait(h.paused_until),
+            backoff_level: h.backoff_level,
+            crawl_delay: h.crawl_delay,
+            delay: self.delay_for(host),
+            concurrency: self.concurrency(h),
+            operator: h.operator,
+            held: h.held || h.detached,
+        })
     }
 
     /// The id of a host by its fingerprint, if known.

@@ -440,7 +440,8 @@ mod tests {
                 | Reason::RepeatedPath
                 | Reason::LongUrl
                 | Reason::Calendar
-                | Reason::PatternBudget => {}
+                | Reason::PatternBudget
+                | Reason::Operator => {}
             }
             assert_eq!(Reason::from_name(r.as_str()), Some(r));
             let json = serde_json::to_string(&r).unwrap();

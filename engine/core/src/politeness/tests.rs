@@ -339,3 +339,41 @@ fn an_override_applies_to_a_host_registered_later() {
     assert_eq!(q.delay_for(h), Duration::from_secs(7));
     assert_eq!(q.overrides().map(|(n, _)| n).collect::<Vec<_>>(), ["late"]);
 }
+
+#[test]
+fn taking_a_hosts_pages_empties_its_window_and_asks_for_the_rest() {
+    let t0 = Instant::now();
+    let mut q = HostQueues::new(policy(1, 0)).with_window(2);
+    // A host with URLs in the store: its window reads them two at a time.
+    let h = q.resume_host("a", t0);
+    assert_eq!(q.find("a"), Some(h));
+    assert_eq!(q.find("b"), None);
+    let (taken, more) = q.take_pages(h);
+    assert!(
+        taken.is_empty() && more,
+        "nothing read yet: the store has them"
+    );
+    let refills = q.take_refills();
+    assert_eq!(refills.len(), 1);
+    let (_, _, asked) = refills[0];
+    assert_eq!(
+        asked.max, 4,
+        "the window: four times the concurrency at least"
+    );
+    let four = (0..4).map(|i| entry(&format!("a/{i}"), 0, i + 1)).collect();
+    q.fill(h, four, asked, t0);
+    q.block(h);
+    let (taken, more) = q.take_pages(h);
+    assert_eq!(
+        taken.iter().map(|e| e.url.as_str()).collect::<Vec<_>>(),
+        ["a/0", "a/1", "a/2", "a/3"]
+    );
+    assert!(more, "a full answer: the store may hold more");
+    let (_, _, asked) = q.take_refills()[0];
+    q.fill(h, Vec::new(), asked, t0);
+    let (taken, more) = q.take_pages(h);
+    assert!(taken.is_empty() && !more, "all read");
+    assert_eq!(q.queued(), 0);
+    let snap = q.snapshot(h, t0).unwrap();
+    assert_eq!((snap.name, snap.in_window, snap.in_flight), ("a", 0, 0));
+}
