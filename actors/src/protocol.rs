@@ -8,12 +8,16 @@
 //! tells the scheduler about fetchers ([`FetcherDown`], [`FetcherUp`], [`Abort`]) and the engine about the end
 //! ([`CrawlFinished`]).
 
+mod control;
 mod redirect;
 mod response;
 mod sink;
 mod stats;
 
 use actix::{Message, Recipient};
+pub use control::{
+    AddUrls, ControlError, HostSort, HostView, RobotsState, StatusView, UrlAnswer, UrlVerdict,
+};
 use crawl_core::frontier::{Entry, Fp, ShardGate};
 use crawl_core::politeness::HostId;
 use crawl_core::record::Reason;

@@ -32,6 +32,7 @@ use crate::fetcher::error::LookupError;
 use crate::fetcher::http::HttpClient;
 use crate::parser::Parser;
 use crate::parser::pool::{ParserFactory, ParserPool};
+use crate::protocol::{AddUrls, ControlError, HostSort, HostView, StatusView, UrlAnswer};
 use crate::protocol::{CrawlSummary, Stats};
 use crate::proxy::actor::ProxyChains;
 use crate::proxy::messages::GetProxyStats;
@@ -40,7 +41,7 @@ use crate::resolver::logic::Outcome;
 use crate::resolver::messages::{GetResolverStats, Resolve};
 use crate::scheduler::Scheduler;
 use crate::scheduler::crawl::{Crawl, CrawlSettings};
-use crate::scheduler::messages::{Drain, GetStats};
+use crate::scheduler::messages::{Drain, GetHost, GetHosts, GetStats, GetStatus, Operate};
 use crate::sink::Sink;
 use crate::sink::actor::write_lines;
 use crate::store::StoreActor;
@@ -135,13 +136,74 @@ impl Tree {
     }
 }
 
-/// What other tasks and threads may do to a running crawl: read its counters, ask it to drain.
+/// What other tasks and threads may do to a running crawl: read its counters, ask it to drain, and steer it
+/// (the control API: pauses, politeness, queue drops, URLs added, views of hosts).
 #[derive(Clone)]
 pub struct Control {
     scheduler: Addr<Scheduler>,
 }
 
+/// How long a view of the crawl may take: the scheduler answers from its own state, between two events.
+const VIEW_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an operator's change may take: a write to the store, then the scheduler's turn.
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long added URLs may wait for the group commit that makes them durable (and a re-fetch after it).
+const ADD_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn control_error(e: actix::MailboxError) -> ControlError {
+    match e {
+        actix::MailboxError::Timeout => ControlError::Busy,
+        actix::MailboxError::Closed => ControlError::Ended,
+    }
+}
+
 impl Control {
+    /// What the crawl is doing.
+    pub async fn status(&self) -> Result<StatusView, ControlError> {
+        self.scheduler
+            .send(GetStatus)
+            .timeout(VIEW_TIMEOUT)
+            .await
+            .map_err(control_error)
+    }
+
+    /// The hosts the crawl knows, sorted by `sort`, at most `limit`.
+    pub async fn hosts(&self, sort: HostSort, limit: usize) -> Result<Vec<HostView>, ControlError> {
+        self.scheduler
+            .send(GetHosts { sort, limit })
+            .timeout(VIEW_TIMEOUT)
+            .await
+            .map_err(control_error)
+    }
+
+    /// One host (its name as URLs carry it); None when the crawl does not know it.
+    pub async fn host(&self, name: String) -> Result<Option<HostView>, ControlError> {
+        self.scheduler
+            .send(GetHost { name })
+            .timeout(VIEW_TIMEOUT)
+            .await
+            .map_err(control_error)
+    }
+
+    /// Applies an operator's change durably, then the crawl obeys it (in a crawl shared by many processes, every
+    /// process does within about a second). Answers whether the state changed.
+    pub async fn operate(&self, change: crawl_core::control::Change) -> Result<bool, ControlError> {
+        self.scheduler
+            .send(Operate { change })
+            .timeout(CHANGE_TIMEOUT)
+            .await
+            .map_err(control_error)?
+    }
+
+    /// Adds URLs; answered once the ones queued are durable.
+    pub async fn add_urls(&self, req: AddUrls) -> Result<Vec<UrlAnswer>, ControlError> {
+        self.scheduler
+            .send(crate::scheduler::messages::AddUrls { req })
+            .timeout(ADD_TIMEOUT)
+            .await
+            .map_err(control_error)?
+    }
+
     /// The crawl's counters; None once the scheduler is gone.
     pub async fn stats(&self) -> Option<Stats> {
         self.scheduler.send(GetStats).await.ok()
@@ -239,7 +301,7 @@ pub fn start(
     crawl: &CrawlId,
 ) -> Result<Tree, TreeError> {
     let now = Instant::now();
-    let (store, mut recovered, mut writer) = open_frontier(config, lock)?;
+    let (mut store, mut recovered, mut writer) = open_frontier(config, lock)?;
     let (jsonl_lines, repaired_bytes) = (writer.lines(), writer.repaired_bytes());
     // Records committed before a crash but not in the file yet: write them now, exactly once.
     let outbox = std::mem::take(&mut recovered.outbox);
@@ -304,6 +366,19 @@ pub fn start(
     if config.recrawl.enabled {
         crawl = crawl.with_revisits(&config.recrawl);
     }
+    // What operators set (pauses above all) holds from the first lease on, also after a restart.
+    let (version, operator) = store.operator_state()?;
+    if !operator.is_empty() {
+        tracing::info!(
+            crawl_paused = operator.crawl.is_some(),
+            host_rules = operator.hosts.len(),
+            "operator state resumed"
+        );
+    }
+    let wall_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    crawl.operator_state(version, operator, now, wall_ms);
     for seed in &config.crawl.seeds {
         crawl.add_seed(seed);
     }

@@ -4,7 +4,9 @@
 //! Leases whose deadline passes are re-driven.
 
 use super::crawl::{Crawl, RefillRequest};
-use super::messages::{Drain, GetStats, Reconfigure};
+use super::messages::{
+    AddUrls, Drain, GetHost, GetHosts, GetStats, GetStatus, Operate, Reconfigure,
+};
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
 use crate::protocol::Fetch;
@@ -12,16 +14,21 @@ use crate::protocol::FinishReason;
 use crate::protocol::Stats;
 use crate::protocol::WriteRecords;
 use crate::protocol::{Abort, FetcherDown, FetcherUp, JobDone, ParsesLost};
+use crate::protocol::{ControlError, HostView, StatusView, UrlAnswer};
 use crate::protocol::{CrawlFinished, LeaseExpired};
 use crate::sink::Sink;
 use crate::store::StoreActor;
-use crate::store::messages::{ApplyHints, Commit, NextUrls, PollShards, PromoteDue, ReadOutlook};
+use crate::store::messages::{
+    ApplyHints, ApplyOperator, Commit, NextUrls, PollShards, PromoteDue, ReadOperator, ReadOutlook,
+    Refetch,
+};
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
-    SpawnHandle, WrapFuture,
+    ResponseActFuture, ResponseFuture, SpawnHandle, WrapFuture,
 };
 use crawl_core::outage::{Outage, Report};
 use crawl_observability::metrics::metrics;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// How often a sharded crawl asks the store about shard ownership and the crawl's counters.
@@ -38,6 +45,10 @@ const OUTLOOK_LOG_EVERY: Duration = Duration::from_secs(60);
 /// Revisits counted ahead, at most: the count is read every few seconds, so it stops where it has said enough
 /// (the progress line shows a capped count as it is).
 const OUTLOOK_CAP: u64 = 100_000;
+
+/// How often the operator state is looked at: read again from the store in a crawl shared by many processes
+/// (another process may have changed it), politeness overrides that lapsed let go, drops done cleared.
+const OPERATOR_TICK: Duration = Duration::from_secs(1);
 
 /// How long a window waits before asking an unreachable Redis again.
 const REFILL_RETRY: Duration = Duration::from_millis(500);
@@ -72,6 +83,11 @@ pub struct Scheduler {
     outlook_logged: Option<Instant>,
     /// Shard polls failing in a row (Redis down): logged when they start, every half minute, and when they end.
     poll_outage: Outage,
+    /// Operators' URL adds waiting for their answers, by token.
+    adds: HashMap<u64, tokio::sync::oneshot::Sender<Vec<UrlAnswer>>>,
+    next_add: u64,
+    /// A read of the operator state is out.
+    reading_operator: bool,
     faults: Faults,
     /// Ends the process when this actor panics.
     _guard: PanicGuard,
@@ -106,6 +122,9 @@ impl Scheduler {
             promoting: false,
             outlook_logged: None,
             poll_outage: Outage::default(),
+            adds: HashMap::new(),
+            next_add: 0,
+            reading_operator: false,
             faults,
             _guard: guard,
         }
@@ -415,6 +434,72 @@ impl Scheduler {
         }));
     }
 
+    /// The operator state: read again in a crawl shared by many processes, lapsed politeness let go, finished
+    /// drops cleared in the store.
+    fn operator_tick(&mut self, ctx: &mut Context<Self>) {
+        let (now, now_ms) = (Instant::now(), wall_ms());
+        self.crawl.operator_lapse(now, now_ms);
+        for change in self.crawl.take_operator_done() {
+            self.operate(change, ctx);
+        }
+        if !self.crawl.is_sharded() || self.reading_operator {
+            return;
+        }
+        self.reading_operator = true;
+        self.crawl.store_request();
+        let fut = self.store.send(ReadOperator);
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            act.reading_operator = false;
+            match res {
+                Ok(Ok((version, state))) => {
+                    if act
+                        .crawl
+                        .operator_state(version, state, Instant::now(), wall_ms())
+                    {
+                        act.after(ctx);
+                    }
+                }
+                Ok(Err(e)) => tracing::debug!(error = %e, "operator state not read; asking again"),
+                Err(e) => tracing::debug!(error = %e, "operator state not read; asking again"),
+            }
+        }));
+    }
+
+    /// Applies an operator's change through the store (made by this process: a finished drop), then obeys it.
+    fn operate(&mut self, change: crawl_core::control::Change, ctx: &mut Context<Self>) {
+        self.crawl.store_request();
+        let fut = self.store.send(ApplyOperator { change });
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| match res {
+            Ok(Ok((_, version, state))) => {
+                act.crawl
+                    .operator_state(version, state, Instant::now(), wall_ms());
+                act.after(ctx);
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "operator state not updated"),
+            Err(e) => tracing::warn!(error = %e, "operator state not updated"),
+        }));
+    }
+
+    /// Answers operators' URL adds that are durable, and asks the store to queue known ones again (`force`).
+    fn answer_adds(&mut self, ctx: &mut Context<Self>) {
+        for (token, answers) in self.crawl.take_add_answers() {
+            if let Some(tx) = self.adds.remove(&token) {
+                let _ = tx.send(answers);
+            }
+        }
+        for (token, urls) in self.crawl.take_refetch() {
+            self.crawl.store_request();
+            let fut = self.store.send(Refetch { urls });
+            ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+                let res = res.unwrap_or_else(|e| {
+                    Err(crawl_core::frontier::FrontierError::Gone(e.to_string()))
+                });
+                act.crawl.refetched(token, res, Instant::now());
+                act.after(ctx);
+            }));
+        }
+    }
+
     /// A shard poll went through: the end of an outage is logged.
     fn poll_went_through(&mut self) {
         if let Some(r) = self.poll_outage.succeeded(Instant::now()) {
@@ -469,6 +554,7 @@ impl Scheduler {
     /// Runs after every event: start what may start, commit when due, report the end.
     fn after(&mut self, ctx: &mut Context<Self>) {
         self.pump(ctx);
+        self.answer_adds(ctx);
         let (queued, in_flight, known, hosts) = self.crawl.gauges();
         crawl_observability::metrics::metrics().frontier(queued, in_flight, known, hosts);
         self.check_deadlines(ctx);
@@ -515,6 +601,10 @@ impl Actor for Scheduler {
             self.poll_shards(ctx);
             ctx.run_interval(SHARD_POLL, |act, ctx| act.poll_shards(ctx));
         }
+        ctx.run_interval(OPERATOR_TICK, |act, ctx| {
+            act.operator_tick(ctx);
+            act.after(ctx);
+        });
         if self.crawl.revisits() {
             self.promote(ctx);
             self.read_outlook(ctx);
@@ -613,6 +703,81 @@ impl Handler<GetStats> for Scheduler {
     fn handle(&mut self, _msg: GetStats, _ctx: &mut Context<Self>) -> Self::Result {
         let s: Stats = self.crawl.stats();
         MessageResult(s)
+    }
+}
+
+impl Handler<Operate> for Scheduler {
+    type Result = ResponseActFuture<Self, Result<bool, ControlError>>;
+
+    fn handle(&mut self, msg: Operate, _ctx: &mut Context<Self>) -> Self::Result {
+        let change = msg.change;
+        tracing::info!(
+            by = %change.by(),
+            target = %change.host().map_or_else(|| "crawl".to_owned(), ToString::to_string),
+            change = change.name(),
+            "operator change"
+        );
+        self.crawl.store_request();
+        let fut = self.store.send(ApplyOperator { change });
+        Box::pin(fut.into_actor(self).map(|res, act, ctx| match res {
+            Ok(Ok((changed, version, state))) => {
+                act.crawl
+                    .operator_state(version, state, Instant::now(), wall_ms());
+                act.after(ctx);
+                Ok(changed)
+            }
+            Ok(Err(e)) => Err(ControlError::Store(e.to_string())),
+            Err(_) => Err(ControlError::Ended),
+        }))
+    }
+}
+
+impl Handler<AddUrls> for Scheduler {
+    type Result = ResponseFuture<Result<Vec<UrlAnswer>, ControlError>>;
+
+    fn handle(&mut self, msg: AddUrls, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.forced.is_some() || self.crawl.is_draining() {
+            return Box::pin(async { Err(ControlError::Ended) });
+        }
+        let token = self.next_add;
+        self.next_add += 1;
+        self.adds.insert(token, tx);
+        tracing::info!(
+            urls = msg.req.urls.len(),
+            depth = msg.req.depth,
+            force = msg.req.force,
+            "operator adds urls"
+        );
+        self.crawl.add_urls(token, msg.req, Instant::now());
+        self.after(ctx);
+        Box::pin(async move { rx.await.map_err(|_| ControlError::Ended) })
+    }
+}
+
+impl Handler<GetHosts> for Scheduler {
+    type Result = MessageResult<GetHosts>;
+
+    fn handle(&mut self, msg: GetHosts, _ctx: &mut Context<Self>) -> Self::Result {
+        let views: Vec<HostView> = self.crawl.host_views(msg.sort, msg.limit, Instant::now());
+        MessageResult(views)
+    }
+}
+
+impl Handler<GetHost> for Scheduler {
+    type Result = MessageResult<GetHost>;
+
+    fn handle(&mut self, msg: GetHost, _ctx: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.crawl.host_view(&msg.name, Instant::now()))
+    }
+}
+
+impl Handler<GetStatus> for Scheduler {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
+        let v: StatusView = self.crawl.status_view();
+        MessageResult(v)
     }
 }
 

@@ -8,12 +8,15 @@
 //! The parts own their state: `Admission` (scope, trap budgets), `Windows` (host queues and their
 //! politeness, the records window, refills), `RobotsJobs` (robots.txt state, robots.txt and sitemap jobs),
 //! `Leases` (jobs out, retried traces, fetchers set aside), `Staging` (the batch, the commit in flight, the
-//! record log), `Shards` (a crawl shared by many processes) and `Progress` (counters). Traces and metrics of a
+//! record log), `Shards` (a crawl shared by many processes), `Operator` (what operators set: pauses, politeness,
+//! queue drops) and `Progress` (counters). Traces and metrics of a
 //! URL are made in `trace_metrics`.
 
+mod adds;
 mod admission;
 mod embeds;
 mod leases;
+mod operator;
 mod page_answer;
 mod progress;
 mod records;
@@ -21,6 +24,7 @@ mod revisits;
 mod robots_jobs;
 mod shards;
 mod staging;
+mod tally;
 mod trace_metrics;
 mod windows;
 
@@ -29,6 +33,7 @@ use crate::protocol::{
     ArchiveItem, Archived, FinishReason, FoundLink, Job, JobId, JobResult, PageOutcome,
     RobotsOutcome,
 };
+use adds::Adds;
 use admission::Admission;
 use crawl_core::backoff::Backoff;
 use crawl_core::canon;
@@ -44,6 +49,7 @@ use crawl_observability::metrics::metrics;
 use crawl_observability::redact::redact_url;
 use crawl_observability::trace::Trace;
 use leases::Leases;
+use operator::Operator;
 use progress::{Event, Progress};
 use revisits::{Revisits, Seen};
 use robots_jobs::{Around, Obtained, RobotsJobs};
@@ -51,6 +57,7 @@ use shards::{PolledCounters, Shards};
 use staging::Staging;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tally::HostTally;
 use windows::Windows;
 
 pub use windows::{RefillRequest, WindowId};
@@ -101,6 +108,12 @@ pub struct Crawl {
     progress: Progress,
     /// Continuous crawling (`[recrawl]` enabled): fetched URLs come due again.
     revisits: Option<Revisits>,
+    /// What operators set (control API): pauses, politeness, queue drops.
+    operator: Operator,
+    /// URLs operators add (control API), waiting for their commit.
+    adds: Adds,
+    /// Per-host counts for operators' views.
+    tally: HostTally,
     /// No new lease starts (SIGINT/SIGTERM).
     draining: bool,
 }
@@ -118,9 +131,11 @@ impl Crawl {
     ) -> Crawl {
         let mut admission = Admission::new(scope);
         let mut windows = Windows::new(queues, settings.window);
+        let mut tally = HostTally::default();
         for h in &resume.hosts {
             if windows.resume(h, now) {
                 admission.resume(&h.name, h.pending);
+                tally.set_queued(h.fp, h.pending);
             }
         }
         let moved = resume.checkpoint != Some(jsonl);
@@ -134,6 +149,9 @@ impl Crawl {
             admission,
             windows,
             revisits: None,
+            operator: Operator::default(),
+            adds: Adds::default(),
+            tally,
             draining: false,
         };
         crawl.take_robots(resume.robots, now);
@@ -211,6 +229,261 @@ impl Crawl {
         let r = self.revisits.as_mut()?;
         let hints = r.take_hints();
         (!hints.is_empty()).then(|| (hints, r.policy().clone()))
+    }
+
+    // --- operators: pauses, politeness and queue drops set through the control API ---
+
+    /// The operator state as the store keeps it (`version`): what changed applies from now on (in-flight
+    /// requests finish). An older version than the one in force is ignored; returns whether it was taken.
+    pub fn operator_state(
+        &mut self,
+        version: u64,
+        state: crawl_core::control::OperatorState,
+        now: Instant,
+        now_ms: u64,
+    ) -> bool {
+        self.operator
+            .set(version, state, self.windows.hosts_mut(), now, now_ms)
+    }
+
+    /// The operator state in force and its version (None before the first read).
+    pub fn operator(&self) -> (&crawl_core::control::OperatorState, Option<u64>) {
+        (self.operator.state(), self.operator.version())
+    }
+
+    /// Politeness overrides that lapsed go; returns how long until the next one does.
+    pub fn operator_lapse(&mut self, now: Instant, now_ms: u64) -> Option<Duration> {
+        self.operator.lapse(self.windows.hosts_mut(), now, now_ms)
+    }
+
+    /// Drops of hosts' queues that finished here and whose records are durable: to be cleared in the store.
+    pub fn take_operator_done(&mut self) -> Vec<crawl_core::control::Change> {
+        if self.staging.is_empty() {
+            self.operator.take_done()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Carries out the queue drops operators asked for, for the hosts this process crawls: every queued URL of the
+    /// host is recorded `excluded` (reason `operator`), a window at a time, until its queue is read to the end.
+    fn run_drops(&mut self, now: Instant) {
+        for (host, requested_ms) in self.operator.drops_to_start() {
+            if self.shards.is_sharded()
+                && !self.shards.owns_host(crawl_core::frontier::host_fp(&host))
+            {
+                continue; // whoever crawls the host drops its queue
+            }
+            tracing::info!(host = %host, "dropping host queue");
+            self.operator.start_drop(&host, requested_ms);
+            if let Some(id) = self.windows.hosts().find(&host) {
+                self.windows.hosts_mut().block(id);
+            }
+        }
+        let hosts: Vec<String> = self.operator.dropping().map(str::to_owned).collect();
+        for host in hosts {
+            let id = self.windows.hosts().find(&host);
+            let (pages, more) = match id {
+                Some(id) => self.windows.hosts_mut().take_pages(id),
+                None => (Vec::new(), false),
+            };
+            self.operator.count_dropped(&host, pages.len() as u64);
+            for entry in pages {
+                let record = Record::terminal(
+                    &entry.url,
+                    entry.depth,
+                    entry.parent.as_deref(),
+                    Reason::Operator,
+                    Some("host queue dropped by an operator".to_owned()),
+                );
+                let trace = self.leases.resume_trace(&entry.url);
+                self.record(&entry, record, false, trace);
+            }
+            if !more {
+                self.operator
+                    .finish_drop(&host, self.windows.hosts_mut(), id, now);
+            }
+        }
+    }
+
+    /// URLs an operator adds (request `token`): each is judged like a link (scope, filters, depth, traps, and
+    /// robots.txt when its rules are known here) and staged; the answers come out of
+    /// [`take_add_answers`](Self::take_add_answers) once the commit carrying them is durable (and, with `force`,
+    /// known URLs are queued again through [`take_refetch`](Self::take_refetch)).
+    pub fn add_urls(&mut self, token: u64, req: crate::protocol::AddUrls, now: Instant) {
+        use crate::protocol::{UrlAnswer, UrlVerdict};
+        let mut answers = Vec::with_capacity(req.urls.len());
+        let mut staged = Vec::new();
+        for raw in req.urls {
+            let url = match canon::canonicalize(&raw) {
+                Ok(u) if u.host_str().is_some() => u,
+                Ok(_) => {
+                    answers.push(UrlAnswer {
+                        url: raw,
+                        canonical: None,
+                        verdict: UrlVerdict::Invalid("a URL without a host".into()),
+                    });
+                    continue;
+                }
+                Err(e) => {
+                    answers.push(UrlAnswer {
+                        url: raw,
+                        canonical: None,
+                        verdict: UrlVerdict::Invalid(e.to_string()),
+                    });
+                    continue;
+                }
+            };
+            let mut link = self.admission.link(&url, req.depth);
+            let kind = self.admission.screen(&mut link, req.depth);
+            let verdict = match kind.excluded() {
+                Some(reason) => UrlVerdict::Excluded(reason),
+                None if self.robots.respected()
+                    && self.robots.gate(&link.url, now) == Some(Gate::Drop) =>
+                {
+                    // Queued all the same: it is recorded `robots` when it comes up, like any disallowed link.
+                    UrlVerdict::Excluded(Reason::Robots)
+                }
+                None => UrlVerdict::Queued,
+            };
+            let d = Discovered {
+                url: link.url.clone(),
+                host: link.host,
+                depth: req.depth,
+                parent: None,
+                redirect_chain: Vec::new(),
+                kind,
+            };
+            if verdict == UrlVerdict::Queued {
+                staged.push((answers.len(), d.clone()));
+            }
+            self.staging.discovered(d);
+            answers.push(UrlAnswer {
+                url: raw,
+                canonical: Some(link.url),
+                verdict,
+            });
+        }
+        self.adds.add(token, answers, staged, req.force);
+    }
+
+    /// Answers to operators' adds, by request token.
+    pub fn take_add_answers(&mut self) -> Vec<(u64, Vec<crate::protocol::UrlAnswer>)> {
+        self.adds.take_answers()
+    }
+
+    /// Known URLs operators asked to fetch again, by request token: for the store's
+    /// [`refetch`](crawl_core::frontier::FrontierStore::refetch).
+    pub fn take_refetch(&mut self) -> Vec<(u64, Vec<Discovered>)> {
+        self.adds.take_refetch()
+    }
+
+    /// The store's answer to a re-fetch: the URLs queued again join their hosts' windows.
+    pub fn refetched(
+        &mut self,
+        token: u64,
+        result: Result<Vec<crawl_core::frontier::Added>, FrontierError>,
+        now: Instant,
+    ) {
+        match result {
+            Ok(added) => {
+                self.adds.refetched(token, Ok(&added));
+                for a in added {
+                    self.tally.queued(a.entry.host);
+                    if self.shards.owns_host(a.entry.host) {
+                        self.windows.offer(a, now);
+                    }
+                }
+            }
+            Err(e) => self.adds.refetched(token, Err(e.to_string())),
+        }
+    }
+
+    /// The hosts as an operator sees them: sorted by `sort`, at most `limit`.
+    pub fn host_views(
+        &self,
+        sort: crate::protocol::HostSort,
+        limit: usize,
+        now: Instant,
+    ) -> Vec<crate::protocol::HostView> {
+        use crate::protocol::HostSort;
+        let q = self.windows.hosts();
+        let mut ids: Vec<HostId> = (0..q.hosts() as HostId)
+            .filter(|id| !q.host_name(*id).is_empty())
+            .collect();
+        let fp = |id: &HostId| q.host_fp(*id);
+        match sort {
+            HostSort::Queued => {
+                ids.sort_by_key(|id| std::cmp::Reverse(self.tally.queued_of(fp(id))))
+            }
+            HostSort::InFlight => ids.sort_by_key(|id| {
+                std::cmp::Reverse(q.snapshot(*id, now).map_or(0, |s| s.in_flight))
+            }),
+            HostSort::Errors => {
+                ids.sort_by_key(|id| std::cmp::Reverse(self.tally.error_count(fp(id))))
+            }
+            HostSort::Name => ids.sort_by(|a, b| q.host_name(*a).cmp(q.host_name(*b))),
+        }
+        ids.into_iter()
+            .take(limit)
+            .filter_map(|id| self.host_view_of(id, now))
+            .collect()
+    }
+
+    /// One host as an operator sees it; None when the crawl does not know it.
+    pub fn host_view(&self, name: &str, now: Instant) -> Option<crate::protocol::HostView> {
+        self.host_view_of(self.windows.hosts().find(name)?, now)
+    }
+
+    fn host_view_of(&self, id: HostId, now: Instant) -> Option<crate::protocol::HostView> {
+        let s = self.windows.hosts().snapshot(id, now)?;
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let held_here = self.shards.owns_host(s.fp);
+        Some(crate::protocol::HostView {
+            host: s.name.to_owned(),
+            queued: held_here.then(|| self.tally.queued_of(s.fp)),
+            in_flight: s.in_flight,
+            next_allowed_in_ms: s.next_start_in.map(ms),
+            backoff_level: s.backoff_level,
+            backoff_for_ms: s.paused_for.map(ms),
+            delay_ms: ms(s.delay),
+            concurrency: s.concurrency,
+            rule: self
+                .operator
+                .state()
+                .hosts
+                .get(&crawl_core::control::HostMatch::every_port(s.name))
+                .cloned(),
+            robots: self.robots.state_of_host(s.name, now),
+            errors: self.tally.errors_of(s.fp),
+            shard: self.shards.shard_of(s.fp),
+            held_here,
+        })
+    }
+
+    /// What the crawl is doing, for an operator.
+    pub fn status_view(&self) -> crate::protocol::StatusView {
+        let stats = self.stats();
+        let waiting_for = if self.operator.crawl_paused() {
+            Some("an operator to resume the crawl".to_owned())
+        } else if self.draining {
+            Some("in-flight requests to finish (draining)".to_owned())
+        } else if stats.in_flight == 0 && stats.queued == 0 {
+            stats.revisits.and_then(|r| r.next_due_ms).map(|t| {
+                format!(
+                    "the next revisit, due at {}",
+                    crawl_core::recrawl::rfc3339_ms(t)
+                )
+            })
+        } else {
+            None
+        };
+        crate::protocol::StatusView {
+            stats,
+            operator: self.operator.state().clone(),
+            draining: self.draining,
+            waiting_for,
+        }
     }
 
     // --- admit: a URL found is judged (scope, traps) and staged for the store ---
@@ -322,6 +595,7 @@ impl Crawl {
     /// are waiting on politeness.
     pub fn next_jobs(&mut self, now: Instant) -> (Vec<Job>, Option<Instant>) {
         self.record_excluded();
+        self.run_drops(now);
         if self.draining || self.limit_reached() {
             // No new lease will start: the windows' URLs stay in the store, their memory goes.
             self.windows.let_go();
@@ -329,6 +603,7 @@ impl Crawl {
         let mut jobs = Vec::new();
         let mut wake = None;
         while !self.draining
+            && !self.operator.crawl_paused()
             && self.leases.len() < self.settings.concurrency
             && !self.limit_reached()
             && !self.backlogged()
@@ -338,8 +613,9 @@ impl Crawl {
             let robots = &self.robots;
             let shards = &mut self.shards;
             let revisits = &mut self.revisits;
+            let operator = &self.operator;
             let pop = self.windows.pop_ready(now, |host, entry| {
-                if !shards.lets_start(host, entry.host) {
+                if !shards.lets_start(host, entry.host) || operator.holds(&entry.url) {
                     return Gate::Block;
                 }
                 let gate = if !robots.respected() {
@@ -508,6 +784,7 @@ impl Crawl {
             && self.windows.all_read()
             && !self.draining
             && !self.limit_reached()
+            && !self.operator.holds_any()
     }
 
     /// True when a job of this host may start now (always, without shards).
@@ -1047,6 +1324,9 @@ impl Crawl {
         // refused by the network guard or failed without an answer is no fetch.
         let fetched_page = page_job && record.outcome == Outcome::Fetched;
         self.progress.record(&record, fetched_page);
+        if let Some(reason) = record.reason {
+            self.tally.error(entry.host, reason);
+        }
         self.staging.record(entry, line, trace, fetched_page)
     }
 
@@ -1071,6 +1351,7 @@ impl Crawl {
             .staging
             .take_commit(self.shards.claims_waiting(), now)?;
         self.shards.claims_taken();
+        self.adds.committing();
         Some(batch)
     }
 
@@ -1085,7 +1366,14 @@ impl Crawl {
         result: Result<Committed, FrontierError>,
         now: Instant,
     ) -> Result<Vec<(u64, Vec<u8>)>, FrontierError> {
-        let landed = self.staging.land(result, now)?;
+        let landed = match self.staging.land(result, now) {
+            Ok(l) => l,
+            Err(e) => {
+                self.adds.failed(&e.to_string());
+                return Err(e);
+            }
+        };
+        self.adds.committed(&landed.added);
         self.progress.count(Event::Commit);
         self.shards.committed();
         if !self.shards.is_sharded() {
@@ -1094,9 +1382,11 @@ impl Crawl {
         }
         for f in &landed.finished {
             self.windows.settle(f);
+            self.tally.done(f.host);
         }
         self.shards.refused(&landed.refused, &mut self.windows, now);
         for added in landed.added {
+            self.tally.queued(added.entry.host);
             if self.shards.owns_host(added.entry.host) {
                 self.windows.offer(added, now);
             }

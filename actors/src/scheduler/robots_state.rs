@@ -84,6 +84,11 @@ impl RobotsTable {
         matches!(self.states.get(authority), Some(RobotsState::Ready { expires, .. }) if *expires > now)
     }
 
+    /// True while a fetch of the authority's robots.txt is pending.
+    pub fn is_pending(&self, authority: &str) -> bool {
+        matches!(self.states.get(authority), Some(RobotsState::Pending))
+    }
+
     /// A fetch marked started will not happen here after all (its host went to another process): the next page of
     /// the authority asks for it again.
     pub fn forget_pending(&mut self, authority: &str) {

@@ -2,7 +2,8 @@
 
 use super::archive::Archive;
 use super::messages::{
-    ApplyHints, Commit, IdleWork, NextUrls, PollShards, PromoteDue, ReadOutlook,
+    ApplyHints, ApplyOperator, Commit, IdleWork, NextUrls, PollShards, PromoteDue, ReadOperator,
+    ReadOutlook, Refetch,
 };
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
@@ -143,6 +144,33 @@ impl Handler<ReadOutlook> for StoreActor {
 
     fn handle(&mut self, msg: ReadOutlook, _ctx: &mut SyncContext<Self>) -> Self::Result {
         self.store()?.outlook(msg.horizon_ms, msg.cap)
+    }
+}
+
+impl Handler<ReadOperator> for StoreActor {
+    type Result = Result<(u64, crawl_core::control::OperatorState), FrontierError>;
+
+    fn handle(&mut self, _msg: ReadOperator, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.operator_state()
+    }
+}
+
+impl Handler<ApplyOperator> for StoreActor {
+    type Result = Result<(bool, u64, crawl_core::control::OperatorState), FrontierError>;
+
+    fn handle(&mut self, msg: ApplyOperator, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        let store = self.store()?;
+        let changed = store.apply_operator(&msg.change)?;
+        let (version, state) = store.operator_state()?;
+        Ok((changed, version, state))
+    }
+}
+
+impl Handler<Refetch> for StoreActor {
+    type Result = Result<Vec<crawl_core::frontier::Added>, FrontierError>;
+
+    fn handle(&mut self, msg: Refetch, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        self.store()?.refetch(&msg.urls)
     }
 }
 

@@ -62,3 +62,23 @@ pub struct ApplyHints {
     pub policy: crawl_core::recrawl::Policy,
     pub now_ms: u64,
 }
+
+/// What operators set on the crawl, with its version (on start, and polled in a crawl shared by many processes).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(u64, crawl_core::control::OperatorState), FrontierError>")]
+pub struct ReadOperator;
+
+/// Apply an operator's change durably, then read the state back (command): whether it changed, and the state
+/// with its version.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(bool, u64, crawl_core::control::OperatorState), FrontierError>")]
+pub struct ApplyOperator {
+    pub change: crawl_core::control::Change,
+}
+
+/// Queue done URLs again (a forced re-fetch, command); returns the entries queued.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Vec<crawl_core::frontier::Added>, FrontierError>")]
+pub struct Refetch {
+    pub urls: Vec<crawl_core::frontier::Discovered>,
+}

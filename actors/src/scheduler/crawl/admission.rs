@@ -36,6 +36,15 @@ impl Admission {
         self.budgets.resume(host, pending);
     }
 
+    /// A URL given at `depth` (an operator's), as a link found there.
+    pub(super) fn link(&self, url: &url::Url, depth: u32) -> FoundLink {
+        FoundLink {
+            url: url.as_str().to_owned(),
+            host: canon::host_key(url).to_owned(),
+            verdict: self.scope.check(url, depth),
+        }
+    }
+
     /// A seed, as a link at depth 0.
     pub(super) fn seed(&self, url: &url::Url) -> FoundLink {
         FoundLink {

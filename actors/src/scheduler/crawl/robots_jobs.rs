@@ -89,6 +89,36 @@ impl RobotsJobs {
         self.table.gate(page_url, now)
     }
 
+    /// The robots.txt state of a host as far as this process knows it (its https authority, else its http one).
+    pub(super) fn state_of_host(&self, host: &str, now: Instant) -> crate::protocol::RobotsState {
+        use crate::protocol::RobotsState;
+        if !self.respect {
+            return RobotsState::Ignored;
+        }
+        let mut state = RobotsState::Unknown;
+        for scheme in ["https", "http"] {
+            let page = format!("{scheme}://{host}/");
+            let Ok(u) = url::Url::parse(&page) else {
+                continue;
+            };
+            let authority = canon::authority_key(&u);
+            let s = if self.table.gave_up(&page).is_some() {
+                RobotsState::Unavailable
+            } else if self.table.has_rules(&authority, now) {
+                RobotsState::Known
+            } else if self.table.is_pending(&authority) {
+                RobotsState::Fetching
+            } else {
+                RobotsState::Unknown
+            };
+            if s != RobotsState::Unknown {
+                return s;
+            }
+            state = s;
+        }
+        state
+    }
+
     /// Queues a fetch of an authority's robots.txt on `host`, unless one is pending.
     pub(super) fn request(
         &mut self,

@@ -113,6 +113,11 @@ impl Shards {
         self.gate.as_ref().is_none_or(|g| g.owns(g.shard_of(fp)))
     }
 
+    /// The shard of a host (None without shards).
+    pub(super) fn shard_of(&self, fp: Fp) -> Option<u32> {
+        self.gate.as_ref().map(|g| g.shard_of(fp))
+    }
+
     /// A host held until its shard's lease is renewed.
     pub(super) fn block(&mut self, host: HostId) {
         self.blocked.insert(host);

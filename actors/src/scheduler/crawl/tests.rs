@@ -19,6 +19,7 @@ use std::collections::HashSet;
 mod embeds;
 mod faults;
 mod links;
+mod operator;
 mod reload;
 mod revisits;
 /// Also the home of the shard-gate test double the `Shards` part's tests use.

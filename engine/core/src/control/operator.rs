@@ -112,6 +112,17 @@ impl Change {
         }
     }
 
+    /// Its name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::Pause { .. } => "pause",
+            Change::Resume { .. } => "resume",
+            Change::Politeness { .. } => "politeness",
+            Change::Drop { .. } => "drop",
+            Change::Dropped { .. } => "dropped",
+        }
+    }
+
     /// Who asked.
     pub fn by(&self) -> &Requester {
         match self {
