@@ -2,6 +2,7 @@
 //! crawl or a host paused, a host's politeness — in the form the stores keep and the scheduler obeys, and who
 //! asked. Nothing here does I/O; every time is given.
 
+pub mod alerts;
 mod host_match;
 mod operator;
 mod requester;

@@ -1,0 +1,391 @@
+//! Alerts that act: Alertmanager's webhook payload (version 4) and what `[[api.alert_actions]]` make of it. A
+//! firing alert that an action matches asks for that action; its resolution asks for the action to be undone —
+//! the caller undoes it only when what the alert set is still in force (an operator who changed the setting since
+//! keeps their change). Pure: parsing and matching only.
+
+use super::{Change, HostMatch, OperatorState, Requester};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Alertmanager's webhook body (version 4); fields this crate does not use are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Notification {
+    pub version: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub receiver: String,
+    pub alerts: Vec<Alert>,
+}
+
+/// One alert of a notification.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Alert {
+    /// `firing` or `resolved`.
+    pub status: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Alertmanager's identity of the alert (its label set).
+    #[serde(default)]
+    pub fingerprint: String,
+}
+
+impl Alert {
+    /// Its `alertname` label.
+    pub fn name(&self) -> &str {
+        self.labels.get("alertname").map_or("", String::as_str)
+    }
+
+    /// True while it fires.
+    pub fn firing(&self) -> bool {
+        self.status == "firing"
+    }
+
+    /// Who asks, when an action is taken for it.
+    pub fn requester(&self) -> Requester {
+        Requester::Alert {
+            alert: self.name().to_owned(),
+            fingerprint: self.fingerprint.clone(),
+        }
+    }
+}
+
+/// Why a notification was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotificationError {
+    #[error("not an Alertmanager webhook body: {0}")]
+    Malformed(String),
+    #[error("webhook version {0} is not supported (version 4 is)")]
+    Version(String),
+}
+
+impl Notification {
+    /// Parses a webhook body.
+    pub fn parse(body: &[u8]) -> Result<Notification, NotificationError> {
+        let n: Notification = serde_json::from_slice(body)
+            .map_err(|e| NotificationError::Malformed(e.to_string()))?;
+        if n.version != "4" {
+            return Err(NotificationError::Version(n.version));
+        }
+        Ok(n)
+    }
+}
+
+/// What an action does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ActionKind {
+    /// Pause the host the alert names (its `host` label, or the label `host_label` names).
+    PauseHost,
+    /// Pause the whole crawl.
+    PauseCrawl,
+    /// Resolve names over DoH only (`resolver.mode = "doh"`).
+    ResolverDoh,
+    /// Connect directly when no proxy chain is healthy (`proxy.fallback_direct = true`).
+    FallbackDirect,
+    /// Never connect directly when no proxy chain is healthy (`proxy.fallback_direct = false`).
+    ForbidDirect,
+    /// Multiply `fetch.concurrency` and `politeness.per_host_concurrency` by `factor` (0 < factor < 1; at
+    /// least 1 each).
+    LowerConcurrency { factor: f64 },
+}
+
+impl ActionKind {
+    /// The name as `[[api.alert_actions]]` writes it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ActionKind::PauseHost => "pause_host",
+            ActionKind::PauseCrawl => "pause_crawl",
+            ActionKind::ResolverDoh => "resolver_doh",
+            ActionKind::FallbackDirect => "fallback_direct",
+            ActionKind::ForbidDirect => "forbid_direct",
+            ActionKind::LowerConcurrency { .. } => "lower_concurrency",
+        }
+    }
+}
+
+/// One `[[api.alert_actions]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertAction {
+    /// The `alertname` it answers.
+    pub alert: String,
+    /// Labels the alert must carry with these values.
+    pub labels: BTreeMap<String, String>,
+    pub action: ActionKind,
+    /// The label naming the host (`pause_host`; default `host`).
+    pub host_label: String,
+}
+
+impl AlertAction {
+    fn matches(&self, a: &Alert) -> bool {
+        a.name() == self.alert
+            && self
+                .labels
+                .iter()
+                .all(|(k, v)| a.labels.get(k).is_some_and(|x| x == v))
+    }
+}
+
+/// A setting an alert may change for as long as it fires (not kept across restarts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Setting {
+    ResolverDoh,
+    FallbackDirect(bool),
+    LowerConcurrency { factor: f64 },
+}
+
+/// What a notification asks for, alert by alert.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// An operator change (a pause when an alert fires, a resume when it is resolved and its pause still holds).
+    Operator(Change),
+    /// Set a setting for this alert (`fingerprint`) while it fires.
+    Set { setting: Setting, by: Requester },
+    /// The alert (`fingerprint`) was resolved: undo the setting it set, unless it was changed since.
+    Unset { setting: Setting, by: Requester },
+    /// An action matched but cannot be carried out (a `pause_host` without a usable host label): logged.
+    Skipped { alert: String, why: String },
+}
+
+/// The steps `actions` take for `n`, judged against the operator state in force (`state`) for undoing pauses:
+/// a resolved alert resumes only what it paused itself and what is still paused by it.
+pub fn plan(
+    actions: &[AlertAction],
+    n: &Notification,
+    state: &OperatorState,
+    now_ms: u64,
+) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for a in &n.alerts {
+        let by = a.requester();
+        for act in actions.iter().filter(|x| x.matches(a)) {
+            let step = match act.action {
+                ActionKind::PauseHost => {
+                    let Some(text) = a.labels.get(&act.host_label) else {
+                        steps.push(Step::Skipped {
+                            alert: a.name().to_owned(),
+                            why: format!("no `{}` label", act.host_label),
+                        });
+                        continue;
+                    };
+                    let host = match HostMatch::parse(text) {
+                        Ok(h) => h,
+                        Err(e) => {
+                            steps.push(Step::Skipped {
+                                alert: a.name().to_owned(),
+                                why: e.to_string(),
+                            });
+                            continue;
+                        }
+                    };
+                    if a.firing() {
+                        Some(Step::Operator(Change::Pause {
+                            host: Some(host),
+                            at_ms: now_ms,
+                            by: by.clone(),
+                        }))
+                    } else {
+                        let ours = state
+                            .hosts
+                            .get(&host)
+                            .and_then(|r| r.paused.as_ref())
+                            .is_some_and(|p| p.by.is_alert(&a.fingerprint));
+                        ours.then(|| {
+                            Step::Operator(Change::Resume {
+                                host: Some(host),
+                                at_ms: now_ms,
+                                by: by.clone(),
+                            })
+                        })
+                    }
+                }
+                ActionKind::PauseCrawl => {
+                    if a.firing() {
+                        Some(Step::Operator(Change::Pause {
+                            host: None,
+                            at_ms: now_ms,
+                            by: by.clone(),
+                        }))
+                    } else {
+                        let ours = state
+                            .crawl
+                            .as_ref()
+                            .is_some_and(|p| p.by.is_alert(&a.fingerprint));
+                        ours.then(|| {
+                            Step::Operator(Change::Resume {
+                                host: None,
+                                at_ms: now_ms,
+                                by: by.clone(),
+                            })
+                        })
+                    }
+                }
+                kind => {
+                    let setting = match kind {
+                        ActionKind::ResolverDoh => Setting::ResolverDoh,
+                        ActionKind::FallbackDirect => Setting::FallbackDirect(true),
+                        ActionKind::ForbidDirect => Setting::FallbackDirect(false),
+                        ActionKind::LowerConcurrency { factor } => {
+                            Setting::LowerConcurrency { factor }
+                        }
+                        ActionKind::PauseHost | ActionKind::PauseCrawl => continue,
+                    };
+                    Some(if a.firing() {
+                        Step::Set {
+                            setting,
+                            by: by.clone(),
+                        }
+                    } else {
+                        Step::Unset {
+                            setting,
+                            by: by.clone(),
+                        }
+                    })
+                }
+            };
+            steps.extend(step);
+        }
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(status: &str, labels: &str, fingerprint: &str) -> Vec<u8> {
+        format!(
+            r#"{{"version":"4","groupKey":"{{}}:{{}}","truncatedAlerts":0,"status":"{status}","receiver":"crawl",
+            "groupLabels":{{}},"commonLabels":{{}},"commonAnnotations":{{}},"externalURL":"http://am",
+            "alerts":[{{"status":"{status}","labels":{labels},"annotations":{{}},
+            "startsAt":"2026-12-06T00:00:00Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://p",
+            "fingerprint":"{fingerprint}"}}]}}"#
+        )
+        .into_bytes()
+    }
+
+    fn actions() -> Vec<AlertAction> {
+        vec![
+            AlertAction {
+                alert: "CrawlHostThrottling".into(),
+                labels: BTreeMap::new(),
+                action: ActionKind::PauseHost,
+                host_label: "host".into(),
+            },
+            AlertAction {
+                alert: "CrawlDnsPollution".into(),
+                labels: [("severity".to_owned(), "critical".to_owned())].into(),
+                action: ActionKind::ResolverDoh,
+                host_label: "host".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_firing_alert_pauses_its_host_and_its_resolution_resumes_it() {
+        let fire = Notification::parse(&body(
+            "firing",
+            r#"{"alertname":"CrawlHostThrottling","host":"A.example"}"#,
+            "f1",
+        ))
+        .unwrap();
+        let mut state = OperatorState::default();
+        let steps = plan(&actions(), &fire, &state, 10);
+        let [Step::Operator(pause)] = &steps[..] else {
+            panic!("{steps:?}")
+        };
+        assert!(
+            matches!(pause, Change::Pause { host: Some(h), .. } if h.to_string() == "a.example")
+        );
+        assert!(state.apply(pause));
+        let resolved = Notification::parse(&body(
+            "resolved",
+            r#"{"alertname":"CrawlHostThrottling","host":"a.example"}"#,
+            "f1",
+        ))
+        .unwrap();
+        let steps = plan(&actions(), &resolved, &state, 20);
+        assert!(
+            matches!(&steps[..], [Step::Operator(Change::Resume { .. })]),
+            "{steps:?}"
+        );
+        // An operator paused it again since: the resolution leaves it.
+        let mut by_hand = OperatorState::default();
+        by_hand.apply(&Change::Pause {
+            host: Some(HostMatch::parse("a.example").unwrap()),
+            at_ms: 15,
+            by: Requester::Api {
+                peer: "127.0.0.1:1".into(),
+            },
+        });
+        assert!(plan(&actions(), &resolved, &by_hand, 20).is_empty());
+    }
+
+    #[test]
+    fn settings_set_and_unset_and_labels_must_match() {
+        let fire = Notification::parse(&body(
+            "firing",
+            r#"{"alertname":"CrawlDnsPollution","severity":"critical"}"#,
+            "f2",
+        ))
+        .unwrap();
+        let steps = plan(&actions(), &fire, &OperatorState::default(), 0);
+        assert!(matches!(
+            &steps[..],
+            [Step::Set {
+                setting: Setting::ResolverDoh,
+                ..
+            }]
+        ));
+        let warning = Notification::parse(&body(
+            "firing",
+            r#"{"alertname":"CrawlDnsPollution","severity":"warning"}"#,
+            "f3",
+        ))
+        .unwrap();
+        assert!(plan(&actions(), &warning, &OperatorState::default(), 0).is_empty());
+        let resolved = Notification::parse(&body(
+            "resolved",
+            r#"{"alertname":"CrawlDnsPollution","severity":"critical"}"#,
+            "f2",
+        ))
+        .unwrap();
+        let steps = plan(&actions(), &resolved, &OperatorState::default(), 0);
+        assert!(
+            matches!(&steps[..], [Step::Unset { setting: Setting::ResolverDoh, by }] if by.is_alert("f2"))
+        );
+    }
+
+    #[test]
+    fn bad_bodies_and_labels() {
+        assert!(matches!(
+            Notification::parse(b"{"),
+            Err(NotificationError::Malformed(_))
+        ));
+        assert!(matches!(
+            Notification::parse(br#"{"version":"3","alerts":[]}"#),
+            Err(NotificationError::Version(v)) if v == "3"
+        ));
+        let no_host = Notification::parse(&body(
+            "firing",
+            r#"{"alertname":"CrawlHostThrottling"}"#,
+            "f",
+        ))
+        .unwrap();
+        assert!(matches!(
+            &plan(&actions(), &no_host, &OperatorState::default(), 0)[..],
+            [Step::Skipped { .. }]
+        ));
+        let bad_host = Notification::parse(&body(
+            "firing",
+            r#"{"alertname":"CrawlHostThrottling","host":"http://x/"}"#,
+            "f",
+        ))
+        .unwrap();
+        assert!(matches!(
+            &plan(&actions(), &bad_host, &OperatorState::default(), 0)[..],
+            [Step::Skipped { .. }]
+        ));
+    }
+}
