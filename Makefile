@@ -19,7 +19,7 @@ help:
 		'make test' 'the whole test suite: alert rules, unit and integration tests, doc tests, fuzz targets compiled' \
 		'make test-it' 'the integration tests alone (the real binary against loopback servers)' \
 		'make fuzz-check' 'the fuzz targets type-checked on the stable toolchain (part of make test)' \
-		'make promtool-test' 'the alert rules checked and unit-tested with promtool (part of make test)' \
+		'make promtool-test' 'the alert rules checked and unit-tested with promtool, the alertmanager config with amtool (part of make test)' \
 		'make bench' 'bench-crawl, bench-peer, bench-small, bench-polite and bench-micro' \
 		'make bench-crawl' 'the crawl benchmark: 8 hosts x 2,600 pages, WARC output off and on' \
 		'make bench-peer' 'crawl-engine against wget2 on the same plain and realistic sites' \
@@ -145,6 +145,7 @@ bench-micro:
 
 # Alert rules of the observability stack: syntax check plus promtool unit tests (observability/deploy).
 PROMTOOL ?= promtool
+AMTOOL ?= amtool
 promtool-test:
 	@if ! command -v $(PROMTOOL) >/dev/null 2>&1; then \
 		if [ "$$CI" = true ]; then echo "promtool not found: apt-get install prometheus (CI=true requires it)" >&2; exit 1; fi; \
@@ -152,6 +153,12 @@ promtool-test:
 	else \
 		$(PROMTOOL) check rules observability/deploy/alerts.yml && \
 		$(PROMTOOL) test rules observability/deploy/alerts_test.yml; \
+	fi
+	@if ! command -v $(AMTOOL) >/dev/null 2>&1; then \
+		if [ "$$CI" = true ]; then echo "amtool not found: apt-get install prometheus-alertmanager (CI=true requires it)" >&2; exit 1; fi; \
+		echo "note: skipping the alertmanager config check: amtool not found (apt-get install prometheus-alertmanager)" >&2; \
+	else \
+		$(AMTOOL) check-config observability/deploy/alertmanager.yml; \
 	fi
 
 # Every fuzz target in fuzz/ (cargo fuzz, nightly toolchain) for FUZZ_SECONDS each, one after the other, one process,
