@@ -85,6 +85,10 @@ impl Api {
                 status,
                 "api action"
             ),
+            // Refused callers are worth a line: who knocked, at what (never the token they sent).
+            None if status == 401 => {
+                tracing::info!(peer = %peer, method = %method, path = %path, "api request unauthorized");
+            }
             None => {
                 tracing::debug!(peer = %peer, method = %method, path = %path, status, "api request")
             }

@@ -353,6 +353,11 @@ async fn the_api_answers_refuses_strangers_and_reloads_like_sighup() {
         .find(|l| l.contains("api action") && l.contains("\"reload\""))
         .unwrap_or_else(|| panic!("no action line: {}", run.stderr));
     assert!(action.contains("\"peer\":\"127.0.0.1:"), "{action}");
+    assert!(
+        run.stderr.contains("api request unauthorized"),
+        "{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains(TOKEN), "the token is logged");
     // The crawl went on to its end through all of it, each URL recorded once.
     let records = c.records();
