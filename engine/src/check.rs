@@ -1,6 +1,7 @@
 //! `--check` beyond parsing: sees what a run would. It judges the outputs as a run claims them (a data_dir, JSONL
 //! or WARC folder held by another process or owned by another crawl is refused with the run's own message), checks
-//! that the paths can be made and written and that the metrics port is free, connects to Redis as a run would and
+//! that the paths can be made and written and that the metrics port is free (and the control API's, its token and
+//! certificate readable), connects to Redis as a run would and
 //! tries a TCP connection to every other server the config names, and looks at where the seeds point. It creates
 //! nothing and takes no lock for longer than a look.
 
@@ -67,6 +68,10 @@ pub fn preflight(config: &Config, fresh: bool) -> Findings {
             "observability.metrics_listen: cannot listen on {addr}: {e} (use a free port, port 0 for any free \
              port, or \"\" to turn metrics off)"
         ));
+    }
+    // The control API as a run opens it: the token read, the certificate loaded, the port bound (then let go).
+    if let Err(e) = crate::api::listener::ApiListener::open(&config.api) {
+        f.refused.push(e.to_string());
     }
     match reach::redis(config) {
         Some(RedisFinding::Refused(m)) => f.refused.push(m),

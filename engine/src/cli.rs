@@ -30,7 +30,13 @@ fn after_help() -> String {
 pub struct Cli {
     /// The TOML configuration file. Without it: ./config.toml in the working directory if there is one (the log
     /// says so), else the built-in defaults.
-    #[arg(long, short = 'c', value_name = "PATH", env = "CRAWL_ENGINE_CONFIG")]
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "PATH",
+        env = "CRAWL_ENGINE_CONFIG",
+        global = true
+    )]
     pub config: Option<PathBuf>,
 
     /// True when `config` came from `CRAWL_ENGINE_CONFIG` rather than `--config` (set by [`Cli::from_env_args`]).
@@ -78,6 +84,10 @@ impl Cli {
 /// What to do instead of crawling.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
+    /// Steer a running crawl through its control API ([api] listen): status, hosts, pauses, politeness, URLs,
+    /// queue drops, reloads. Exit status 0 on success, 2 on bad usage or a refusal (4xx), 1 when the API cannot be
+    /// reached or fails (5xx).
+    Ctl(CtlArgs),
     /// Merge the JSONL files of a crawl's processes into one, each record once (the first copy is kept).
     Merge {
         /// The merged file (written beside as OUT.merging, then renamed).
@@ -87,4 +97,78 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+}
+
+/// `crawl-engine ctl`: where the API is, how to authenticate, what to ask.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CtlArgs {
+    /// The API's base URL. Default: the [api] listen of --config (https when it has a certificate), else
+    /// http://127.0.0.1:9465.
+    #[arg(long, value_name = "URL", global = true)]
+    pub api: Option<String>,
+    /// The file holding the bearer token. Default: the [api] token_file of --config, if any.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+    /// PEM CA certificates trusted for an https API besides the system's roots.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub ca_file: Option<PathBuf>,
+    /// Print the server's JSON answer as it is instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub action: CtlAction,
+}
+
+/// What `crawl-engine ctl` asks.
+#[derive(Debug, Clone, Subcommand)]
+pub enum CtlAction {
+    /// The crawl's state, counters and operator settings (GET /v1/status).
+    Status,
+    /// Hosts, largest first (GET /v1/hosts).
+    Hosts {
+        /// queued, in_flight, errors or name.
+        #[arg(long, default_value = "queued")]
+        sort: String,
+        /// At most this many hosts (1 to 10000).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One host (GET /v1/hosts/HOST).
+    Host {
+        /// `example.org` or `example.org:8080`.
+        host: String,
+    },
+    /// Add URLs to the frontier (POST /v1/urls).
+    Add {
+        #[arg(required = true, value_name = "URL")]
+        urls: Vec<String>,
+        /// The depth they are queued at.
+        #[arg(long, default_value_t = 0)]
+        depth: u32,
+        /// Queue them even when the frontier knows them already.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Pause the crawl, or one host (POST /v1/pause).
+    Pause { host: Option<String> },
+    /// Resume the crawl, or one host (POST /v1/resume).
+    Resume { host: Option<String> },
+    /// Set a host's politeness (PUT), or --clear it back to the configured one (DELETE).
+    Politeness {
+        host: String,
+        #[arg(long, value_name = "N")]
+        delay_ms: Option<u64>,
+        #[arg(long, value_name = "N")]
+        concurrency: Option<u32>,
+        /// Lapse after N seconds.
+        #[arg(long, value_name = "N")]
+        expires_s: Option<u64>,
+        /// Back to the configured politeness.
+        #[arg(long, conflicts_with_all = ["delay_ms", "concurrency", "expires_s"])]
+        clear: bool,
+    },
+    /// Drop the URLs queued for a host (DELETE /v1/hosts/HOST/queue).
+    Drop { host: String },
+    /// Re-read the config file, as SIGHUP does (POST /v1/reload).
+    Reload,
 }

@@ -9,10 +9,13 @@
 //! - [`summary`]: the end-of-crawl report, with the process's CPU and memory (`crawl_observability::usage`).
 //! - [`ownership`]: the crawl's outputs claimed before it writes a byte (`--fresh` moves old ones aside).
 //! - [`check`]: `--check` beyond parsing. [`error`]: exit statuses.
+//! - [`api`]: the control API's server. [`ctl`]: `crawl-engine ctl`, its client.
 
+pub mod api;
 pub mod check;
 pub mod cli;
 pub mod config_file;
+pub mod ctl;
 pub mod error;
 pub mod load;
 pub mod merge;

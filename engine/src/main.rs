@@ -63,6 +63,10 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    if let Some(Command::Ctl(args)) = &cli.command {
+        crawl_engine::ctl::run(cli.config.as_deref(), args)?;
+        return Ok(());
+    }
     let config_file = ConfigFile::locate(
         cli.config.as_deref(),
         cli.config_from_env,
@@ -208,6 +212,13 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
         }
         None => None,
     };
+    // Bound now (a taken port, an unreadable token or certificate is a config error); served once the tree runs.
+    let api = crawl_engine::api::listener::ApiListener::open(&config.api)?;
+    if let Some(l) = &api
+        && !l.addr().ip().is_loopback()
+    {
+        tracing::warn!(addr = %l.addr(), "api listener is reachable from other machines (api.listen)");
+    }
     let progress = if cli.no_progress {
         None
     } else if std::io::stderr().is_terminal() {
@@ -231,6 +242,7 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
             log: Some(guard.log_control()),
             export_queue: guard.export_target().map(|t| t.queue),
         },
+        api,
     };
     let summary = run_crawl_owned(&config, opts, owned);
     // Flush the last spans whatever the outcome (on this thread: no runtime is running any more).

@@ -6,6 +6,12 @@
 //! changes the log level alone leaves the DNS cache, the hijack probe's findings and the proxy breakers as they
 //! are. The outcome is logged at warn or above, so that it shows whatever the new log level, naming the keys that
 //! changed (or `no change`). Signals that arrive while a reload runs coalesce into one more reload.
+//!
+//! SIGHUP and the control API's `POST /v1/reload` ask the same task ([`channel`]), which runs one reload at a time.
+
+mod channel;
+
+pub use channel::{ReloadCause, ReloadHandle, ReloadRequest, forward_hangups, serve_reloads};
 
 use crate::load::load_config;
 use crawl_actors::tree::Reconfigurer;
@@ -71,6 +77,11 @@ impl Reloader {
         }
     }
 
+    /// The running config (the last one applied).
+    pub fn current(&self) -> &Config {
+        &self.current
+    }
+
     /// Reads the file again and applies it (or not); logs and counts the outcome.
     pub fn reload(&mut self) -> ReloadOutcome {
         let outcome = self.try_reload();
@@ -97,7 +108,7 @@ impl Reloader {
             }
             ReloadOutcome::NoFile => {
                 tracing::warn!(
-                    "sighup ignored: the crawl runs on built-in defaults, no config file to re-read"
+                    "reload ignored: the crawl runs on built-in defaults, no config file to re-read"
                 );
             }
         }

@@ -1,11 +1,14 @@
 //! Running one crawl inside an actix system.
 
+use crate::api::tree_ops::TreeOps;
 use crate::error::EngineError;
 use crate::ownership::Owned;
 use crate::progress;
+use crate::reload::{ReloadHandle, forward_hangups, serve_reloads};
 use crate::summary::Summary;
 use crawl_actors::tree::{self, Ending, Faults};
 use crawl_core::config::Config;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How long the end-of-crawl summary waits for the resolver's and the proxy actor's counters.
@@ -22,8 +25,10 @@ pub struct Options {
     pub handle_signals: bool,
     /// Extra trusted roots for the HTTP client.
     pub extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
-    /// What SIGHUP re-reads (with `handle_signals`).
+    /// What SIGHUP and `POST /v1/reload` re-read.
     pub reload: crate::reload::ReloadSource,
+    /// The control API's listener, bound; served once the tree has started.
+    pub api: Option<crate::api::listener::ApiListener>,
 }
 
 /// Runs a crawl to its end on a new actix system, claiming its outputs first. Blocks the calling thread.
@@ -68,14 +73,34 @@ pub fn run_crawl_owned(
             lock,
             &identity.crawl,
         )?;
-        let reload_task = hangup.map(|h| {
+        // One task runs every reload, whether SIGHUP or the control API asked for it.
+        let (reloads, reload_requests) = ReloadHandle::channel();
+        let (running_config, config_updates) = tokio::sync::watch::channel(config.clone());
+        let reload_task = (hangup.is_some() || opts.api.is_some()).then(|| {
             let reloader = crate::reload::Reloader::new(
                 opts.reload.clone(),
                 config.clone(),
                 tree.reconfigurer(),
             );
-            actix_rt::spawn(watch_hangup(h, reloader))
+            actix_rt::spawn(serve_reloads(reload_requests, reloader, running_config))
         });
+        let hangup_task = hangup.map(|h| actix_rt::spawn(forward_hangups(h, reloads.clone())));
+        let api_server = match &opts.api {
+            Some(listener) => {
+                let ops = TreeOps::new(tree.control(), config_updates, started);
+                match listener.serve(Arc::new(ops), reloads.clone()) {
+                    Ok(server) => Some(server),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot start the api server");
+                        return Err(EngineError::Fatal(format!(
+                            "cannot start the api server: {e} (the same command resumes the crawl)"
+                        )));
+                    }
+                }
+            }
+            None => None,
+        };
+        drop(reloads);
         let progress_task = opts
             .progress
             .map(|mode| actix_rt::spawn(progress::run(tree.control(), mode)));
@@ -108,6 +133,11 @@ pub fn run_crawl_owned(
         if let Some(t) = progress_task {
             t.abort();
         }
+        // The API answers no more: the crawl has ended.
+        drop(api_server);
+        if let Some(t) = hangup_task {
+            t.abort();
+        }
         if let Some(t) = reload_task {
             t.abort();
         }
@@ -125,16 +155,4 @@ pub fn run_crawl_owned(
     summary.dns = dns;
     summary.proxy = proxy;
     Ok(summary)
-}
-
-/// Reloads on every SIGHUP. The signal stream keeps one pending notification, so SIGHUPs that arrive during a
-/// reload coalesce into one more reload, which reads the file as it is by then.
-async fn watch_hangup(
-    mut hangup: tokio::signal::unix::Signal,
-    mut reloader: crate::reload::Reloader,
-) {
-    while hangup.recv().await.is_some() {
-        tracing::info!("sighup received; reloading the config");
-        reloader.reload();
-    }
 }

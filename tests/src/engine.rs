@@ -542,6 +542,18 @@ impl Running {
             })
     }
 
+    /// The address the control API listener bound (`[api] listen` with port 0 gets a free port), read from the
+    /// engine's `api listening` log line, as [`Running::metrics_addr`] reads the metrics listener's.
+    pub fn api_addr(&self, timeout: Duration) -> SocketAddr {
+        self.wait_for_line(timeout, api_listening)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no `api listening` line on stderr:\n{}",
+                    self.stderr_so_far()
+                )
+            })
+    }
+
     /// Runs to the end, killing the process if it outlives `deadline`.
     pub fn wait(mut self, deadline: Duration) -> RunResult {
         let out = drain(self.child.stdout.take());
@@ -564,9 +576,19 @@ impl Running {
 
 /// The `addr` of a JSON `metrics listening` log line.
 fn metrics_listening(line: &str) -> Option<SocketAddr> {
+    listening(line, "metrics listening")
+}
+
+/// The `addr` of a JSON `api listening` log line.
+fn api_listening(line: &str) -> Option<SocketAddr> {
+    listening(line, "api listening")
+}
+
+/// The `addr` of a JSON log line with this message.
+fn listening(line: &str, message: &str) -> Option<SocketAddr> {
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
     let fields = v.get("fields").unwrap_or(&v);
-    if fields.get("message")?.as_str()? != "metrics listening" {
+    if fields.get("message")?.as_str()? != message {
         return None;
     }
     fields.get("addr")?.as_str()?.parse().ok()
@@ -574,7 +596,7 @@ fn metrics_listening(line: &str) -> Option<SocketAddr> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Drained, TestCrawl, TestCrawlError, metrics_listening};
+    use super::{Drained, TestCrawl, TestCrawlError, api_listening, metrics_listening};
     use std::os::unix::process::ExitStatusExt as _;
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
@@ -717,5 +739,16 @@ mod tests {
         ] {
             assert_eq!(metrics_listening(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn api_listening_reads_the_bound_address() {
+        let line = r#"{"level":"INFO","fields":{"message":"api listening","addr":"127.0.0.1:40124","tls":false}}"#;
+        assert_eq!(
+            api_listening(line),
+            Some("127.0.0.1:40124".parse().expect("addr"))
+        );
+        let metrics = r#"{"message":"metrics listening","addr":"127.0.0.1:1"}"#;
+        assert_eq!(api_listening(metrics), None);
     }
 }

@@ -3,6 +3,9 @@
 //! the one cargo built for this test run, [`ENGINE`].
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
+//! - `api` (130-134): the control API: status with and without the token, errors naming fields, bodies over the
+//!   cap, reloads through the SIGHUP path, HTTPS with a test CA, bad settings refused at start, `ctl` and its
+//!   exit statuses.
 //! - `cli` (127.0.0.42, 64-65; nothing served): `--check`, missing seeds, seeds without a scheme, `--help`/`--version`,
 //!   unreadable configs, the config file a run logs.
 //! - `crawl` (127.0.0.50-69): exact URL sets, scope, depth, limits, filters, gzip, CLI, data_dir lock.
@@ -65,6 +68,7 @@
 /// The `crawl-engine` binary cargo built for these tests.
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
+mod api;
 mod cli;
 mod cluster_failover;
 mod crash;

@@ -2,6 +2,7 @@
 //! [`Walker`] over the spanned document into a typed [`Config`]. Field order here is the key
 //! order of `Config::keys()`.
 
+use super::api::ApiConfig;
 use super::credentials::{self, Credential};
 use super::proxy::Secret;
 use super::reader::{Section, Walker};
@@ -33,6 +34,7 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
         shutdown: shutdown(&mut w.section("shutdown")),
         observability: observability(&mut w.section("observability")),
         proxy: proxy(&mut w.section("proxy")),
+        api: api(&mut w.section("api")),
     }
 }
 
@@ -582,4 +584,60 @@ fn proxy_rule(s: &mut Section<'_, '_, '_, '_>, declared: &[String]) -> Option<Pr
         s.missing("use");
     }
     Some(ProxyRule { hosts, use_ })
+}
+
+/// An optional path: `""` = none, so that the documented default can be written out.
+fn optional_path(v: &str) -> Result<Option<std::path::PathBuf>, ValueError> {
+    if v.is_empty() {
+        Ok(None)
+    } else {
+        validate::path(v).map(Some)
+    }
+}
+
+/// `[api]`: a token is required off loopback; a certificate goes with its key.
+fn api(s: &mut Section<'_, '_, '_, '_>) -> ApiConfig {
+    let d = ApiConfig::default();
+    let c = ApiConfig {
+        listen: s.string("listen", d.listen, validate::listen_addr),
+        token_file: s.string("token_file", None, optional_path),
+        cert_file: s.string("cert_file", None, optional_path),
+        key_file: s.string("key_file", None, optional_path),
+        max_body_bytes: s.u64("max_body_bytes", d.max_body_bytes, 1),
+    };
+    for (key, other, has, has_other) in [
+        (
+            "cert_file",
+            "key_file",
+            c.cert_file.is_some(),
+            c.key_file.is_some(),
+        ),
+        (
+            "key_file",
+            "cert_file",
+            c.key_file.is_some(),
+            c.cert_file.is_some(),
+        ),
+    ] {
+        if has && !has_other && !s.rejected(other) {
+            s.invalid(
+                key,
+                &format!("needs `{other}` too: give both (the API is then HTTPS only) or neither"),
+            );
+        }
+    }
+    if let Some(addr) = c.listen
+        && !addr.ip().is_loopback()
+        && c.token_file.is_none()
+        && !s.rejected("token_file")
+    {
+        s.invalid(
+            "listen",
+            &format!(
+                "{addr} is reachable from other machines: set `token_file` (a file holding the bearer token every \
+                 request must carry), or listen on loopback (127.0.0.1)"
+            ),
+        );
+    }
+    c
 }

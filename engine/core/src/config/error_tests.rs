@@ -275,7 +275,7 @@ fn unknown_keys_get_suggestions() {
     let (_, _, m, _) = only_error("[crawl]\nmax_body_bytes = 5\n");
     assert_eq!(
         m,
-        "unknown key `crawl.max_body_bytes`; did you mean `fetch.max_body_bytes`?"
+        "unknown key `crawl.max_body_bytes`; did you mean `fetch.max_body_bytes` or `api.max_body_bytes`?"
     );
     let (_, _, m, _) = only_error("backoff_max_ms = 5\n");
     assert_eq!(

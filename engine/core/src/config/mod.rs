@@ -8,6 +8,7 @@
 //! [`reload`] decides which differences between two validated configs a running crawl can
 //! apply (SIGHUP) and which need a restart.
 
+mod api;
 mod build;
 mod credentials;
 mod errors;
@@ -21,6 +22,8 @@ mod schema;
 mod validate;
 mod value_error;
 
+#[cfg(test)]
+mod api_tests;
 #[cfg(test)]
 mod credentials_tests;
 #[cfg(test)]
@@ -50,6 +53,10 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 pub use crate::traps::TrapsConfig;
+pub use api::{
+    ApiConfig, DEFAULT_API_MAX_BODY_BYTES, DEFAULT_API_URL, MIN_TOKEN_CHARS, TokenProblem,
+    parse_token,
+};
 pub use credentials::{Credential, Credentials};
 pub use errors::{ConfigError, ConfigErrors, ErrorKind};
 pub use observability::{
@@ -87,6 +94,7 @@ pub struct Config {
     pub proxy: ProxyConfig,
     pub traps: TrapsConfig,
     pub recrawl: RecrawlConfig,
+    pub api: ApiConfig,
 }
 
 /// `[crawl]`: what to crawl.
@@ -505,8 +513,8 @@ static KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
 
 impl Config {
     /// Reads and validates a config file. Relative `frontier.data_dir`, `output.jsonl` (given or default) and
-    /// `output.warc_dir`, `resolver.bogus_ips_file` and `resolver.doh[].ca_file` are resolved
-    /// against the file's directory.
+    /// `output.warc_dir`, `resolver.bogus_ips_file`, `resolver.doh[].ca_file` and `api.token_file`,
+    /// `api.cert_file` and `api.key_file` are resolved against the file's directory.
     pub fn from_file(path: &Path) -> Result<Config, ConfigErrors> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| errors::io_error(&origin, &e))?;
@@ -529,6 +537,13 @@ impl Config {
                 if let Some(p) = doh.ca_file.as_mut() {
                     resolve(p);
                 }
+            }
+            let api = &mut config.api;
+            for p in [&mut api.token_file, &mut api.cert_file, &mut api.key_file]
+                .into_iter()
+                .flatten()
+            {
+                resolve(p);
             }
         }
         Ok(config)

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use super::{
-    Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
+    ApiConfig, Config, CrawlConfig, FetchConfig, FrontierConfig, ObservabilityConfig, OutputConfig,
     ParserConfig, PolitenessConfig, ProxyConfig, RecrawlConfig, ResolverConfig, SecurityConfig,
     ShutdownConfig, SupervisorConfig, TrapsConfig,
 };
@@ -112,6 +112,8 @@ const RULES: &[(&str, KeyClass)] = &[
     // Turning continuous crawling on or off changes how the crawl ends and what the stores keep.
     ("recrawl.enabled", KeyClass::RestartOnly),
     ("recrawl.", KeyClass::Live),
+    // The control API's listener, token and certificate are taken at start.
+    ("api.", KeyClass::RestartOnly),
 ];
 
 /// The class of a dotted key such as `politeness.min_delay_ms`, or `None` outside the known
@@ -243,6 +245,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         proxy,
         traps,
         recrawl,
+        api,
     } = old;
     compare!(diff, "crawl", CrawlConfig, crawl, &new.crawl, {
         seeds => "seeds",
@@ -385,6 +388,13 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         breaker_cooldown => "breaker_cooldown_ms",
         chains => "chains",
         rules => "rules",
+    });
+    compare!(diff, "api", ApiConfig, api, &new.api, {
+        listen => "listen",
+        token_file => "token_file",
+        cert_file => "cert_file",
+        key_file => "key_file",
+        max_body_bytes => "max_body_bytes",
     });
     diff.plan
 }

@@ -276,6 +276,13 @@ resolve = "local"
 [[proxy.rules]]
 hosts = ["*.example.org"]
 use = "eu"
+
+[api]
+listen = "0.0.0.0:9465"
+token_file = "/etc/crawl/api.token"
+cert_file = "/etc/crawl/api.crt"
+key_file = "/etc/crawl/api.key"
+max_body_bytes = 4096
 "#;
 
 #[test]
@@ -558,13 +565,21 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 113);
+    assert_eq!(keys.len(), 118);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
     assert!(keys.contains(&"fetch.connect_timeout_ms"));
     assert!(keys.contains(&"observability.progress_interval_s"));
-    assert!(keys.ends_with(&["proxy.chains", "proxy.rules"]));
+    assert!(keys.ends_with(&[
+        "proxy.chains",
+        "proxy.rules",
+        "api.listen",
+        "api.token_file",
+        "api.cert_file",
+        "api.key_file",
+        "api.max_body_bytes"
+    ]));
     // The every-key example really covers every key (and nothing else).
     assert_eq!(dotted_keys_of(ALL_KEYS), set);
 }

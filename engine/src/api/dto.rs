@@ -1,0 +1,316 @@
+//! The JSON contract of the control API: what each endpoint answers and takes. `engine/openapi.json` describes the
+//! same shapes; inputs refuse unknown fields.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `GET /v1/status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusDto {
+    /// This process (`host/pid`).
+    pub process: String,
+    pub state: CrawlState,
+    /// The whole crawl is paused by an operator.
+    pub paused: bool,
+    /// What a waiting crawl waits for (the next revisit, a store), when it waits.
+    pub waiting_for: Option<String>,
+    pub counters: CountersDto,
+    pub rates: RatesDto,
+    pub operator: OperatorDto,
+    pub processes: Vec<ProcessDto>,
+    /// The running config, secrets masked.
+    pub config: serde_json::Value,
+}
+
+/// What the crawl is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrawlState {
+    Running,
+    Draining,
+    Paused,
+    Waiting,
+}
+
+impl CrawlState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrawlState::Running => "running",
+            CrawlState::Draining => "draining",
+            CrawlState::Paused => "paused",
+            CrawlState::Waiting => "waiting",
+        }
+    }
+}
+
+/// The crawl's counters (this run, but `known`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountersDto {
+    pub fetched: u64,
+    pub failed: u64,
+    pub excluded: u64,
+    pub queued: u64,
+    pub in_flight: u64,
+    pub hosts: u64,
+    /// URLs the frontier knows (all runs).
+    pub known: u64,
+    pub retries: u64,
+    /// Decoded body bytes fetched.
+    pub bytes: u64,
+    /// Pending URLs taken over from an earlier run.
+    pub resumed: u64,
+    /// Actor restarts.
+    pub restarts: u64,
+}
+
+/// Rates over the run so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RatesDto {
+    pub pages_per_s: f64,
+}
+
+/// What operators set on the crawl.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorDto {
+    /// Hosts (or `host:port`) paused.
+    pub paused_hosts: Vec<String>,
+    /// Per-host politeness set by operators, by host.
+    pub politeness: BTreeMap<String, HostPolitenessDto>,
+}
+
+/// One process of the crawl.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessDto {
+    pub id: String,
+    /// Hosts this process owns (a distributed crawl), when known.
+    pub hosts_owned: Option<u64>,
+    /// Shards this process holds (a distributed crawl), when known.
+    pub shards: Option<u64>,
+    /// How long ago it was last seen; 0 for this process.
+    pub last_seen_ms: Option<u64>,
+}
+
+/// Politeness an operator set for a host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPolitenessDto {
+    pub delay_ms: Option<u64>,
+    pub concurrency: Option<u32>,
+    /// When it lapses (Unix ms); None = until changed.
+    pub expires_at: Option<u64>,
+}
+
+/// One host (`GET /v1/hosts`, `GET /v1/hosts/{host}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostDto {
+    pub host: String,
+    pub queued: u64,
+    pub in_flight: u64,
+    /// How long until its next request may start; None when it may start now.
+    pub next_allowed_in_ms: Option<u64>,
+    pub backoff_level: u32,
+    pub paused: bool,
+    /// Who paused it.
+    pub paused_by: Option<String>,
+    /// Politeness an operator set, if any.
+    pub politeness: Option<HostPolitenessDto>,
+    pub robots: RobotsState,
+    /// Failed and excluded records by reason.
+    pub errors: BTreeMap<String, u64>,
+    /// Its shard (a distributed crawl).
+    pub shard: Option<u32>,
+    /// The process that owns it (a distributed crawl).
+    pub owner: Option<String>,
+}
+
+/// Where a host's robots.txt stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RobotsState {
+    Allowed,
+    Fetching,
+    Unavailable,
+    None,
+}
+
+/// `GET /v1/hosts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostsDto {
+    pub hosts: Vec<HostDto>,
+}
+
+/// `POST /v1/urls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddUrlsDto {
+    /// At most [`crate::api::requests::MAX_URLS`].
+    pub urls: Vec<String>,
+    /// The depth the URLs are queued at (links found on them are one deeper).
+    #[serde(default)]
+    pub depth: u32,
+    /// Queue them even when the frontier knows them already (fetched again).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// What became of one URL of `POST /v1/urls`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlAnswerDto {
+    /// As given.
+    pub url: String,
+    pub canonical: Option<String>,
+    pub result: UrlResult,
+    pub reason: Option<String>,
+}
+
+/// The answer for one URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UrlResult {
+    Queued,
+    Known,
+    Excluded,
+    Invalid,
+}
+
+/// The answer of `POST /v1/urls`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlsDto {
+    pub urls: Vec<UrlAnswerDto>,
+}
+
+/// `POST /v1/pause` and `POST /v1/resume`: `{}` = the crawl.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDto {
+    /// `example.org` (every port) or `example.org:8080` (one authority).
+    #[serde(default)]
+    pub host: Option<String>,
+}
+
+/// `PUT /v1/hosts/{host}/politeness`; every field None = back to the configured politeness.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolitenessDto {
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+    /// Lapses after this many seconds; None = until changed.
+    #[serde(default)]
+    pub expires_s: Option<u64>,
+}
+
+impl PolitenessDto {
+    /// True when it sets nothing (a clear).
+    pub fn is_clear(&self) -> bool {
+        self.delay_ms.is_none() && self.concurrency.is_none()
+    }
+}
+
+/// What a pause, resume or politeness change did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionDto {
+    /// False when it was so already.
+    pub changed: bool,
+    pub target: Target,
+    /// Kept by the store: survives a restart.
+    pub durable: bool,
+}
+
+/// What an action applied to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    Crawl,
+    Host,
+}
+
+/// `DELETE /v1/hosts/{host}/queue`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropDto {
+    pub dropped: u64,
+}
+
+/// `POST /v1/reload`: `applied` with the keys that changed (200), or `invalid` / `rejected` with the errors (422).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadDto {
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+}
+
+/// Every error answer: `{"error": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDto {
+    pub error: ErrorBody,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable, for programs (`not_found`, `invalid_type`, `payload_too_large`, ...).
+    pub code: String,
+    /// For people.
+    pub message: String,
+    /// The request field at fault (`urls[2]`, `delay_ms`), when one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_refuse_unknown_fields_and_take_defaults() {
+        let a: AddUrlsDto = serde_json::from_str(r#"{"urls": ["http://a.example/"]}"#).unwrap();
+        assert_eq!((a.depth, a.force), (0, false));
+        assert!(serde_json::from_str::<AddUrlsDto>(r#"{"urls": [], "deep": 1}"#).is_err());
+        assert!(serde_json::from_str::<TargetDto>(r#"{"hots": "a"}"#).is_err());
+        let p: PolitenessDto = serde_json::from_str("{}").unwrap();
+        assert!(p.is_clear());
+    }
+
+    #[test]
+    fn answers_have_the_documented_shape() {
+        let a = ActionDto {
+            changed: true,
+            target: Target::Host,
+            durable: true,
+        };
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            r#"{"changed":true,"target":"host","durable":true}"#
+        );
+        let e = ErrorDto {
+            error: ErrorBody {
+                code: "unauthorized".into(),
+                message: "unauthorized".into(),
+                field: None,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"error":{"code":"unauthorized","message":"unauthorized"}}"#
+        );
+        let r = ReloadDto {
+            outcome: "applied".into(),
+            changed: Some(vec!["politeness.min_delay_ms".into()]),
+            errors: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"outcome":"applied","changed":["politeness.min_delay_ms"]}"#
+        );
+        assert_eq!(
+            serde_json::to_value(UrlResult::Excluded).unwrap(),
+            serde_json::json!("excluded")
+        );
+        assert_eq!(
+            serde_json::to_value(RobotsState::None).unwrap(),
+            serde_json::json!("none")
+        );
+    }
+}
