@@ -9,7 +9,8 @@
 //! scheduled again, and the file measured again: the schedule after a full cycle of churn.
 //!
 //! `SCHED_SIZES` (default "1000000") and `SCHED_HOSTS` (default "1000") are space-separated lists; every size runs
-//! with every host count. `cargo bench -p crawl-store-embedded --bench schedule`.
+//! with every host count. `cargo bench -p crawl-store-embedded --bench schedule`. `SCHED_KEEP=DIR` only builds
+//! the scheduled store of the first size and host count in DIR and keeps it (a data_dir crawl-engine can open).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expect is a failed bench
 
@@ -282,6 +283,21 @@ fn run(urls: u64, hosts: u64) {
 }
 
 fn main() {
+    // SCHED_KEEP=DIR: build the store of the first size with every URL scheduled in DIR (a data_dir) and stop, to
+    // run crawl-engine on it (its memory with a large schedule: docs/BENCHMARKS.md).
+    if let Ok(keep) = std::env::var("SCHED_KEEP") {
+        let urls = list("SCHED_SIZES", "1000000")[0];
+        let hosts = list("SCHED_HOSTS", "1000")[0];
+        let dir = Path::new(&keep);
+        std::fs::create_dir_all(dir).expect("SCHED_KEEP directory");
+        let done = crawl(dir, urls, hosts, true);
+        let (_, size) = file_sizes(dir);
+        println!(
+            "kept {urls} scheduled URLs on {hosts} hosts in {keep}: {size} bytes, built in {:.0} s",
+            done.took.as_secs_f64()
+        );
+        return;
+    }
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     println!(
         "| URLs | hosts | ETag text B/URL | B/URL scheduled | B/URL after a cycle | uncompacted (after a cycle) \
