@@ -103,7 +103,8 @@ pub struct HostPolitenessDto {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostDto {
     pub host: String,
-    pub queued: u64,
+    /// URLs queued, as the process that answers counts them; None when another process crawls the host.
+    pub queued: Option<u64>,
     pub in_flight: u64,
     /// How long until its next request may start; None when it may start now.
     pub next_allowed_in_ms: Option<u64>,
@@ -225,10 +226,14 @@ pub enum Target {
     Host,
 }
 
-/// `DELETE /v1/hosts/{host}/queue`.
+/// `DELETE /v1/hosts/{host}/queue`: the drop is kept by the store and carried out by the process that crawls the
+/// host, each URL recorded `excluded` with reason `operator`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DropDto {
-    pub dropped: u64,
+    /// False when a drop of that host was already asked for and not done yet.
+    pub requested: bool,
+    /// URLs queued for the host when asked, as this process counts them (None: another process crawls it).
+    pub queued: Option<u64>,
 }
 
 /// `POST /v1/reload`: `applied` with the keys that changed (200), or `invalid` / `rejected` with the errors (422).

@@ -1,17 +1,19 @@
-//! [`CrawlOps`] over the running actor tree: the status from the scheduler's counters and the running config.
-//! Pausing, per-host politeness, adding URLs, dropping queues and the per-host views need operations the crawl
-//! does not offer yet: they answer [`OpsError::Unsupported`] (501).
+//! [`CrawlOps`] over the running actor tree: views from the scheduler (counters, operator state, hosts), operator
+//! changes made durable in the store before they are obeyed, URLs added through the group commit, and the running
+//! config.
 
 use super::config_view::config_view;
 use super::dto::{
-    ActionDto, AddUrlsDto, CountersDto, CrawlState, DropDto, HostDto, OperatorDto, PolitenessDto,
-    ProcessDto, RatesDto, StatusDto, UrlAnswerDto,
+    ActionDto, AddUrlsDto, CountersDto, CrawlState, DropDto, HostDto, HostPolitenessDto, OperatorDto,
+    PolitenessDto, ProcessDto, RatesDto, RobotsState, StatusDto, Target, UrlAnswerDto, UrlResult,
 };
 use super::ops::{BoxFuture, CrawlOps, HostSort, OpsError};
-use crawl_actors::protocol::Stats;
+use crawl_actors::protocol::{
+    AddUrls, ControlError, HostView, RobotsState as CrawlRobots, StatusView, UrlAnswer, UrlVerdict,
+};
 use crawl_actors::tree::Control;
 use crawl_core::config::Config;
-use crawl_core::control::{HostMatch, Requester};
+use crawl_core::control::{Change, HostMatch, OperatorState, Requester};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -46,29 +48,72 @@ fn process_name() -> String {
     format!("{host}/{}", std::process::id())
 }
 
-/// The status from the counters of a crawl `elapsed` old.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn ops_error(e: ControlError) -> OpsError {
+    match e {
+        ControlError::Ended => OpsError::Ended,
+        ControlError::Busy => OpsError::Busy,
+        ControlError::Invalid { field, message } => OpsError::Invalid { field, message },
+        ControlError::Store(detail) => OpsError::Internal(format!("frontier store: {detail}")),
+    }
+}
+
+/// What operators set, for the status.
+fn operator_dto(state: &OperatorState) -> OperatorDto {
+    let mut dto = OperatorDto::default();
+    for (host, rule) in &state.hosts {
+        if rule.paused.is_some() {
+            dto.paused_hosts.push(host.to_string());
+        }
+        if let Some(p) = &rule.politeness {
+            dto.politeness.insert(
+                host.to_string(),
+                HostPolitenessDto {
+                    delay_ms: p.delay_ms,
+                    concurrency: p.concurrency,
+                    expires_at: p.until_ms,
+                },
+            );
+        }
+    }
+    dto
+}
+
+/// The status from the scheduler's view of a crawl `elapsed` old.
 pub fn status_of(
-    stats: &Stats,
+    view: &StatusView,
     running: bool,
     elapsed: Duration,
     process: &str,
     config: &Config,
 ) -> StatusDto {
+    let stats = &view.stats;
     let secs = elapsed.as_secs_f64();
     let pages_per_s = if secs > 0.0 {
         stats.fetched as f64 / secs
     } else {
         0.0
     };
+    let paused = view.operator.crawl.is_some();
+    let state = if !running || view.draining {
+        CrawlState::Draining
+    } else if paused {
+        CrawlState::Paused
+    } else if view.waiting_for.is_some() {
+        CrawlState::Waiting
+    } else {
+        CrawlState::Running
+    };
     StatusDto {
         process: process.to_owned(),
-        state: if running {
-            CrawlState::Running
-        } else {
-            CrawlState::Draining
-        },
-        paused: false,
-        waiting_for: None,
+        state,
+        paused,
+        waiting_for: view.waiting_for.clone(),
         counters: CountersDto {
             fetched: stats.fetched,
             failed: stats.failed,
@@ -85,7 +130,7 @@ pub fn status_of(
         rates: RatesDto {
             pages_per_s: (pages_per_s * 100.0).round() / 100.0,
         },
-        operator: OperatorDto::default(),
+        operator: operator_dto(&view.operator),
         processes: vec![ProcessDto {
             id: process.to_owned(),
             hosts_owned: None,
@@ -96,8 +141,85 @@ pub fn status_of(
     }
 }
 
-fn unsupported<T: Send + 'static>() -> BoxFuture<Result<T, OpsError>> {
-    Box::pin(async { Err(OpsError::Unsupported) })
+/// A host as the API shows it.
+fn host_dto(v: HostView, process: &str) -> HostDto {
+    let rule = v.rule.unwrap_or_default();
+    HostDto {
+        host: v.host,
+        queued: v.queued,
+        in_flight: u64::from(v.in_flight),
+        next_allowed_in_ms: v.next_allowed_in_ms,
+        backoff_level: v.backoff_level,
+        paused: rule.paused.is_some(),
+        paused_by: rule.paused.as_ref().map(|p| p.by.to_string()),
+        politeness: rule.politeness.as_ref().map(|p| HostPolitenessDto {
+            delay_ms: p.delay_ms,
+            concurrency: p.concurrency,
+            expires_at: p.until_ms,
+        }),
+        robots: match v.robots {
+            CrawlRobots::Known => RobotsState::Allowed,
+            CrawlRobots::Fetching => RobotsState::Fetching,
+            CrawlRobots::Unavailable => RobotsState::Unavailable,
+            CrawlRobots::Unknown | CrawlRobots::Ignored => RobotsState::None,
+        },
+        errors: v
+            .errors
+            .into_iter()
+            .map(|(k, n)| (k.to_owned(), n))
+            .collect(),
+        shard: v.shard,
+        owner: (v.shard.is_some() && v.held_here).then(|| process.to_owned()),
+    }
+}
+
+fn url_answer(a: UrlAnswer) -> UrlAnswerDto {
+    let (result, reason) = match a.verdict {
+        UrlVerdict::Queued => (UrlResult::Queued, None),
+        UrlVerdict::Known => (UrlResult::Known, None),
+        UrlVerdict::Excluded(r) => (UrlResult::Excluded, Some(r.as_str().to_owned())),
+        UrlVerdict::Invalid(why) => (UrlResult::Invalid, Some(why)),
+    };
+    UrlAnswerDto {
+        url: a.url,
+        canonical: a.canonical,
+        result,
+        reason,
+    }
+}
+
+/// Politeness and queues are a host's (one queue per host, on every port): an authority is refused.
+fn whole_host(host: &HostMatch, what: &str) -> Result<(), OpsError> {
+    match host.port() {
+        None => Ok(()),
+        Some(_) => Err(OpsError::Invalid {
+            field: "host".into(),
+            message: format!("{what} is set per host, on every port: name the host without `:port`"),
+        }),
+    }
+}
+
+fn sort_of(sort: HostSort) -> crawl_actors::protocol::HostSort {
+    match sort {
+        HostSort::Queued => crawl_actors::protocol::HostSort::Queued,
+        HostSort::InFlight => crawl_actors::protocol::HostSort::InFlight,
+        HostSort::Errors => crawl_actors::protocol::HostSort::Errors,
+        HostSort::Name => crawl_actors::protocol::HostSort::Name,
+    }
+}
+
+impl TreeOps {
+    fn operate(&self, change: Change, target: Target) -> BoxFuture<Result<ActionDto, OpsError>> {
+        let control = self.control.clone();
+        Box::pin(async move {
+            let changed = control.operate(change).await.map_err(ops_error)?;
+            Ok(ActionDto {
+                changed,
+                target,
+                durable: true,
+            })
+        })
+    }
 }
 
 impl CrawlOps for TreeOps {
@@ -107,9 +229,9 @@ impl CrawlOps for TreeOps {
         let process = self.process.clone();
         let started = self.started;
         Box::pin(async move {
-            let stats = control.stats().await.ok_or(OpsError::Ended)?;
+            let view = control.status().await.map_err(ops_error)?;
             Ok(status_of(
-                &stats,
+                &view,
                 control.is_running(),
                 started.elapsed(),
                 &process,
@@ -118,47 +240,150 @@ impl CrawlOps for TreeOps {
         })
     }
 
-    fn hosts(&self, _: HostSort, _: usize) -> BoxFuture<Result<Vec<HostDto>, OpsError>> {
-        unsupported()
+    fn hosts(&self, sort: HostSort, limit: usize) -> BoxFuture<Result<Vec<HostDto>, OpsError>> {
+        let control = self.control.clone();
+        let process = self.process.clone();
+        Box::pin(async move {
+            let views = control.hosts(sort_of(sort), limit).await.map_err(ops_error)?;
+            Ok(views.into_iter().map(|v| host_dto(v, &process)).collect())
+        })
     }
 
-    fn host(&self, _: String) -> BoxFuture<Result<Option<HostDto>, OpsError>> {
-        unsupported()
+    fn host(&self, host: String) -> BoxFuture<Result<Option<HostDto>, OpsError>> {
+        let control = self.control.clone();
+        let process = self.process.clone();
+        Box::pin(async move {
+            // Named as an operator writes it: normalised as URLs carry hosts.
+            let name = match HostMatch::parse(&host) {
+                Ok(m) if m.port().is_none() => m.host().to_owned(),
+                Ok(_) => return Err(whole_host_error()),
+                Err(e) => {
+                    return Err(OpsError::Invalid {
+                        field: "host".into(),
+                        message: e.to_string(),
+                    });
+                }
+            };
+            let view = control.host(name).await.map_err(ops_error)?;
+            Ok(view.map(|v| host_dto(v, &process)))
+        })
     }
 
     fn add_urls(
         &self,
-        _: AddUrlsDto,
-        _: Requester,
+        req: AddUrlsDto,
+        _by: Requester,
     ) -> BoxFuture<Result<Vec<UrlAnswerDto>, OpsError>> {
-        unsupported()
+        let control = self.control.clone();
+        Box::pin(async move {
+            let answers = control
+                .add_urls(AddUrls {
+                    urls: req.urls,
+                    depth: req.depth,
+                    force: req.force,
+                })
+                .await
+                .map_err(ops_error)?;
+            Ok(answers.into_iter().map(url_answer).collect())
+        })
     }
 
-    fn pause(&self, _: Option<HostMatch>, _: Requester) -> BoxFuture<Result<ActionDto, OpsError>> {
-        unsupported()
+    fn pause(&self, host: Option<HostMatch>, by: Requester) -> BoxFuture<Result<ActionDto, OpsError>> {
+        let target = if host.is_some() { Target::Host } else { Target::Crawl };
+        self.operate(
+            Change::Pause {
+                host,
+                at_ms: wall_ms(),
+                by,
+            },
+            target,
+        )
     }
 
-    fn resume(&self, _: Option<HostMatch>, _: Requester) -> BoxFuture<Result<ActionDto, OpsError>> {
-        unsupported()
+    fn resume(&self, host: Option<HostMatch>, by: Requester) -> BoxFuture<Result<ActionDto, OpsError>> {
+        let target = if host.is_some() { Target::Host } else { Target::Crawl };
+        self.operate(
+            Change::Resume {
+                host,
+                at_ms: wall_ms(),
+                by,
+            },
+            target,
+        )
     }
 
     fn politeness(
         &self,
-        _: HostMatch,
-        _: PolitenessDto,
-        _: Requester,
+        host: HostMatch,
+        p: PolitenessDto,
+        by: Requester,
     ) -> BoxFuture<Result<ActionDto, OpsError>> {
-        unsupported()
+        if let Err(e) = whole_host(&host, "politeness") {
+            return Box::pin(async { Err(e) });
+        }
+        let now = wall_ms();
+        let until_ms = p
+            .expires_s
+            .filter(|_| !p.is_clear())
+            .map(|s| now.saturating_add(s.saturating_mul(1000)));
+        self.operate(
+            Change::Politeness {
+                host,
+                delay_ms: p.delay_ms,
+                concurrency: p.concurrency,
+                until_ms,
+                at_ms: now,
+                by,
+            },
+            Target::Host,
+        )
     }
 
-    fn drop_queue(&self, _: HostMatch, _: Requester) -> BoxFuture<Result<DropDto, OpsError>> {
-        unsupported()
+    fn drop_queue(&self, host: HostMatch, by: Requester) -> BoxFuture<Result<DropDto, OpsError>> {
+        if let Err(e) = whole_host(&host, "a queue") {
+            return Box::pin(async { Err(e) });
+        }
+        let control = self.control.clone();
+        Box::pin(async move {
+            let queued = control
+                .host(host.host().to_owned())
+                .await
+                .map_err(ops_error)?
+                .and_then(|v| v.queued);
+            let requested = control
+                .operate(Change::Drop {
+                    host,
+                    at_ms: wall_ms(),
+                    by,
+                })
+                .await
+                .map_err(ops_error)?;
+            Ok(DropDto { requested, queued })
+        })
+    }
+}
+
+fn whole_host_error() -> OpsError {
+    OpsError::Invalid {
+        field: "host".into(),
+        message: "a host is viewed on every port: name it without `:port`".into(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crawl_actors::protocol::Stats;
+
+    fn view(stats: Stats, operator: OperatorState) -> StatusView {
+        StatusView {
+            stats,
+            operator,
+            draining: false,
+            waiting_for: None,
+        }
+    }
 
     #[test]
     fn the_status_carries_the_counters_and_the_masked_config() {
@@ -173,6 +398,7 @@ mod tests {
         };
         let mut config = Config::default();
         config.api.token_file = Some("/etc/crawl/api.token".into());
+        let stats = view(stats, OperatorState::default());
         let s = status_of(&stats, true, Duration::from_secs(10), "h/1", &config);
         assert_eq!(s.state, CrawlState::Running);
         assert_eq!(
@@ -201,5 +427,75 @@ mod tests {
         ] {
             assert!(json.get(key).is_some(), "{key}");
         }
+    }
+
+    #[test]
+    fn the_status_says_paused_and_lists_operators_rules() {
+        let mut op = OperatorState::default();
+        let by = Requester::Api {
+            peer: "127.0.0.1:1".into(),
+        };
+        for change in [
+            Change::Pause {
+                host: None,
+                at_ms: 1,
+                by: by.clone(),
+            },
+            Change::Pause {
+                host: Some(HostMatch::parse("a.example:81").unwrap()),
+                at_ms: 1,
+                by: by.clone(),
+            },
+            Change::Politeness {
+                host: HostMatch::parse("b.example").unwrap(),
+                delay_ms: Some(500),
+                concurrency: None,
+                until_ms: Some(9),
+                at_ms: 1,
+                by,
+            },
+        ] {
+            op.apply(&change);
+        }
+        let s = status_of(
+            &view(Stats::default(), op),
+            true,
+            Duration::from_secs(1),
+            "h/1",
+            &Config::default(),
+        );
+        assert_eq!((s.state, s.paused), (CrawlState::Paused, true));
+        assert_eq!(s.operator.paused_hosts, ["a.example:81"]);
+        assert_eq!(s.operator.politeness["b.example"].delay_ms, Some(500));
+        assert_eq!(s.operator.politeness["b.example"].expires_at, Some(9));
+    }
+
+    #[test]
+    fn answers_and_hosts_map_to_the_contract() {
+        let a = url_answer(UrlAnswer {
+            url: "http://x/".into(),
+            canonical: Some("http://x/".into()),
+            verdict: UrlVerdict::Excluded(crawl_core::record::Reason::Scope),
+        });
+        assert_eq!((a.result, a.reason.as_deref()), (UrlResult::Excluded, Some("scope")));
+        let v = HostView {
+            host: "a.example".into(),
+            queued: None,
+            in_flight: 2,
+            next_allowed_in_ms: Some(5),
+            backoff_level: 1,
+            backoff_for_ms: None,
+            delay_ms: 100,
+            concurrency: 2,
+            rule: None,
+            robots: CrawlRobots::Known,
+            errors: [("timeout", 3)].into(),
+            shard: Some(7),
+            held_here: false,
+        };
+        let d = host_dto(v, "h/1");
+        assert_eq!((d.queued, d.in_flight, d.shard, d.owner), (None, 2, Some(7), None));
+        assert_eq!((d.robots, d.errors["timeout"]), (RobotsState::Allowed, 3));
+        assert!(whole_host(&HostMatch::parse("a.example:81").unwrap(), "politeness").is_err());
     }
 }

@@ -29,7 +29,11 @@ pub fn answer(action: &CtlAction, body: &[u8]) -> String {
             done(&a, what, Some(host))
         }),
         CtlAction::Drop { host } => {
-            parse(body).map(|d: DropDto| format!("dropped {} queued URLs of {host}\n", d.dropped))
+            parse(body).map(|d: DropDto| match (d.requested, d.queued) {
+                (false, _) => format!("a drop of {host}'s queue is under way already\n"),
+                (true, Some(n)) => format!("dropping the {n} URLs queued for {host}\n"),
+                (true, None) => format!("dropping the queue of {host} (another process crawls it)\n"),
+            })
         }
         CtlAction::Reload => parse(body).map(|r: ReloadDto| reload(&r)),
     };
@@ -136,7 +140,7 @@ fn hosts(list: &[HostDto]) -> String {
     for h in list {
         rows.push(vec![
             h.host.clone(),
-            h.queued.to_string(),
+            or_dash(h.queued),
             h.in_flight.to_string(),
             errors_total(h).to_string(),
             if h.paused { "yes".into() } else { "no".into() },
@@ -149,7 +153,7 @@ fn hosts(list: &[HostDto]) -> String {
 fn host(h: &HostDto) -> String {
     let mut rows = vec![
         kv("host", &h.host),
-        kv("queued", h.queued),
+        kv("queued", or_dash(h.queued)),
         kv("in flight", h.in_flight),
         kv("next allowed in ms", or_dash(h.next_allowed_in_ms)),
         kv("backoff level", h.backoff_level),

@@ -59,7 +59,7 @@ fn action(changed: bool, target: Target) -> ActionDto {
 fn host_dto(host: &str) -> HostDto {
     HostDto {
         host: host.to_owned(),
-        queued: 3,
+        queued: Some(3),
         in_flight: 1,
         next_allowed_in_ms: None,
         backoff_level: 0,
@@ -170,7 +170,10 @@ impl CrawlOps for Recorder {
 
     fn drop_queue(&self, host: HostMatch, by: Requester) -> BoxFuture<Result<DropDto, OpsError>> {
         self.record(format!("drop {host} by {by}"));
-        self.reply(DropDto { dropped: 12 })
+        self.reply(DropDto {
+            requested: true,
+            queued: Some(12),
+        })
     }
 }
 
@@ -291,7 +294,7 @@ async fn every_endpoint_reaches_its_call() {
         request("DELETE", "/v1/hosts/%5B%3A%3A1%5D:81/queue", "", None),
     )
     .await;
-    assert_eq!((a.status, a.json["dropped"].as_u64()), (200, Some(12)));
+    assert_eq!((a.status, a.json["queued"].as_u64()), (200, Some(12)));
     let by = "by api 127.0.0.1:5000";
     assert_eq!(
         ops.calls(),
