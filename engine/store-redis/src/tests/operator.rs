@@ -484,3 +484,49 @@ fn the_queueing_script_leaves_what_was_queued_after_the_scan() {
         "{queued:?}"
     );
 }
+
+/// With `replicas_ack`, a change or a re-fetch returns only once the replicas asked for hold it (WAIT, as commits
+/// do): with the replica stopped, both end with the replicas' error.
+#[test]
+fn changes_and_refetches_wait_for_the_replicas_asked_for() {
+    if !require_server() {
+        return;
+    }
+    let master = RedisServer::on_tcp(Options::default());
+    let replica = RedisServer::on_tcp(Options {
+        replica_of: master.port(),
+        ..Options::default()
+    });
+    let synced = wait_until(Duration::from_secs(10), || {
+        let info: String = query(&replica, redis::cmd("INFO").arg("replication"));
+        info.contains("master_link_status:up")
+    });
+    assert!(synced, "the replica never caught up");
+    let s = RedisSettings {
+        replicas_ack: Some(1),
+        replicas_ack_timeout_ms: 300,
+        ..short(&master.url(), "opwait", 4, 15_000)
+    };
+    let mut f = opened(&s, "a");
+    f.commit(Batch {
+        discovered: vec![disc("http://h/1", "h", 0), disc("http://h/2", "h", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let q = f.next_urls(host_fp("h"), None, 10).unwrap();
+    f.commit(Batch {
+        finished: q.iter().map(finished).collect(),
+        records: vec![(1, line("http://h/1")), (2, line("http://h/2"))],
+        ..Batch::default()
+    })
+    .unwrap();
+    assert!(f.apply_operator(&pause("h.example", 1)).unwrap());
+    assert_eq!(f.refetch(&[disc("http://h/1", "h", 0)]).unwrap().len(), 1);
+
+    replica.signal("STOP");
+    let err = f.apply_operator(&pause("i.example", 2)).unwrap_err();
+    assert!(matches!(err, FrontierError::Replicas { .. }), "{err}");
+    let err = f.refetch(&[disc("http://h/2", "h", 0)]).unwrap_err();
+    assert!(matches!(err, FrontierError::Replicas { .. }), "{err}");
+    replica.signal("CONT");
+}
