@@ -15,7 +15,7 @@
 //!
 //! Between the steps the lists only lose elements (finished, so done) or gain them at their end, numbered above the
 //! limit, so a URL pending at the last step is found by step 2 or step 3. Step 2 costs what the hosts named have
-//! queued (once per host and call, whatever the number of its URLs asked), steps 1 and 3 a few lookups per URL.
+//! queued (once per host and call for up to 2,000 of its URLs), steps 1 and 3 a few lookups per URL.
 //!
 //! A URL queued here bumps its shard's hosts version, whoever queues: the shard's owner reads the shard's hosts at
 //! its next poll and reads each host's queue again from its start, so the entry (at whatever depth) reaches its
@@ -251,12 +251,15 @@ fn scan(
                 .copied()
                 .filter(|&i| host == RECORDS_HOST || host_fp(&dedup_host(list[i].d)) == host)
                 .collect();
-            scans.push(Scan {
-                shard: s,
-                host,
-                urls,
-                at: Some((-1, -1)),
-            });
+            // A call's arguments stay well below Redis's limits: many URLs of one host are looked for in turns.
+            for part in urls.chunks(ADD_CHUNK) {
+                scans.push(Scan {
+                    shard: s,
+                    host,
+                    urls: part.to_vec(),
+                    at: Some((-1, -1)),
+                });
+            }
         }
     }
     loop {

@@ -530,3 +530,44 @@ fn changes_and_refetches_wait_for_the_replicas_asked_for() {
     assert!(matches!(err, FrontierError::Replicas { .. }), "{err}");
     replica.signal("CONT");
 }
+
+/// More URLs of one host than one script call carries: looked at, looked for and queued in turns, each once.
+#[test]
+fn many_urls_of_one_host_are_re_fetched_in_one_call() {
+    if !require_server() {
+        return;
+    }
+    const DONE: usize = 2_500;
+    const PENDING: usize = 300;
+    let srv = RedisServer::start();
+    let mut f = opened(&short(&srv.url(), "rfmany", 2, 15_000), "a");
+    let all: Vec<Discovered> = (0..DONE + PENDING)
+        .map(|i| disc(&format!("http://h/{i}"), "h", 1))
+        .collect();
+    f.commit(Batch {
+        discovered: all.clone(),
+        ..Batch::default()
+    })
+    .unwrap();
+    let q = f.next_urls(host_fp("h"), None, DONE).unwrap();
+    f.commit(Batch {
+        finished: q.iter().map(finished).collect(),
+        ..Batch::default()
+    })
+    .unwrap();
+    let mut asked = all.clone();
+    asked.reverse();
+    let got = f.refetch(&asked).unwrap();
+    let want: Vec<String> = (0..DONE).rev().map(|i| format!("http://h/{i}")).collect();
+    assert_eq!(
+        got.iter().map(|g| g.entry.url.clone()).collect::<Vec<_>>(),
+        want,
+        "the done ones, in the order asked"
+    );
+    assert!(f.refetch(&all).unwrap().is_empty(), "all pending now");
+    let c = f.commit(Batch::default()).unwrap();
+    assert_eq!(
+        (c.counters.pending, c.counters.done),
+        ((DONE + PENDING) as u64, 0)
+    );
+}
