@@ -530,7 +530,7 @@ fn hm(text: &str) -> crate::control::HostMatch {
 }
 
 /// One change of every kind (and each once more where that changes nothing), as an operator would send them.
-pub fn operator_changes() -> Vec<crate::control::Change> {
+fn operator_changes() -> Vec<crate::control::Change> {
     use crate::control::{Change, Requester};
     let pause = |host: Option<&str>, at_ms: u64| Change::Pause {
         host: host.map(hm),
