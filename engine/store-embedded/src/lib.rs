@@ -7,6 +7,7 @@
 //! - `known`: the known URLs, rows found by fingerprint through an in-memory part and `fpruns`, sorted run
 //!   files written once.
 //! - `outbox`: the outbox rows (records committed but not yet in the JSONL).
+//! - `operator`: what operators set on the crawl (the control API's pauses and politeness), with its version.
 //! - `schedule`: the revisit schedule (continuous crawling): due URLs in due order, with their prior visits.
 //! - `bloom` and `recent`: the in-memory filter and cache that spare most lookups of new and repeated links.
 //! - [`lock`]: the data_dir's lock ([`DirLock`]) and the process's identity ([`process_id`]).
@@ -19,6 +20,7 @@ mod fpruns;
 pub mod identity;
 mod known;
 pub mod lock;
+mod operator;
 mod outbox;
 mod recent;
 mod schedule;

@@ -371,6 +371,21 @@ impl<'t> Schedule<'t> {
         Ok(self.due.get((r.due_s, row))?.map(|_| r))
     }
 
+    /// Takes the row out of the schedule now, whenever it is due (a forced re-fetch): as a promotion does, its
+    /// entry stays in its row chunk (the revisit is pending). None when the row is not scheduled.
+    pub fn take(&mut self, row: u64) -> Result<Option<Revisit>, FrontierError> {
+        let Some(body) = self.by_row.get(row)? else {
+            return Ok(None);
+        };
+        let r = read_entry(&body, row)?;
+        Ok(self.due.take((r.due_s, row))?.map(|_| r))
+    }
+
+    /// True when the row has an entry, scheduled or promoted (a revisit pending in its queue).
+    pub fn holds(&self, row: u64) -> Result<bool, FrontierError> {
+        Ok(self.by_row.get(row)?.is_some())
+    }
+
     /// Takes up to `max` entries due at or before `upto_s` out of the schedule, oldest first. Their entries stay
     /// in their row chunks (read, not written) until the revisit is scheduled again or [`forget`](Self::forget)s.
     pub fn take_due(&mut self, upto_s: u32, max: usize) -> Result<Vec<Revisit>, FrontierError> {

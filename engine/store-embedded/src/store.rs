@@ -12,6 +12,10 @@
 //!   again with their prior visit, in due order and by row (the `schedule` module). A URL due is promoted back into its
 //!   host's queue under a new queue number taken from the counter that numbers rows (so rows skip numbers, which
 //!   nothing minds), with its prior in its queue value.
+//! - `requeued`: the rows of done URLs queued again by a forced re-fetch ([`FrontierStore::refetch`]) and still
+//!   pending (a first visit is pending when its queue holds its row number as sequence number, a promoted revisit
+//!   when its schedule entry is there without its due pair; a re-fetched URL has neither), removed when it finishes.
+//! - `operator`: what operators set on the crawl (the `operator` module): one row, a version and the state as JSON.
 //! - `meta`: counters and the JSONL checkpoint, so that opening reads no table whole.
 //!
 //! Every commit is `Durability::Immediate` with quick repair (the allocator state is saved), so opening after
@@ -23,15 +27,18 @@ use crate::error::StoreResult;
 use crate::fpruns::{self, Run};
 use crate::known::{FpIndex, ROWS};
 use crate::lock::DirLock;
+use crate::operator::Operator;
 use crate::outbox;
 use crate::recent::RecentUrls;
 use crate::schedule::codec::{Revisit, due_s, due_upto_s};
 use crate::schedule::{self, Schedule};
+use crawl_core::control::{Change, OperatorState};
 use crawl_core::frontier::codec::{self, Parent, QueuedValue, Row};
 use crawl_core::frontier::fphash::FpMap;
 use crawl_core::frontier::{
-    Added, Batch, Committed, Counters, Entry, Fp, FrontierError, FrontierStore, Hinted, HostInfo,
-    Outlook, QueueKey, RECORDS_HOST, Resume, SitemapHint, UrlRef, corrupt, host_fp, url_fp,
+    Added, Batch, Committed, Counters, Discovered, Entry, Fp, FrontierError, FrontierStore, Hinted,
+    HostInfo, Outlook, QueueKey, RECORDS_HOST, Resume, SitemapHint, UrlRef, corrupt, host_fp,
+    url_fp,
 };
 use crawl_core::output::JsonlCheckpoint;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -45,6 +52,8 @@ const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Opaque values kept with the commits (the archive checkpoint).
 const BLOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("blobs");
+/// Rows of done URLs queued again by a forced re-fetch, while pending.
+const REQUEUED: TableDefinition<u64, ()> = TableDefinition::new("requeued");
 const ARCHIVE_CHECKPOINT: &str = "archive_checkpoint";
 /// The fingerprint runs' list ([`crate::fpruns::encode_list`]).
 const RUN_LIST: &str = "fp_runs";
@@ -123,6 +132,8 @@ pub struct EmbeddedFrontier {
     next_record: u64,
     next_entry: u64,
     trimmed_upto: u64,
+    /// What operators set (read at the first use).
+    operator: Operator,
     dir: PathBuf,
     _lock: DirLock,
 }
@@ -173,6 +184,7 @@ impl EmbeddedFrontier {
             next_record: 1,
             next_entry: 1,
             trimmed_upto: 0,
+            operator: Operator::default(),
             dir: dir.to_path_buf(),
             _lock: lock,
         })
@@ -313,6 +325,7 @@ impl EmbeddedFrontier {
             // revisits (their queue value holds a prior): their schedule entry goes unless they are.
             let mut applied = std::collections::HashSet::new();
             let mut revisits = Vec::new();
+            let mut requeued = None;
             for f in &batch.finished {
                 // A URL is done when it leaves its queue; its row in the URL table stays as it is (it only serves
                 // dedup and as a parent), so finishing costs no random write there. Finishing twice counts once.
@@ -321,6 +334,14 @@ impl EmbeddedFrontier {
                 };
                 if codec::decode_queued(value.value()).is_ok_and(|q| q.prior.is_some()) {
                     revisits.push(f.id.key);
+                } else if f.key.seq != f.id.key {
+                    // Queued again by a forced re-fetch (a first visit's number is its row's).
+                    if requeued.is_none() {
+                        requeued = Some(txn.open_table(REQUEUED).store()?);
+                    }
+                    if let Some(t) = &mut requeued {
+                        t.remove(f.id.key).store()?;
+                    }
                 }
                 drop(value);
                 applied.insert(f.id);
@@ -530,6 +551,135 @@ impl EmbeddedFrontier {
         Ok(out)
     }
 
+    /// A forced re-fetch ([`FrontierStore::refetch`]), in one durable transaction: each known URL that is done or
+    /// scheduled is queued again under a new queue number (as a promotion does), a scheduled one as its schedule
+    /// entry says (depth, kind, prior visit) and taken out of the schedule, a done one as the caller describes it;
+    /// pending and unknown URLs are left out. A URL is pending when its first visit's queue entry is there (the
+    /// host's queue, or the records queue, at any depth, numbered as its row), when it is a promoted revisit (its
+    /// schedule entry without its due pair), or when it was re-fetched before and has not finished (`requeued`).
+    fn requeue(&mut self, urls: &[Discovered]) -> Result<Vec<Added>, FrontierError> {
+        if urls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter_complete = self.rebuild.is_none();
+        let txn = self.begin_durable()?;
+        let mut counters = self.counters;
+        let mut next_entry = self.next_entry;
+        let mut out = Vec::new();
+        {
+            let rows = txn.open_table(ROWS).store()?;
+            let mut queue = txn.open_table(QUEUE).store()?;
+            let mut requeued = txn.open_table(REQUEUED).store()?;
+            let mut sched = Schedule::open(&txn)?;
+            let mut host_delta = HostDeltas::default();
+            let mut rows_seen = std::collections::HashSet::new();
+            for d in urls {
+                let fp = url_fp(&d.url);
+                if filter_complete && !self.bloom.may_contain(fp) {
+                    continue;
+                }
+                let Some(row) = self.index.find(&rows, fp, &d.url)? else {
+                    continue;
+                };
+                if !rows_seen.insert(row) {
+                    continue; // twice in one call: queued once
+                }
+                let (depth, kind, prior) = match sched.take(row)? {
+                    Some(r) => {
+                        counters.scheduled = counters.scheduled.saturating_sub(1);
+                        (r.depth, r.kind, Some(Box::new(r.prior)))
+                    }
+                    None => {
+                        let pending = sched.holds(row)?
+                            || requeued.get(row).store()?.is_some()
+                            || queued_as_first_visit(&queue, host_fp(&d.host), row)?
+                            || queued_as_first_visit(&queue, RECORDS_HOST, row)?;
+                        if pending {
+                            continue;
+                        }
+                        requeued.insert(row, ()).store()?;
+                        counters.done = counters.done.saturating_sub(1);
+                        (d.depth, d.kind, None)
+                    }
+                };
+                let host = if kind.is_fetched() {
+                    host_fp(&d.host)
+                } else {
+                    RECORDS_HOST
+                };
+                let host_key = if host == RECORDS_HOST {
+                    String::new()
+                } else {
+                    d.host.clone()
+                };
+                let seq = next_entry;
+                next_entry += 1;
+                let id = UrlRef { key: row, slot: 0 };
+                let value = QueuedValue {
+                    id,
+                    kind,
+                    attempt: 0,
+                    retries: 0,
+                    redirect_chain: Vec::new(),
+                    prior: prior.clone(),
+                };
+                queue
+                    .insert((host, depth, seq), codec::encode_queued(&value).as_slice())
+                    .store()?;
+                let delta = host_delta.entry(host).or_insert((0, None));
+                delta.0 += 1;
+                if delta.1.is_none() {
+                    delta.1 = Some(host_key.clone());
+                }
+                counters.pending += 1;
+                let stored = Self::lookup_row(&rows, id)?;
+                let (parent, parent_ref) = match stored.parent {
+                    Parent::Ref(p) => (Some(Self::lookup_row(&rows, p)?.url), Some(p)),
+                    Parent::Url(u) => (Some(u), None),
+                    Parent::None => (None, None),
+                };
+                out.push(Added {
+                    entry: Entry {
+                        url: stored.url,
+                        depth,
+                        parent,
+                        parent_ref,
+                        attempt: 0,
+                        retries: 0,
+                        redirect_chain: Vec::new(),
+                        seq,
+                        kind,
+                        host,
+                        id,
+                        queued_at: None,
+                        prior,
+                    },
+                    host: host_key,
+                });
+            }
+            if out.is_empty() {
+                drop((rows, queue, requeued, sched));
+                txn.abort().store()?;
+                return Ok(out);
+            }
+            apply_host_deltas(&mut txn.open_table(HOSTS).store()?, host_delta)?;
+            let mut meta = txn.open_table(META).store()?;
+            meta.insert(key::NEXT_ENTRY, next_entry).store()?;
+            meta.insert(key::PENDING, counters.pending).store()?;
+            meta.insert(key::DONE, counters.done).store()?;
+            meta.insert(key::SCHEDULED, counters.scheduled).store()?;
+        }
+        txn.commit().store()?;
+        self.counters = counters;
+        self.next_entry = next_entry;
+        tracing::debug!(
+            queued = out.len(),
+            asked = urls.len(),
+            "known urls queued again"
+        );
+        Ok(out)
+    }
+
     /// Brings scheduled URLs forward as a sitemap's entries say, in one durable transaction.
     fn apply_hints(
         &mut self,
@@ -593,6 +743,39 @@ impl EmbeddedFrontier {
             ));
         };
         codec::decode_row(v.value()).map_err(|e| corrupt("url row", e))
+    }
+}
+
+/// True when `host`'s queue holds an entry numbered `seq` at any depth (a first visit's entry is numbered as its
+/// row). The queue is ordered by (host, depth, seq): each depth present costs one or two lookups, whatever its
+/// length.
+fn queued_as_first_visit(
+    queue: &impl ReadableTable<(u64, u32, u64), &'static [u8]>,
+    host: Fp,
+    seq: u64,
+) -> Result<bool, FrontierError> {
+    let mut depth = 0u32;
+    loop {
+        let next = queue
+            .range::<(u64, u32, u64)>((host, depth, seq)..=(host, u32::MAX, u64::MAX))
+            .store()?
+            .next();
+        let Some(item) = next else {
+            return Ok(false);
+        };
+        let (_, d, s) = item.store()?.0.value();
+        if s == seq {
+            return Ok(true);
+        }
+        if d > depth {
+            // The next depth with entries: look there for `seq`.
+            depth = d;
+        } else if let Some(deeper) = depth.checked_add(1) {
+            // Past `seq` at this depth.
+            depth = deeper;
+        } else {
+            return Ok(false);
+        }
     }
 }
 
@@ -863,6 +1046,19 @@ impl FrontierStore for EmbeddedFrontier {
         now_ms: u64,
     ) -> Result<Hinted, FrontierError> {
         self.apply_hints(hints, policy, now_ms)
+    }
+
+    fn operator_state(&mut self) -> Result<(u64, OperatorState), FrontierError> {
+        self.operator.state(&self.db)
+    }
+
+    fn apply_operator(&mut self, change: &Change) -> Result<bool, FrontierError> {
+        let txn = self.begin_durable()?;
+        self.operator.apply(txn, change)
+    }
+
+    fn refetch(&mut self, urls: &[Discovered]) -> Result<Vec<Added>, FrontierError> {
+        self.requeue(urls)
     }
 
     fn idle_work(&mut self) -> bool {

@@ -144,6 +144,8 @@ pub struct Conn {
     no_replica_since: Option<Instant>,
     /// Since when WAITs fell short while the topology had a master without a replica (writes still wait).
     short_since: Option<Instant>,
+    /// Requests sent over this connection (a pipeline counts once): what a read costs, in round trips.
+    requests: u64,
 }
 
 impl std::fmt::Debug for Conn {
@@ -220,6 +222,7 @@ impl Conn {
             ack_from_topology: false,
             no_replica_since: None,
             short_since: None,
+            requests: 0,
         };
         conn.link = conn.connect()?;
         if conn.settings.replicas_ack.is_none() {
@@ -353,6 +356,7 @@ impl Conn {
             ack_from_topology: self.ack_from_topology,
             no_replica_since: None,
             short_since: None,
+            requests: 0,
         };
         c.link = c.connect()?;
         Ok(c)
@@ -614,6 +618,7 @@ impl Conn {
                 "every master has a replica again; writes wait for it"
             );
         }
+        self.requests += 1;
         let mut wait = redis::cmd("WAIT");
         wait.arg(want).arg(self.settings.replicas_ack_timeout_ms);
         let got: Result<i64, RedisError> = match &mut self.link {
@@ -652,10 +657,19 @@ impl Conn {
         })
     }
 
+    /// Requests sent over this connection so far (a pipeline on one server counts once, a call on a cluster once).
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
     fn run_once(&mut self, calls: &[Call]) -> Result<Vec<Reply>, FrontierError> {
         if calls.is_empty() {
             return Ok(Vec::new());
         }
+        self.requests += match self.link {
+            Link::Cluster(_) => calls.len() as u64,
+            _ => 1,
+        };
         let mut replies = match &mut self.link {
             Link::None => Err(RedisError::from((ErrorKind::Io, "not connected"))),
             Link::Single(conn) => {
@@ -711,6 +725,7 @@ impl Conn {
 
     /// Runs a plain command (one key's slot on a cluster, or a command the cluster client routes itself).
     pub fn cmd(&mut self, cmd: &redis::Cmd) -> Result<Value, FrontierError> {
+        self.requests += 1;
         let r = match &mut self.link {
             Link::None => Err(RedisError::from((ErrorKind::Io, "not connected"))),
             Link::Single(conn) => cmd.query::<Value>(conn),

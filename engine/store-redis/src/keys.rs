@@ -43,8 +43,14 @@
 //!   shards (150 at 10 M); a pending revisit about 106 (its prior in its queue element), against 61 for a first
 //!   visit. `MEM_SIZES=1000000 MEM_HOSTS=1000 cargo bench -p crawl-store-redis --bench memory`.
 //!
+//! - `ops`: what operators set on the shard's hosts, a hash host (`host` or `host:port`, as
+//!   [`crawl_core::control::HostMatch`] spells it) → its [`crawl_core::control::HostRule`] as JSON; `opv` in `meta`
+//!   counts its changes. It lives with the shard, so whoever owns the shard, now or later, finds it there.
+//!
 //! Crawl-wide: `{c}:instance` (the crawl instance id, with its state), `{c}:members` (live processes, score =
-//! heartbeat expiry in server time), `{c}:proc:<process id>` (a process's JSONL checkpoint and next record number).
+//! heartbeat expiry in server time), `{c}:proc:<process id>` (a process's JSONL checkpoint and next record number),
+//! `{c}:op` (what operators set crawl-wide, a hash: `v`, a version every operator change raises; `crawl`, the
+//! crawl's pause as JSON; `s:<shard>`, the last `opv` of the shard announced; see `operator.rs`).
 
 use crawl_core::frontier::Fp;
 
@@ -114,6 +120,16 @@ impl Keys {
         format!("{}org", self.shard_prefix(shard))
     }
 
+    /// The shard's operator rules: host (or `host:port`) → its [`crawl_core::control::HostRule`] as JSON.
+    pub fn rules(&self, shard: u32) -> String {
+        format!("{}ops", self.shard_prefix(shard))
+    }
+
+    /// What operators set crawl-wide: the version, the crawl's pause, the shards' announced rule versions.
+    pub fn operator(&self) -> String {
+        format!("{{{}}}:op", self.crawl)
+    }
+
     /// A seen-URL bucket of a shard.
     pub fn bucket(&self, shard: u32, bucket: u64) -> String {
         format!("{}s:{}", self.shard_prefix(shard), bucket)
@@ -160,7 +176,9 @@ mod tests {
         assert_eq!(k.depths(7, 42), "{crawl:7}:qd:42");
         assert_eq!(k.parents(7), "{crawl:7}:par");
         assert_eq!(k.bucket(7, 3), "{crawl:7}:s:3");
+        assert_eq!(k.rules(7), "{crawl:7}:ops");
         assert_eq!(k.members(), "{crawl}:members");
+        assert_eq!(k.operator(), "{crawl}:op");
         assert_eq!(k.process("p1"), "{crawl}:proc:p1");
     }
 

@@ -20,6 +20,8 @@
 //!   JSONL lines, pending entries after a restart, acknowledgements, take-over); `instance.rs`: creating and
 //!   checking the crawl's instance; `probe.rs`: `--check`'s look at Redis, changing nothing; `schedule.rs`: the
 //!   revisit schedule (continuous crawling): promotion of due revisits, the outlook, sitemap hints;
+//!   `operator.rs`: what operators set (the crawl's pause, hosts' rules kept with their shards) and this process's
+//!   view of it; `refetch.rs`: forced re-fetches of known URLs;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
 //! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
@@ -60,9 +62,11 @@ mod conn;
 mod crawl;
 mod instance;
 pub mod keys;
+mod operator;
 mod poll;
 mod probe;
 mod records;
+mod refetch;
 mod robots;
 mod rollback;
 mod schedule;
@@ -83,13 +87,15 @@ pub use shards::LeaseTable;
 use commit::CommitSession;
 use conn::{Call, Conn, reply};
 use crawl::Crawl;
+use crawl_core::control::{Change, OperatorState};
 use crawl_core::frontier::codec;
 use crawl_core::frontier::{
-    Added, Batch, Committed, Entry, Fp, FrontierError, FrontierStore, Hinted, HostInfo, Outlook,
-    QueueKey, RECORDS_HOST, Resume, ShardChanges, SitemapHint, UrlRef, url_fp,
+    Added, Batch, Committed, Discovered, Entry, Fp, FrontierError, FrontierStore, Hinted, HostInfo,
+    Outlook, QueueKey, RECORDS_HOST, Resume, ShardChanges, SitemapHint, UrlRef, url_fp,
 };
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member};
+use operator::OperatorView;
 use poll::ShardView;
 use records::Records;
 use redis::Value;
@@ -219,6 +225,8 @@ pub struct RedisFrontier {
     epochs: rollback::Epochs,
     /// A rollback was seen: acknowledgements it took are made again at the next poll.
     reack: bool,
+    /// What operators set, as this process read it last.
+    operator: OperatorView,
 }
 
 impl std::fmt::Debug for RedisFrontier {
@@ -291,6 +299,7 @@ impl RedisFrontier {
         );
         Ok(RedisFrontier {
             view: ShardView::new(settings.shards),
+            operator: OperatorView::new(settings.shards),
             epochs: rollback::Epochs::new(settings.shards),
             reack: false,
             ledger: Records::new(),
@@ -314,6 +323,12 @@ impl RedisFrontier {
     /// up to it are taken as written, the rest are numbered from it + 1.
     pub fn set_jsonl_lines(&mut self, lines: u64) {
         self.ledger.set_jsonl_lines(lines);
+    }
+
+    /// Requests this store sent to Redis over its own connection (a pipeline counts once; the lease thread's are
+    /// not counted).
+    pub fn requests(&self) -> u64 {
+        self.conn.requests()
     }
 
     /// The lease table (what the scheduler sees through [`ShardGate`]).
@@ -680,6 +695,60 @@ impl FrontierStore for RedisFrontier {
         let retry = self.conn.set_retry(false);
         let r = schedule::hint(&mut self.conn, &self.crawl, hints, policy, now_ms);
         self.conn.set_retry(retry);
+        r
+    }
+
+    fn operator_state(&mut self) -> Result<(u64, OperatorState), FrontierError> {
+        self.check_fatal()?;
+        // Polled: fails fast during an outage like a read, and is asked again.
+        let retry = self.conn.set_retry(false);
+        let r = self
+            .operator
+            .state(&mut self.conn, &self.crawl, Instant::now());
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn apply_operator(&mut self, change: &Change) -> Result<bool, FrontierError> {
+        self.check_fatal()?;
+        // An operator's request: it fails fast during an outage (the operator asks again; a change applied twice
+        // is applied once) rather than holding the store's thread.
+        let retry = self.conn.set_retry(false);
+        let r = self
+            .operator
+            .apply(&mut self.conn, &self.crawl, change)
+            .and_then(|changed| {
+                if changed {
+                    self.conn.replicated()?;
+                }
+                Ok(changed)
+            });
+        self.conn.set_retry(retry);
+        if let Ok(true) = r {
+            tracing::debug!(change = ?change, "operator change stored");
+        }
+        r
+    }
+
+    fn refetch(&mut self, urls: &[Discovered]) -> Result<Vec<Added>, FrontierError> {
+        self.check_fatal()?;
+        let retry = self.conn.set_retry(false);
+        let r = refetch::refetch(&mut self.conn, &self.crawl, &mut self.view, urls).and_then(
+            |queued| {
+                if !queued.is_empty() {
+                    self.conn.replicated()?;
+                }
+                Ok(queued)
+            },
+        );
+        self.conn.set_retry(retry);
+        if let Ok(q) = &r {
+            tracing::debug!(
+                queued = q.len(),
+                asked = urls.len(),
+                "known urls queued again"
+            );
+        }
         r
     }
 }

@@ -102,6 +102,13 @@ impl ShardView {
         self.counters.pending += n;
     }
 
+    /// A forced re-fetch queued `done` done URLs and `scheduled` scheduled ones again.
+    pub fn refetched(&mut self, done: u64, scheduled: u64) {
+        self.counters.done = self.counters.done.saturating_sub(done);
+        self.counters.scheduled = self.counters.scheduled.saturating_sub(scheduled);
+        self.counters.pending += done + scheduled;
+    }
+
     /// Sums every shard's counters and unacknowledged records.
     pub fn refresh(
         &mut self,
@@ -483,6 +490,13 @@ mod tests {
             (c.pending, c.scheduled),
             (2, 1),
             "due ones are pending again"
+        );
+        v.refetched(1, 1);
+        let c = v.counters();
+        assert_eq!(
+            (c.pending, c.done, c.scheduled),
+            (4, 5, 0),
+            "re-fetched ones are pending again"
         );
         v.count(&[[7, 3, 4, 2, 0, 0, 0, 0]], |_| false);
         assert_eq!(

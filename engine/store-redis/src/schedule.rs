@@ -205,7 +205,7 @@ pub(super) fn promote(
 }
 
 /// One promoted URL of a `promote` reply: {due time, host fp, host key, depth, element, queue origin}.
-fn promoted(item: Value, shard: u32) -> Result<(u64, Added), FrontierError> {
+pub(super) fn promoted(item: Value, shard: u32) -> Result<(u64, Added), FrontierError> {
     let mut f = reply::array(item, "promoted")?.into_iter();
     let (Some(due), Some(host), Some(name), Some(depth), Some(elem), Some(origin)) =
         (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())

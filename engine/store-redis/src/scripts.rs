@@ -1,7 +1,8 @@
 //! The Lua scripts, one per operation. Every shard script starts with the same prologue (`lua/shard.lua`: the
 //! sentinel check), those that touch the seen set (or, with recrawl, the pending set) include the dedup layout
 //! (`lua/seen.lua`), those that touch the host queues include their layout (`lua/queue.lua`), and those that touch
-//! the revisit schedule include its layout (`lua/sched.lua`). Scripts are sent with EVALSHA and loaded again when
+//! the revisit schedule include its layout (`lua/sched.lua`); those of a forced re-fetch that look for a URL in its
+//! host queue include `lua/find.lua`. Scripts are sent with EVALSHA and loaded again when
 //! the server answers NOSCRIPT.
 
 use redis::Script;
@@ -42,6 +43,20 @@ pub struct Scripts {
     pub sget: Script,
     /// Scheduled URLs brought forward (sitemap hints).
     pub smove: Script,
+    /// Compare-and-set of a host's operator rule in its shard.
+    pub opset: Script,
+    /// A shard's operator rules, when they changed.
+    pub oprules: Script,
+    /// Compare-and-set of the crawl's pause (crawl-wide).
+    pub opcrawl: Script,
+    /// A shard's rule change announced crawl-wide.
+    pub opannounce: Script,
+    /// A forced re-fetch: what is known, pending or scheduled of URLs.
+    pub rfcheck: Script,
+    /// A forced re-fetch: URLs looked for in a host queue, a page at a time.
+    pub rfscan: Script,
+    /// A forced re-fetch: done and scheduled URLs queued again.
+    pub refetch: Script,
 }
 
 pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -85,6 +100,27 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
         "lua/sget.lua"
     )),
     smove: Script::new(shard_script!("lua/sched.lua", "lua/smove.lua")),
+    opset: Script::new(shard_script!("lua/opset.lua")),
+    oprules: Script::new(shard_script!("lua/oprules.lua")),
+    opcrawl: Script::new(include_str!("lua/opcrawl.lua")),
+    opannounce: Script::new(include_str!("lua/opannounce.lua")),
+    rfcheck: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/sched.lua",
+        "lua/rfcheck.lua"
+    )),
+    rfscan: Script::new(shard_script!(
+        "lua/queue.lua",
+        "lua/find.lua",
+        "lua/rfscan.lua"
+    )),
+    refetch: Script::new(shard_script!(
+        "lua/seen.lua",
+        "lua/queue.lua",
+        "lua/sched.lua",
+        "lua/find.lua",
+        "lua/refetch.lua"
+    )),
 });
 
 /// The script with this SHA1 (a spooled call names its script so).
@@ -111,6 +147,13 @@ pub fn by_hash(hash: &str) -> Option<&'static Script> {
         &s.sdue,
         &s.sget,
         &s.smove,
+        &s.opset,
+        &s.oprules,
+        &s.opcrawl,
+        &s.opannounce,
+        &s.rfcheck,
+        &s.rfscan,
+        &s.refetch,
     ]
     .into_iter()
     .find(|x| x.get_hash() == hash)

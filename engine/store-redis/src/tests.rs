@@ -11,6 +11,7 @@ use std::time::Duration;
 use crawl_test_kit::redis::{self as redis_tools, Options, RedisCluster, RedisServer};
 
 mod layout;
+mod operator;
 mod outage;
 mod schedule;
 
@@ -71,6 +72,8 @@ redis_contract!(
     rescheduled_urls_come_back_when_due_with_their_prior,
     a_reschedule_without_its_finish_is_ignored,
     sitemap_hints_bring_scheduled_urls_forward,
+    operator_changes_read_back_and_survive_reopen,
+    refetch_queues_done_and_scheduled_urls_again,
 );
 
 fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -473,6 +476,8 @@ fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
     contract::rescheduled_urls_come_back_when_due_with_their_prior(&open);
     contract::a_reschedule_without_its_finish_is_ignored(&open);
     contract::sitemap_hints_bring_scheduled_urls_forward(&open);
+    contract::operator_changes_read_back_and_survive_reopen(&open);
+    contract::refetch_queues_done_and_scheduled_urls_again(&open);
     let s = RedisSettings {
         crawl: "own".into(),
         ..base.clone()

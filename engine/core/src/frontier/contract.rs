@@ -516,3 +516,298 @@ pub fn sitemap_hints_bring_scheduled_urls_forward(open: &Open) {
     let got = s.promote_due(now, 10).unwrap();
     assert_eq!(got.len(), 1);
 }
+
+// --- operators: what they set on the crawl, and forced re-fetches ---
+
+fn api() -> crate::control::Requester {
+    crate::control::Requester::Api {
+        peer: "127.0.0.1:5000".into(),
+    }
+}
+
+fn hm(text: &str) -> crate::control::HostMatch {
+    crate::control::HostMatch::parse(text).unwrap()
+}
+
+/// One change of every kind (and each once more where that changes nothing), as an operator would send them.
+fn operator_changes() -> Vec<crate::control::Change> {
+    use crate::control::{Change, Requester};
+    let pause = |host: Option<&str>, at_ms: u64| Change::Pause {
+        host: host.map(hm),
+        at_ms,
+        by: api(),
+    };
+    let resume = |host: Option<&str>, at_ms: u64| Change::Resume {
+        host: host.map(hm),
+        at_ms,
+        by: api(),
+    };
+    let politeness = |delay_ms: Option<u64>, concurrency: Option<u32>| Change::Politeness {
+        host: hm("a.example"),
+        delay_ms,
+        concurrency,
+        until_ms: Some(T0 + 3_600_000),
+        at_ms: T0,
+        by: api(),
+    };
+    let drop = |at_ms: u64| Change::Drop {
+        host: hm("b.example"),
+        at_ms,
+        by: api(),
+    };
+    let dropped = |requested_ms: u64| Change::Dropped {
+        host: hm("b.example"),
+        requested_ms,
+        by: Requester::Process,
+    };
+    vec![
+        pause(None, T0),
+        pause(None, T0 + 1),
+        pause(Some("a.example"), T0),
+        pause(Some("a.example:8080"), T0),
+        pause(Some("b.example"), T0),
+        politeness(Some(2_000), Some(1)),
+        politeness(Some(2_000), Some(1)),
+        drop(T0 + 10),
+        drop(T0 + 11),
+        dropped(T0 + 9),
+        dropped(T0 + 10),
+        resume(Some("a.example:8080"), T0 + 20),
+        resume(Some("c.example"), T0 + 20),
+        resume(None, T0 + 20),
+        resume(None, T0 + 21),
+        politeness(None, None),
+        Change::Pause {
+            host: None,
+            at_ms: T0 + 30,
+            by: Requester::Alert {
+                alert: "CrawlErrorsHigh".into(),
+                fingerprint: "f00d".into(),
+            },
+        },
+        pause(Some("[::1]:8443"), T0 + 30),
+    ]
+}
+
+/// The operator state starts empty; every kind of change reads back as [`crate::control::OperatorState::apply`]
+/// says (and `apply_operator` answers what it answers), the version changes with the state and only then, and
+/// state and version survive a reopen.
+pub fn operator_changes_read_back_and_survive_reopen(open: &Open) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = crate::control::OperatorState::default();
+    let last;
+    {
+        let mut s = open(dir.path());
+        s.recover().unwrap();
+        let (mut version, state) = s.operator_state().unwrap();
+        assert!(state.is_empty(), "{state:?}");
+        assert_eq!(
+            s.operator_state().unwrap().0,
+            version,
+            "nothing changed, nor does the version"
+        );
+        for change in operator_changes() {
+            let changed = model.apply(&change);
+            assert_eq!(s.apply_operator(&change).unwrap(), changed, "{change:?}");
+            let (v, state) = s.operator_state().unwrap();
+            assert_eq!(state, model, "after {change:?}");
+            if changed {
+                assert_ne!(v, version, "the state changed with {change:?}");
+            } else {
+                assert_eq!(v, version, "nothing changed with {change:?}");
+            }
+            version = v;
+        }
+        assert!(model.crawl.is_some() && model.hosts.len() == 3, "{model:?}");
+        last = (version, model.clone());
+    }
+    let mut s = open(dir.path());
+    s.recover().unwrap();
+    assert_eq!(s.operator_state().unwrap(), last, "after a reopen");
+}
+
+/// A forced re-fetch queues again each known URL that is done (fetched, or recorded without a fetch) or waiting in
+/// the revisit schedule, once however often it is named: a done one as described, a scheduled one with its prior
+/// visit and out of the schedule (never promoted later). Pending URLs (in a host's queue or the records queue) and
+/// unknown ones are left out. Counters: pending grows by what was queued, done shrinks by the done ones queued,
+/// scheduled by the scheduled ones (which count as done already, as when they are promoted); known stays. A
+/// re-fetched URL is pending until it finishes, then may be re-fetched again; all of it survives a reopen.
+pub fn refetch_queues_done_and_scheduled_urls_again(open: &Open) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = host_fp("a");
+    let excluded = |url: &str, host: &str| {
+        let mut d = disc(url, host, 1);
+        d.kind = JobKind::OutOfScope;
+        d
+    };
+    {
+        let mut s = open(dir.path());
+        s.recover().unwrap();
+        assert!(s.refetch(&[]).unwrap().is_empty());
+        s.commit(Batch {
+            discovered: vec![
+                disc("http://a/0", "a", 0),
+                disc("http://a/1", "a", 1),
+                disc("http://a/2", "a", 1),
+                disc("http://b/0", "b", 0),
+                excluded("http://x/out", "x"),
+                excluded("http://y/waits", "y"),
+            ],
+            ..Batch::default()
+        })
+        .unwrap();
+        let q = s.next_urls(a, None, 10).unwrap();
+        assert_eq!(urls(&q), vec!["http://a/0", "http://a/1", "http://a/2"]);
+        let qb = s.next_urls(host_fp("b"), None, 10).unwrap();
+        let rq = s.next_urls(RECORDS_HOST, None, 10).unwrap();
+        assert_eq!(urls(&rq), vec!["http://x/out", "http://y/waits"]);
+        let c = s
+            .commit(Batch {
+                finished: vec![
+                    finished(&q[0], true),
+                    finished(&q[1], true),
+                    finished(&qb[0], true),
+                    finished(&rq[0], false),
+                ],
+                records: vec![
+                    (1, line("a0")),
+                    (2, line("a1")),
+                    (3, line("b0")),
+                    (4, line("out")),
+                ],
+                rescheduled: vec![resched(&q[1], T0 + 3_600_000, prior(1, "\"one\""))],
+                ..Batch::default()
+            })
+            .unwrap();
+        let counts = |c: &Counters| (c.known, c.pending, c.done, c.scheduled);
+        assert_eq!(counts(&c.counters), (6, 2, 4, 1));
+
+        let got = s
+            .refetch(&[
+                disc("http://a/0", "a", 0),
+                disc("http://a/1", "a", 1),
+                disc("http://a/2", "a", 1),
+                disc("http://a/unknown", "a", 1),
+                disc("http://a/0", "a", 0),
+                disc("http://b/0", "b", 0),
+                disc("http://x/out", "x", 1),
+                disc("http://y/waits", "y", 1),
+            ])
+            .unwrap();
+        let entries: Vec<Entry> = got.iter().map(|g| g.entry.clone()).collect();
+        assert_eq!(
+            urls(&entries),
+            vec!["http://a/0", "http://a/1", "http://b/0", "http://x/out"],
+            "done and scheduled ones, once each, in the order asked"
+        );
+        assert_eq!(
+            got.iter().map(|g| g.host.as_str()).collect::<Vec<_>>(),
+            vec!["a", "a", "b", "x"]
+        );
+        let (a0, a1, out) = (&entries[0], &entries[1], &entries[3]);
+        assert_eq!((a0.host, a0.depth, a0.kind), (a, 0, JobKind::Page));
+        assert!(a0.prior.is_none());
+        assert_eq!(a0.id, q[0].id, "the same URL");
+        assert_eq!((a1.host, a1.depth, a1.kind), (a, 1, JobKind::Page));
+        assert_eq!(a1.prior.as_deref(), Some(&prior(1, "\"one\"")));
+        assert_eq!(
+            (out.host, out.kind),
+            (host_fp("x"), JobKind::Page),
+            "a URL recorded without a fetch is fetched now"
+        );
+        assert!(entries.iter().all(|e| e.attempt == 0 && e.retries == 0));
+        let c = s.commit(Batch::default()).unwrap();
+        assert_eq!(counts(&c.counters), (6, 6, 1, 0));
+
+        // In their hosts' queues, once each; the schedule entry is gone.
+        let q = s.next_urls(a, None, 10).unwrap();
+        let mut listed = urls(&q);
+        listed.sort_unstable();
+        assert_eq!(listed, vec!["http://a/0", "http://a/1", "http://a/2"]);
+        assert_eq!(
+            q.iter()
+                .find(|e| e.url == "http://a/1")
+                .and_then(|e| e.prior.as_deref()),
+            Some(&prior(1, "\"one\""))
+        );
+        assert_eq!(
+            urls(&s.next_urls(host_fp("x"), None, 10).unwrap()),
+            vec!["http://x/out"]
+        );
+        assert!(s.promote_due(u64::MAX / 2, 10).unwrap().is_empty());
+        assert_eq!(s.outlook(u64::MAX / 2, 10).unwrap(), Outlook::default());
+        // Pending now: named again, left out.
+        assert!(
+            s.refetch(&[disc("http://a/0", "a", 0), disc("http://a/1", "a", 1)])
+                .unwrap()
+                .is_empty()
+        );
+
+        // Finished (the revisit without a next visit: done for good), they may be re-fetched again.
+        let done: Vec<Finished> = q
+            .iter()
+            .filter(|e| e.url != "http://a/2")
+            .map(|e| finished(e, true))
+            .collect();
+        let c = s
+            .commit(Batch {
+                finished: done,
+                ..Batch::default()
+            })
+            .unwrap();
+        assert_eq!(counts(&c.counters), (6, 4, 3, 0));
+        let again = s
+            .refetch(&[disc("http://a/1", "a", 2), disc("http://a/0", "a", 0)])
+            .unwrap();
+        assert_eq!(
+            again
+                .iter()
+                .map(|g| g.entry.url.as_str())
+                .collect::<Vec<_>>(),
+            vec!["http://a/1", "http://a/0"]
+        );
+        assert!(
+            again.iter().all(|g| g.entry.prior.is_none()),
+            "no schedule entry any more"
+        );
+        assert_eq!(again[0].entry.depth, 2, "a done URL goes where it is asked");
+        assert!(s.promote_due(u64::MAX / 2, 10).unwrap().is_empty());
+    }
+    let mut s = open(dir.path());
+    let r = s.recover().unwrap();
+    assert_eq!(
+        (
+            r.counters.known,
+            r.counters.pending,
+            r.counters.done,
+            r.counters.scheduled
+        ),
+        (6, 6, 1, 0)
+    );
+    let mut hosts: Vec<(String, u64)> = r
+        .hosts
+        .iter()
+        .map(|h| (h.name.clone(), h.pending))
+        .collect();
+    hosts.sort();
+    assert_eq!(
+        hosts,
+        vec![
+            (String::new(), 1),
+            ("a".into(), 3),
+            ("b".into(), 1),
+            ("x".into(), 1)
+        ]
+    );
+    assert_eq!(s.next_urls(a, None, 10).unwrap().len(), 3);
+    assert!(
+        s.refetch(&[
+            disc("http://a/1", "a", 1),
+            disc("http://b/0", "b", 0),
+            disc("http://y/waits", "y", 1)
+        ])
+        .unwrap()
+        .is_empty(),
+        "still pending after a reopen"
+    );
+}

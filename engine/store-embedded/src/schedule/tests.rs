@@ -194,3 +194,34 @@ fn a_database_without_the_tables_has_an_empty_schedule() {
     assert_eq!(outlook(&txn, u64::MAX, 10).unwrap(), Outlook::default());
     assert_eq!(first_due_s(&txn).unwrap(), None);
 }
+
+/// A row taken out of the schedule by itself (a forced re-fetch) is no longer due, keeps its entry as a promoted
+/// one does (until it is scheduled again or forgotten), and is taken once.
+#[test]
+fn a_row_taken_alone_is_no_longer_due_and_keeps_its_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("s.redb")).unwrap();
+    write(&db, |s| {
+        for row in 1..=60 {
+            assert!(s.put(&revisit(row, 1_000 + row as u32)).unwrap());
+        }
+    });
+    let got = write(&db, |s| s.take(17).unwrap());
+    assert_eq!(got, Some(revisit(17, 1_017)));
+    write(&db, |s| {
+        assert!(s.take(17).unwrap().is_none(), "taken once");
+        assert!(s.take(99).unwrap().is_none(), "never scheduled");
+        assert!(s.get(17).unwrap().is_none(), "not scheduled any more");
+        assert!(s.holds(17).unwrap() && s.holds(18).unwrap() && !s.holds(99).unwrap());
+        let due: Vec<u64> = s
+            .take_due(u32::MAX, 100)
+            .unwrap()
+            .iter()
+            .map(|r| r.row)
+            .collect();
+        assert_eq!(due.len(), 59);
+        assert!(!due.contains(&17));
+        assert!(s.forget(17).is_ok_and(|was_scheduled| !was_scheduled));
+        assert!(!s.holds(17).unwrap());
+    });
+}

@@ -1,4 +1,5 @@
 mod contract;
+mod operator;
 mod schedule;
 
 use super::*;

@@ -52,3 +52,13 @@ fn a_reschedule_without_its_finish_is_ignored() {
 fn sitemap_hints_bring_scheduled_urls_forward() {
     contract::sitemap_hints_bring_scheduled_urls_forward(&open);
 }
+
+#[test]
+fn operator_changes_read_back_and_survive_reopen() {
+    contract::operator_changes_read_back_and_survive_reopen(&open);
+}
+
+#[test]
+fn refetch_queues_done_and_scheduled_urls_again() {
+    contract::refetch_queues_done_and_scheduled_urls_again(&open);
+}
