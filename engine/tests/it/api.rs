@@ -17,7 +17,7 @@ use crawl_tests::engine::{RunResult, Running, TestCrawl};
 use crawl_tests::site::{Site, SiteSpec};
 
 const DEADLINE: Duration = Duration::from_secs(90);
-const TOKEN: &str = "api-test-token-0123456789abcdef";
+pub(crate) const TOKEN: &str = "api-test-token-0123456789abcdef";
 
 fn slow_site(first_octet: u8, pages: usize) -> SiteSpec {
     SiteSpec {
@@ -45,14 +45,14 @@ fn overrides(delay_ms: u64, api: &str) -> String {
 }
 
 /// A file in the crawl's directory.
-fn write(c: &TestCrawl, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(c: &TestCrawl, name: &str, text: &str) -> PathBuf {
     let p = c.dir.path().join(name);
     std::fs::write(&p, text).expect("write");
     p
 }
 
 /// `[api]` lines for a loopback listener on any port with the token in `token`.
-fn api_lines(token: &Path, extra: &str) -> String {
+pub(crate) fn api_lines(token: &Path, extra: &str) -> String {
     format!(
         "listen = \"127.0.0.1:0\"\ntoken_file = \"{}\"\nmax_body_bytes = 2048\n{extra}",
         token.display()
@@ -60,14 +60,14 @@ fn api_lines(token: &Path, extra: &str) -> String {
 }
 
 /// An answer: status, headers (lowercase names) and body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
@@ -115,7 +115,13 @@ fn raw(addr: SocketAddr, request: &str) -> Answer {
 }
 
 /// `method path` with `body`, with the bearer `token` if given.
-fn call(addr: SocketAddr, method: &str, path: &str, token: Option<&str>, body: &str) -> Answer {
+pub(crate) fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> Answer {
     raw(addr, &request_text(method, path, token, body))
 }
 
@@ -146,11 +152,11 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn api_addr(child: &Running) -> SocketAddr {
+pub(crate) fn api_addr(child: &Running) -> SocketAddr {
     tokio::task::block_in_place(|| child.api_addr(Duration::from_secs(10)))
 }
 
-async fn finish(child: Running) -> RunResult {
+pub(crate) async fn finish(child: Running) -> RunResult {
     tokio::task::spawn_blocking(move || child.wait(DEADLINE))
         .await
         .expect("join")
@@ -234,11 +240,18 @@ async fn the_api_answers_refuses_strangers_and_reloads_like_sighup() {
     assert_eq!(a.status, 404);
     let a = call(addr, "DELETE", "/v1/status", Some(TOKEN), "");
     assert_eq!((a.status, a.header("allow")), (405, Some("GET")));
-    let a = call(addr, "POST", "/v1/pause", Some(TOKEN), "{}");
-    assert_eq!(
-        (a.status, a.json()["error"]["code"].as_str()),
-        (501, Some("not_implemented"))
-    );
+    // A pause and a resume of the whole crawl (what they do: engine/tests/it/steer.rs).
+    for (path, state) in [("/v1/pause", "paused"), ("/v1/resume", "running")] {
+        let a = call(addr, "POST", path, Some(TOKEN), "{}");
+        assert_eq!(
+            (a.status, a.json()["changed"].as_bool()),
+            (200, Some(true)),
+            "{}",
+            a.body
+        );
+        let s = call(addr, "GET", "/v1/status", Some(TOKEN), "").json();
+        assert_eq!(s["state"], state, "{s}");
+    }
     let a = call(addr, "GET", "/v1/openapi.json", Some(TOKEN), "");
     assert_eq!(
         (a.status, a.json()["openapi"].as_str()),
@@ -284,13 +297,10 @@ async fn the_api_answers_refuses_strangers_and_reloads_like_sighup() {
     );
     let out = ctl(&["--api", &api, "--token-file", &token_arg, "pause", "a/b"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let out = ctl(&["--api", &api, "--token-file", &token_arg, "pause"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "501 is the server's failure: {}",
-        text(&out.stderr)
-    );
+    for cmd in ["pause", "resume"] {
+        let out = ctl(&["--api", &api, "--token-file", &token_arg, cmd]);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {}", text(&out.stderr));
+    }
     // ctl finds the API and the token through --config.
     let config_arg = c.config_path.display().to_string();
     let out = ctl(&["--config", &config_arg, "reload"]);

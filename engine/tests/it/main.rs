@@ -55,6 +55,8 @@
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
+//! - `steer` (127.0.5.1-9): operators steering a running crawl through the control API: hosts and the crawl
+//!   paused and resumed, politeness, URLs added, a queue dropped, a pause through a restart, an add through kill -9.
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
 //! - `recrawl` (127.0.0.2-7): continuous crawling over accelerated revisit cycles: conditional revisits, visit
@@ -94,6 +96,7 @@ mod reload_parts;
 mod resolver;
 mod robots_politeness;
 mod secrets;
+mod steer;
 mod template;
 mod tls;
 mod traps;
