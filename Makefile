@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp bench-fresh promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp bench-fresh bench-api promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -31,6 +31,7 @@ help:
 		'make bench-cluster' 'the bench crawl on the embedded frontier and through Redis with 1, 2 and 3 processes; Redis memory per URL' \
 		'make bench-ha' 'three processes through Redis Sentinel: replicas_ack 0 and 1, and a master killed half-way' \
 		'make bench-fresh' 'continuous crawling on a changing site: freshness of the adaptive schedule, a fixed interval and wget2' \
+		'make bench-api' 'the control API under a crawl at full speed: latency of status and hosts, what asking costs the crawl' \
 		'make bench-micro' 'the criterion benches (link extraction, canonicalisation, frontier, spans, ...)' \
 		'make fuzz' 'every fuzz target for FUZZ_SECONDS each (nightly toolchain and cargo-fuzz)' \
 		'make fmt' 'format the code' \
@@ -140,6 +141,11 @@ bench-fresh: release
 	$(CARGO) build --release -p crawl-tests --bin freshness
 	bash tests/scripts/bench_fresh.sh
 
+# The control API while the bench-crawl crawl runs at full speed: latency of GET /v1/status and /v1/hosts, and the
+# crawl's pages/s with and without a client asking (REPEATS, alternating).
+bench-api: release
+	bash tests/scripts/bench_api.sh
+
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-store-embedded -p crawl-actors -p crawl-observability
 
@@ -188,4 +194,4 @@ ci: lint test
 # warc/): those are a user's.
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .bench-fresh .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .bench-fresh .bench-api .tools

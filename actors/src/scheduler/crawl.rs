@@ -412,20 +412,31 @@ impl Crawl {
             .filter(|id| !q.host_name(*id).is_empty())
             .collect();
         let fp = |id: &HostId| q.host_fp(*id);
-        match sort {
-            HostSort::Queued => {
-                ids.sort_by_key(|id| std::cmp::Reverse(self.tally.queued_of(fp(id))))
+        // The first `limit` in order, without sorting every host (a crawl may know millions): select, then sort.
+        let order = |a: &HostId, b: &HostId| {
+            match sort {
+                HostSort::Queued => self
+                    .tally
+                    .queued_of(fp(b))
+                    .cmp(&self.tally.queued_of(fp(a))),
+                HostSort::InFlight => {
+                    let n = |id: &HostId| q.snapshot(*id, now).map_or(0, |s| s.in_flight);
+                    n(b).cmp(&n(a))
+                }
+                HostSort::Errors => self
+                    .tally
+                    .error_count(fp(b))
+                    .cmp(&self.tally.error_count(fp(a))),
+                HostSort::Name => std::cmp::Ordering::Equal,
             }
-            HostSort::InFlight => ids.sort_by_key(|id| {
-                std::cmp::Reverse(q.snapshot(*id, now).map_or(0, |s| s.in_flight))
-            }),
-            HostSort::Errors => {
-                ids.sort_by_key(|id| std::cmp::Reverse(self.tally.error_count(fp(id))))
-            }
-            HostSort::Name => ids.sort_by(|a, b| q.host_name(*a).cmp(q.host_name(*b))),
+            .then_with(|| q.host_name(*a).cmp(q.host_name(*b)))
+        };
+        if limit < ids.len() {
+            ids.select_nth_unstable_by(limit, order);
+            ids.truncate(limit);
         }
+        ids.sort_by(order);
         ids.into_iter()
-            .take(limit)
             .filter_map(|id| self.host_view_of(id, now))
             .collect()
     }
