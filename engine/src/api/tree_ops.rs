@@ -4,8 +4,9 @@
 
 use super::config_view::config_view;
 use super::dto::{
-    ActionDto, AddUrlsDto, CountersDto, CrawlState, DropDto, HostDto, HostPolitenessDto, OperatorDto,
-    PolitenessDto, ProcessDto, RatesDto, RobotsState, StatusDto, Target, UrlAnswerDto, UrlResult,
+    ActionDto, AddUrlsDto, CountersDto, CrawlState, DropDto, HostDto, HostPolitenessDto,
+    OperatorDto, PolitenessDto, ProcessDto, RatesDto, RobotsState, StatusDto, Target, UrlAnswerDto,
+    UrlResult,
 };
 use super::ops::{BoxFuture, CrawlOps, HostSort, OpsError};
 use crawl_actors::protocol::{
@@ -194,7 +195,9 @@ fn whole_host(host: &HostMatch, what: &str) -> Result<(), OpsError> {
         None => Ok(()),
         Some(_) => Err(OpsError::Invalid {
             field: "host".into(),
-            message: format!("{what} is set per host, on every port: name the host without `:port`"),
+            message: format!(
+                "{what} is set per host, on every port: name the host without `:port`"
+            ),
         }),
     }
 }
@@ -244,7 +247,10 @@ impl CrawlOps for TreeOps {
         let control = self.control.clone();
         let process = self.process.clone();
         Box::pin(async move {
-            let views = control.hosts(sort_of(sort), limit).await.map_err(ops_error)?;
+            let views = control
+                .hosts(sort_of(sort), limit)
+                .await
+                .map_err(ops_error)?;
             Ok(views.into_iter().map(|v| host_dto(v, &process)).collect())
         })
     }
@@ -288,8 +294,16 @@ impl CrawlOps for TreeOps {
         })
     }
 
-    fn pause(&self, host: Option<HostMatch>, by: Requester) -> BoxFuture<Result<ActionDto, OpsError>> {
-        let target = if host.is_some() { Target::Host } else { Target::Crawl };
+    fn pause(
+        &self,
+        host: Option<HostMatch>,
+        by: Requester,
+    ) -> BoxFuture<Result<ActionDto, OpsError>> {
+        let target = if host.is_some() {
+            Target::Host
+        } else {
+            Target::Crawl
+        };
         self.operate(
             Change::Pause {
                 host,
@@ -300,8 +314,16 @@ impl CrawlOps for TreeOps {
         )
     }
 
-    fn resume(&self, host: Option<HostMatch>, by: Requester) -> BoxFuture<Result<ActionDto, OpsError>> {
-        let target = if host.is_some() { Target::Host } else { Target::Crawl };
+    fn resume(
+        &self,
+        host: Option<HostMatch>,
+        by: Requester,
+    ) -> BoxFuture<Result<ActionDto, OpsError>> {
+        let target = if host.is_some() {
+            Target::Host
+        } else {
+            Target::Crawl
+        };
         self.operate(
             Change::Resume {
                 host,
@@ -477,7 +499,10 @@ mod tests {
             canonical: Some("http://x/".into()),
             verdict: UrlVerdict::Excluded(crawl_core::record::Reason::Scope),
         });
-        assert_eq!((a.result, a.reason.as_deref()), (UrlResult::Excluded, Some("scope")));
+        assert_eq!(
+            (a.result, a.reason.as_deref()),
+            (UrlResult::Excluded, Some("scope"))
+        );
         let v = HostView {
             host: "a.example".into(),
             queued: None,
@@ -494,7 +519,10 @@ mod tests {
             held_here: false,
         };
         let d = host_dto(v, "h/1");
-        assert_eq!((d.queued, d.in_flight, d.shard, d.owner), (None, 2, Some(7), None));
+        assert_eq!(
+            (d.queued, d.in_flight, d.shard, d.owner),
+            (None, 2, Some(7), None)
+        );
         assert_eq!((d.robots, d.errors["timeout"]), (RobotsState::Allowed, 3));
         assert!(whole_host(&HostMatch::parse("a.example:81").unwrap(), "politeness").is_err());
     }

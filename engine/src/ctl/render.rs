@@ -28,13 +28,11 @@ pub fn answer(action: &CtlAction, body: &[u8]) -> String {
             };
             done(&a, what, Some(host))
         }),
-        CtlAction::Drop { host } => {
-            parse(body).map(|d: DropDto| match (d.requested, d.queued) {
-                (false, _) => format!("a drop of {host}'s queue is under way already\n"),
-                (true, Some(n)) => format!("dropping the {n} URLs queued for {host}\n"),
-                (true, None) => format!("dropping the queue of {host} (another process crawls it)\n"),
-            })
-        }
+        CtlAction::Drop { host } => parse(body).map(|d: DropDto| match (d.requested, d.queued) {
+            (false, _) => format!("a drop of {host}'s queue is under way already\n"),
+            (true, Some(n)) => format!("dropping the {n} URLs queued for {host}\n"),
+            (true, None) => format!("dropping the queue of {host} (another process crawls it)\n"),
+        }),
         CtlAction::Reload => parse(body).map(|r: ReloadDto| reload(&r)),
     };
     text.unwrap_or_else(|| format!("{}\n", String::from_utf8_lossy(body).trim_end()))
