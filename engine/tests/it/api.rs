@@ -45,7 +45,7 @@ fn overrides(delay_ms: u64, api: &str) -> String {
 }
 
 /// A file in the crawl's directory.
-fn write(c: &TestCrawl, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(c: &TestCrawl, name: &str, text: &str) -> PathBuf {
     let p = c.dir.path().join(name);
     std::fs::write(&p, text).expect("write");
     p
@@ -60,14 +60,14 @@ fn api_lines(token: &Path, extra: &str) -> String {
 }
 
 /// An answer: status, headers (lowercase names) and body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
@@ -115,7 +115,13 @@ fn raw(addr: SocketAddr, request: &str) -> Answer {
 }
 
 /// `method path` with `body`, with the bearer `token` if given.
-fn call(addr: SocketAddr, method: &str, path: &str, token: Option<&str>, body: &str) -> Answer {
+pub(crate) fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> Answer {
     raw(addr, &request_text(method, path, token, body))
 }
 
@@ -146,7 +152,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn api_addr(child: &Running) -> SocketAddr {
+pub(crate) fn api_addr(child: &Running) -> SocketAddr {
     tokio::task::block_in_place(|| child.api_addr(Duration::from_secs(10)))
 }
 

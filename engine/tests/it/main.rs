@@ -3,6 +3,10 @@
 //! the one cargo built for this test run, [`ENGINE`].
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
+//! - `alerts` (127.0.5.1-9): alerts that act: Alertmanager's webhook posted to `/v1/alerts` pauses a host and
+//!   resumes it, leaves an operator's pause alone, sets a setting and undoes it unless a reload set it since;
+//!   `alerts_e2e` (127.0.5.10-19): a real Prometheus evaluating the shipped rules (windows shortened) and a real
+//!   Alertmanager pause a host answering 429 and resume it once the alert resolves.
 //! - `api` (130-134): the control API: status with and without the token, errors naming fields, bodies over the
 //!   cap, reloads through the SIGHUP path, HTTPS with a test CA, bad settings refused at start, `ctl` and its
 //!   exit statuses.
@@ -68,6 +72,8 @@
 /// The `crawl-engine` binary cargo built for these tests.
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
+mod alerts;
+mod alerts_e2e;
 mod api;
 mod cli;
 mod cluster_failover;
