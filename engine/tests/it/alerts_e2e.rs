@@ -380,7 +380,6 @@ async fn a_429_storm_pauses_its_host_until_the_alert_resolves() {
     assert!(after.iter().all(|s| *s == 200), "{after:?}");
     let view = tokio::task::block_in_place(|| host_view(api, &stormy));
     assert_eq!(view["paused"], false, "{view}");
-    drop(stack);
     drop(prometheus);
     drop(alertmanager);
 
