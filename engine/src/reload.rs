@@ -8,15 +8,24 @@
 //! changed (or `no change`). Signals that arrive while a reload runs coalesce into one more reload.
 //!
 //! SIGHUP and the control API's `POST /v1/reload` ask the same task ([`channel`]), which runs one reload at a time.
+//!
+//! Alerts that act (`POST /v1/alerts`) change settings through the same task: a setting an alert sets is laid over
+//! the running config ([`SettingOverrides`]) and applied as a reload applies a live key; the alert's resolution
+//! puts the old value back unless the key was changed since. A reload keeps the overrides of the keys it leaves
+//! alone and ends those of the keys it sets (the file's new value stands). Overrides are held in memory only: a
+//! restart starts from the config file.
 
 mod channel;
 
-pub use channel::{ReloadCause, ReloadHandle, ReloadRequest, forward_hangups, serve_reloads};
+pub use channel::{
+    ReloadCause, ReloadHandle, ReloadRequest, SettingChange, forward_hangups, serve_reloads,
+};
 
 use crate::load::load_config;
 use crawl_actors::tree::Reconfigurer;
 use crawl_core::config::Config;
 use crawl_core::config::reload::{Part, changed_keys, plan};
+use crawl_core::control::{OverrideOutcome, OverrideResult, SettingOverrides};
 use crawl_observability::LogControl;
 use crawl_observability::metrics::metrics;
 use crawl_observability::trace::ExportQueue;
@@ -62,24 +71,62 @@ impl ReloadOutcome {
 /// The running config and the means to change it.
 pub struct Reloader {
     source: ReloadSource,
+    /// The config as the file gave it (at start, or the last reload applied).
+    file: Config,
+    /// The running config: `file` with the settings alerts hold laid over it.
     current: Config,
+    /// The settings alerts hold.
+    overrides: SettingOverrides,
     tree: Reconfigurer,
     generation: u64,
 }
 
 impl Reloader {
+    /// `current` is the config the crawl started with.
     pub fn new(source: ReloadSource, current: Config, tree: Reconfigurer) -> Reloader {
         Reloader {
             source,
+            file: current.clone(),
             current,
+            overrides: SettingOverrides::default(),
             tree,
             generation: 0,
         }
     }
 
-    /// The running config (the last one applied).
+    /// The running config (the last one applied, with the settings alerts hold).
     pub fn current(&self) -> &Config {
         &self.current
+    }
+
+    /// Sets or unsets a setting for an alert, applied to the running crawl as a reload applies the key. Nothing
+    /// changes when it cannot be applied (the outcome says why).
+    pub fn setting(&mut self, change: SettingChange) -> OverrideOutcome {
+        let mut new = self.current.clone();
+        let mut overrides = self.overrides.clone();
+        let outcome = match &change {
+            SettingChange::Set { setting, by } => overrides.set(*setting, by, &mut new),
+            SettingChange::Unset { setting, by } => overrides.unset(*setting, by, &mut new),
+        };
+        if new != self.current {
+            // Only live keys change here: their parts, as a reload would.
+            let parts = plan(&self.current, &new).parts();
+            let prepared = match self.tree.prepare(&new, &parts) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(key = outcome.key, error = %e, "setting not changed");
+                    return OverrideOutcome {
+                        result: OverrideResult::Skipped,
+                        key: outcome.key,
+                        detail: format!("{} cannot be changed: {e}", outcome.key),
+                    };
+                }
+            };
+            self.tree.apply(prepared);
+            self.current = new;
+        }
+        self.overrides = overrides;
+        outcome
     }
 
     /// Reads the file again and applies it (or not); logs and counts the outcome.
@@ -119,10 +166,14 @@ impl Reloader {
         let Some(path) = self.source.path.as_deref() else {
             return ReloadOutcome::NoFile;
         };
-        let new = match load_config(Some(path), &self.source.seeds) {
+        let file = match load_config(Some(path), &self.source.seeds) {
             Ok(c) => c,
             Err(e) => return ReloadOutcome::Invalid(e.to_string()),
         };
+        // The settings alerts hold stay over the keys the reload leaves alone.
+        let mut overrides = self.overrides.clone();
+        let mut new = file.clone();
+        let ended = overrides.rebase(&self.file, &mut new);
         let mut plan = plan(&self.current, &new);
         if plan.rejected() {
             return ReloadOutcome::Rejected(plan.message());
@@ -168,6 +219,11 @@ impl Reloader {
             }
         }
         self.current = new;
+        self.file = file;
+        self.overrides = overrides;
+        for line in ended {
+            tracing::warn!(detail = %line, "the reload set a key an alert had set: the reload's value stands");
+        }
         ReloadOutcome::Applied(plan.live)
     }
 }

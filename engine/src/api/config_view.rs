@@ -3,6 +3,7 @@
 //! path is shown, never its contents).
 
 use crawl_core::config::{Config, hide_userinfo};
+use crawl_core::control::alerts::{ActionKind, AlertAction};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -158,8 +159,20 @@ pub fn config_view(c: &Config) -> Value {
             "cert_file": c.api.cert_file.as_deref().map(path),
             "key_file": c.api.key_file.as_deref().map(path),
             "max_body_bytes": c.api.max_body_bytes,
+            "alert_actions": c.api.alert_actions.iter().map(alert_action).collect::<Vec<_>>(),
         },
     })
+}
+
+/// One `[[api.alert_actions]]` table, with only the keys its action takes.
+fn alert_action(a: &AlertAction) -> Value {
+    let mut v = json!({"alert": a.alert, "action": a.action.as_str(), "labels": a.labels});
+    match a.action {
+        ActionKind::PauseHost => v["host_label"] = json!(a.host_label),
+        ActionKind::LowerConcurrency { factor } => v["factor"] = json!(factor),
+        _ => {}
+    }
+    v
 }
 
 #[cfg(test)]
@@ -184,6 +197,15 @@ hops = ["socks5://u:proxy-canary@127.0.0.1:1080"]
 [api]
 listen = "127.0.0.1:0"
 token_file = "/etc/crawl/api.token"
+[[api.alert_actions]]
+alert = "Crawl429Storm"
+action = "pause_host"
+host_label = "host_group"
+[[api.alert_actions]]
+alert = "Slow"
+action = "lower_concurrency"
+factor = 0.5
+labels = { severity = "critical" }
 "#;
         let c = Config::from_str(text, "t.toml").unwrap();
         let v = config_view(&c);
@@ -198,6 +220,13 @@ token_file = "/etc/crawl/api.token"
             assert!(!shown.contains(canary), "{canary} in {shown}");
         }
         assert_eq!(v["api"]["token_file"], "/etc/crawl/api.token");
+        assert_eq!(
+            v["api"]["alert_actions"],
+            json!([
+                {"alert": "Crawl429Storm", "action": "pause_host", "labels": {}, "host_label": "host_group"},
+                {"alert": "Slow", "action": "lower_concurrency", "labels": {"severity": "critical"}, "factor": 0.5}
+            ])
+        );
         assert_eq!(v["fetch"]["credentials"][0]["values"], "***");
         assert_eq!(v["politeness"]["min_delay_ms"], 1000);
         assert_eq!(v["crawl"]["scope"], "host");

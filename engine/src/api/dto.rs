@@ -246,6 +246,64 @@ pub struct ReloadDto {
     pub errors: Option<Vec<String>>,
 }
 
+/// `POST /v1/alerts`: what was done for each alert of the notification and each action that matched it (none
+/// for alerts no `[[api.alert_actions]]` names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertsDto {
+    pub actions: Vec<AlertActionDto>,
+}
+
+/// One action for one alert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertActionDto {
+    /// The alert's `alertname`.
+    pub alert: String,
+    /// Alertmanager's identity of the alert.
+    pub fingerprint: String,
+    /// `pause_host`, `pause_crawl`, `resolver_doh`, `fallback_direct`, `forbid_direct` or `lower_concurrency`.
+    pub action: String,
+    pub result: AlertResult,
+    /// What was done, or why not, in words.
+    pub detail: String,
+}
+
+/// What became of an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertResult {
+    /// Done while the alert fires (or in force already).
+    Applied,
+    /// Undone on the alert's resolution.
+    Undone,
+    /// Left as it is: set by someone else, or changed since the alert acted.
+    Kept,
+    /// Nothing to do, or cannot be done.
+    Skipped,
+}
+
+impl AlertResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertResult::Applied => "applied",
+            AlertResult::Undone => "undone",
+            AlertResult::Kept => "kept",
+            AlertResult::Skipped => "skipped",
+        }
+    }
+}
+
+impl From<crawl_core::control::OverrideResult> for AlertResult {
+    fn from(r: crawl_core::control::OverrideResult) -> AlertResult {
+        use crawl_core::control::OverrideResult as R;
+        match r {
+            R::Applied => AlertResult::Applied,
+            R::Undone => AlertResult::Undone,
+            R::Kept => AlertResult::Kept,
+            R::Skipped => AlertResult::Skipped,
+        }
+    }
+}
+
 /// Every error answer: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorDto {
@@ -317,5 +375,26 @@ mod tests {
             serde_json::to_value(RobotsState::None).unwrap(),
             serde_json::json!("none")
         );
+        let a = AlertsDto {
+            actions: vec![AlertActionDto {
+                alert: "Crawl429Storm".into(),
+                fingerprint: "f1".into(),
+                action: "pause_host".into(),
+                result: AlertResult::Undone,
+                detail: "resumed a.example".into(),
+            }],
+        };
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            r#"{"actions":[{"alert":"Crawl429Storm","fingerprint":"f1","action":"pause_host","result":"undone","detail":"resumed a.example"}]}"#
+        );
+        for r in [
+            AlertResult::Applied,
+            AlertResult::Undone,
+            AlertResult::Kept,
+            AlertResult::Skipped,
+        ] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! One request of the control API to its answer: the token first (401 with no detail), then the endpoint (404, 405
 //! with `Allow`), the body under its cap (413), the input checked field by field (400), the crawl asked under a
-//! deadline (503 when it does not answer), and the answer as JSON. Every action is logged at info with who asked.
+//! deadline (503 when it does not answer), and the answer as JSON. Every action is logged at info with who asked
+//! (an Alertmanager notification: each of its alerts' actions too, by the alert).
 
+use super::alerts::{Responder, now_ms};
 use super::answer::{self, Body, ErrorAnswer};
 use super::auth::Auth;
 use super::body::read_capped;
@@ -208,6 +210,20 @@ impl Api {
                 .await?)),
             (RouteId::DropQueue, Some(h)) => Ok(ok(&self.ask(self.ops.drop_queue(h, by)).await?)),
             (RouteId::Reload, _) => self.reload(peer).await,
+            (RouteId::Alerts, _) => {
+                let n = requests::notification(&body)?;
+                target(format!("{} alerts", n.alerts.len()));
+                let responder = Responder::new(
+                    Arc::clone(&self.ops),
+                    self.reloads.clone(),
+                    self.ops_timeout,
+                );
+                let done = responder
+                    .carry_out(&n, now_ms())
+                    .await
+                    .map_err(ErrorAnswer::from)?;
+                Ok(ok(&done))
+            }
             (RouteId::OpenApi, _) => Ok(answer::raw_json(
                 StatusCode::OK,
                 Bytes::from_static(OPENAPI.as_bytes()),

@@ -2,7 +2,8 @@
 //! from its own thread; [`crate::api::tree_ops::TreeOps`] implements it over the actor tree.
 
 use super::dto::{ActionDto, AddUrlsDto, DropDto, HostDto, PolitenessDto, StatusDto, UrlAnswerDto};
-use crawl_core::control::{HostMatch, Requester};
+use crawl_core::control::alerts::AlertAction;
+use crawl_core::control::{Change, HostMatch, OperatorState, Requester};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -140,6 +141,12 @@ pub trait CrawlOps: Send + Sync + 'static {
     ) -> BoxFuture<Result<ActionDto, OpsError>>;
     /// Drops the URLs queued for a host (they are recorded as dropped, not fetched).
     fn drop_queue(&self, host: HostMatch, by: Requester) -> BoxFuture<Result<DropDto, OpsError>>;
+    /// What operators (and alerts) set on the crawl, as in force now.
+    fn operator(&self) -> BoxFuture<Result<OperatorState, OpsError>>;
+    /// Applies an operator change (made durable first); answers whether the state changed.
+    fn operate(&self, change: Change) -> BoxFuture<Result<bool, OpsError>>;
+    /// `[[api.alert_actions]]` of the running config (a reload changes them at once).
+    fn alert_actions(&self) -> Vec<AlertAction>;
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use super::dto::{AddUrlsDto, PolitenessDto};
 use super::fields::Fields;
 use super::ops::HostSort;
 use crawl_core::control::HostMatch;
+use crawl_core::control::alerts::{Notification, NotificationError};
 
 /// Most URLs one `POST /v1/urls` may carry.
 pub const MAX_URLS: usize = 10_000;
@@ -56,6 +57,22 @@ pub fn target(body: &[u8]) -> Result<Option<HostMatch>, ErrorAnswer> {
         Some(h) => host(&h, "host").map(Some),
         None => Ok(None),
     }
+}
+
+/// The body of `POST /v1/alerts`: an Alertmanager webhook notification, version 4.
+pub fn notification(body: &[u8]) -> Result<Notification, ErrorAnswer> {
+    if let Err(e) = serde_json::from_slice::<serde_json::Value>(body) {
+        return Err(ErrorAnswer::bad_request(
+            "malformed_json",
+            format!("the body is not valid JSON: {e}"),
+        ));
+    }
+    Notification::parse(body).map_err(|e| match e {
+        NotificationError::Malformed(_) => ErrorAnswer::bad_request("invalid_body", e.to_string()),
+        NotificationError::Version(_) => {
+            ErrorAnswer::field("unsupported_version", "version", e.to_string())
+        }
+    })
 }
 
 /// The `{host}` of a path, percent-decoded.
@@ -264,6 +281,40 @@ mod tests {
         assert_eq!(
             field_of(politeness(br#"{"delay_ms": 1, "concurency": 2}"#).unwrap_err()),
             (400, "concurency".into())
+        );
+    }
+
+    #[test]
+    fn a_notification_is_alertmanagers_webhook_version_4() {
+        let n = notification(
+            br#"{"version":"4","status":"firing","alerts":[{"status":"firing","labels":{"alertname":"A"},"fingerprint":"f"}]}"#,
+        )
+        .unwrap();
+        assert_eq!((n.alerts.len(), n.alerts[0].name()), (1, "A"));
+        let e = notification(b"{\"version\": ").unwrap_err();
+        assert_eq!((e.status.as_u16(), e.code), (400, "malformed_json"));
+        assert!(e.message.contains("line 1"), "{}", e.message);
+        let e = notification(br#"{"version":"4"}"#).unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), ("invalid_body", None));
+        assert!(
+            e.message.contains("missing field `alerts`"),
+            "{}",
+            e.message
+        );
+        let e = notification(br#"{"version":"4","alerts":[{"labels":{}}]}"#).unwrap_err();
+        assert!(
+            e.message.contains("missing field `status`"),
+            "{}",
+            e.message
+        );
+        let e = notification(br#"{"version":"3","alerts":[]}"#).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_deref(), e.message.as_str()),
+            (
+                "unsupported_version",
+                Some("version"),
+                "webhook version 3 is not supported (version 4 is)"
+            )
         );
     }
 

@@ -14,6 +14,7 @@ pub enum RouteId {
     ClearPoliteness,
     DropQueue,
     Reload,
+    Alerts,
     OpenApi,
 }
 
@@ -41,6 +42,7 @@ pub const ROUTES: &[Route] = &[
     ),
     route("DELETE", "/v1/hosts/{host}/queue", RouteId::DropQueue),
     route("POST", "/v1/reload", RouteId::Reload),
+    route("POST", "/v1/alerts", RouteId::Alerts),
     route("GET", "/v1/openapi.json", RouteId::OpenApi),
 ];
 
@@ -74,6 +76,7 @@ impl RouteId {
             RouteId::ClearPoliteness => "clear_politeness",
             RouteId::DropQueue => "drop_queue",
             RouteId::Reload => "reload",
+            RouteId::Alerts => "alerts",
             RouteId::OpenApi => "openapi",
         }
     }
@@ -147,6 +150,7 @@ mod tests {
             resolve("GET", "/v1/openapi.json"),
             Ok((RouteId::OpenApi, None))
         );
+        assert_eq!(resolve("POST", "/v1/alerts"), Ok((RouteId::Alerts, None)));
     }
 
     #[test]
@@ -183,6 +187,6 @@ mod tests {
             .map(|r| r.method)
             .collect();
         assert!(actions.iter().all(|m| *m != "GET"), "{actions:?}");
-        assert_eq!(actions.len(), 7);
+        assert_eq!(actions.len(), 8);
     }
 }

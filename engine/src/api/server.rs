@@ -206,6 +206,15 @@ mod tests {
         ) -> BoxFuture<Result<crate::api::dto::DropDto, OpsError>> {
             Box::pin(async { Err(OpsError::Ended) })
         }
+        fn operator(&self) -> BoxFuture<Result<crawl_core::control::OperatorState, OpsError>> {
+            Box::pin(async { Err(OpsError::Ended) })
+        }
+        fn operate(&self, _: crawl_core::control::Change) -> BoxFuture<Result<bool, OpsError>> {
+            Box::pin(async { Err(OpsError::Ended) })
+        }
+        fn alert_actions(&self) -> Vec<crawl_core::control::alerts::AlertAction> {
+            Vec::new()
+        }
     }
 
     fn exchange(addr: SocketAddr, request: &str) -> String {

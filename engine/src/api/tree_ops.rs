@@ -14,6 +14,7 @@ use crawl_actors::protocol::{
 };
 use crawl_actors::tree::Control;
 use crawl_core::config::Config;
+use crawl_core::control::alerts::AlertAction;
 use crawl_core::control::{Change, HostMatch, OperatorState, Requester};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -212,7 +213,7 @@ fn sort_of(sort: HostSort) -> crawl_actors::protocol::HostSort {
 }
 
 impl TreeOps {
-    fn operate(&self, change: Change, target: Target) -> BoxFuture<Result<ActionDto, OpsError>> {
+    fn action(&self, change: Change, target: Target) -> BoxFuture<Result<ActionDto, OpsError>> {
         let control = self.control.clone();
         Box::pin(async move {
             let changed = control.operate(change).await.map_err(ops_error)?;
@@ -304,7 +305,7 @@ impl CrawlOps for TreeOps {
         } else {
             Target::Crawl
         };
-        self.operate(
+        self.action(
             Change::Pause {
                 host,
                 at_ms: wall_ms(),
@@ -324,7 +325,7 @@ impl CrawlOps for TreeOps {
         } else {
             Target::Crawl
         };
-        self.operate(
+        self.action(
             Change::Resume {
                 host,
                 at_ms: wall_ms(),
@@ -348,7 +349,7 @@ impl CrawlOps for TreeOps {
             .expires_s
             .filter(|_| !p.is_clear())
             .map(|s| now.saturating_add(s.saturating_mul(1000)));
-        self.operate(
+        self.action(
             Change::Politeness {
                 host,
                 delay_ms: p.delay_ms,
@@ -382,6 +383,23 @@ impl CrawlOps for TreeOps {
                 .map_err(ops_error)?;
             Ok(DropDto { requested, queued })
         })
+    }
+
+    fn operator(&self) -> BoxFuture<Result<OperatorState, OpsError>> {
+        let control = self.control.clone();
+        Box::pin(async move {
+            let view = control.status().await.map_err(ops_error)?;
+            Ok(view.operator)
+        })
+    }
+
+    fn operate(&self, change: Change) -> BoxFuture<Result<bool, OpsError>> {
+        let control = self.control.clone();
+        Box::pin(async move { control.operate(change).await.map_err(ops_error) })
+    }
+
+    fn alert_actions(&self) -> Vec<AlertAction> {
+        self.config.borrow().api.alert_actions.clone()
     }
 }
 

@@ -3,6 +3,10 @@
 //! the one cargo built for this test run, [`ENGINE`].
 //!
 //! Each module uses its own range of 127.0.0.x addresses so tests can run in parallel.
+//! - `alerts` (127.0.5.1-9): alerts that act: Alertmanager's webhook posted to `/v1/alerts` pauses a host and
+//!   resumes it, leaves an operator's pause alone, sets a setting and undoes it unless a reload set it since;
+//!   `alerts_e2e` (127.0.5.10-19): a real Prometheus evaluating the shipped rules (windows shortened) and a real
+//!   Alertmanager pause a host answering 429 and resume it once the alert resolves.
 //! - `api` (130-134): the control API: status with and without the token, errors naming fields, bodies over the
 //!   cap, reloads through the SIGHUP path, HTTPS with a test CA, bad settings refused at start, `ctl` and its
 //!   exit statuses.
@@ -55,7 +59,7 @@
 //!   redaction, microsocks interop (FakeSocks).
 //! - `secrets` (127.0.4.1-19): canary secrets (seed, proxy, cookie, bearer, Redis and link passwords) in no log,
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
-//! - `steer` (127.0.5.1-9): operators steering a running crawl through the control API: hosts and the crawl
+//! - `steer` (127.0.5.40-49): operators steering a running crawl through the control API: hosts and the crawl
 //!   paused and resumed, politeness, URLs added, a queue dropped, a pause through a restart, an add through kill -9.
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
@@ -70,6 +74,8 @@
 /// The `crawl-engine` binary cargo built for these tests.
 pub const ENGINE: &str = env!("CARGO_BIN_EXE_crawl-engine");
 
+mod alerts;
+mod alerts_e2e;
 mod api;
 mod cli;
 mod cluster_failover;

@@ -4,7 +4,7 @@
 //! URL recorded `excluded`/`operator`, none fetched), a pause that survives a restart, and an add answered
 //! `queued` that survives kill -9; `crawl-engine ctl` for each.
 //!
-//! Hosts use 127.0.5.1..=127.0.5.9 (this file's range).
+//! Hosts use 127.0.5.40..=127.0.5.49 (this file's range).
 
 use crate::ENGINE;
 use crate::api::{Answer, TOKEN, api_addr, api_lines, call, finish, write};
@@ -120,7 +120,7 @@ fn stays_quiet(site: &Site, host: usize, quiet: Duration) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_pause_resume_add_and_drop() {
-    let site = Site::builder(site(1, 80)).start().await.expect("site");
+    let site = Site::builder(site(41, 80)).start().await.expect("site");
     let (h0, h1) = (site.url(0, "/"), site.url(1, "/"));
     let name1 = url::Url::parse(&h1).unwrap().host_str().unwrap().to_owned();
     let c = TestCrawl::new(ENGINE, &[h0.clone(), h1.clone()], "").expect("test crawl");
@@ -289,7 +289,7 @@ async fn operators_pause_resume_add_and_drop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_survives_a_restart_and_an_add_survives_kill_9() {
-    let site = Site::builder(site(3, 60)).start().await.expect("site");
+    let site = Site::builder(site(43, 60)).start().await.expect("site");
     let (h0, h1) = (site.url(0, "/"), site.url(1, "/"));
     let name0 = url::Url::parse(&h0).unwrap().host_str().unwrap().to_owned();
     let c = TestCrawl::new(ENGINE, &[h0.clone(), h1.clone()], "").expect("test crawl");

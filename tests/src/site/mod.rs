@@ -35,7 +35,8 @@
 //! test advances; [`Site::changes_between`] and [`Site::version`] are the ground truth.
 //!
 //! Tests can override any path of any host with a [`Route`] (status, headers, delays, stalls, trickling,
-//! closing the connection, sequences, gzip bombs).
+//! closing the connection, sequences, gzip bombs), or every path of a host at once ([`Site::set_host_route`]), and
+//! change or remove overrides while the site runs.
 
 mod changing;
 mod clock;
@@ -314,6 +315,7 @@ impl Expected {
 pub struct SiteBuilder {
     spec: SiteSpec,
     routes: Vec<(usize, String, Route)>,
+    host_routes: Vec<(usize, Route)>,
     clock: Option<SiteClock>,
 }
 
@@ -328,6 +330,12 @@ impl SiteBuilder {
     /// On `host`, answer `path` (exact; `path?query` matches before `path`) with `route` instead of the generator.
     pub fn route(mut self, host: usize, path: &str, route: Route) -> Self {
         self.routes.push((host, path.to_owned(), route));
+        self
+    }
+
+    /// On `host`, answer every path that has no route of its own with `route` instead of the generator.
+    pub fn host_route(mut self, host: usize, route: Route) -> Self {
+        self.host_routes.push((host, route));
         self
     }
 
@@ -359,7 +367,9 @@ impl SiteBuilder {
         let routes: Vec<RwLock<HashMap<String, Arc<Route>>>> = (0..spec.hosts)
             .map(|_| RwLock::new(HashMap::new()))
             .collect();
-        let has_routes = !self.routes.is_empty();
+        let host_routes: Vec<RwLock<Option<Arc<Route>>>> =
+            (0..spec.hosts).map(|_| RwLock::new(None)).collect();
+        let has_routes = !self.routes.is_empty() || !self.host_routes.is_empty();
         for (host, path, route) in self.routes {
             if let Some(map) = routes.get(host) {
                 map.write()
@@ -367,11 +377,17 @@ impl SiteBuilder {
                     .insert(path, Arc::new(route));
             }
         }
+        for (host, route) in self.host_routes {
+            if let Some(slot) = host_routes.get(host) {
+                *slot.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(route));
+            }
+        }
         let rec = Arc::new(log::Recorder::new(spec.hosts, spec.log_requests));
         let shared = Arc::new(Shared {
             render: Renderer::new(spec, bases, clock),
             rec,
             routes,
+            host_routes,
             has_routes: AtomicBool::new(has_routes),
         });
         let (stop, stop_rx) = watch::channel(false);
@@ -409,6 +425,7 @@ impl Site {
         SiteBuilder {
             spec,
             routes: Vec::new(),
+            host_routes: Vec::new(),
             clock: None,
         }
     }
@@ -560,6 +577,22 @@ impl Site {
     pub fn remove_route(&self, host: usize, path: &str) {
         if let Some(map) = self.shared.routes.get(host) {
             map.write().unwrap_or_else(|e| e.into_inner()).remove(path);
+        }
+    }
+
+    /// Answers every path of `host` that has no route of its own with `route` (a host that turns to answering 429
+    /// to everything, say), on a running site.
+    pub fn set_host_route(&self, host: usize, route: Route) {
+        if let Some(slot) = self.shared.host_routes.get(host) {
+            *slot.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(route));
+            self.shared.has_routes.store(true, Ordering::Release);
+        }
+    }
+
+    /// Removes the route of every path of `host`: the generated content (and the paths' own routes) answer again.
+    pub fn remove_host_route(&self, host: usize) {
+        if let Some(slot) = self.shared.host_routes.get(host) {
+            *slot.write().unwrap_or_else(|e| e.into_inner()) = None;
         }
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub rec: Arc<Recorder>,
     /// per host: exact path (or path+query) -> override
     pub routes: Vec<RwLock<HashMap<String, Arc<Route>>>>,
+    /// per host: the override of every path without one of its own
+    pub host_routes: Vec<RwLock<Option<Arc<Route>>>>,
     pub has_routes: AtomicBool,
 }
 
@@ -37,12 +39,21 @@ impl Shared {
         if !self.has_routes.load(Ordering::Acquire) {
             return None;
         }
-        let map = self
-            .routes
-            .get(host)?
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
-        map.get(path_and_query).or_else(|| map.get(path)).cloned()
+        let exact = {
+            let map = self
+                .routes
+                .get(host)?
+                .read()
+                .unwrap_or_else(|e| e.into_inner());
+            map.get(path_and_query).or_else(|| map.get(path)).cloned()
+        };
+        exact.or_else(|| {
+            self.host_routes
+                .get(host)?
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        })
     }
 }
 

@@ -470,6 +470,47 @@ async fn sequence_retry_after_and_runtime_routes() {
 }
 
 #[tokio::test]
+async fn a_host_route_answers_every_path_without_its_own_until_removed() {
+    let site = Site::builder(SiteSpec::small())
+        .host_route(1, Route::retry_after(429, "1"))
+        .route(1, "/robots.txt", Route::text(200, "User-agent: *\n"))
+        .start()
+        .await
+        .unwrap();
+    let c = client();
+    for path in ["/", "/page/3", "/sitemap.xml", "/nothing?x=1"] {
+        let (st, hd, _) = fetch(&c, &site.url(1, path)).await;
+        assert_eq!(
+            (st, hd["retry-after"].to_str().unwrap()),
+            (StatusCode::TOO_MANY_REQUESTS, "1"),
+            "{path}"
+        );
+    }
+    // A path's own route comes first; another host is not overridden.
+    assert_eq!(fetch(&c, &site.url(1, "/robots.txt")).await.0, 200);
+    assert_eq!(fetch(&c, &site.page_url(0, 3)).await.0, 200);
+    // Switched at run time.
+    site.remove_host_route(1);
+    assert_eq!(fetch(&c, &site.page_url(1, 3)).await.0, 200);
+    site.set_host_route(0, Route::new(503));
+    assert_eq!(fetch(&c, &site.page_url(0, 3)).await.0, 503);
+    let statuses: Vec<(usize, u16)> = site.requests().iter().map(|r| (r.host, r.status)).collect();
+    assert_eq!(
+        statuses,
+        [
+            (1, 429),
+            (1, 429),
+            (1, 429),
+            (1, 429),
+            (1, 200),
+            (0, 200),
+            (1, 200),
+            (0, 503)
+        ]
+    );
+}
+
+#[tokio::test]
 async fn close_without_response() {
     let site = Site::builder(SiteSpec::small())
         .route(0, "/close", Route::close())

@@ -1,9 +1,12 @@
 //! `[api]`: the control API that steers a running crawl (`crawl-engine ctl` is its client). Off by default; on a
-//! loopback address a bearer token is optional, on any other it is required. Every key is restart-only.
+//! loopback address a bearer token is optional, on any other it is required. Every key is restart-only but
+//! `alert_actions` (`[[api.alert_actions]]`: what an Alertmanager notification posted to `/v1/alerts` may do),
+//! which each notification reads from the running config, so that a reload changes them at once.
 //!
 //! The token file is read by the binary when it starts the API; [`parse_token`] says what its text must be.
 
 use super::proxy::Secret;
+use crate::control::alerts::AlertAction;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -17,9 +20,7 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 pub const DEFAULT_API_URL: &str = "http://127.0.0.1:9465";
 
 /// `[api]`.
-///
-/// `[[api.alert_actions]]` (actions an Alertmanager notification may take) will be a field of its own here.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApiConfig {
     /// Where the API listens; None (`""` in the file, the default) = no API. Port 0 picks a free port.
     pub listen: Option<SocketAddr>,
@@ -31,6 +32,8 @@ pub struct ApiConfig {
     pub key_file: Option<PathBuf>,
     /// Request bodies above this many bytes are refused (413).
     pub max_body_bytes: u64,
+    /// `[[api.alert_actions]]`: what the alerts posted to `/v1/alerts` may do, in file order.
+    pub alert_actions: Vec<AlertAction>,
 }
 
 /// Off, 1 MiB bodies.
@@ -42,6 +45,7 @@ impl Default for ApiConfig {
             cert_file: None,
             key_file: None,
             max_body_bytes: DEFAULT_API_MAX_BODY_BYTES,
+            alert_actions: Vec::new(),
         }
     }
 }

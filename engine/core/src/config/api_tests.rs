@@ -1,11 +1,12 @@
 //! Tests of `[api]`: defaults, the listen address, the token required off loopback, certificate and key together,
-//! the token file's text, paths resolved against the config file.
+//! the token file's text, paths resolved against the config file, `[[api.alert_actions]]` and its errors.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::tests::{ok, only_error};
 use super::*;
+use crate::control::alerts::AlertAction;
 
 fn api(body: &str) -> ApiConfig {
     ok(&format!("[api]\n{body}\n")).api
@@ -157,5 +158,188 @@ fn a_token_is_one_word_of_sixteen_characters_or_more() {
     assert_eq!(
         msg,
         "the token is 5 characters long; at least 16 are needed"
+    );
+}
+
+const DOH: &str = "[[resolver.doh]]\nurl = \"https://dns.example/dns-query\"\n";
+
+/// `[[api.alert_actions]]` tables `body` (one or more, separated by the header) after `prefix`.
+fn actions(prefix: &str, body: &str) -> Vec<AlertAction> {
+    ok(&format!("{prefix}[[api.alert_actions]]\n{body}\n"))
+        .api
+        .alert_actions
+}
+
+/// The only error of `[[api.alert_actions]]\n<body>` as (line, message, kind).
+fn action_error(prefix: &str, body: &str) -> (usize, String, ErrorKind) {
+    let (l, _, m, k) = only_error(&format!("{prefix}[[api.alert_actions]]\n{body}\n"));
+    (l, m, k)
+}
+
+#[test]
+fn alert_actions_are_read_in_file_order_with_their_defaults() {
+    use crate::control::alerts::ActionKind;
+    assert!(Config::default().api.alert_actions.is_empty());
+    let got = actions(
+        DOH,
+        "alert = \"Crawl429Storm\"\naction = \"pause_host\"\nhost_label = \"host_group\"\n\
+         [[api.alert_actions]]\nalert = \"CrawlDnsPollutionSpike\"\naction = \"resolver_doh\"\n\
+         labels = { severity = \"critical\", team = \"crawl\" }\n\
+         [[api.alert_actions]]\nalert = \"Slow\"\naction = \"lower_concurrency\"\nfactor = 0.25\n\
+         [[api.alert_actions]]\nalert = \"Hosts\"\naction = \"pause_host\"\n\
+         [[api.alert_actions]]\nalert = \"A\"\naction = \"pause_crawl\"\n\
+         [[api.alert_actions]]\nalert = \"B\"\naction = \"fallback_direct\"\n\
+         [[api.alert_actions]]\nalert = \"C\"\naction = \"forbid_direct\"",
+    );
+    let summary: Vec<(&str, ActionKind, &str, usize)> = got
+        .iter()
+        .map(|a| {
+            (
+                a.alert.as_str(),
+                a.action,
+                a.host_label.as_str(),
+                a.labels.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("Crawl429Storm", ActionKind::PauseHost, "host_group", 0),
+            ("CrawlDnsPollutionSpike", ActionKind::ResolverDoh, "host", 2),
+            (
+                "Slow",
+                ActionKind::LowerConcurrency { factor: 0.25 },
+                "host",
+                0
+            ),
+            ("Hosts", ActionKind::PauseHost, "host", 0),
+            ("A", ActionKind::PauseCrawl, "host", 0),
+            ("B", ActionKind::FallbackDirect, "host", 0),
+            ("C", ActionKind::ForbidDirect, "host", 0),
+        ]
+    );
+    assert_eq!(got[1].labels["severity"], "critical");
+    // An inline array of tables reads the same.
+    let inline = ok(
+        "[api]\nalert_actions = [{ alert = \"Crawl429Storm\", action = \"pause_host\", host_label = \"host_group\" }]\n",
+    );
+    assert_eq!(inline.api.alert_actions, got[..1]);
+}
+
+#[test]
+fn an_alert_action_needs_its_alert_and_a_known_action() {
+    let (l, m, _) = action_error("", "action = \"pause_host\"");
+    assert_eq!(
+        (l, m.as_str()),
+        (1, "`api.alert_actions[0]`: missing required key `alert`")
+    );
+    let (_, m, _) = action_error("", "alert = \"A\"");
+    assert_eq!(m, "`api.alert_actions[0]`: missing required key `action`");
+    let (l, m, _) = action_error("", "alert = \" \"\naction = \"pause_host\"");
+    assert_eq!(
+        (l, m.as_str()),
+        (2, "`api.alert_actions[0].alert`: must not be empty")
+    );
+    let (l, m, _) = action_error("", "alert = \"A\"\naction = \"pause\"");
+    assert_eq!(l, 3);
+    assert_eq!(
+        m,
+        "`api.alert_actions[0].action`: unknown value `pause`, expected one of `pause_host`, `pause_crawl`, \
+         `resolver_doh`, `fallback_direct`, `forbid_direct`, `lower_concurrency`"
+    );
+    let (_, m, k) = action_error("", "alert = \"A\"\naction = \"pause_crawl\"\nhots = 1");
+    assert_eq!(k, ErrorKind::UnknownKey, "{m}");
+    assert!(m.contains("api.alert_actions[0]"), "{m}");
+}
+
+#[test]
+fn a_factor_goes_with_lower_concurrency_only_and_lies_between_0_and_1() {
+    let (l, m, _) = action_error("", "alert = \"A\"\naction = \"lower_concurrency\"");
+    assert_eq!(l, 1);
+    assert!(
+        m.starts_with("`api.alert_actions[0].factor`: `lower_concurrency` needs `factor`"),
+        "{m}"
+    );
+    for factor in ["1.0", "0", "1"] {
+        let (l, m, _) = action_error(
+            "",
+            &format!("alert = \"A\"\naction = \"lower_concurrency\"\nfactor = {factor}"),
+        );
+        assert_eq!(l, 4, "{m}");
+        assert!(
+            m.starts_with("`api.alert_actions[0].factor`: must be above 0 and below 1"),
+            "{m}"
+        );
+    }
+    let (_, m, _) = action_error(
+        "",
+        "alert = \"A\"\naction = \"lower_concurrency\"\nfactor = 1.5",
+    );
+    assert!(m.starts_with("`api.alert_actions[0].factor`: "), "{m}");
+    let (l, m, _) = action_error("", "alert = \"A\"\naction = \"pause_crawl\"\nfactor = 0.5");
+    assert_eq!(
+        (l, m.as_str()),
+        (
+            4,
+            "`api.alert_actions[0].factor`: only `lower_concurrency` takes a factor, not `pause_crawl`"
+        )
+    );
+}
+
+#[test]
+fn host_label_and_labels_are_label_names_and_host_label_is_for_pause_host() {
+    let (l, m, _) = action_error(
+        "",
+        "alert = \"A\"\naction = \"fallback_direct\"\nhost_label = \"host\"",
+    );
+    assert_eq!(
+        (l, m.as_str()),
+        (
+            4,
+            "`api.alert_actions[0].host_label`: only `pause_host` names a host by a label, not `fallback_direct`"
+        )
+    );
+    let (_, m, _) = action_error(
+        "",
+        "alert = \"A\"\naction = \"pause_host\"\nhost_label = \"host-group\"",
+    );
+    assert!(
+        m.starts_with("`api.alert_actions[0].host_label`: invalid label name `host-group`"),
+        "{m}"
+    );
+    let (l, m, k) = action_error(
+        "",
+        "alert = \"A\"\naction = \"pause_crawl\"\nlabels = { severity = 2 }",
+    );
+    assert_eq!((l, k), (4, ErrorKind::WrongType), "{m}");
+    assert_eq!(
+        m,
+        "`api.alert_actions[0].labels.severity`: expected a string, found integer"
+    );
+    let (_, m, k) = action_error(
+        "",
+        "alert = \"A\"\naction = \"pause_crawl\"\nlabels = \"severity\"",
+    );
+    assert_eq!(k, ErrorKind::WrongType, "{m}");
+    let (_, m, _) = action_error(
+        "",
+        "alert = \"A\"\naction = \"pause_crawl\"\nlabels = { \"a-b\" = \"x\" }",
+    );
+    assert!(m.contains("invalid label name `a-b`"), "{m}");
+}
+
+#[test]
+fn resolver_doh_needs_a_doh_endpoint() {
+    let (l, m, _) = action_error("", "alert = \"A\"\naction = \"resolver_doh\"");
+    assert_eq!(l, 3);
+    assert_eq!(
+        m,
+        "`api.alert_actions[0].action`: `resolver_doh` switches the resolver to `[[resolver.doh]]` endpoints: \
+         configure at least one"
+    );
+    assert_eq!(
+        actions(DOH, "alert = \"A\"\naction = \"resolver_doh\"").len(),
+        1
     );
 }

@@ -15,26 +15,42 @@ use super::{
     ObservabilityConfig, OutputConfig, ParserConfig, PolitenessConfig, ProxyConfig, ProxyRule,
     ResolverConfig, SecurityConfig, ShutdownConfig, SupervisorConfig, TrapsConfig,
 };
+use crate::control::alerts::{ActionKind, AlertAction};
 
 /// Builds the config from the document, recording every problem in the walker's sink.
 /// Bad or missing values take their defaults, so the result is only meaningful without errors.
 pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
+    let crawl = crawl(&mut w.section("crawl"));
+    let traps = traps(&mut w.section("traps"));
+    let recrawl = recrawl(&mut w.section("recrawl"));
+    let politeness = politeness(&mut w.section("politeness"));
+    let fetch = fetch(&mut w.section("fetch"));
+    let frontier = frontier(&mut w.section("frontier"));
+    let output = output(&mut w.section("output"));
+    let security = security(&mut w.section("security"));
+    let resolver = resolver(&mut w.section("resolver"));
+    let supervisor = supervisor(&mut w.section("supervisor"));
+    let parser = parser(&mut w.section("parser"));
+    let shutdown = shutdown(&mut w.section("shutdown"));
+    let observability = observability(&mut w.section("observability"));
+    let proxy = proxy(&mut w.section("proxy"));
+    let api = api(&mut w.section("api"), !resolver.doh.is_empty());
     Config {
-        crawl: crawl(&mut w.section("crawl")),
-        traps: traps(&mut w.section("traps")),
-        recrawl: recrawl(&mut w.section("recrawl")),
-        politeness: politeness(&mut w.section("politeness")),
-        fetch: fetch(&mut w.section("fetch")),
-        frontier: frontier(&mut w.section("frontier")),
-        output: output(&mut w.section("output")),
-        security: security(&mut w.section("security")),
-        resolver: resolver(&mut w.section("resolver")),
-        supervisor: supervisor(&mut w.section("supervisor")),
-        parser: parser(&mut w.section("parser")),
-        shutdown: shutdown(&mut w.section("shutdown")),
-        observability: observability(&mut w.section("observability")),
-        proxy: proxy(&mut w.section("proxy")),
-        api: api(&mut w.section("api")),
+        crawl,
+        traps,
+        recrawl,
+        politeness,
+        fetch,
+        frontier,
+        output,
+        security,
+        resolver,
+        supervisor,
+        parser,
+        shutdown,
+        observability,
+        proxy,
+        api,
     }
 }
 
@@ -595,8 +611,9 @@ fn optional_path(v: &str) -> Result<Option<std::path::PathBuf>, ValueError> {
     }
 }
 
-/// `[api]`: a token is required off loopback; a certificate goes with its key.
-fn api(s: &mut Section<'_, '_, '_, '_>) -> ApiConfig {
+/// `[api]`: a token is required off loopback; a certificate goes with its key. `doh` tells whether a
+/// `[[resolver.doh]]` endpoint is configured (a `resolver_doh` action needs one).
+fn api(s: &mut Section<'_, '_, '_, '_>, doh: bool) -> ApiConfig {
     let d = ApiConfig::default();
     let c = ApiConfig {
         listen: s.string("listen", d.listen, validate::listen_addr),
@@ -604,6 +621,7 @@ fn api(s: &mut Section<'_, '_, '_, '_>) -> ApiConfig {
         cert_file: s.string("cert_file", None, optional_path),
         key_file: s.string("key_file", None, optional_path),
         max_body_bytes: s.u64("max_body_bytes", d.max_body_bytes, 1),
+        alert_actions: s.tables("alert_actions", |t| alert_action(t, doh)),
     };
     for (key, other, has, has_other) in [
         (
@@ -640,4 +658,79 @@ fn api(s: &mut Section<'_, '_, '_, '_>) -> ApiConfig {
         );
     }
     c
+}
+
+/// One `[[api.alert_actions]]` table: `alert` and `action` are required; `factor` goes with `lower_concurrency`
+/// only (and is required there), `host_label` with `pause_host` only; `resolver_doh` needs a DoH endpoint (`doh`).
+fn alert_action(s: &mut Section<'_, '_, '_, '_>, doh: bool) -> Option<AlertAction> {
+    let has_alert = s.has("alert");
+    let has_action = s.has("action");
+    let has_factor = s.has("factor");
+    let has_host_label = s.has("host_label");
+    let alert = s.string("alert", String::new(), |v| {
+        let v = v.trim();
+        if v.is_empty() {
+            Err(ValueError::Empty)
+        } else {
+            Ok(v.to_owned())
+        }
+    });
+    let factor = s.float("factor", 0.5, 0.0, 1.0);
+    let action = s.string("action", None, |v| {
+        validate::alert_action(v, factor).map(Some)
+    });
+    let host_label = s.string("host_label", "host".to_owned(), validate::label_name);
+    let labels = s.string_table("labels", validate::label_name);
+    if !has_alert {
+        s.missing("alert");
+    }
+    if !has_action {
+        s.missing("action");
+    }
+    let action = action?;
+    let lower = matches!(action, ActionKind::LowerConcurrency { .. });
+    if lower && !has_factor {
+        s.invalid(
+            "factor",
+            "`lower_concurrency` needs `factor`: what concurrency is multiplied by, above 0 and below 1 \
+             (e.g. 0.5)",
+        );
+    } else if lower && (factor <= 0.0 || factor >= 1.0) && !s.rejected("factor") {
+        s.invalid(
+            "factor",
+            &format!("must be above 0 and below 1, found {factor}"),
+        );
+    } else if !lower && has_factor {
+        s.invalid(
+            "factor",
+            &format!(
+                "only `lower_concurrency` takes a factor, not `{}`",
+                action.as_str()
+            ),
+        );
+    }
+    if action != ActionKind::PauseHost && has_host_label {
+        s.invalid(
+            "host_label",
+            &format!(
+                "only `pause_host` names a host by a label, not `{}`",
+                action.as_str()
+            ),
+        );
+    }
+    if action == ActionKind::ResolverDoh && !doh {
+        s.invalid(
+            "action",
+            "`resolver_doh` switches the resolver to `[[resolver.doh]]` endpoints: configure at least one",
+        );
+    }
+    if alert.is_empty() {
+        return None;
+    }
+    Some(AlertAction {
+        alert,
+        labels,
+        action,
+        host_label,
+    })
 }

@@ -371,6 +371,47 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         out
     }
 
+    /// A table of strings (like `labels = { severity = "critical" }`), its names checked by `name_of`. A
+    /// problem is reported at the entry and drops that entry.
+    pub(super) fn string_table(
+        &mut self,
+        key: &'static str,
+        name_of: impl Fn(&str) -> Result<String, ValueError>,
+    ) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        let Some((pos, v)) = self.entry(key) else {
+            return out;
+        };
+        let DeValue::Table(table) = v.get_ref() else {
+            self.wrong_type(key, pos, "a table of strings", v.get_ref());
+            return out;
+        };
+        let mut entries: Vec<_> = table.iter().collect();
+        entries.sort_by_key(|(k, _)| k.span().start);
+        for (k, v) in entries {
+            let raw: &str = k.get_ref();
+            let entry_pos = self.walker.sink.pos(k.span().start);
+            let shown = format!("{}.{key}.{}", self.name, toml_key(raw));
+            let name = match name_of(raw) {
+                Ok(name) => name,
+                Err(reason) => {
+                    self.fail_value(key, entry_pos, &shown, reason);
+                    continue;
+                }
+            };
+            match v.get_ref() {
+                DeValue::String(s) => {
+                    out.insert(name, s.to_string());
+                }
+                other => {
+                    let text = format!("`{shown}`: expected a string, found {}", other.type_str());
+                    self.fail_with(key, entry_pos, ErrorKind::WrongType, text);
+                }
+            }
+        }
+        out
+    }
+
     /// A string or a non-empty array of strings at `v` (shown as `shown`), each converted by
     /// `parse`; problems are reported at the value or the element. `Some` only when every
     /// element was accepted. `table_hint` is appended to the wrong-type message of a table.

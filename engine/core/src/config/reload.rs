@@ -52,6 +52,9 @@ pub enum Part {
     /// `recrawl.*` but `enabled`: the scheduler's revisit policy (intervals, rates, rules, host budget). URLs
     /// already scheduled keep their due time; the new policy applies from their next fetch on.
     Recrawl,
+    /// `api.alert_actions`: what alerts posted to the control API may do. Each notification reads them from the
+    /// running config, so nothing is rebuilt: the reloaded config in force is all it takes.
+    AlertActions,
 }
 
 /// Which part each live key feeds, first match wins (patterns as in the classification rules).
@@ -65,6 +68,7 @@ const PARTS: &[(&str, Part)] = &[
     ("observability.sample_ratio", Part::SampleRatio),
     ("proxy.", Part::Proxy),
     ("recrawl.", Part::Recrawl),
+    ("api.alert_actions", Part::AlertActions),
 ];
 
 impl Part {
@@ -112,6 +116,8 @@ const RULES: &[(&str, KeyClass)] = &[
     // Turning continuous crawling on or off changes how the crawl ends and what the stores keep.
     ("recrawl.enabled", KeyClass::RestartOnly),
     ("recrawl.", KeyClass::Live),
+    // What alerts may do is read from the running config by each notification.
+    ("api.alert_actions", KeyClass::Live),
     // The control API's listener, token and certificate are taken at start.
     ("api.", KeyClass::RestartOnly),
 ];
@@ -395,6 +401,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         cert_file => "cert_file",
         key_file => "key_file",
         max_body_bytes => "max_body_bytes",
+        alert_actions => "alert_actions",
     });
     diff.plan
 }

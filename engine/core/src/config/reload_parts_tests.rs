@@ -55,6 +55,7 @@ fn every_live_key_feeds_one_part_and_every_part_is_fed() {
         Part::SampleRatio,
         Part::Proxy,
         Part::Recrawl,
+        Part::AlertActions,
     ]);
     assert_eq!(fed, all);
     for unknown in [
@@ -260,6 +261,7 @@ fn sections_changed_together_reapply_each_of_their_parts() {
             Part::SampleRatio,
             Part::Proxy,
             Part::Recrawl,
+            Part::AlertActions,
         ])
     );
 }

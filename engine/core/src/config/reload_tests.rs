@@ -54,6 +54,7 @@ const LIVE: &[&str] = &[
     "proxy.breaker_cooldown_ms",
     "proxy.chains",
     "proxy.rules",
+    "api.alert_actions",
 ];
 
 /// Where `key` sits in `Config::keys()`.
@@ -254,6 +255,31 @@ fn engine_sections_are_restart_only() {
             "shutdown.grace_ms",
         ]
     );
+}
+
+#[test]
+fn alert_actions_are_live_and_the_rest_of_api_restart_only() {
+    let action = crate::control::alerts::AlertAction {
+        alert: "Crawl429Storm".into(),
+        labels: Default::default(),
+        action: crate::control::alerts::ActionKind::PauseHost,
+        host_label: "host_group".into(),
+    };
+    let (restart, live) = changes(|c| c.api.alert_actions.push(action.clone()));
+    assert!(restart.is_empty());
+    assert_eq!(live, ["api.alert_actions"]);
+    let mut new = Config::default();
+    new.api.alert_actions.push(action);
+    assert_eq!(
+        plan(&Config::default(), &new).parts(),
+        [super::reload::Part::AlertActions].into()
+    );
+    let (restart, live) = changes(|c| {
+        c.api.max_body_bytes = 1;
+        c.api.token_file = Some(PathBuf::from("t"));
+    });
+    assert!(live.is_empty());
+    assert_eq!(restart, ["api.token_file", "api.max_body_bytes"]);
 }
 
 #[test]

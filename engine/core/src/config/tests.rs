@@ -283,6 +283,12 @@ token_file = "/etc/crawl/api.token"
 cert_file = "/etc/crawl/api.crt"
 key_file = "/etc/crawl/api.key"
 max_body_bytes = 4096
+
+[[api.alert_actions]]
+alert = "Crawl429Storm"
+action = "pause_host"
+host_label = "host_group"
+labels = { severity = "warning" }
 "#;
 
 #[test]
@@ -565,7 +571,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 118);
+    assert_eq!(keys.len(), 119);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
@@ -578,7 +584,8 @@ fn keys_list_matches_schema_and_full_example() {
         "api.token_file",
         "api.cert_file",
         "api.key_file",
-        "api.max_body_bytes"
+        "api.max_body_bytes",
+        "api.alert_actions"
     ]));
     // The every-key example really covers every key (and nothing else).
     assert_eq!(dotted_keys_of(ALL_KEYS), set);

@@ -170,6 +170,11 @@ pub enum ValueError {
     /// A sentinel URL on a unix socket (sentinels answer over TCP with the master's address).
     #[error("`{shown}`: a sentinel is reached over TCP (redis:// or rediss://), not a unix socket")]
     SentinelUnix { shown: String },
+    /// A label name that Prometheus would not accept (`[[api.alert_actions]]` `host_label`, `labels`).
+    #[error(
+        "invalid label name `{text}`: use letters, digits and `_`, not starting with a digit (as Prometheus does)"
+    )]
+    LabelName { text: String },
     /// A chain named `direct`.
     #[error("`direct` is reserved (it means no proxy)")]
     ReservedChainName,

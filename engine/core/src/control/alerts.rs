@@ -3,7 +3,7 @@
 //! the caller undoes it only when what the alert set is still in force (an operator who changed the setting since
 //! keeps their change). Pure: parsing and matching only.
 
-use super::{Change, HostMatch, OperatorState, Requester};
+use super::{Change, HostMatch, OperatorState, Pause, Requester};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -135,7 +135,7 @@ pub enum Setting {
     LowerConcurrency { factor: f64 },
 }
 
-/// What a notification asks for, alert by alert.
+/// What one action asks for one alert.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// An operator change (a pause when an alert fires, a resume when it is resolved and its pause still holds).
@@ -144,110 +144,125 @@ pub enum Step {
     Set { setting: Setting, by: Requester },
     /// The alert (`fingerprint`) was resolved: undo the setting it set, unless it was changed since.
     Unset { setting: Setting, by: Requester },
+    /// The alert was resolved but what its action did is not in force as it left it (a host paused by someone
+    /// else, or not paused any more): nothing is undone.
+    Kept { why: String },
     /// An action matched but cannot be carried out (a `pause_host` without a usable host label): logged.
-    Skipped { alert: String, why: String },
+    Skipped { why: String },
 }
 
-/// The steps `actions` take for `n`, judged against the operator state in force (`state`) for undoing pauses:
-/// a resolved alert resumes only what it paused itself and what is still paused by it.
+/// One action matched by one alert of a notification, and what it asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The alert's name (`alertname`).
+    pub alert: String,
+    /// Alertmanager's identity of the alert.
+    pub fingerprint: String,
+    /// The action that matched.
+    pub action: ActionKind,
+    pub step: Step,
+}
+
+impl Planned {
+    /// Who asks: the alert.
+    pub fn by(&self) -> Requester {
+        Requester::Alert {
+            alert: self.alert.clone(),
+            fingerprint: self.fingerprint.clone(),
+        }
+    }
+}
+
+/// The steps `actions` take for `n`, alert by alert and action by action (in the order of the notification, then
+/// of the config), judged against the operator state in force (`state`) for undoing pauses: a resolved alert
+/// resumes only what it paused itself and what is still paused by it.
 pub fn plan(
     actions: &[AlertAction],
     n: &Notification,
     state: &OperatorState,
     now_ms: u64,
-) -> Vec<Step> {
-    let mut steps = Vec::new();
+) -> Vec<Planned> {
+    let mut planned = Vec::new();
     for a in &n.alerts {
-        let by = a.requester();
         for act in actions.iter().filter(|x| x.matches(a)) {
-            let step = match act.action {
-                ActionKind::PauseHost => {
-                    let Some(text) = a.labels.get(&act.host_label) else {
-                        steps.push(Step::Skipped {
-                            alert: a.name().to_owned(),
-                            why: format!("no `{}` label", act.host_label),
-                        });
-                        continue;
-                    };
-                    let host = match HostMatch::parse(text) {
-                        Ok(h) => h,
-                        Err(e) => {
-                            steps.push(Step::Skipped {
-                                alert: a.name().to_owned(),
-                                why: e.to_string(),
-                            });
-                            continue;
-                        }
-                    };
-                    if a.firing() {
-                        Some(Step::Operator(Change::Pause {
-                            host: Some(host),
-                            at_ms: now_ms,
-                            by: by.clone(),
-                        }))
-                    } else {
-                        let ours = state
-                            .hosts
-                            .get(&host)
-                            .and_then(|r| r.paused.as_ref())
-                            .is_some_and(|p| p.by.is_alert(&a.fingerprint));
-                        ours.then(|| {
-                            Step::Operator(Change::Resume {
-                                host: Some(host),
-                                at_ms: now_ms,
-                                by: by.clone(),
-                            })
-                        })
-                    }
-                }
-                ActionKind::PauseCrawl => {
-                    if a.firing() {
-                        Some(Step::Operator(Change::Pause {
-                            host: None,
-                            at_ms: now_ms,
-                            by: by.clone(),
-                        }))
-                    } else {
-                        let ours = state
-                            .crawl
-                            .as_ref()
-                            .is_some_and(|p| p.by.is_alert(&a.fingerprint));
-                        ours.then(|| {
-                            Step::Operator(Change::Resume {
-                                host: None,
-                                at_ms: now_ms,
-                                by: by.clone(),
-                            })
-                        })
-                    }
-                }
-                kind => {
-                    let setting = match kind {
-                        ActionKind::ResolverDoh => Setting::ResolverDoh,
-                        ActionKind::FallbackDirect => Setting::FallbackDirect(true),
-                        ActionKind::ForbidDirect => Setting::FallbackDirect(false),
-                        ActionKind::LowerConcurrency { factor } => {
-                            Setting::LowerConcurrency { factor }
-                        }
-                        ActionKind::PauseHost | ActionKind::PauseCrawl => continue,
-                    };
-                    Some(if a.firing() {
-                        Step::Set {
-                            setting,
-                            by: by.clone(),
-                        }
-                    } else {
-                        Step::Unset {
-                            setting,
-                            by: by.clone(),
-                        }
-                    })
-                }
-            };
-            steps.extend(step);
+            planned.push(Planned {
+                alert: a.name().to_owned(),
+                fingerprint: a.fingerprint.clone(),
+                action: act.action,
+                step: step(act, a, state, now_ms),
+            });
         }
     }
-    steps
+    planned
+}
+
+/// What `act` asks for the alert `a`.
+fn step(act: &AlertAction, a: &Alert, state: &OperatorState, now_ms: u64) -> Step {
+    let by = a.requester();
+    let setting = match act.action {
+        ActionKind::PauseHost => {
+            let Some(text) = a.labels.get(&act.host_label) else {
+                return Step::Skipped {
+                    why: format!("the alert has no `{}` label", act.host_label),
+                };
+            };
+            return match HostMatch::parse(text) {
+                Ok(host) => {
+                    let held = state.hosts.get(&host).and_then(|r| r.paused.as_ref());
+                    pause_step(Some(host), held, a, by, now_ms)
+                }
+                Err(e) => Step::Skipped {
+                    why: format!("label `{}`: {e}", act.host_label),
+                },
+            };
+        }
+        ActionKind::PauseCrawl => {
+            return pause_step(None, state.crawl.as_ref(), a, by, now_ms);
+        }
+        ActionKind::ResolverDoh => Setting::ResolverDoh,
+        ActionKind::FallbackDirect => Setting::FallbackDirect(true),
+        ActionKind::ForbidDirect => Setting::FallbackDirect(false),
+        ActionKind::LowerConcurrency { factor } => Setting::LowerConcurrency { factor },
+    };
+    if a.firing() {
+        Step::Set { setting, by }
+    } else {
+        Step::Unset { setting, by }
+    }
+}
+
+/// A pause of `host` (None: the crawl) while `a` fires; its resume once resolved, when the pause in force
+/// (`held`) is the alert's own.
+fn pause_step(
+    host: Option<HostMatch>,
+    held: Option<&Pause>,
+    a: &Alert,
+    by: Requester,
+    now_ms: u64,
+) -> Step {
+    if a.firing() {
+        return Step::Operator(Change::Pause {
+            host,
+            at_ms: now_ms,
+            by,
+        });
+    }
+    match held {
+        Some(p) if p.by.is_alert(&a.fingerprint) => Step::Operator(Change::Resume {
+            host,
+            at_ms: now_ms,
+            by,
+        }),
+        Some(p) => Step::Kept {
+            why: format!(
+                "paused by {} since, not by this alert: it stays paused",
+                p.by
+            ),
+        },
+        None => Step::Kept {
+            why: "not paused any more: nothing to resume".to_owned(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -282,6 +297,10 @@ mod tests {
         ]
     }
 
+    fn steps(planned: Vec<Planned>) -> Vec<Step> {
+        planned.into_iter().map(|p| p.step).collect()
+    }
+
     #[test]
     fn a_firing_alert_pauses_its_host_and_its_resolution_resumes_it() {
         let fire = Notification::parse(&body(
@@ -291,12 +310,22 @@ mod tests {
         ))
         .unwrap();
         let mut state = OperatorState::default();
-        let steps = plan(&actions(), &fire, &state, 10);
+        let planned = plan(&actions(), &fire, &state, 10);
+        assert_eq!(
+            (
+                planned[0].alert.as_str(),
+                planned[0].fingerprint.as_str(),
+                planned[0].action
+            ),
+            ("CrawlHostThrottling", "f1", ActionKind::PauseHost)
+        );
+        assert!(planned[0].by().is_alert("f1"));
+        let steps = steps(planned);
         let [Step::Operator(pause)] = &steps[..] else {
             panic!("{steps:?}")
         };
         assert!(
-            matches!(pause, Change::Pause { host: Some(h), .. } if h.to_string() == "a.example")
+            matches!(pause, Change::Pause { host: Some(h), at_ms: 10, .. } if h.to_string() == "a.example")
         );
         assert!(state.apply(pause));
         let resolved = Notification::parse(&body(
@@ -305,12 +334,15 @@ mod tests {
             "f1",
         ))
         .unwrap();
-        let steps = plan(&actions(), &resolved, &state, 20);
+        let done = steps_of(&resolved, &state);
         assert!(
-            matches!(&steps[..], [Step::Operator(Change::Resume { .. })]),
-            "{steps:?}"
+            matches!(
+                &done[..],
+                [Step::Operator(Change::Resume { host: Some(_), .. })]
+            ),
+            "{done:?}"
         );
-        // An operator paused it again since: the resolution leaves it.
+        // An operator paused it (by hand, before or since): the resolution leaves it, saying so.
         let mut by_hand = OperatorState::default();
         by_hand.apply(&Change::Pause {
             host: Some(HostMatch::parse("a.example").unwrap()),
@@ -319,7 +351,52 @@ mod tests {
                 peer: "127.0.0.1:1".into(),
             },
         });
-        assert!(plan(&actions(), &resolved, &by_hand, 20).is_empty());
+        let kept = steps_of(&resolved, &by_hand);
+        assert!(
+            matches!(&kept[..], [Step::Kept { why }] if why.contains("api 127.0.0.1:1")),
+            "{kept:?}"
+        );
+        // Resumed since: nothing to undo.
+        let kept = steps_of(&resolved, &OperatorState::default());
+        assert!(matches!(&kept[..], [Step::Kept { .. }]), "{kept:?}");
+    }
+
+    fn steps_of(n: &Notification, state: &OperatorState) -> Vec<Step> {
+        steps(plan(&actions(), n, state, 20))
+    }
+
+    #[test]
+    fn a_crawl_pause_is_undone_only_by_the_alert_that_paused() {
+        let acts = [AlertAction {
+            alert: "CrawlFrontierStalled".into(),
+            labels: BTreeMap::new(),
+            action: ActionKind::PauseCrawl,
+            host_label: "host".into(),
+        }];
+        let labels = r#"{"alertname":"CrawlFrontierStalled"}"#;
+        let fire = Notification::parse(&body("firing", labels, "f9")).unwrap();
+        let mut state = OperatorState::default();
+        let [
+            Planned {
+                step: Step::Operator(pause),
+                ..
+            },
+        ] = &plan(&acts, &fire, &state, 1)[..]
+        else {
+            panic!("no pause")
+        };
+        assert!(matches!(pause, Change::Pause { host: None, .. }));
+        state.apply(pause);
+        let resolved = Notification::parse(&body("resolved", labels, "f9")).unwrap();
+        assert!(matches!(
+            steps(plan(&acts, &resolved, &state, 2))[..],
+            [Step::Operator(Change::Resume { host: None, .. })]
+        ));
+        let other = Notification::parse(&body("resolved", labels, "f10")).unwrap();
+        assert!(matches!(
+            steps(plan(&acts, &other, &state, 2))[..],
+            [Step::Kept { .. }]
+        ));
     }
 
     #[test]
@@ -330,9 +407,10 @@ mod tests {
             "f2",
         ))
         .unwrap();
-        let steps = plan(&actions(), &fire, &OperatorState::default(), 0);
+        let planned = plan(&actions(), &fire, &OperatorState::default(), 0);
+        assert_eq!(planned[0].action.as_str(), "resolver_doh");
         assert!(matches!(
-            &steps[..],
+            &steps(planned)[..],
             [Step::Set {
                 setting: Setting::ResolverDoh,
                 ..
@@ -351,10 +429,41 @@ mod tests {
             "f2",
         ))
         .unwrap();
-        let steps = plan(&actions(), &resolved, &OperatorState::default(), 0);
+        let steps = steps(plan(&actions(), &resolved, &OperatorState::default(), 0));
         assert!(
             matches!(&steps[..], [Step::Unset { setting: Setting::ResolverDoh, by }] if by.is_alert("f2"))
         );
+    }
+
+    #[test]
+    fn every_setting_action_sets_its_setting() {
+        for (action, setting) in [
+            (ActionKind::FallbackDirect, Setting::FallbackDirect(true)),
+            (ActionKind::ForbidDirect, Setting::FallbackDirect(false)),
+            (
+                ActionKind::LowerConcurrency { factor: 0.5 },
+                Setting::LowerConcurrency { factor: 0.5 },
+            ),
+        ] {
+            let acts = [AlertAction {
+                alert: "A".into(),
+                labels: BTreeMap::new(),
+                action,
+                host_label: "host".into(),
+            }];
+            let fire = Notification::parse(&body("firing", r#"{"alertname":"A"}"#, "f")).unwrap();
+            let got = steps(plan(&acts, &fire, &OperatorState::default(), 0));
+            assert_eq!(
+                got,
+                [Step::Set {
+                    setting,
+                    by: Requester::Alert {
+                        alert: "A".into(),
+                        fingerprint: "f".into()
+                    }
+                }]
+            );
+        }
     }
 
     #[test]
@@ -362,6 +471,10 @@ mod tests {
         assert!(matches!(
             Notification::parse(b"{"),
             Err(NotificationError::Malformed(_))
+        ));
+        assert!(matches!(
+            Notification::parse(br#"{"version":"4"}"#),
+            Err(NotificationError::Malformed(m)) if m.contains("alerts")
         ));
         assert!(matches!(
             Notification::parse(br#"{"version":"3","alerts":[]}"#),
@@ -374,8 +487,8 @@ mod tests {
         ))
         .unwrap();
         assert!(matches!(
-            &plan(&actions(), &no_host, &OperatorState::default(), 0)[..],
-            [Step::Skipped { .. }]
+            &steps(plan(&actions(), &no_host, &OperatorState::default(), 0))[..],
+            [Step::Skipped { why }] if why.contains("`host`")
         ));
         let bad_host = Notification::parse(&body(
             "firing",
@@ -384,7 +497,7 @@ mod tests {
         ))
         .unwrap();
         assert!(matches!(
-            &plan(&actions(), &bad_host, &OperatorState::default(), 0)[..],
+            &steps(plan(&actions(), &bad_host, &OperatorState::default(), 0))[..],
             [Step::Skipped { .. }]
         ));
     }

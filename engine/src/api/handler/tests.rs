@@ -7,7 +7,8 @@ use crate::api::dto::{
 };
 use crate::api::ops::{BoxFuture, HostSort};
 use crawl_core::config::Secret;
-use crawl_core::control::HostMatch;
+use crawl_core::control::alerts::{ActionKind, AlertAction};
+use crawl_core::control::{Change, HostMatch, OperatorState};
 use http_body_util::{BodyExt as _, Full};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +23,8 @@ struct Recorder {
     fail_with: Mutex<Option<OpsError>>,
     /// Calls never answer (a blocked crawl).
     stall: bool,
+    /// `[[api.alert_actions]]`.
+    actions: Vec<AlertAction>,
 }
 
 impl Recorder {
@@ -174,6 +177,21 @@ impl CrawlOps for Recorder {
             requested: true,
             queued: Some(12),
         })
+    }
+
+    fn operator(&self) -> BoxFuture<Result<OperatorState, OpsError>> {
+        self.record("operator".into());
+        self.reply(OperatorState::default())
+    }
+
+    fn operate(&self, change: Change) -> BoxFuture<Result<bool, OpsError>> {
+        let host = change.host().map(ToString::to_string);
+        self.record(format!("{} {host:?} by {}", change.name(), change.by()));
+        self.reply(true)
+    }
+
+    fn alert_actions(&self) -> Vec<AlertAction> {
+        self.actions.clone()
     }
 }
 
@@ -578,9 +596,12 @@ async fn reloads_answer_with_their_outcome() {
     let served = tokio::spawn(async move {
         let mut causes = Vec::new();
         for o in outcomes {
-            let req = rx.recv().await.unwrap();
-            causes.push(req.cause.clone());
-            req.reply.send(o).unwrap();
+            let Some(crate::reload::ReloadRequest::Reload { cause, reply }) = rx.recv().await
+            else {
+                panic!("not a reload");
+            };
+            causes.push(cause);
+            reply.send(o).unwrap();
         }
         causes
     });
@@ -619,6 +640,86 @@ async fn reloads_answer_with_their_outcome() {
     );
     // The reload task gone: the crawl has ended.
     let a = send(&api, request("POST", "/v1/reload", "", None)).await;
+    assert_eq!(
+        (a.status, a.json["error"]["code"].as_str()),
+        (503, Some("ended"))
+    );
+}
+
+const STORM_FIRING: &str = r#"{"version":"4","status":"firing","receiver":"crawl-engine","alerts":[
+    {"status":"firing","labels":{"alertname":"Crawl429Storm","host_group":"a.example","severity":"warning"},
+     "fingerprint":"5f1e"}]}"#;
+
+#[tokio::test]
+async fn alerts_take_their_actions_and_answer_what_became_of_each() {
+    let ops = Arc::new(Recorder {
+        actions: vec![AlertAction {
+            alert: "Crawl429Storm".into(),
+            labels: Default::default(),
+            action: ActionKind::PauseHost,
+            host_label: "host_group".into(),
+        }],
+        ..Recorder::default()
+    });
+    let api = Api::new(
+        ops.clone(),
+        None,
+        Auth::bearer_with(Secret::new(TOKEN), crate::api::auth::constant_time_eq),
+        1024,
+    );
+    // The token first, as everywhere.
+    let a = send(&api, request("POST", "/v1/alerts", STORM_FIRING, None)).await;
+    assert_eq!(a.status, 401);
+    assert!(ops.calls().is_empty());
+    let a = send(
+        &api,
+        request("POST", "/v1/alerts", STORM_FIRING, Some(TOKEN)),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(
+        a.json,
+        serde_json::json!({"actions": [{
+            "alert": "Crawl429Storm",
+            "fingerprint": "5f1e",
+            "action": "pause_host",
+            "result": "applied",
+            "detail": "paused host a.example until the alert resolves"
+        }]})
+    );
+    assert_eq!(
+        ops.calls(),
+        [
+            "operator".to_owned(),
+            "pause Some(\"a.example\") by alert Crawl429Storm".to_owned()
+        ]
+    );
+    // Bad bodies are 400 naming the problem; nothing is asked of the crawl.
+    for (body, code) in [
+        ("{\"version\": \"4\", ", "malformed_json"),
+        ("{\"version\": \"4\"}", "invalid_body"),
+        (
+            "{\"version\": \"3\", \"alerts\": []}",
+            "unsupported_version",
+        ),
+        ("[]", "invalid_body"),
+    ] {
+        let a = send(&api, request("POST", "/v1/alerts", body, Some(TOKEN))).await;
+        assert_eq!(
+            (a.status, a.json["error"]["code"].as_str()),
+            (400, Some(code)),
+            "{body}: {}",
+            a.json
+        );
+    }
+    assert_eq!(ops.calls().len(), 2);
+    // A crawl that has ended: 503, which Alertmanager retries.
+    *ops.fail_with.lock().unwrap() = Some(OpsError::Ended);
+    let a = send(
+        &api,
+        request("POST", "/v1/alerts", STORM_FIRING, Some(TOKEN)),
+    )
+    .await;
     assert_eq!(
         (a.status, a.json["error"]["code"].as_str()),
         (503, Some("ended"))

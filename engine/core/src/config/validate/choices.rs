@@ -1,10 +1,11 @@
 //! Settings that take one of a fixed set of names (scope, log format, OTLP protocol and
-//! compression, resolver mode, proxy selection and resolution), each read into its enum.
+//! compression, resolver mode, proxy selection and resolution, alert actions), each read into its enum.
 
 use crate::config::value_error::ValueError;
 use crate::config::{
     LogFormat, OtlpCompression, OtlpProtocol, ResolveAt, ResolverMode, SelectPolicy,
 };
+use crate::control::alerts::ActionKind;
 use crate::scope::ScopeMode;
 
 /// The value of the name `s` among `allowed`, written exactly; an error lists the names.
@@ -105,6 +106,22 @@ pub(in crate::config) fn resolve_at(s: &str) -> Result<ResolveAt, ValueError> {
     )
 }
 
+/// An `[[api.alert_actions]]` action: `pause_host`, `pause_crawl`, `resolver_doh`, `fallback_direct`,
+/// `forbid_direct` or `lower_concurrency` (with `factor`, which the caller checks).
+pub(in crate::config) fn alert_action(s: &str, factor: f64) -> Result<ActionKind, ValueError> {
+    one_of(
+        s,
+        &[
+            ("pause_host", ActionKind::PauseHost),
+            ("pause_crawl", ActionKind::PauseCrawl),
+            ("resolver_doh", ActionKind::ResolverDoh),
+            ("fallback_direct", ActionKind::FallbackDirect),
+            ("forbid_direct", ActionKind::ForbidDirect),
+            ("lower_concurrency", ActionKind::LowerConcurrency { factor }),
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +146,20 @@ mod tests {
             "names are case-sensitive"
         );
         assert_eq!(resolve_at("local"), Ok(ResolveAt::Local));
+        assert_eq!(
+            alert_action("lower_concurrency", 0.25),
+            Ok(ActionKind::LowerConcurrency { factor: 0.25 })
+        );
+        for name in [
+            "pause_host",
+            "pause_crawl",
+            "resolver_doh",
+            "fallback_direct",
+            "forbid_direct",
+        ] {
+            assert_eq!(alert_action(name, 0.5).map(|a| a.as_str()), Ok(name));
+        }
+        assert!(alert_action("pause", 0.5).is_err());
     }
 
     #[test]

@@ -16,10 +16,13 @@ mod urls;
 
 pub(super) use addresses::{ip, ip_or_cidr, listen_addr, nameserver};
 pub(super) use choices::{
-    log_format, otlp_compression, otlp_protocol, resolve_at, resolver_mode, scope, select_policy,
+    alert_action, log_format, otlp_compression, otlp_protocol, resolve_at, resolver_mode, scope,
+    select_policy,
 };
 pub(super) use log_filter::log_level;
-pub(super) use names::{chain_name, chain_ref, host_name, host_pattern, strip_param, warc_prefix};
+pub(super) use names::{
+    chain_name, chain_ref, host_name, host_pattern, label_name, strip_param, warc_prefix,
+};
 pub(super) use proxy_hop::proxy_hop;
 pub(super) use suggest::closest;
 pub(super) use text::{path, regex, service_name, user_agent};

@@ -1,5 +1,6 @@
 //! Names and patterns of a restricted alphabet: host names and host globs, proxy chain names and
-//! references to them, the WARC file name prefix and the query parameter names to strip.
+//! references to them, the WARC file name prefix, the query parameter names to strip and the alert label
+//! names of `[[api.alert_actions]]`.
 
 use super::suggest::closest;
 use crate::config::proxy::{DIRECT, redact_credentials};
@@ -106,6 +107,19 @@ pub(in crate::config) fn warc_prefix(s: &str) -> Result<String, ValueError> {
     Ok(s.to_owned())
 }
 
+/// A Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`), as alerts carry them.
+pub(in crate::config) fn label_name(s: &str) -> Result<String, ValueError> {
+    let mut bytes = s.bytes();
+    let first_ok = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+    if first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        Ok(s.to_owned())
+    } else {
+        Err(ValueError::LabelName { text: s.to_owned() })
+    }
+}
+
 /// A `traps.strip_params` entry: a parameter name (no `=`, `&`, `;`, `#`, whitespace or control characters),
 /// optionally ending in `*`; kept lowercase (names match case-insensitively).
 pub(in crate::config) fn strip_param(s: &str) -> Result<String, ValueError> {
@@ -209,6 +223,21 @@ mod tests {
             "{e:?}"
         );
         assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn label_names_are_prometheus_label_names() {
+        for ok in ["host", "host_group", "_x", "A9"] {
+            assert_eq!(label_name(ok), Ok(ok.to_owned()));
+        }
+        for bad in ["", "9a", "host-group", "a.b", "é"] {
+            assert_eq!(
+                label_name(bad),
+                Err(ValueError::LabelName {
+                    text: bad.to_owned()
+                })
+            );
+        }
     }
 
     #[test]
