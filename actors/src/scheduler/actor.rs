@@ -786,6 +786,9 @@ impl Handler<Reconfigure> for Scheduler {
 
     fn handle(&mut self, msg: Reconfigure, ctx: &mut Context<Self>) {
         self.crawl.reconfigure(msg.politeness, msg.scope);
+        if let Some(n) = msg.concurrency {
+            self.crawl.set_concurrency(n);
+        }
         if let Some(recrawl) = &msg.recrawl {
             self.crawl.reconfigure_revisits(recrawl);
         }

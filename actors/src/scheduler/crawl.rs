@@ -574,6 +574,12 @@ impl Crawl {
         }
     }
 
+    /// A reload (or an alert) changed `fetch.concurrency`: leases start while fewer than `n` are out (those out
+    /// finish).
+    pub fn set_concurrency(&mut self, n: usize) {
+        self.settings.concurrency = n.max(1);
+    }
+
     // --- queue and lease: windows read the store's queues; ready jobs are leased ---
 
     /// Refills the windows need; the caller sends each to the store and hands the answer to [`filled`](Self::filled).

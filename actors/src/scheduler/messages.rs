@@ -21,6 +21,8 @@ pub struct GetStats;
 #[rtype(result = "()")]
 pub struct Reconfigure {
     pub politeness: Option<crawl_core::politeness::PolitenessPolicy>,
+    /// Requests in flight at most (`fetch.concurrency`): fewer leases start until those out drop below it.
+    pub concurrency: Option<usize>,
     /// A new scope: queued URLs are checked against it again as they come up.
     pub scope: Option<std::sync::Arc<crawl_core::scope::ScopePolicy>>,
     /// New `[recrawl]` intervals and budget (continuous crawling on): they apply from each URL's next fetch.

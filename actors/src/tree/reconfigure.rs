@@ -24,6 +24,8 @@ use std::sync::Arc;
 /// nothing). `None`: that part did not change and is not touched.
 pub struct Prepared {
     politeness: Option<PolitenessPolicy>,
+    /// `fetch.concurrency`, with the politeness policy.
+    concurrency: Option<usize>,
     scope: Option<Arc<ScopePolicy>>,
     parse: Option<ParseSettings>,
     user_agent: Option<http::HeaderValue>,
@@ -100,6 +102,7 @@ impl Reconfigurer {
             self.scheduler
                 .do_send(crate::scheduler::messages::Reconfigure {
                     politeness: p.politeness,
+                    concurrency: p.concurrency,
                     scope: p.scope,
                     recrawl: p.recrawl,
                 });
@@ -149,6 +152,9 @@ fn prepare(
         politeness: changed
             .contains(&Part::Politeness)
             .then(|| politeness_policy(config)),
+        concurrency: changed
+            .contains(&Part::Politeness)
+            .then_some(config.fetch.concurrency as usize),
         scope,
         parse,
         user_agent,

@@ -335,6 +335,13 @@ async fn a_setting_an_alert_sets_is_undone_unless_a_reload_set_it_since() {
     // Lower concurrency: the configured value times the factor, then back.
     let slow = r#"{"alertname":"Slow"}"#;
     assert_eq!(per_host(), 4);
+    let fetch = || {
+        get(addr, "/v1/status")["config"]["fetch"]["concurrency"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let configured = fetch();
+    assert!(configured >= 2, "{configured}");
     let (what, detail) = only_action(&post_alert(addr, "firing", slow, "s1"));
     assert_eq!(
         (what.2.as_str(), what.3.as_str()),
@@ -342,9 +349,11 @@ async fn a_setting_an_alert_sets_is_undone_unless_a_reload_set_it_since() {
         "{detail}"
     );
     assert_eq!(per_host(), 2);
+    assert_eq!(fetch(), configured / 2, "fetch.concurrency halved too");
     let (what, _) = only_action(&post_alert(addr, "resolved", slow, "s1"));
     assert_eq!(what.3, "undone");
     assert_eq!(per_host(), 4);
+    assert_eq!(fetch(), configured);
 
     // A reload that leaves the key alone keeps the alert's value; one that sets it ends the override, and the
     // resolution then leaves the reload's value.

@@ -39,7 +39,8 @@ pub enum Part {
     Scope,
     /// `crawl.user_agent`: the HTTP clients and the parsers' robots.txt product token.
     UserAgent,
-    /// `politeness.*`: the scheduler's politeness policy.
+    /// `politeness.*` and `fetch.concurrency`: the scheduler's politeness policy and how many requests it keeps in
+    /// flight.
     Politeness,
     /// `resolver.*`: the resolver actor (a new one clears the DNS cache and runs the hijack probe again).
     Resolver,
@@ -63,6 +64,7 @@ const PARTS: &[(&str, Part)] = &[
     ("crawl.exclude", Part::Scope),
     ("crawl.user_agent", Part::UserAgent),
     ("politeness.", Part::Politeness),
+    ("fetch.concurrency", Part::Politeness),
     ("resolver.", Part::Resolver),
     ("observability.log_level", Part::LogLevel),
     ("observability.sample_ratio", Part::SampleRatio),
@@ -100,6 +102,7 @@ const RULES: &[(&str, KeyClass)] = &[
     ("crawl.user_agent", KeyClass::Live),
     ("crawl.", KeyClass::RestartOnly),
     ("politeness.", KeyClass::Live),
+    ("fetch.concurrency", KeyClass::Live),
     ("fetch.", KeyClass::RestartOnly),
     ("frontier.", KeyClass::RestartOnly),
     ("output.", KeyClass::RestartOnly),

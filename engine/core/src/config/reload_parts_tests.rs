@@ -223,7 +223,7 @@ fn proxy_keys_reapply_the_proxy_chains_only() {
 #[test]
 fn restart_only_keys_feed_no_part() {
     let p = diff(|c| {
-        c.fetch.concurrency = 1;
+        c.fetch.request_timeout = std::time::Duration::from_secs(1);
         c.frontier.data_dir = PathBuf::from("elsewhere");
         c.observability.metrics_listen = None;
         c.observability.log_format = LogFormat::Json;

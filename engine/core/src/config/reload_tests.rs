@@ -27,6 +27,7 @@ const LIVE: &[&str] = &[
     "politeness.max_crawl_delay_ms",
     "politeness.backoff_base_ms",
     "politeness.backoff_max_ms",
+    "fetch.concurrency",
     "resolver.nameservers",
     "resolver.mode",
     "resolver.hosts",
@@ -100,7 +101,7 @@ fn every_key_is_classified_as_documented() {
     for key in [
         "crawl.seeds",
         "crawl.max_pages",
-        "fetch.concurrency",
+        "fetch.fetchers",
         "frontier.data_dir",
         "output.jsonl",
         "security.allow_private_networks",
@@ -232,7 +233,6 @@ fn politeness_keys_are_live() {
 #[test]
 fn engine_sections_are_restart_only() {
     let (restart, live) = changes(|c| {
-        c.fetch.concurrency = 1;
         c.fetch.request_timeout = Duration::from_secs(1);
         c.frontier.data_dir = PathBuf::from("elsewhere");
         c.output.jsonl = PathBuf::from("other.jsonl");
@@ -245,7 +245,6 @@ fn engine_sections_are_restart_only() {
     assert_eq!(
         restart,
         [
-            "fetch.concurrency",
             "fetch.request_timeout_ms",
             "frontier.data_dir",
             "output.jsonl",
@@ -255,6 +254,19 @@ fn engine_sections_are_restart_only() {
             "shutdown.grace_ms",
         ]
     );
+}
+
+#[test]
+fn fetch_concurrency_is_live_with_the_politeness() {
+    let (restart, live) = changes(|c| c.fetch.concurrency = 3);
+    assert!(restart.is_empty());
+    assert_eq!(live, ["fetch.concurrency"]);
+    let p = plan(&Config::default(), &{
+        let mut c = Config::default();
+        c.fetch.concurrency = 3;
+        c
+    });
+    assert!(p.parts().contains(&crate::config::reload::Part::Politeness));
 }
 
 #[test]

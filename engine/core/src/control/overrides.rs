@@ -1,5 +1,5 @@
 //! Settings that alerts change for as long as they fire (`[[api.alert_actions]]`: DoH only, direct fallback on or
-//! off, lower per-host concurrency), laid over the running config. Each override remembers the value it replaced
+//! off, lower concurrency), laid over the running config. Each override remembers the value it replaced
 //! and the alerts that hold it: the last of them to resolve puts the old value back — unless the setting was
 //! changed since (a reload that set the key), in which case the new value stands. Two alerts that set one key share
 //! its override; the one set last gives the value.
@@ -20,8 +20,8 @@ pub enum SettingKey {
     ResolverMode,
     /// `proxy.fallback_direct`.
     FallbackDirect,
-    /// `politeness.per_host_concurrency`.
-    PerHostConcurrency,
+    /// `fetch.concurrency` and `politeness.per_host_concurrency`, together.
+    Concurrency,
 }
 
 impl SettingKey {
@@ -30,7 +30,7 @@ impl SettingKey {
         match setting {
             Setting::ResolverDoh => SettingKey::ResolverMode,
             Setting::FallbackDirect(_) => SettingKey::FallbackDirect,
-            Setting::LowerConcurrency { .. } => SettingKey::PerHostConcurrency,
+            Setting::LowerConcurrency { .. } => SettingKey::Concurrency,
         }
     }
 
@@ -39,7 +39,7 @@ impl SettingKey {
         match self {
             SettingKey::ResolverMode => "resolver.mode",
             SettingKey::FallbackDirect => "proxy.fallback_direct",
-            SettingKey::PerHostConcurrency => "politeness.per_host_concurrency",
+            SettingKey::Concurrency => "fetch.concurrency and politeness.per_host_concurrency",
         }
     }
 
@@ -48,9 +48,10 @@ impl SettingKey {
         match self {
             SettingKey::ResolverMode => SettingValue::Mode(c.resolver.mode),
             SettingKey::FallbackDirect => SettingValue::Flag(c.proxy.fallback_direct),
-            SettingKey::PerHostConcurrency => {
-                SettingValue::Count(c.politeness.per_host_concurrency)
-            }
+            SettingKey::Concurrency => SettingValue::Counts {
+                fetch: c.fetch.concurrency,
+                per_host: c.politeness.per_host_concurrency,
+            },
         }
     }
 
@@ -59,8 +60,9 @@ impl SettingKey {
         match (self, v) {
             (SettingKey::ResolverMode, SettingValue::Mode(m)) => c.resolver.mode = m,
             (SettingKey::FallbackDirect, SettingValue::Flag(f)) => c.proxy.fallback_direct = f,
-            (SettingKey::PerHostConcurrency, SettingValue::Count(n)) => {
-                c.politeness.per_host_concurrency = n;
+            (SettingKey::Concurrency, SettingValue::Counts { fetch, per_host }) => {
+                c.fetch.concurrency = fetch;
+                c.politeness.per_host_concurrency = per_host;
             }
             _ => {}
         }
@@ -72,7 +74,11 @@ impl SettingKey {
 pub enum SettingValue {
     Mode(ResolverMode),
     Flag(bool),
-    Count(u32),
+    /// `fetch.concurrency` and `politeness.per_host_concurrency`.
+    Counts {
+        fetch: u32,
+        per_host: u32,
+    },
 }
 
 /// As the config file writes it (`"doh"`, `true`, `2`).
@@ -81,7 +87,7 @@ impl fmt::Display for SettingValue {
         match self {
             SettingValue::Mode(m) => write!(f, "\"{m}\""),
             SettingValue::Flag(b) => write!(f, "{b}"),
-            SettingValue::Count(n) => write!(f, "{n}"),
+            SettingValue::Counts { fetch, per_host } => write!(f, "{fetch} and {per_host}"),
         }
     }
 }
@@ -91,10 +97,16 @@ fn target(setting: Setting, base: SettingValue) -> SettingValue {
     match (setting, base) {
         (Setting::ResolverDoh, _) => SettingValue::Mode(ResolverMode::Doh),
         (Setting::FallbackDirect(on), _) => SettingValue::Flag(on),
-        (Setting::LowerConcurrency { factor }, SettingValue::Count(n)) => {
-            // factor is in (0, 1): the product is below n and at least 0.
-            let lowered = (f64::from(n) * factor).floor();
-            SettingValue::Count(if lowered >= 1.0 { lowered as u32 } else { 1 })
+        (Setting::LowerConcurrency { factor }, SettingValue::Counts { fetch, per_host }) => {
+            // factor is in (0, 1): the product is below n and at least 0; at least one request stays.
+            let lower = |n: u32| {
+                let lowered = (f64::from(n) * factor).floor();
+                if lowered >= 1.0 { lowered as u32 } else { 1 }
+            };
+            SettingValue::Counts {
+                fetch: lower(fetch),
+                per_host: lower(per_host),
+            }
         }
         (Setting::LowerConcurrency { .. }, other) => other,
     }
@@ -428,12 +440,16 @@ mod tests {
         let mut o = SettingOverrides::default();
         let mut c = Config::default();
         c.politeness.per_host_concurrency = 8;
+        c.fetch.concurrency = 64;
         let half = Setting::LowerConcurrency { factor: 0.5 };
         assert_eq!(
             o.set(half, &alert("1"), &mut c).result,
             OverrideResult::Applied
         );
-        assert_eq!(c.politeness.per_host_concurrency, 4);
+        assert_eq!(
+            (c.fetch.concurrency, c.politeness.per_host_concurrency),
+            (32, 4)
+        );
         // The second alert's factor applies to the configured value, not to the lowered one.
         let quarter = Setting::LowerConcurrency { factor: 0.25 };
         let second = o.set(quarter, &alert("2"), &mut c);
@@ -454,7 +470,10 @@ mod tests {
         assert_eq!(c.politeness.per_host_concurrency, 2);
         let last = o.unset(quarter, &alert("2"), &mut c);
         assert_eq!(last.result, OverrideResult::Undone);
-        assert_eq!(c.politeness.per_host_concurrency, 8);
+        assert_eq!(
+            (c.fetch.concurrency, c.politeness.per_host_concurrency),
+            (64, 8)
+        );
         // At least one request at a time.
         c.politeness.per_host_concurrency = 3;
         o.set(
@@ -492,6 +511,7 @@ mod tests {
         assert_eq!(no_doh.result, OverrideResult::Skipped);
         assert!(no_doh.detail.contains("[[resolver.doh]]"));
         // Already so without any alert: no override, so its resolution changes nothing either.
+        c.fetch.concurrency = 1;
         let one = o.set(
             Setting::LowerConcurrency { factor: 0.5 },
             &alert("1"),
@@ -499,6 +519,7 @@ mod tests {
         );
         assert_eq!(one.result, OverrideResult::Skipped, "{}", one.detail);
         assert!(o.is_empty());
+        c.fetch.concurrency = Config::default().fetch.concurrency;
         assert_eq!(c, Config::default());
     }
 
