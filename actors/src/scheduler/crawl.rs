@@ -459,17 +459,38 @@ impl Crawl {
             backoff_for_ms: s.paused_for.map(ms),
             delay_ms: ms(s.delay),
             concurrency: s.concurrency,
-            rule: self
-                .operator
-                .state()
-                .hosts
-                .get(&crawl_core::control::HostMatch::every_port(s.name))
-                .cloned(),
+            rule: self.rule_of_host(s.name),
             robots: self.robots.state_of_host(s.name, now),
             errors: self.tally.errors_of(s.fp),
             shard: self.shards.shard_of(s.fp),
             held_here,
         })
+    }
+
+    /// What operators set on a host (on every port): its own rule, with a pause of a domain above it
+    /// (`*.example.org`) when it has none of its own.
+    fn rule_of_host(&self, name: &str) -> Option<crawl_core::control::HostRule> {
+        let state = self.operator.state();
+        let own = state
+            .hosts
+            .get(&crawl_core::control::HostMatch::every_port(name))
+            .cloned();
+        let domain = state
+            .hosts
+            .iter()
+            .find(|(m, r)| m.has_subdomains() && m.matches(name, 0) && r.paused.is_some())
+            .and_then(|(_, r)| r.paused.clone());
+        match (own, domain) {
+            (Some(mut r), Some(p)) if r.paused.is_none() => {
+                r.paused = Some(p);
+                Some(r)
+            }
+            (None, Some(p)) => Some(crawl_core::control::HostRule {
+                paused: Some(p),
+                ..Default::default()
+            }),
+            (own, _) => own,
+        }
     }
 
     /// What the crawl is doing, for an operator.

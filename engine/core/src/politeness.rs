@@ -205,6 +205,13 @@ impl HostQueues {
         id
     }
 
+    /// The hosts whose name satisfies `pred`.
+    pub fn hosts_named(&self, pred: impl Fn(&str) -> bool) -> Vec<HostId> {
+        (0..self.hosts.len() as HostId)
+            .filter(|&id| pred(&self.hosts[id as usize].name))
+            .collect()
+    }
+
     /// The id of a host by its name, if known.
     pub fn find(&self, host: &str) -> Option<HostId> {
         self.index.get(host).copied()

@@ -192,15 +192,15 @@ fn url_answer(a: UrlAnswer) -> UrlAnswerDto {
 
 /// Politeness and queues are a host's (one queue per host, on every port): an authority is refused.
 fn whole_host(host: &HostMatch, what: &str) -> Result<(), OpsError> {
-    match host.port() {
-        None => Ok(()),
-        Some(_) => Err(OpsError::Invalid {
-            field: "host".into(),
-            message: format!(
-                "{what} is set per host, on every port: name the host without `:port`"
-            ),
-        }),
+    if host.port().is_none() && !host.has_subdomains() {
+        return Ok(());
     }
+    Err(OpsError::Invalid {
+        field: "host".into(),
+        message: format!(
+            "{what} is set per host, on every port: name one host, without `:port` or `*.`"
+        ),
+    })
 }
 
 fn sort_of(sort: HostSort) -> crawl_actors::protocol::HostSort {
@@ -262,7 +262,7 @@ impl CrawlOps for TreeOps {
         Box::pin(async move {
             // Named as an operator writes it: normalised as URLs carry hosts.
             let name = match HostMatch::parse(&host) {
-                Ok(m) if m.port().is_none() => m.host().to_owned(),
+                Ok(m) if m.port().is_none() && !m.has_subdomains() => m.host().to_owned(),
                 Ok(_) => return Err(whole_host_error()),
                 Err(e) => {
                     return Err(OpsError::Invalid {
@@ -406,7 +406,7 @@ impl CrawlOps for TreeOps {
 fn whole_host_error() -> OpsError {
     OpsError::Invalid {
         field: "host".into(),
-        message: "a host is viewed on every port: name it without `:port`".into(),
+        message: "a host is viewed on every port: name one host, without `:port` or `*.`".into(),
     }
 }
 

@@ -24,7 +24,7 @@ pub(super) struct Operator {
     state: OperatorState,
     /// The store's version of `state`; None until the first read.
     version: Option<u64>,
-    /// Authorities paused on their own: a URL of one blocks its host's queue when it comes up.
+    /// Authorities and domains paused: a URL of one blocks its host's queue when it comes up.
     authorities: Vec<HostMatch>,
     /// Hosts whose queue a drop is taking, by name.
     dropping: BTreeMap<String, Dropping>,
@@ -72,7 +72,7 @@ impl Operator {
             .hosts
             .keys()
             .chain(self.state.hosts.keys())
-            .filter(|m| m.port().is_none())
+            .filter(|m| m.port().is_none() && !m.has_subdomains())
             .map(|m| m.host().to_owned())
             .collect();
         for name in names {
@@ -81,16 +81,21 @@ impl Operator {
                 queues.set_override(&name, self.override_of(&name, now_ms), now);
             }
         }
-        // Authorities paused alone: those no longer paused let their hosts go again.
+        // Authorities paused alone, and domains (a host and every host under it): held at the lease gate; those no
+        // longer paused let their hosts go again.
         let authorities: Vec<HostMatch> = self
             .state
             .hosts
             .iter()
-            .filter(|(m, r)| m.port().is_some() && r.paused.is_some())
+            .filter(|(m, r)| (m.port().is_some() || m.has_subdomains()) && r.paused.is_some())
             .map(|(m, _)| m.clone())
             .collect();
         for gone in self.authorities.iter().filter(|m| !authorities.contains(m)) {
-            if let Some(id) = queues.find(gone.host()) {
+            if gone.has_subdomains() {
+                for id in queues.hosts_named(|name| gone.matches(name, 0)) {
+                    queues.unblock(id, now);
+                }
+            } else if let Some(id) = queues.find(gone.host()) {
                 queues.unblock(id, now);
             }
         }

@@ -207,7 +207,13 @@ fn step(act: &AlertAction, a: &Alert, state: &OperatorState, now_ms: u64) -> Ste
                 };
             };
             return match HostMatch::parse(text) {
-                Ok(host) => {
+                Ok(named) => {
+                    // The host the label names and every host under it: a label that names a site (a registrable
+                    // domain, as `host_group` does) pauses the site, `www.` and all; one authority stays one.
+                    let host = match named.port() {
+                        None => HostMatch::domain(named.host()),
+                        Some(_) => named,
+                    };
                     let held = state.hosts.get(&host).and_then(|r| r.paused.as_ref());
                     pause_step(Some(host), held, a, by, now_ms)
                 }
@@ -325,7 +331,8 @@ mod tests {
             panic!("{steps:?}")
         };
         assert!(
-            matches!(pause, Change::Pause { host: Some(h), at_ms: 10, .. } if h.to_string() == "a.example")
+            matches!(pause, Change::Pause { host: Some(h), at_ms: 10, .. } if h.to_string() == "*.a.example"),
+            "the host and every host under it: {pause:?}"
         );
         assert!(state.apply(pause));
         let resolved = Notification::parse(&body(
@@ -342,10 +349,11 @@ mod tests {
             ),
             "{done:?}"
         );
-        // An operator paused it (by hand, before or since): the resolution leaves it, saying so.
+        // An operator paused it (by hand, before or since): the resolution leaves it, saying so. (A pause of the
+        // host alone, `a.example`, is another rule: the alert's resolution never touches it.)
         let mut by_hand = OperatorState::default();
         by_hand.apply(&Change::Pause {
-            host: Some(HostMatch::parse("a.example").unwrap()),
+            host: Some(HostMatch::parse("*.a.example").unwrap()),
             at_ms: 15,
             by: Requester::Api {
                 peer: "127.0.0.1:1".into(),

@@ -1,5 +1,6 @@
-//! Which hosts an operator's action names: `example.org` (the host on every port) or `example.org:8080` (one
-//! authority), normalised as URLs are (lowercase, IDN to punycode, IPv6 in brackets, a trailing dot dropped).
+//! Which hosts an operator's action names: `example.org` (the host on every port), `example.org:8080` (one
+//! authority), or `*.example.org` (the host and every host under it, on every port: a site whatever its
+//! subdomains), normalised as URLs are (lowercase, IDN to punycode, IPv6 in brackets, a trailing dot dropped).
 
 use std::fmt;
 
@@ -10,6 +11,8 @@ pub struct HostMatch {
     host: String,
     /// One port only; None = every port.
     port: Option<u16>,
+    /// Every host under `host` too (`*.example.org`).
+    subdomains: bool,
 }
 
 /// Why a host name was refused.
@@ -22,8 +25,17 @@ impl HostMatch {
     /// an empty host, a port of 0 or above 65535) is refused.
     pub fn parse(text: &str) -> Result<HostMatch, BadHost> {
         let t = text.trim();
+        if let Some(domain) = t.strip_prefix("*.") {
+            let m = HostMatch::parse(domain)?;
+            if m.port.is_some() || m.subdomains || m.host.starts_with('[') {
+                return Err(BadHost(t.chars().take(300).collect()));
+            }
+            return Ok(HostMatch::domain(&m.host));
+        }
         let bad = || BadHost(t.chars().take(300).collect());
-        if t.is_empty() || t.contains(['/', '@', '?', '#', '\\']) || t.contains(char::is_whitespace)
+        if t.is_empty()
+            || t.contains(['/', '@', '?', '#', '\\', '*'])
+            || t.contains(char::is_whitespace)
         {
             return Err(bad());
         }
@@ -42,7 +54,22 @@ impl HostMatch {
         Ok(HostMatch {
             host: host.to_owned(),
             port,
+            subdomains: false,
         })
+    }
+
+    /// `domain` and every host under it, on every port (`domain` as URLs carry hosts).
+    pub fn domain(domain: &str) -> HostMatch {
+        HostMatch {
+            host: domain.to_owned(),
+            port: None,
+            subdomains: true,
+        }
+    }
+
+    /// True for `*.example.org`.
+    pub fn has_subdomains(&self) -> bool {
+        self.subdomains
     }
 
     /// Every port of `host`, a host as URLs carry it (already normalised).
@@ -50,6 +77,7 @@ impl HostMatch {
         HostMatch {
             host: host.to_owned(),
             port: None,
+            subdomains: false,
         }
     }
 
@@ -65,7 +93,12 @@ impl HostMatch {
 
     /// True for a URL of `host` (its politeness key) on `port` (its effective port).
     pub fn matches(&self, host: &str, port: u16) -> bool {
-        self.host == host && self.port.is_none_or(|p| p == port)
+        let host_ok = self.host == host
+            || (self.subdomains
+                && host.len() > self.host.len()
+                && host.ends_with(self.host.as_str())
+                && host.as_bytes()[host.len() - self.host.len() - 1] == b'.');
+        host_ok && self.port.is_none_or(|p| p == port)
     }
 
     /// True for a URL's host and port.
@@ -78,7 +111,12 @@ impl HostMatch {
 
     /// True when every URL this matches is matched by `other` too (`a.example:81` is within `a.example`).
     pub fn within(&self, other: &HostMatch) -> bool {
-        self.host == other.host && (other.port.is_none() || other.port == self.port)
+        let hosts = if other.subdomains {
+            other.matches(&self.host, self.port.unwrap_or(0)) || other.host == self.host
+        } else {
+            !self.subdomains && self.host == other.host
+        };
+        hosts && (other.port.is_none() || other.port == self.port)
     }
 }
 
@@ -100,6 +138,9 @@ fn explicit_port(t: &str) -> Option<Result<u16, ()>> {
 
 impl fmt::Display for HostMatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.subdomains {
+            f.write_str("*.")?;
+        }
         match self.port {
             Some(p) => write!(f, "{}:{p}", self.host),
             None => f.write_str(&self.host),
@@ -154,6 +195,30 @@ mod tests {
         );
         assert_eq!(HostMatch::parse("[::1]").unwrap().port(), None);
         assert_eq!(HostMatch::parse(" 127.0.0.1 ").unwrap().host(), "127.0.0.1");
+    }
+
+    #[test]
+    fn a_domain_matches_itself_and_every_host_under_it() {
+        let d = HostMatch::parse("*.Example.ORG").unwrap();
+        assert_eq!(d.to_string(), "*.example.org");
+        assert!(d.has_subdomains());
+        assert!(d.matches("example.org", 80) && d.matches("www.example.org", 443));
+        assert!(d.matches("a.b.example.org", 8080));
+        assert!(!d.matches("badexample.org", 80) && !d.matches("example.org.evil", 80));
+        assert!(HostMatch::parse("www.example.org").unwrap().within(&d));
+        assert!(!d.within(&HostMatch::parse("example.org").unwrap()));
+        assert_eq!(HostMatch::domain("example.org"), d);
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(serde_json::from_str::<HostMatch>(&json).unwrap(), d);
+        for bad in [
+            "*.example.org:80",
+            "*.*.example.org",
+            "*.[::1]",
+            "*.",
+            "*example.org",
+        ] {
+            assert!(HostMatch::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

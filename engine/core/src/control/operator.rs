@@ -264,7 +264,8 @@ impl OperatorState {
             .find_map(|(_, r)| r.politeness.as_ref().filter(|p| p.live(now_ms)))
     }
 
-    /// The rules that apply to `host` on `port`, the authority's first.
+    /// The rules that apply to `host` on `port`: its authority's, its host's, then those of the domains above it
+    /// (`*.example.org`), nearest first.
     fn rules_of(&self, host: &str, port: u16) -> Vec<(&HostMatch, &HostRule)> {
         let mut v: Vec<_> = self
             .hosts
@@ -272,7 +273,14 @@ impl OperatorState {
             .take_while(|(m, _)| m.host() == host)
             .filter(|(m, _)| m.matches(host, port))
             .collect();
-        v.sort_by_key(|(m, _)| m.port().is_none());
+        v.sort_by_key(|(m, _)| (m.port().is_none(), m.has_subdomains()));
+        let mut rest = host;
+        while let Some((_, parent)) = rest.split_once('.') {
+            if let Some((m, r)) = self.hosts.get_key_value(&HostMatch::domain(parent)) {
+                v.push((m, r));
+            }
+            rest = parent;
+        }
         v
     }
 
@@ -343,6 +351,27 @@ mod tests {
         assert!(s.apply(&resume(None)) && !s.apply(&resume(None)));
         assert!(s.apply(&resume(Some("a.example:8080"))));
         assert!(s.is_empty(), "{s:?}");
+    }
+
+    #[test]
+    fn a_domain_pause_holds_every_host_under_it() {
+        let mut s = OperatorState::default();
+        assert!(s.apply(&Change::Pause {
+            host: Some(h("*.example.org")),
+            at_ms: 1,
+            by: api(),
+        }));
+        for host in ["example.org", "www.example.org", "a.b.example.org"] {
+            assert!(s.pause_of(host, 443).is_some(), "{host}");
+        }
+        assert!(s.pause_of("example.com", 443).is_none());
+        assert!(s.pause_of("notexample.org", 443).is_none());
+        assert!(s.apply(&Change::Resume {
+            host: Some(h("*.example.org")),
+            at_ms: 2,
+            by: api(),
+        }));
+        assert!(s.pause_of("www.example.org", 443).is_none() && s.is_empty());
     }
 
     #[test]

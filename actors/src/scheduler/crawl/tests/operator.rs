@@ -90,6 +90,19 @@ fn an_authority_pause_holds_its_urls_only() {
 }
 
 #[test]
+fn a_domain_pause_holds_the_site_whatever_its_subdomains() {
+    let mut h = seeded(&["http://www.a.test/", "http://a.test/", "http://b.test/"]);
+    h.crawl
+        .operator_state(1, state(&[pause(Some("*.a.test"))]), h.t0, 0);
+    let (jobs, _) = h.lease(0);
+    let urls: Vec<&str> = jobs.iter().map(|j| j.entry.url.as_str()).collect();
+    assert_eq!(urls, ["http://b.test/"]);
+    h.crawl.operator_state(2, OperatorState::default(), h.t0, 0);
+    let (jobs, _) = h.lease(1);
+    assert_eq!(jobs.len(), 2, "both a.test hosts go again: {jobs:?}");
+}
+
+#[test]
 fn a_dropped_queue_is_recorded_excluded_and_the_drop_cleared_once_durable() {
     let mut h = seeded(&["http://a.test/"]);
     let root = h.one(0);
