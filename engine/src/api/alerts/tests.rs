@@ -28,14 +28,10 @@ impl Crawl {
         })
     }
 
+    /// Who paused `host` (its own rule, else a domain's above it), as the crawl would obey it.
     fn paused_by(&self, host: &str) -> Option<String> {
         let state = self.state.lock().unwrap();
-        let h = HostMatch::parse(host).unwrap();
-        state
-            .hosts
-            .get(&h)
-            .and_then(|r| r.paused.as_ref())
-            .map(|p| p.by.to_string())
+        state.pause_of(host, 443).map(|p| p.by.to_string())
     }
 }
 
@@ -157,7 +153,7 @@ async fn a_firing_alert_pauses_its_host_and_its_resolution_resumes_it() {
     );
     assert_eq!(
         a.actions[0].detail,
-        "paused host a.example until the alert resolves"
+        "paused host *.a.example until the alert resolves"
     );
     assert_eq!(
         crawl.paused_by("a.example").as_deref(),
@@ -198,8 +194,9 @@ async fn an_operators_pause_is_neither_taken_over_nor_undone() {
         ActionKind::PauseHost,
         "host_group",
     )]);
+    // The site, as the alert would pause it: a pause of the host alone is another rule, which the alert leaves.
     crawl.state.lock().unwrap().apply(&Change::Pause {
-        host: Some(HostMatch::parse("a.example").unwrap()),
+        host: Some(HostMatch::parse("*.a.example").unwrap()),
         at_ms: 1,
         by: Requester::Api {
             peer: "127.0.0.1:9".into(),

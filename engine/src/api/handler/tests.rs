@@ -323,7 +323,9 @@ async fn every_endpoint_reaches_its_call() {
             "host b.example".to_owned(),
             format!("add http://a.example/x depth=2 force=false {by}"),
             format!("pause None {by}"),
-            format!("resume Some(HostMatch {{ host: \"a.example\", port: Some(8080) }}) {by}"),
+            format!(
+                "resume Some(HostMatch {{ host: \"a.example\", port: Some(8080), subdomains: false }}) {by}"
+            ),
             format!("politeness a.example Some(500) None Some(60) {by}"),
             format!("politeness a.example None None None {by}"),
             format!("drop [::1]:81 {by}"),
@@ -684,14 +686,14 @@ async fn alerts_take_their_actions_and_answer_what_became_of_each() {
             "fingerprint": "5f1e",
             "action": "pause_host",
             "result": "applied",
-            "detail": "paused host a.example until the alert resolves"
+            "detail": "paused host *.a.example until the alert resolves"
         }]})
     );
     assert_eq!(
         ops.calls(),
         [
             "operator".to_owned(),
-            "pause Some(\"a.example\") by alert Crawl429Storm".to_owned()
+            "pause Some(\"*.a.example\") by alert Crawl429Storm".to_owned()
         ]
     );
     // Bad bodies are 400 naming the problem; nothing is asked of the crawl.
