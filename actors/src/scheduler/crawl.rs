@@ -458,6 +458,8 @@ impl Crawl {
             errors: self.tally.errors_of(s.fp),
             shard: self.shards.shard_of(s.fp),
             held_here,
+            // The tree's Control asks the store (the scheduler knows only its own shards).
+            owner: None,
         })
     }
 
@@ -483,6 +485,8 @@ impl Crawl {
             operator: self.operator.state().clone(),
             draining: self.draining,
             waiting_for,
+            // The tree's Control asks the store in a crawl shared by many processes.
+            processes: crate::protocol::Processes::Alone,
         }
     }
 

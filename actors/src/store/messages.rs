@@ -82,3 +82,11 @@ pub struct ApplyOperator {
 pub struct Refetch {
     pub urls: Vec<crawl_core::frontier::Discovered>,
 }
+
+/// The live processes of a crawl shared by many processes and the shards each holds (query, from the tree's
+/// `Control` for the control API). Its slot is free again once the message is handled or dropped.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Vec<crawl_core::frontier::ProcessInfo>, FrontierError>")]
+pub struct ReadProcesses {
+    pub slot: super::read_slots::ReadSlot,
+}
