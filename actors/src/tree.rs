@@ -197,8 +197,9 @@ impl Control {
         Ok(views)
     }
 
-    /// One host (its name as URLs carry it); None when the crawl does not know it. With its owner in a crawl
-    /// shared by many processes, when known.
+    /// One host (its name as URLs carry it); None when the crawl does not know it. In a crawl shared by many
+    /// processes, with its owner when known, and also a host only another process met (the store says whether
+    /// the crawl knows it).
     pub async fn host(&self, name: String) -> Result<Option<HostView>, ControlError> {
         let view = self
             .scheduler
@@ -207,12 +208,7 @@ impl Control {
             .await
             .map_err(control_error)?;
         match (&self.peers, view) {
-            (Some(peers), Some(view)) => {
-                let mut views = [view];
-                peers.owners(&mut views).await;
-                let [view] = views;
-                Ok(Some(view))
-            }
+            (Some(peers), Some(view)) => peers.host(view).await,
             (_, view) => Ok(view),
         }
     }

@@ -123,6 +123,9 @@ pub struct HostView {
     pub held_here: bool,
     /// The id of the process that holds its shard (a crawl shared by many processes), when known.
     pub owner: Option<String>,
+    /// This process has met the host. False for a view of a host another process of a crawl shared by many
+    /// processes crawls, which this one never saw: nothing of it is counted here (what operators set on it is).
+    pub known_here: bool,
 }
 
 /// What the crawl is doing, for `GET /v1/status`.

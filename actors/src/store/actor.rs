@@ -2,8 +2,8 @@
 
 use super::archive::Archive;
 use super::messages::{
-    ApplyHints, ApplyOperator, Commit, IdleWork, NextUrls, PollShards, PromoteDue, ReadOperator,
-    ReadOutlook, ReadProcesses, Refetch,
+    ApplyHints, ApplyOperator, Commit, IdleWork, KnowsHost, NextUrls, PollShards, PromoteDue,
+    ReadOperator, ReadOutlook, ReadProcesses, Refetch,
 };
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
@@ -189,5 +189,15 @@ impl Handler<ReadProcesses> for StoreActor {
         let read = self.store()?.processes();
         drop(msg.slot);
         read
+    }
+}
+
+impl Handler<KnowsHost> for StoreActor {
+    type Result = Result<bool, FrontierError>;
+
+    fn handle(&mut self, msg: KnowsHost, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        let known = self.store()?.knows_host(&msg.host);
+        drop(msg.slot);
+        known
     }
 }

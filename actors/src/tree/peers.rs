@@ -2,18 +2,42 @@
 //! through the store actor (never through the scheduler, which answers from its own state and must not wait for
 //! Redis), bounded by a timeout and by the reads already waiting there.
 
-use crate::protocol::{HostView, Processes};
+use crate::protocol::{ControlError, HostView, Processes};
 use crate::store::StoreActor;
-use crate::store::messages::ReadProcesses;
-use crate::store::read_slots::ReadSlots;
+use crate::store::messages::{KnowsHost, ReadProcesses};
+use crate::store::read_slots::{ReadSlot, ReadSlots};
 use actix::Addr;
-use crawl_core::frontier::ProcessInfo;
+use crawl_core::frontier::{FrontierError, ProcessInfo};
 use std::time::Duration;
 
 /// How long a read of the processes may take before a view answers without them.
 const READ_TIMEOUT: Duration = Duration::from_secs(3);
 /// Reads of the processes that may wait in the store's mailbox at a time.
 const MAX_WAITING: usize = 4;
+
+/// Why the store did not answer a read.
+#[derive(Debug)]
+enum Unanswered {
+    /// Not in time, or too many reads wait already: asking again later may do.
+    Busy(String),
+    /// The store failed or is gone.
+    Failed(String),
+}
+
+impl Unanswered {
+    fn why(&self) -> &str {
+        match self {
+            Unanswered::Busy(w) | Unanswered::Failed(w) => w,
+        }
+    }
+
+    fn into_control(self) -> ControlError {
+        match self {
+            Unanswered::Busy(_) => ControlError::Busy,
+            Unanswered::Failed(w) => ControlError::Store(w),
+        }
+    }
+}
 
 /// This process in a crawl shared by many processes, and how it reads the others.
 #[derive(Clone)]
@@ -40,27 +64,34 @@ impl Peers {
         &self.me
     }
 
-    /// Every live process with the shards it holds, or why not.
-    pub async fn read(&self) -> Result<Vec<ProcessInfo>, String> {
+    /// Asks the store actor `make(slot)` within the timeout, if fewer than [`MAX_WAITING`] reads wait there.
+    async fn ask<M, T>(&self, make: impl FnOnce(ReadSlot) -> M) -> Result<T, Unanswered>
+    where
+        M: actix::Message<Result = Result<T, FrontierError>> + Send + 'static,
+        T: Send + 'static,
+        StoreActor: actix::Handler<M>,
+    {
         let Some(slot) = self.slots.take() else {
-            return Err(format!(
-                "{MAX_WAITING} reads of the processes still wait for the frontier store"
-            ));
+            return Err(Unanswered::Busy(format!(
+                "{MAX_WAITING} reads still wait for the frontier store"
+            )));
         };
-        match self
-            .store
-            .send(ReadProcesses { slot })
-            .timeout(self.timeout)
-            .await
-        {
-            Ok(Ok(list)) => Ok(list),
-            Ok(Err(e)) => Err(format!("frontier store: {e}")),
-            Err(actix::MailboxError::Timeout) => Err(format!(
+        match self.store.send(make(slot)).timeout(self.timeout).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(Unanswered::Failed(format!("frontier store: {e}"))),
+            Err(actix::MailboxError::Timeout) => Err(Unanswered::Busy(format!(
                 "the frontier store did not answer within {} ms",
                 self.timeout.as_millis()
-            )),
-            Err(actix::MailboxError::Closed) => Err("the frontier store is gone".to_owned()),
+            ))),
+            Err(actix::MailboxError::Closed) => {
+                Err(Unanswered::Failed("the frontier store is gone".to_owned()))
+            }
         }
+    }
+
+    /// Every live process with the shards it holds, or why not.
+    async fn read(&self) -> Result<Vec<ProcessInfo>, Unanswered> {
+        self.ask(|slot| ReadProcesses { slot }).await
     }
 
     /// The processes for the status.
@@ -70,7 +101,8 @@ impl Peers {
                 me: self.me.clone(),
                 list,
             },
-            Err(why) => {
+            Err(e) => {
+                let why = e.why().to_owned();
                 tracing::debug!(reason = %why, "processes not read for the status");
                 Processes::Unknown {
                     me: self.me.clone(),
@@ -78,6 +110,25 @@ impl Peers {
                 }
             }
         }
+    }
+
+    /// One host's view with its owner. A host this process never met (`known_here` false) is another's only
+    /// when the store knows it: None when it does not.
+    pub async fn host(&self, view: HostView) -> Result<Option<HostView>, ControlError> {
+        if !view.known_here {
+            let host = view.host.clone();
+            let known = self
+                .ask(|slot| KnowsHost { host, slot })
+                .await
+                .map_err(Unanswered::into_control)?;
+            if !known {
+                return Ok(None);
+            }
+        }
+        let mut views = [view];
+        self.owners(&mut views).await;
+        let [view] = views;
+        Ok(Some(view))
     }
 
     /// Fills in who holds each view's shard: this process for the shards it holds, else the store's answer (read
@@ -91,8 +142,8 @@ impl Peers {
                 continue;
             }
             if list.is_none() {
-                list = Some(self.read().await.unwrap_or_else(|why| {
-                    tracing::debug!(reason = %why, "host owners not read");
+                list = Some(self.read().await.unwrap_or_else(|e| {
+                    tracing::debug!(reason = %e.why(), "host owners not read");
                     Vec::new()
                 }));
             }
@@ -110,9 +161,7 @@ mod tests {
     use crate::faults::Faults;
     use crate::protocol::RobotsState;
     use actix::SyncArbiter;
-    use crawl_core::frontier::{
-        Batch, Committed, Entry, Fp, FrontierError, FrontierStore, QueueKey, Resume,
-    };
+    use crawl_core::frontier::{Batch, Committed, Entry, Fp, FrontierStore, QueueKey, Resume};
     use std::sync::mpsc;
 
     /// A store shared with "b": this process ("a") holds shards 0 and 1, "b" shard 2. With `hold`, each read of
@@ -138,6 +187,9 @@ mod tests {
         }
         fn is_known(&mut self, _: &str) -> Result<bool, FrontierError> {
             Ok(false)
+        }
+        fn knows_host(&mut self, host: &str) -> Result<bool, FrontierError> {
+            Ok(host == "known.example")
         }
         fn processes(&mut self) -> Result<Vec<ProcessInfo>, FrontierError> {
             if let Some(hold) = &self.hold {
@@ -191,6 +243,7 @@ mod tests {
             shard,
             held_here,
             owner: None,
+            known_here: true,
         }
     }
 
@@ -214,6 +267,15 @@ mod tests {
             p.owners(&mut views).await;
             let owners: Vec<Option<&str>> = views.iter().map(|v| v.owner.as_deref()).collect();
             assert_eq!(owners, [Some("a"), Some("b"), None, None]);
+            // A host this process never met: another's when the store knows it, else none.
+            let elsewhere = |name: &str| HostView {
+                host: name.into(),
+                known_here: false,
+                ..view(Some(2), false)
+            };
+            let v = p.host(elsewhere("known.example")).await.unwrap().unwrap();
+            assert_eq!(v.owner.as_deref(), Some("b"));
+            assert_eq!(p.host(elsewhere("unknown.example")).await, Ok(None));
         });
     }
 
@@ -233,7 +295,12 @@ mod tests {
             }
             assert_eq!(p.slots.waiting(), MAX_WAITING);
             let why = p.read().await.unwrap_err();
-            assert!(why.contains("still wait"), "{why}");
+            assert!(why.why().contains("still wait"), "{why:?}");
+            let v = HostView {
+                known_here: false,
+                ..view(Some(2), false)
+            };
+            assert_eq!(p.host(v).await, Err(ControlError::Busy));
             // The store is free again: the read it was busy with ends, those given up on are dropped unserved
             // when they come up, and new ones are answered (enough releases for every read either way).
             for _ in 0..MAX_WAITING + 2 {
@@ -243,7 +310,7 @@ mod tests {
                 timeout: READ_TIMEOUT,
                 ..p
             };
-            assert_eq!(p.read().await.map(|l| l.len()), Ok(2));
+            assert_eq!(p.read().await.map(|l| l.len()).ok(), Some(2));
             assert_eq!(p.slots.waiting(), 0);
             let mut views = [view(Some(2), false)];
             p.owners(&mut views).await;

@@ -419,11 +419,12 @@ impl CrawlOps for TreeOps {
         }
         let control = self.control.clone();
         Box::pin(async move {
-            let queued = control
-                .host(host.host().to_owned())
-                .await
-                .map_err(ops_error)?
-                .and_then(|v| v.queued);
+            // Only a count for the answer: a view the store was too busy to complete does not stop the drop.
+            let queued = match control.host(host.host().to_owned()).await {
+                Ok(view) => view.and_then(|v| v.queued),
+                Err(ControlError::Ended) => return Err(OpsError::Ended),
+                Err(_) => None,
+            };
             let requested = control
                 .operate(Change::Drop {
                     host,
@@ -644,6 +645,7 @@ mod tests {
                 shard: Some(0),
                 held_here: true,
                 owner: None,
+                known_here: true,
             },
             "h-a",
         );
@@ -688,6 +690,7 @@ mod tests {
             shard: Some(7),
             held_here: false,
             owner: None,
+            known_here: true,
         };
         let d = host_dto(v.clone(), "h/1");
         assert_eq!(

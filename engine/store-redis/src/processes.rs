@@ -1,12 +1,13 @@
 //! The crawl's processes as Redis has them: the live members of `{c}:members` (scored by heartbeat expiry) and
 //! the holder of each shard's lease (`owner` while `exp` has not passed, in the shard's meta hash), read in one
 //! pipeline: one call on the crawl-wide key, one per shard (each in its shard's slot, so a cluster runs them
-//! node by node). Nothing is written; times are the server's.
+//! node by node). Nothing is written; times are the server's. And whether the crawl knows a host another process
+//! crawls (its shard kept its name).
 
 use super::conn::{Call, Conn, reply};
 use super::crawl::Crawl;
 use super::scripts::SCRIPTS;
-use crawl_core::frontier::{FrontierError, ProcessInfo};
+use crawl_core::frontier::{FrontierError, ProcessInfo, host_fp};
 use redis::Value;
 
 /// The live processes and the shards each holds now (see [`ProcessInfo::tally`]).
@@ -24,6 +25,19 @@ pub(super) fn read(conn: &mut Conn, crawl: &Crawl) -> Result<Vec<ProcessInfo>, F
         holders.push(holder(r.map_err(|e| conn.error(&e))?)?);
     }
     Ok(ProcessInfo::tally(members, &holders))
+}
+
+/// Whether any process added URLs of `host` (a host key) to its shard.
+pub(super) fn knows_host(
+    conn: &mut Conn,
+    crawl: &Crawl,
+    host: &str,
+) -> Result<bool, FrontierError> {
+    let call = crawl
+        .shard_call(&SCRIPTS.hostknown, crawl.shard_of_host(host))
+        .arg(host_fp(host))
+        .arg(host);
+    Ok(reply::int(&conn.call(&call)?, "host known")? == 1)
 }
 
 /// `members.lua`'s answer: (id, ms until its heartbeat lapses) pairs.

@@ -61,6 +61,8 @@ pub struct Scripts {
     pub members: Script,
     /// Who holds a shard's lease now.
     pub holder: Script,
+    /// Whether a shard has (had) URLs of a host.
+    pub hostknown: Script,
 }
 
 pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -127,6 +129,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     )),
     members: Script::new(include_str!("lua/members.lua")),
     holder: Script::new(shard_script!("lua/holder.lua")),
+    hostknown: Script::new(shard_script!("lua/hostknown.lua")),
 });
 
 /// The script with this SHA1 (a spooled call names its script so).
@@ -162,6 +165,7 @@ pub fn by_hash(hash: &str) -> Option<&'static Script> {
         &s.refetch,
         &s.members,
         &s.holder,
+        &s.hostknown,
     ]
     .into_iter()
     .find(|x| x.get_hash() == hash)

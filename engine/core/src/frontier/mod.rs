@@ -444,6 +444,12 @@ pub trait FrontierStore: Send {
     fn processes(&mut self) -> Result<Vec<ProcessInfo>, FrontierError> {
         Ok(Vec::new())
     }
+    /// True when any process of a crawl shared by many processes added URLs of `host` (a host key), for a view
+    /// of a host another process crawls. A store used by one process answers false: its process knows its hosts.
+    fn knows_host(&mut self, host: &str) -> Result<bool, FrontierError> {
+        let _ = host;
+        Ok(false)
+    }
     /// A forced re-fetch: each known URL of `urls` that is done (fetched or recorded, or waiting in the revisit
     /// schedule) is queued again as a new entry of its host's queue (with its prior visit when it was scheduled,
     /// its schedule entry gone), durably, and returned; unknown URLs and URLs already pending are left out (the

@@ -1,6 +1,7 @@
 //! The crawl's processes as the control API reads them: every live process with the shards it holds (as its lease
 //! table has them), in one request; a process that left is gone at once; one whose heartbeat lapsed while it
-//! still holds leases is listed with them until they run out.
+//! still holds leases is listed with them until they run out. A host any process added is known to every
+//! process, also once its queue is empty.
 
 use super::*;
 
@@ -97,4 +98,35 @@ fn a_process_whose_heartbeat_lapsed_is_listed_while_its_leases_run() {
         s.shards as usize
     );
     b.abandon();
+}
+
+#[test]
+fn a_host_added_by_one_process_is_known_to_the_others() {
+    if !require_server() {
+        return;
+    }
+    let srv = RedisServer::start();
+    let s = short(&srv.url(), "knows", 8, 15_000);
+    let mut a = RedisFrontier::open(s.clone(), "a").unwrap();
+    a.recover().unwrap();
+    let mut b = RedisFrontier::open(s, "b").unwrap();
+    b.recover().unwrap();
+    assert!(!b.knows_host("h.example").unwrap());
+    a.commit(Batch {
+        discovered: vec![disc("http://h.example/1", "h.example", 0)],
+        ..Batch::default()
+    })
+    .unwrap();
+    assert!(b.knows_host("h.example").unwrap());
+    assert!(!b.knows_host("other.example").unwrap());
+    // Still known once its queue is empty.
+    let q = a.next_urls(host_fp("h.example"), None, 10).unwrap();
+    a.commit(Batch {
+        finished: vec![finished(&q[0])],
+        records: vec![(1, line("http://h.example/1"))],
+        ..Batch::default()
+    })
+    .unwrap();
+    assert_eq!(a.poll_shards().unwrap().counters.unwrap().pending, 0);
+    assert!(b.knows_host("h.example").unwrap());
 }
