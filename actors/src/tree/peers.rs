@@ -306,6 +306,11 @@ mod tests {
             for _ in 0..MAX_WAITING + 2 {
                 release.send(()).unwrap();
             }
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while p.slots.waiting() > 0 {
+                assert!(std::time::Instant::now() < deadline, "the slots stay taken");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
             let p = Peers {
                 timeout: READ_TIMEOUT,
                 ..p
