@@ -263,11 +263,11 @@ fn workers(configured: u32) -> usize {
     }
 }
 
-/// The frontier store the config names, recovered, and the JSONL opened where the store says it stands (the
-/// records it lacks are written by the caller).
-/// The process's id in the store is given when the store is shared.
+/// An opened frontier store, recovered, with the JSONL, and this process's id in the store when it is shared.
 type Opened = (Box<dyn FrontierStore>, Resume, JsonlWriter, Option<String>);
 
+/// The frontier store the config names, recovered, and the JSONL opened where the store says it stands (the
+/// records it lacks are written by the caller).
 fn open_frontier(config: &Config, lock: DirLock) -> Result<Opened, TreeError> {
     let dir = &config.frontier.data_dir;
     match config.frontier.backend {
@@ -573,7 +573,6 @@ pub fn start(
     let mut arbiters = arbiters;
     arbiters.push(sink_arbiter);
     arbiters.push(resolver_arbiter);
-    let peers_store = store_addr;
     let reconfigurer = Reconfigurer::new(
         me.clone(),
         resolver.clone(),
@@ -585,7 +584,7 @@ pub fn start(
     Ok(Tree {
         control: Control {
             scheduler: me,
-            peers: process_id.map(|id| Peers::new(peers_store, id)),
+            peers: process_id.map(|id| Peers::new(store_addr, id)),
         },
         resolver,
         proxy: proxy_addr,

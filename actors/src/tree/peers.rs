@@ -10,9 +10,9 @@ use actix::Addr;
 use crawl_core::frontier::{FrontierError, ProcessInfo};
 use std::time::Duration;
 
-/// How long a read of the processes may take before a view answers without them.
+/// How long a read from the store may take before a view answers without it.
 const READ_TIMEOUT: Duration = Duration::from_secs(3);
-/// Reads of the processes that may wait in the store's mailbox at a time.
+/// Reads (processes, hosts) that may wait in the store's mailbox at a time.
 const MAX_WAITING: usize = 4;
 
 /// Why the store did not answer a read.
@@ -78,7 +78,7 @@ impl Peers {
         };
         match self.store.send(make(slot)).timeout(self.timeout).await {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Err(Unanswered::Failed(format!("frontier store: {e}"))),
+            Ok(Err(e)) => Err(Unanswered::Failed(e.to_string())),
             Err(actix::MailboxError::Timeout) => Err(Unanswered::Busy(format!(
                 "the frontier store did not answer within {} ms",
                 self.timeout.as_millis()
