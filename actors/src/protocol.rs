@@ -16,7 +16,8 @@ mod stats;
 
 use actix::{Message, Recipient};
 pub use control::{
-    AddUrls, ControlError, HostSort, HostView, RobotsState, StatusView, UrlAnswer, UrlVerdict,
+    AddUrls, ControlError, HostSort, HostView, Processes, RobotsState, StatusView, UrlAnswer,
+    UrlVerdict,
 };
 use crawl_core::frontier::{Entry, Fp, ShardGate};
 use crawl_core::politeness::HostId;

@@ -16,6 +16,7 @@
 //! resolver's and the proxy actor's counters for the summary.
 
 mod error;
+mod peers;
 mod reconfigure;
 mod settings;
 
@@ -23,6 +24,7 @@ pub use crate::faults::Faults;
 pub use crate::proxy::hop::ProxyStats;
 pub use crate::resolver::stats::ResolverStats;
 pub use error::TreeError;
+use peers::Peers;
 pub use reconfigure::{Prepared, Reconfigurer};
 use settings::{http_settings, parse_settings, politeness_policy, scope_policy};
 
@@ -137,10 +139,13 @@ impl Tree {
 }
 
 /// What other tasks and threads may do to a running crawl: read its counters, ask it to drain, and steer it
-/// (the control API: pauses, politeness, queue drops, URLs added, views of hosts).
+/// (the control API: pauses, politeness, queue drops, URLs added, views of hosts). In a crawl shared by many
+/// processes, its views name the processes (read from the store, never through the scheduler).
 #[derive(Clone)]
 pub struct Control {
     scheduler: Addr<Scheduler>,
+    /// This process among the others, when the store is shared.
+    peers: Option<Peers>,
 }
 
 /// How long a view of the crawl may take: the scheduler answers from its own state, between two events.
@@ -158,31 +163,54 @@ fn control_error(e: actix::MailboxError) -> ControlError {
 }
 
 impl Control {
-    /// What the crawl is doing.
-    pub async fn status(&self) -> Result<StatusView, ControlError> {
-        self.scheduler
-            .send(GetStatus)
-            .timeout(VIEW_TIMEOUT)
-            .await
-            .map_err(control_error)
+    /// This process's id in the store, when the store is shared by many processes (the id the other processes
+    /// and [`HostView::owner`] know it by).
+    pub fn process_id(&self) -> Option<&str> {
+        self.peers.as_ref().map(Peers::me)
     }
 
-    /// The hosts the crawl knows, sorted by `sort`, at most `limit`.
+    /// What the crawl is doing; in a crawl shared by many processes, with every live process (read from the store
+    /// meanwhile, within a few seconds, or said unknown).
+    pub async fn status(&self) -> Result<StatusView, ControlError> {
+        let view = self.scheduler.send(GetStatus).timeout(VIEW_TIMEOUT);
+        let Some(peers) = &self.peers else {
+            return view.await.map_err(control_error);
+        };
+        let (view, processes) = tokio::join!(view, peers.processes());
+        let mut view = view.map_err(control_error)?;
+        view.processes = processes;
+        Ok(view)
+    }
+
+    /// The hosts the crawl knows, sorted by `sort`, at most `limit`; with their owners in a crawl shared by many
+    /// processes, when known.
     pub async fn hosts(&self, sort: HostSort, limit: usize) -> Result<Vec<HostView>, ControlError> {
-        self.scheduler
+        let mut views = self
+            .scheduler
             .send(GetHosts { sort, limit })
             .timeout(VIEW_TIMEOUT)
             .await
-            .map_err(control_error)
+            .map_err(control_error)?;
+        if let Some(peers) = &self.peers {
+            peers.owners(&mut views).await;
+        }
+        Ok(views)
     }
 
-    /// One host (its name as URLs carry it); None when the crawl does not know it.
+    /// One host (its name as URLs carry it); None when the crawl does not know it. In a crawl shared by many
+    /// processes, with its owner when known, and also a host only another process met (the store says whether
+    /// the crawl knows it).
     pub async fn host(&self, name: String) -> Result<Option<HostView>, ControlError> {
-        self.scheduler
+        let view = self
+            .scheduler
             .send(GetHost { name })
             .timeout(VIEW_TIMEOUT)
             .await
-            .map_err(control_error)
+            .map_err(control_error)?;
+        match (&self.peers, view) {
+            (Some(peers), Some(view)) => peers.host(view).await,
+            (_, view) => Ok(view),
+        }
     }
 
     /// Applies an operator's change durably, then the crawl obeys it (in a crawl shared by many processes, every
@@ -235,12 +263,12 @@ fn workers(configured: u32) -> usize {
     }
 }
 
+/// An opened frontier store, recovered, with the JSONL, and this process's id in the store when it is shared.
+type Opened = (Box<dyn FrontierStore>, Resume, JsonlWriter, Option<String>);
+
 /// The frontier store the config names, recovered, and the JSONL opened where the store says it stands (the
 /// records it lacks are written by the caller).
-fn open_frontier(
-    config: &Config,
-    lock: DirLock,
-) -> Result<(Box<dyn FrontierStore>, Resume, JsonlWriter), TreeError> {
+fn open_frontier(config: &Config, lock: DirLock) -> Result<Opened, TreeError> {
     let dir = &config.frontier.data_dir;
     match config.frontier.backend {
         FrontierBackend::Embedded => {
@@ -252,7 +280,7 @@ fn open_frontier(
                 store.set_next_record(writer.lines() + 1);
                 recovered.next_record = writer.lines() + 1;
             }
-            Ok((Box::new(store), recovered, writer))
+            Ok((Box::new(store), recovered, writer, None))
         }
         FrontierBackend::Redis => {
             // This process's lock and identity are in data_dir; the frontier is in Redis.
@@ -263,7 +291,7 @@ fn open_frontier(
             let writer = JsonlWriter::open_at(&config.output.jsonl, checkpoint)?;
             store.set_jsonl_lines(writer.lines());
             let recovered = store.recover()?;
-            Ok((Box::new(store), recovered, writer))
+            Ok((Box::new(store), recovered, writer, Some(pid)))
         }
     }
 }
@@ -301,7 +329,7 @@ pub fn start(
     crawl: &CrawlId,
 ) -> Result<Tree, TreeError> {
     let now = Instant::now();
-    let (mut store, mut recovered, mut writer) = open_frontier(config, lock)?;
+    let (mut store, mut recovered, mut writer, process_id) = open_frontier(config, lock)?;
     let (jsonl_lines, repaired_bytes) = (writer.lines(), writer.repaired_bytes());
     // Records committed before a crash but not in the file yet: write them now, exactly once.
     let outbox = std::mem::take(&mut recovered.outbox);
@@ -532,7 +560,7 @@ pub fn start(
             fetchers,
             crate::scheduler::actor::Durable {
                 sink,
-                store: store_addr,
+                store: store_addr.clone(),
             },
             sup.clone().recipient(),
             commit_interval,
@@ -554,7 +582,10 @@ pub fn start(
         resolver_bogus,
     );
     Ok(Tree {
-        control: Control { scheduler: me },
+        control: Control {
+            scheduler: me,
+            peers: process_id.map(|id| Peers::new(store_addr, id)),
+        },
         resolver,
         proxy: proxy_addr,
         reconfigurer,

@@ -2,6 +2,7 @@
 //! the binary and the scheduler fills in.
 
 use crawl_core::control::{HostRule, OperatorState};
+use crawl_core::frontier::ProcessInfo;
 use crawl_core::record::Reason;
 use std::collections::BTreeMap;
 
@@ -120,6 +121,11 @@ pub struct HostView {
     /// The shard it belongs to and whether this process holds it (a crawl shared by many processes).
     pub shard: Option<u32>,
     pub held_here: bool,
+    /// The id of the process that holds its shard (a crawl shared by many processes), when known.
+    pub owner: Option<String>,
+    /// This process has met the host. False for a view of a host another process of a crawl shared by many
+    /// processes crawls, which this one never saw: nothing of it is counted here (what operators set on it is).
+    pub known_here: bool,
 }
 
 /// What the crawl is doing, for `GET /v1/status`.
@@ -130,4 +136,17 @@ pub struct StatusView {
     pub draining: bool,
     /// What it waits for, when nothing runs: in words.
     pub waiting_for: Option<String>,
+    pub processes: Processes,
+}
+
+/// The processes of the crawl, for `GET /v1/status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Processes {
+    /// This process alone: its store is not shared.
+    #[default]
+    Alone,
+    /// The processes sharing the crawl's store, as the store has them now; `me` is this process's id there.
+    Shared { me: String, list: Vec<ProcessInfo> },
+    /// A shared crawl whose store did not say in time (or failed): this process's id there, and why.
+    Unknown { me: String, why: String },
 }

@@ -441,9 +441,49 @@ impl Crawl {
             .collect()
     }
 
-    /// One host as an operator sees it; None when the crawl does not know it.
+    /// One host as an operator sees it; None when the crawl does not know it. In a crawl shared by many processes,
+    /// a host this process never met may be another's: its view says so (`known_here` false), with its shard and
+    /// what operators set on it, and the caller asks the store whether the crawl knows it.
     pub fn host_view(&self, name: &str, now: Instant) -> Option<crate::protocol::HostView> {
-        self.host_view_of(self.windows.hosts().find(name)?, now)
+        match self.windows.hosts().find(name) {
+            Some(id) => self.host_view_of(id, now),
+            None => self.elsewhere_view(name, now),
+        }
+    }
+
+    /// The view of a host this process never met, in a crawl shared by many processes (None otherwise).
+    fn elsewhere_view(&self, name: &str, now: Instant) -> Option<crate::protocol::HostView> {
+        let fp = crawl_core::frontier::host_fp(name);
+        let shard = self.shards.shard_of(fp)?;
+        let rule = self
+            .operator
+            .state()
+            .hosts
+            .get(&crawl_core::control::HostMatch::every_port(name))
+            .cloned();
+        let policy = self.windows.hosts().policy();
+        let set = rule.as_ref().and_then(|r| r.politeness.as_ref());
+        Some(crate::protocol::HostView {
+            host: name.to_owned(),
+            queued: None,
+            in_flight: 0,
+            next_allowed_in_ms: None,
+            backoff_level: 0,
+            backoff_for_ms: None,
+            delay_ms: set
+                .and_then(|p| p.delay_ms)
+                .unwrap_or_else(|| u64::try_from(policy.min_delay.as_millis()).unwrap_or(u64::MAX)),
+            concurrency: set
+                .and_then(|p| p.concurrency)
+                .unwrap_or(policy.per_host_concurrency),
+            rule,
+            robots: self.robots.state_of_host(name, now),
+            errors: self.tally.errors_of(fp),
+            shard: Some(shard),
+            held_here: self.shards.owns_host(fp),
+            owner: None,
+            known_here: false,
+        })
     }
 
     fn host_view_of(&self, id: HostId, now: Instant) -> Option<crate::protocol::HostView> {
@@ -464,6 +504,9 @@ impl Crawl {
             errors: self.tally.errors_of(s.fp),
             shard: self.shards.shard_of(s.fp),
             held_here,
+            // The tree's Control asks the store (the scheduler knows only its own shards).
+            owner: None,
+            known_here: true,
         })
     }
 
@@ -515,6 +558,8 @@ impl Crawl {
             operator: self.operator.state().clone(),
             draining: self.draining,
             waiting_for,
+            // The tree's Control asks the store in a crawl shared by many processes.
+            processes: crate::protocol::Processes::Alone,
         }
     }
 

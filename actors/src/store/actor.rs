@@ -2,8 +2,8 @@
 
 use super::archive::Archive;
 use super::messages::{
-    ApplyHints, ApplyOperator, Commit, IdleWork, NextUrls, PollShards, PromoteDue, ReadOperator,
-    ReadOutlook, Refetch,
+    ApplyHints, ApplyOperator, Commit, IdleWork, KnowsHost, NextUrls, PollShards, PromoteDue,
+    ReadOperator, ReadOutlook, ReadProcesses, Refetch,
 };
 use crate::fatal::PanicGuard;
 use crate::faults::{Faults, Stage};
@@ -179,5 +179,25 @@ impl Handler<ApplyHints> for StoreActor {
 
     fn handle(&mut self, msg: ApplyHints, _ctx: &mut SyncContext<Self>) -> Self::Result {
         self.store()?.hint(&msg.hints, &msg.policy, msg.now_ms)
+    }
+}
+
+impl Handler<ReadProcesses> for StoreActor {
+    type Result = Result<Vec<crawl_core::frontier::ProcessInfo>, FrontierError>;
+
+    fn handle(&mut self, msg: ReadProcesses, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        let read = self.store()?.processes();
+        drop(msg.slot);
+        read
+    }
+}
+
+impl Handler<KnowsHost> for StoreActor {
+    type Result = Result<bool, FrontierError>;
+
+    fn handle(&mut self, msg: KnowsHost, _ctx: &mut SyncContext<Self>) -> Self::Result {
+        let known = self.store()?.knows_host(&msg.host);
+        drop(msg.slot);
+        known
     }
 }

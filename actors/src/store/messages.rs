@@ -82,3 +82,22 @@ pub struct ApplyOperator {
 pub struct Refetch {
     pub urls: Vec<crawl_core::frontier::Discovered>,
 }
+
+/// The live processes of a crawl shared by many processes and the shards each holds (query, from the tree's
+/// `Control` for the control API). Its slot is free again once the message is handled or dropped.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Vec<crawl_core::frontier::ProcessInfo>, FrontierError>")]
+pub struct ReadProcesses {
+    pub slot: super::read_slots::ReadSlot,
+}
+
+/// Whether any process of a crawl shared by many processes added URLs of a host (query, from the tree's `Control`
+/// for a view of a host this process does not know). Its slot is free again once the message is handled or
+/// dropped.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<bool, FrontierError>")]
+pub struct KnowsHost {
+    /// The host key.
+    pub host: String,
+    pub slot: super::read_slots::ReadSlot,
+}

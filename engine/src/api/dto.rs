@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 /// `GET /v1/status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusDto {
-    /// This process (`host/pid`).
+    /// This process: `host/pid`, or its id in the crawl when the store is shared (Redis; the id `processes` and
+    /// host owners name it by).
     pub process: String,
     pub state: CrawlState,
     /// The whole crawl is paused by an operator.
@@ -17,7 +18,11 @@ pub struct StatusDto {
     pub counters: CountersDto,
     pub rates: RatesDto,
     pub operator: OperatorDto,
+    /// Every live process of the crawl (this one alone when the store is not shared).
     pub processes: Vec<ProcessDto>,
+    /// Why `processes` lists this process alone although the store is shared: the store did not say in time.
+    #[serde(default)]
+    pub processes_error: Option<String>,
     /// The running config, secrets masked.
     pub config: serde_json::Value,
 }
@@ -86,8 +91,12 @@ pub struct ProcessDto {
     pub hosts_owned: Option<u64>,
     /// Shards this process holds (a distributed crawl), when known.
     pub shards: Option<u64>,
-    /// How long ago it was last seen; 0 for this process.
+    /// How long ago it was last seen (its last heartbeat); 0 for this process; None for a process whose
+    /// heartbeat lapsed while it still holds shards (it stopped or hangs).
     pub last_seen_ms: Option<u64>,
+    /// This is the process that answered.
+    #[serde(default)]
+    pub this_process: bool,
 }
 
 /// Politeness an operator set for a host.
@@ -119,7 +128,7 @@ pub struct HostDto {
     pub errors: BTreeMap<String, u64>,
     /// Its shard (a distributed crawl).
     pub shard: Option<u32>,
-    /// The process that owns it (a distributed crawl).
+    /// The process that holds its shard (a distributed crawl), when known.
     pub owner: Option<String>,
 }
 

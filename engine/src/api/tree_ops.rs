@@ -10,7 +10,8 @@ use super::dto::{
 };
 use super::ops::{BoxFuture, CrawlOps, HostSort, OpsError};
 use crawl_actors::protocol::{
-    AddUrls, ControlError, HostView, RobotsState as CrawlRobots, StatusView, UrlAnswer, UrlVerdict,
+    AddUrls, ControlError, HostView, Processes, RobotsState as CrawlRobots, StatusView, UrlAnswer,
+    UrlVerdict,
 };
 use crawl_actors::tree::Control;
 use crawl_core::config::Config;
@@ -31,10 +32,14 @@ pub struct TreeOps {
 impl TreeOps {
     /// `config` follows the running config; `started` is when the crawl started (for the rates).
     pub fn new(control: Control, config: watch::Receiver<Config>, started: Instant) -> TreeOps {
+        // In a crawl shared by many processes, the id the others (and the hosts' owners) know it by.
+        let process = control
+            .process_id()
+            .map_or_else(process_name, str::to_owned);
         TreeOps {
             control,
             config,
-            process: process_name(),
+            process,
             started,
         }
     }
@@ -86,6 +91,53 @@ fn operator_dto(state: &OperatorState) -> OperatorDto {
     dto
 }
 
+/// This process alone (its store is not shared, or did not say who else is there).
+fn alone(process: &str) -> ProcessDto {
+    ProcessDto {
+        id: process.to_owned(),
+        hosts_owned: None,
+        shards: None,
+        last_seen_ms: Some(0),
+        this_process: true,
+    }
+}
+
+/// The processes of the status, and why they are not all there when the store did not say; `lease_ms` is the
+/// heartbeat's lease (every process of a crawl is configured alike).
+fn processes_dto(p: &Processes, process: &str, lease_ms: u64) -> (Vec<ProcessDto>, Option<String>) {
+    match p {
+        Processes::Alone => (vec![alone(process)], None),
+        Processes::Unknown { me, why } => (vec![alone(me)], Some(why.clone())),
+        Processes::Shared { me, list } => {
+            let mut out: Vec<ProcessDto> = list
+                .iter()
+                .map(|info| {
+                    let this = info.id == *me;
+                    ProcessDto {
+                        id: info.id.clone(),
+                        hosts_owned: None,
+                        shards: Some(info.shards_held.len() as u64),
+                        last_seen_ms: if this {
+                            Some(0)
+                        } else {
+                            info.last_seen_ms(lease_ms)
+                        },
+                        this_process: this,
+                    }
+                })
+                .collect();
+            // Answering, so alive: listed even when its heartbeat lapsed and it holds nothing (Redis was away).
+            if !out.iter().any(|p| p.this_process) {
+                out.push(ProcessDto {
+                    shards: Some(0),
+                    ..alone(me)
+                });
+            }
+            (out, None)
+        }
+    }
+}
+
 /// The status from the scheduler's view of a crawl `elapsed` old.
 pub fn status_of(
     view: &StatusView,
@@ -102,6 +154,8 @@ pub fn status_of(
         0.0
     };
     let paused = view.operator.crawl.is_some();
+    let lease_ms = u64::try_from(config.frontier.redis.lease.as_millis()).unwrap_or(u64::MAX);
+    let (processes, processes_error) = processes_dto(&view.processes, process, lease_ms);
     let state = if !running || view.draining {
         CrawlState::Draining
     } else if paused {
@@ -133,12 +187,8 @@ pub fn status_of(
             pages_per_s: (pages_per_s * 100.0).round() / 100.0,
         },
         operator: operator_dto(&view.operator),
-        processes: vec![ProcessDto {
-            id: process.to_owned(),
-            hosts_owned: None,
-            shards: None,
-            last_seen_ms: Some(0),
-        }],
+        processes,
+        processes_error,
         config: config_view(config),
     }
 }
@@ -171,7 +221,9 @@ fn host_dto(v: HostView, process: &str) -> HostDto {
             .map(|(k, n)| (k.to_owned(), n))
             .collect(),
         shard: v.shard,
-        owner: (v.shard.is_some() && v.held_here).then(|| process.to_owned()),
+        owner: v
+            .owner
+            .or_else(|| (v.shard.is_some() && v.held_here).then(|| process.to_owned())),
     }
 }
 
@@ -368,11 +420,12 @@ impl CrawlOps for TreeOps {
         }
         let control = self.control.clone();
         Box::pin(async move {
-            let queued = control
-                .host(host.host().to_owned())
-                .await
-                .map_err(ops_error)?
-                .and_then(|v| v.queued);
+            // Only a count for the answer: a view the store was too busy to complete does not stop the drop.
+            let queued = match control.host(host.host().to_owned()).await {
+                Ok(view) => view.and_then(|v| v.queued),
+                Err(ControlError::Ended) => return Err(OpsError::Ended),
+                Err(_) => None,
+            };
             let requested = control
                 .operate(Change::Drop {
                     host,
@@ -415,6 +468,7 @@ mod tests {
     use super::*;
 
     use crawl_actors::protocol::Stats;
+    use crawl_core::frontier::ProcessInfo;
 
     fn view(stats: Stats, operator: OperatorState) -> StatusView {
         StatusView {
@@ -422,6 +476,7 @@ mod tests {
             operator,
             draining: false,
             waiting_for: None,
+            processes: Processes::Alone,
         }
     }
 
@@ -447,6 +502,7 @@ mod tests {
         );
         assert_eq!(s.rates.pages_per_s, 3.0);
         assert_eq!(s.processes[0].id, "h/1");
+        assert!(s.processes[0].this_process && s.processes_error.is_none());
         assert_eq!(s.config["api"]["token_file"], "/etc/crawl/api.token");
         let draining = status_of(&stats, false, Duration::ZERO, "h/1", &config);
         assert_eq!(
@@ -463,6 +519,7 @@ mod tests {
             "rates",
             "operator",
             "processes",
+            "processes_error",
             "config",
         ] {
             assert!(json.get(key).is_some(), "{key}");
@@ -510,6 +567,121 @@ mod tests {
         assert_eq!(s.operator.politeness["b.example"].expires_at, Some(9));
     }
 
+    fn info(id: &str, left: Option<u64>, shards: &[u32]) -> ProcessInfo {
+        ProcessInfo {
+            id: id.into(),
+            heartbeat_expires_in_ms: left,
+            shards_held: shards.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_status_lists_every_process_of_a_shared_crawl_and_marks_this_one() {
+        let mut config = Config::default();
+        config.frontier.redis.lease = Duration::from_millis(15_000);
+        let mut v = view(Stats::default(), OperatorState::default());
+        v.processes = Processes::Shared {
+            me: "h-a".into(),
+            list: vec![
+                info("h-a", Some(14_000), &[0, 2]),
+                info("h-b", Some(11_000), &[1, 3]),
+                info("h-c", None, &[4]),
+            ],
+        };
+        let s = status_of(&v, true, Duration::from_secs(1), "h-a", &config);
+        let got: Vec<(&str, Option<u64>, Option<u64>, bool)> = s
+            .processes
+            .iter()
+            .map(|p| (p.id.as_str(), p.shards, p.last_seen_ms, p.this_process))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("h-a", Some(2), Some(0), true),
+                ("h-b", Some(2), Some(4_000), false),
+                ("h-c", Some(1), None, false),
+            ]
+        );
+        assert_eq!(s.processes_error, None);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["processes"][1]["this_process"], false);
+
+        // This process answers, so it is listed even when the store no longer counts it.
+        v.processes = Processes::Shared {
+            me: "h-a".into(),
+            list: vec![info("h-b", Some(11_000), &[0, 1])],
+        };
+        let s = status_of(&v, true, Duration::from_secs(1), "h-a", &config);
+        assert_eq!(s.processes.len(), 2);
+        assert_eq!(
+            (
+                s.processes[1].id.as_str(),
+                s.processes[1].shards,
+                s.processes[1].this_process
+            ),
+            ("h-a", Some(0), true)
+        );
+
+        // The store did not say: this process alone, and why.
+        v.processes = Processes::Unknown {
+            me: "h-a".into(),
+            why: "the frontier store did not answer within 3000 ms".into(),
+        };
+        let s = status_of(&v, true, Duration::from_secs(1), "h-a", &config);
+        assert_eq!(s.processes.len(), 1);
+        assert!(s.processes[0].this_process);
+        assert!(
+            s.processes_error
+                .as_deref()
+                .is_some_and(|w| w.contains("3000 ms"))
+        );
+    }
+
+    /// Every field the status, its processes and a host carry is in the OpenAPI document's schema.
+    #[test]
+    fn the_status_and_host_fields_are_documented() {
+        let doc: serde_json::Value = serde_json::from_str(crate::api::openapi::OPENAPI).unwrap();
+        let mut v = view(Stats::default(), OperatorState::default());
+        v.processes = Processes::Shared {
+            me: "h-a".into(),
+            list: vec![info("h-a", Some(1), &[0])],
+        };
+        let status = status_of(&v, true, Duration::ZERO, "h-a", &Config::default());
+        let host = host_dto(
+            HostView {
+                host: "a.example".into(),
+                queued: Some(1),
+                in_flight: 0,
+                next_allowed_in_ms: None,
+                backoff_level: 0,
+                backoff_for_ms: None,
+                delay_ms: 0,
+                concurrency: 1,
+                rule: None,
+                robots: CrawlRobots::Known,
+                errors: Default::default(),
+                shard: Some(0),
+                held_here: true,
+                owner: None,
+                known_here: true,
+            },
+            "h-a",
+        );
+        for (schema, value) in [
+            ("Status", serde_json::to_value(&status).unwrap()),
+            (
+                "Process",
+                serde_json::to_value(&status.processes[0]).unwrap(),
+            ),
+            ("Host", serde_json::to_value(&host).unwrap()),
+        ] {
+            let props = &doc["components"]["schemas"][schema]["properties"];
+            for key in value.as_object().unwrap().keys() {
+                assert!(props.get(key).is_some(), "{schema}.{key} is not documented");
+            }
+        }
+    }
+
     #[test]
     fn answers_and_hosts_map_to_the_contract() {
         let a = url_answer(UrlAnswer {
@@ -535,12 +707,30 @@ mod tests {
             errors: [("timeout", 3)].into(),
             shard: Some(7),
             held_here: false,
+            owner: None,
+            known_here: true,
         };
-        let d = host_dto(v, "h/1");
+        let d = host_dto(v.clone(), "h/1");
         assert_eq!(
             (d.queued, d.in_flight, d.shard, d.owner),
             (None, 2, Some(7), None)
         );
+        let held = host_dto(
+            HostView {
+                held_here: true,
+                ..v.clone()
+            },
+            "h/1",
+        );
+        assert_eq!(held.owner.as_deref(), Some("h/1"));
+        let elsewhere = host_dto(
+            HostView {
+                owner: Some("peer-2".into()),
+                ..v
+            },
+            "h/1",
+        );
+        assert_eq!(elsewhere.owner.as_deref(), Some("peer-2"));
         assert_eq!((d.robots, d.errors["timeout"]), (RobotsState::Allowed, 3));
         assert!(whole_host(&HostMatch::parse("a.example:81").unwrap(), "politeness").is_err());
     }

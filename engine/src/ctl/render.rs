@@ -118,6 +118,20 @@ fn status(s: &StatusDto) -> String {
     }
     if s.processes.len() > 1 {
         rows.push(kv("processes", s.processes.len()));
+        for p in &s.processes {
+            rows.push(kv(
+                &format!("process {}", p.id),
+                format!(
+                    "shards {} last_seen_ms {}{}",
+                    or_dash(p.shards),
+                    or_dash(p.last_seen_ms),
+                    if p.this_process { " (this one)" } else { "" }
+                ),
+            ));
+        }
+    }
+    if let Some(why) = &s.processes_error {
+        rows.push(kv("processes", format!("unknown: {why}")));
     }
     table(&rows)
 }

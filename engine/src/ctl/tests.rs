@@ -112,6 +112,21 @@ fn tables_are_aligned() {
     let text = render::answer(&CtlAction::Status, status);
     assert!(text.starts_with("state         running\n"), "{text}");
     assert!(text.contains("pages/s       1.50\n"), "{text}");
+    let shared = br#"{"process":"h-a","state":"running","paused":false,"waiting_for":null,
+        "counters":{"fetched":3,"failed":0,"excluded":0,"queued":2,"in_flight":1,"hosts":1,"known":5,"retries":0,
+        "bytes":0,"resumed":0,"restarts":0},"rates":{"pages_per_s":1.5},"operator":{"paused_hosts":[],"politeness":{}},
+        "processes":[{"id":"h-a","hosts_owned":null,"shards":9,"last_seen_ms":0,"this_process":true},
+        {"id":"h-b","hosts_owned":null,"shards":7,"last_seen_ms":120,"this_process":false}],
+        "processes_error":null,"config":{}}"#;
+    let text = render::answer(&CtlAction::Status, shared);
+    assert!(
+        text.contains("process h-a   shards 9 last_seen_ms 0 (this one)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("process h-b   shards 7 last_seen_ms 120\n"),
+        "{text}"
+    );
     // An answer this version cannot read is shown as it came.
     assert_eq!(
         render::answer(&CtlAction::Status, b"{\"x\":1}"),

@@ -21,7 +21,8 @@
 //!   checking the crawl's instance; `probe.rs`: `--check`'s look at Redis, changing nothing; `schedule.rs`: the
 //!   revisit schedule (continuous crawling): promotion of due revisits, the outlook, sitemap hints;
 //!   `operator.rs`: what operators set (the crawl's pause, hosts' rules kept with their shards) and this process's
-//!   view of it; `refetch.rs`: forced re-fetches of known URLs;
+//!   view of it; `refetch.rs`: forced re-fetches of known URLs; `processes.rs`: the live processes, the shards
+//!   each holds and the hosts the crawl knows, for the control API;
 //! - [`keys`]: key naming; [`seen`]: the dedup layout (and its collision odds); [`shards`]: leases, fencing and the
 //!   [`LeaseTable`]; [`clock`]: the lease clock; `conn.rs`: connections, pipelines, [`redact`];
 //! - `scripts.rs` and `lua/`: the scripts; `tests.rs`, on Redis servers the tests start (failures of Redis itself in
@@ -65,6 +66,7 @@ pub mod keys;
 mod operator;
 mod poll;
 mod probe;
+mod processes;
 mod records;
 mod refetch;
 mod robots;
@@ -91,7 +93,8 @@ use crawl_core::control::{Change, OperatorState};
 use crawl_core::frontier::codec;
 use crawl_core::frontier::{
     Added, Batch, Committed, Discovered, Entry, Fp, FrontierError, FrontierStore, Hinted, HostInfo,
-    Outlook, QueueKey, RECORDS_HOST, Resume, ShardChanges, SitemapHint, UrlRef, url_fp,
+    Outlook, ProcessInfo, QueueKey, RECORDS_HOST, Resume, ShardChanges, SitemapHint, UrlRef,
+    url_fp,
 };
 use instance::{open_instance, random_id, validate};
 use keys::{Keys, member};
@@ -727,6 +730,23 @@ impl FrontierStore for RedisFrontier {
         if let Ok(true) = r {
             tracing::debug!(change = ?change, "operator change stored");
         }
+        r
+    }
+
+    fn processes(&mut self) -> Result<Vec<ProcessInfo>, FrontierError> {
+        self.check_fatal()?;
+        // A view for an operator: it fails fast during an outage like a read.
+        let retry = self.conn.set_retry(false);
+        let r = processes::read(&mut self.conn, &self.crawl);
+        self.conn.set_retry(retry);
+        r
+    }
+
+    fn knows_host(&mut self, host: &str) -> Result<bool, FrontierError> {
+        self.check_fatal()?;
+        let retry = self.conn.set_retry(false);
+        let r = processes::knows_host(&mut self.conn, &self.crawl, host);
+        self.conn.set_retry(retry);
         r
     }
 

@@ -57,6 +57,12 @@ pub struct Scripts {
     pub rfscan: Script,
     /// A forced re-fetch: done and scheduled URLs queued again.
     pub refetch: Script,
+    /// The live processes with the time left on their heartbeats (crawl-wide).
+    pub members: Script,
+    /// Who holds a shard's lease now.
+    pub holder: Script,
+    /// Whether a shard has (had) URLs of a host.
+    pub hostknown: Script,
 }
 
 pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -121,6 +127,9 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
         "lua/find.lua",
         "lua/refetch.lua"
     )),
+    members: Script::new(include_str!("lua/members.lua")),
+    holder: Script::new(shard_script!("lua/holder.lua")),
+    hostknown: Script::new(shard_script!("lua/hostknown.lua")),
 });
 
 /// The script with this SHA1 (a spooled call names its script so).
@@ -154,6 +163,9 @@ pub fn by_hash(hash: &str) -> Option<&'static Script> {
         &s.rfcheck,
         &s.rfscan,
         &s.refetch,
+        &s.members,
+        &s.holder,
+        &s.hostknown,
     ]
     .into_iter()
     .find(|x| x.get_hash() == hash)

@@ -13,6 +13,7 @@ use crawl_test_kit::redis::{self as redis_tools, Options, RedisCluster, RedisSer
 mod layout;
 mod operator;
 mod outage;
+mod processes;
 mod schedule;
 
 thread_local! {
@@ -483,6 +484,18 @@ fn a_three_master_cluster_passes_the_contract_and_moves_ownership() {
         ..base.clone()
     };
     ownership_moves_to_the_survivor(&s);
+    // the process list reads the crawl-wide slot and every shard's
+    let mut p = RedisFrontier::open(
+        RedisSettings {
+            crawl: "procs".into(),
+            ..base.clone()
+        },
+        "p",
+    )
+    .unwrap();
+    let list = p.processes().unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0].shards_held, (0..16).collect::<Vec<u32>>());
     // the shards' keys really are spread over the masters
     let spread = cluster
         .nodes

@@ -61,6 +61,9 @@
 //!   span, metric, record, archive or data_dir file through failures of every kind; credentials only to their origin.
 //! - `steer` (127.0.5.40-49): operators steering a running crawl through the control API: hosts and the crawl
 //!   paused and resumed, politeness, URLs added, a queue dropped, a pause through a restart, an add through kill -9.
+//! - `steer_redis` (127.0.5.50-59): one crawl shared by two processes through Redis steered through either's API:
+//!   both processes in the status, a pause, a drop and an add asked of the process that does not hold the host
+//!   carried out by the one that does.
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
 //! - `recrawl` (127.0.0.2-7): continuous crawling over accelerated revisit cycles: conditional revisits, visit
@@ -103,6 +106,7 @@ mod resolver;
 mod robots_politeness;
 mod secrets;
 mod steer;
+mod steer_redis;
 mod template;
 mod tls;
 mod traps;

@@ -24,6 +24,7 @@ pub mod codec;
 mod entry;
 pub mod fphash;
 mod lock;
+mod process;
 pub mod window;
 
 #[cfg(any(test, feature = "contract"))]
@@ -31,6 +32,7 @@ pub mod contract;
 
 pub use entry::{Entry, JobKind, QueueKey, TrapKind, UrlRef};
 pub use lock::LockError;
+pub use process::ProcessInfo;
 
 use crate::output::JsonlCheckpoint;
 
@@ -435,6 +437,18 @@ pub trait FrontierStore: Send {
         Err(FrontierError::Store(
             "this store keeps no operator state".into(),
         ))
+    }
+    /// The live processes of a crawl shared by many processes and the shards each holds now, read in one round
+    /// trip; a process that still holds a lease after its heartbeat lapsed is listed too. A store used by one
+    /// process answers none: this process is the crawl.
+    fn processes(&mut self) -> Result<Vec<ProcessInfo>, FrontierError> {
+        Ok(Vec::new())
+    }
+    /// True when any process of a crawl shared by many processes added URLs of `host` (a host key), for a view
+    /// of a host another process crawls. A store used by one process answers false: its process knows its hosts.
+    fn knows_host(&mut self, host: &str) -> Result<bool, FrontierError> {
+        let _ = host;
+        Ok(false)
     }
     /// A forced re-fetch: each known URL of `urls` that is done (fetched or recorded, or waiting in the revisit
     /// schedule) is queued again as a new entry of its host's queue (with its prior visit when it was scheduled,

@@ -91,6 +91,7 @@ impl CrawlOps for Recorder {
             rates: RatesDto { pages_per_s: 1.5 },
             operator: OperatorDto::default(),
             processes: Vec::new(),
+            processes_error: None,
             config: serde_json::json!({}),
         })
     }

@@ -686,3 +686,27 @@ fn an_idle_process_whose_shards_hold_unknown_pending_urls_reads_them_again() {
     }
     assert!(!h.crawl.take_reread());
 }
+
+/// A host this process never met (another process crawls it) still has a view: its shard, what operators set on
+/// it, nothing counted here; an unsharded crawl knows no such host.
+#[test]
+fn a_host_another_process_crawls_has_a_view_with_its_shard_and_rule() {
+    let (a, b) = two_hosts();
+    let (_gate, mut h) = owning(shard(&a));
+    h.seed(&format!("http://{a}/"));
+    let mine = h.crawl.host_view(&a, h.t0).expect("a is met here");
+    assert!(mine.known_here && mine.held_here, "{mine:?}");
+    let mut paused = crawl_core::control::OperatorState::default();
+    paused.apply(&crawl_core::control::Change::Pause {
+        host: Some(crawl_core::control::HostMatch::parse(&b).unwrap()),
+        at_ms: 1,
+        by: crawl_core::control::Requester::Process,
+    });
+    h.crawl.operator_state(1, paused, h.t0, 0);
+    let v = h.crawl.host_view(&b, h.t0).expect("a view of b");
+    assert!(!v.known_here && !v.held_here, "{v:?}");
+    assert_eq!((v.shard, v.queued, v.in_flight), (Some(shard(&b)), None, 0));
+    assert!(v.rule.is_some_and(|r| r.paused.is_some()));
+    let alone = H::new(settings(), policy(1));
+    assert!(alone.crawl.host_view(&b, alone.t0).is_none());
+}
