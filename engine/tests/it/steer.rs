@@ -2,7 +2,8 @@
 //! no request for it while the other host goes on), the whole crawl paused and resumed, a host's politeness set,
 //! URLs added (answered queued, known, excluded or invalid; a queued one fetched), a host's queue dropped (every
 //! URL recorded `excluded`/`operator`, none fetched), a pause that survives a restart, and an add answered
-//! `queued` that survives kill -9; `crawl-engine ctl` for each.
+//! `queued` that survives kill -9; `crawl-engine ctl` for each (`hosts`, `host`, `pause`, `resume`, `politeness`,
+//! `add`, `drop`; `status`, `reload` and `--json` are in api.rs).
 //!
 //! Hosts use 127.0.5.40..=127.0.5.49 (this file's range).
 
@@ -160,6 +161,11 @@ async fn operators_pause_resume_add_and_drop() {
             .any(|l| l.starts_with(&name1) && l.contains("yes")),
         "{table}"
     );
+    let one = ctl(addr, &token, &["host", &name1]);
+    assert!(
+        one.contains(&name1) && one.contains("api 127.0.0.1:"),
+        "{one}"
+    );
     let status = get(addr, "/v1/status");
     assert_eq!(
         status["operator"]["paused_hosts"][0],
@@ -198,6 +204,25 @@ async fn operators_pause_resume_add_and_drop() {
         (Some(50), Some(2)),
         "{h}"
     );
+    let out = ctl(
+        addr,
+        &token,
+        &[
+            "politeness",
+            &name1,
+            "--delay-ms",
+            "80",
+            "--concurrency",
+            "1",
+        ],
+    );
+    assert!(out.contains("politeness set for"), "{out}");
+    let h = get(addr, &format!("/v1/hosts/{name1}"));
+    assert_eq!(h["politeness"]["delay_ms"], 80, "{h}");
+    let out = ctl(addr, &token, &["politeness", &name1, "--clear"]);
+    assert!(out.contains("configured"), "{out}");
+    let h = get(addr, &format!("/v1/hosts/{name1}"));
+    assert!(h["politeness"].is_null(), "{h}");
     let port = url::Url::parse(&h1)
         .unwrap()
         .port_or_known_default()
@@ -234,13 +259,20 @@ async fn operators_pause_resume_add_and_drop() {
     );
     assert_eq!(answers["urls"][2]["reason"], "scope", "{answers}");
     let orphan_path = url::Url::parse(&orphan).unwrap().path().to_owned();
+    let second = site.orphan_urls(0)[1].clone();
+    let out = ctl(addr, &token, &["add", &second]);
+    assert!(out.contains("queued"), "{out}");
+    let second_path = url::Url::parse(&second).unwrap().path().to_owned();
     tokio::task::block_in_place(|| {
-        eventually(Duration::from_secs(20), "the added orphan fetched", || {
-            site.hits(0, &orphan_path) == 1
+        eventually(Duration::from_secs(20), "the added orphans fetched", || {
+            site.hits(0, &orphan_path) == 1 && site.hits(0, &second_path) == 1
         })
     });
 
-    // The queue of host 1 dropped: what it held is recorded, never fetched.
+    // The queue of host 1 dropped (through ctl): what it held is recorded, never fetched. Asked again while it
+    // runs, or after: answered, no second drop of the same request.
+    let out = ctl(addr, &token, &["drop", &name1]);
+    assert!(out.starts_with("dropping the"), "{out}");
     let a = call(
         addr,
         "DELETE",
@@ -248,12 +280,7 @@ async fn operators_pause_resume_add_and_drop() {
         Some(TOKEN),
         "",
     );
-    assert_eq!(
-        (a.status, a.json()["requested"].as_bool()),
-        (200, Some(true)),
-        "{}",
-        a.body
-    );
+    assert_eq!(a.status, 200, "{}", a.body);
     tokio::task::block_in_place(|| {
         eventually(Duration::from_secs(20), "the queue dropped", || {
             get(addr, &format!("/v1/hosts/{name1}"))["queued"].as_u64() == Some(0)
