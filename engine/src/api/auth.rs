@@ -77,14 +77,38 @@ fn bearer_token(header: &[u8]) -> Option<&[u8]> {
     (!token.is_empty()).then_some(token)
 }
 
-/// Equal byte strings, in time that depends on their lengths only.
+/// Equal byte strings, in time that depends on the longer length only: both are walked to the end of the longer
+/// (the shorter read as zeros past its end) and their lengths compared the same way, so neither where they differ
+/// nor whether their lengths do shows in the time taken.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.ct_eq(b).into()
+    let n = a.len().max(b.len());
+    let mut same = (a.len() as u64).ct_eq(&(b.len() as u64));
+    for i in 0..n {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        same &= x.ct_eq(&y);
+    }
+    same.into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_comparison_says_equal_only_for_equal_strings() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(constant_time_eq(b"", b""));
+        for (a, b) in [
+            (&b"abc"[..], &b"abd"[..]),
+            (b"abc", b"abc\0"),
+            (b"abc", b"ab"),
+            (b"", b"a"),
+        ] {
+            assert!(!constant_time_eq(a, b), "{a:?} {b:?}");
+            assert!(!constant_time_eq(b, a), "{b:?} {a:?}");
+        }
+    }
 
     const TOKEN: &str = "0123456789abcdef0123";
 
