@@ -47,12 +47,12 @@ fn config(delay_ms: u64, api: &str) -> String {
 }
 
 /// Requests the site saw for `host` so far.
-fn seen(site: &Site, host: usize) -> usize {
+pub(crate) fn seen(site: &Site, host: usize) -> usize {
     site.requests().iter().filter(|r| r.host == host).count()
 }
 
 /// Waits up to `within` for `cond`, polling every 50 ms.
-fn eventually(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn eventually(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + within;
     while Instant::now() < end {
         if cond() {
@@ -63,7 +63,7 @@ fn eventually(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-fn get(addr: SocketAddr, path: &str) -> serde_json::Value {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> serde_json::Value {
     let a = call(addr, "GET", path, Some(TOKEN), "");
     assert_eq!(a.status, 200, "GET {path}: {}", a.body);
     a.json()
@@ -104,7 +104,7 @@ fn ctl(addr: SocketAddr, token: &std::path::Path, args: &[&str]) -> String {
 }
 
 /// Nothing new reaches `host` for `quiet` (after what was in flight when asked has ended).
-fn stays_quiet(site: &Site, host: usize, quiet: Duration) -> usize {
+pub(crate) fn stays_quiet(site: &Site, host: usize, quiet: Duration) -> usize {
     // A request already sent when the pause was applied may still arrive: let in-flight ones land.
     std::thread::sleep(Duration::from_millis(400));
     let before = seen(site, host);

@@ -12,6 +12,7 @@
 
 use crate::ENGINE;
 use crate::api::{Answer, TOKEN, api_addr, api_lines, call, write};
+use crate::steer::{eventually, get, seen, stays_quiet};
 use crawl_core::record::{Outcome, Reason, Record};
 use crawl_test_kit::redis::{self, RedisServer};
 use crawl_tests::engine::{RunResult, Running, TestCrawl, read_records};
@@ -97,30 +98,10 @@ impl Drop for Processes {
     }
 }
 
-/// Polls `cond` every 100 ms until it holds; fails naming `what` after `within`.
-fn eventually(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + within;
-    while !cond() {
-        assert!(Instant::now() < end, "waited {within:?} in vain: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn get(addr: SocketAddr, path: &str) -> serde_json::Value {
-    let a = call(addr, "GET", path, Some(TOKEN), "");
-    assert_eq!(a.status, 200, "GET {path}: {}", a.body);
-    a.json()
-}
-
 fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> Answer {
     let a = call(addr, method, path, Some(TOKEN), body);
     assert_eq!(a.status, 200, "{method} {path} {body}: {}", a.body);
     a
-}
-
-/// Requests the site saw for `host` so far.
-fn seen(site: &Site, host: usize) -> usize {
-    site.requests().iter().filter(|r| r.host == host).count()
 }
 
 fn host_name(site: &Site, host: usize) -> String {
@@ -203,21 +184,6 @@ fn holder(procs: &[Process], host: &str) -> usize {
         "the other process counts no queue: {views:?}"
     );
     i
-}
-
-/// Nothing new reaches `host` for `quiet` (after what was in flight when asked has ended).
-fn stays_quiet(site: &Site, host: usize, quiet: Duration) -> usize {
-    std::thread::sleep(Duration::from_millis(400));
-    let before = seen(site, host);
-    std::thread::sleep(quiet);
-    let after = seen(site, host);
-    assert_eq!(
-        after,
-        before,
-        "host {host} got {} requests while paused",
-        after - before
-    );
-    after
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
