@@ -265,7 +265,13 @@ fn sort_of(sort: HostSort) -> crawl_actors::protocol::HostSort {
 }
 
 impl TreeOps {
-    fn action(&self, change: Change, target: Target) -> BoxFuture<Result<ActionDto, OpsError>> {
+    /// Applies an operator's change; the answer names what it applied to (a host, or the crawl).
+    fn action(&self, change: Change) -> BoxFuture<Result<ActionDto, OpsError>> {
+        let target = if change.host().is_some() {
+            Target::Host
+        } else {
+            Target::Crawl
+        };
         let control = self.control.clone();
         Box::pin(async move {
             let changed = control.operate(change).await.map_err(ops_error)?;
@@ -352,19 +358,11 @@ impl CrawlOps for TreeOps {
         host: Option<HostMatch>,
         by: Requester,
     ) -> BoxFuture<Result<ActionDto, OpsError>> {
-        let target = if host.is_some() {
-            Target::Host
-        } else {
-            Target::Crawl
-        };
-        self.action(
-            Change::Pause {
-                host,
-                at_ms: wall_ms(),
-                by,
-            },
-            target,
-        )
+        self.action(Change::Pause {
+            host,
+            at_ms: wall_ms(),
+            by,
+        })
     }
 
     fn resume(
@@ -372,19 +370,11 @@ impl CrawlOps for TreeOps {
         host: Option<HostMatch>,
         by: Requester,
     ) -> BoxFuture<Result<ActionDto, OpsError>> {
-        let target = if host.is_some() {
-            Target::Host
-        } else {
-            Target::Crawl
-        };
-        self.action(
-            Change::Resume {
-                host,
-                at_ms: wall_ms(),
-                by,
-            },
-            target,
-        )
+        self.action(Change::Resume {
+            host,
+            at_ms: wall_ms(),
+            by,
+        })
     }
 
     fn politeness(
@@ -401,17 +391,14 @@ impl CrawlOps for TreeOps {
             .expires_s
             .filter(|_| !p.is_clear())
             .map(|s| now.saturating_add(s.saturating_mul(1000)));
-        self.action(
-            Change::Politeness {
-                host,
-                delay_ms: p.delay_ms,
-                concurrency: p.concurrency,
-                until_ms,
-                at_ms: now,
-                by,
-            },
-            Target::Host,
-        )
+        self.action(Change::Politeness {
+            host,
+            delay_ms: p.delay_ms,
+            concurrency: p.concurrency,
+            until_ms,
+            at_ms: now,
+            by,
+        })
     }
 
     fn drop_queue(&self, host: HostMatch, by: Requester) -> BoxFuture<Result<DropDto, OpsError>> {
