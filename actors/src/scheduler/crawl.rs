@@ -258,11 +258,7 @@ impl Crawl {
 
     /// Drops of hosts' queues that finished here and whose records are durable: to be cleared in the store.
     pub fn take_operator_done(&mut self) -> Vec<crawl_core::control::Change> {
-        if self.staging.is_empty() {
-            self.operator.take_done()
-        } else {
-            Vec::new()
-        }
+        self.operator.take_done()
     }
 
     /// Carries out the queue drops operators asked for, for the hosts this process crawls: every queued URL of the
@@ -1435,6 +1431,7 @@ impl Crawl {
             .take_commit(self.shards.claims_waiting(), now)?;
         self.shards.claims_taken();
         self.adds.committing();
+        self.operator.committing();
         Some(batch)
     }
 
@@ -1457,6 +1454,7 @@ impl Crawl {
             }
         };
         self.adds.committed(&landed.added);
+        self.operator.committed();
         self.progress.count(Event::Commit);
         self.shards.committed();
         if !self.shards.is_sharded() {

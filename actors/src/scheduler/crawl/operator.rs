@@ -28,7 +28,11 @@ pub(super) struct Operator {
     authorities: Vec<HostMatch>,
     /// Hosts whose queue a drop is taking, by name.
     dropping: BTreeMap<String, Dropping>,
-    /// Drops finished here, to be cleared in the store ([`Change::Dropped`]).
+    /// Drops finished here whose last records are staged, not committed yet.
+    staged: Vec<Change>,
+    /// Those whose records are in the commit in flight.
+    committing: Vec<Change>,
+    /// Drops finished here with every record durable, to be cleared in the store ([`Change::Dropped`]).
     done: Vec<Change>,
     /// Drops finished here by host, with when they were asked: not started again while the store still has them.
     finished: BTreeMap<String, u64>,
@@ -235,14 +239,24 @@ impl Operator {
             queues.unblock(id, now);
         }
         self.finished.insert(host.to_owned(), d.requested_ms);
-        self.done.push(Change::Dropped {
+        self.staged.push(Change::Dropped {
             host: HostMatch::every_port(host),
             requested_ms: d.requested_ms,
             by: Requester::Process,
         });
     }
 
-    /// Drops finished here, for the store.
+    /// The staged records went into the commit now in flight.
+    pub fn committing(&mut self) {
+        self.committing.append(&mut self.staged);
+    }
+
+    /// The commit in flight landed: the drops whose records it carried are done.
+    pub fn committed(&mut self) {
+        self.done.append(&mut self.committing);
+    }
+
+    /// Drops finished here with their records durable, for the store.
     pub fn take_done(&mut self) -> Vec<Change> {
         std::mem::take(&mut self.done)
     }
@@ -383,6 +397,13 @@ mod tests {
         q.block(a);
         op.finish_drop("a.test", &mut q, Some(a), t0);
         assert!(op.dropping().next().is_none() && !q.is_blocked(a));
+        assert!(
+            op.take_done().is_empty(),
+            "not before its records are committed"
+        );
+        op.committing();
+        assert!(op.take_done().is_empty(), "nor while they are");
+        op.committed();
         let done = op.take_done();
         assert!(matches!(
             &done[..],
