@@ -574,6 +574,16 @@ impl Running {
     }
 }
 
+/// A test that fails (panics) before it waits for its engine must not leave the process running: it is killed.
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// The `addr` of a JSON `metrics listening` log line.
 fn metrics_listening(line: &str) -> Option<SocketAddr> {
     listening(line, "metrics listening")
@@ -596,10 +606,28 @@ fn listening(line: &str, message: &str) -> Option<SocketAddr> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Drained, TestCrawl, TestCrawlError, api_listening, metrics_listening};
+    use super::{Drained, Running, TestCrawl, TestCrawlError, api_listening, metrics_listening};
     use std::os::unix::process::ExitStatusExt as _;
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_running_engine_dropped_unwaited_is_killed() {
+        let child = Command::new("sleep")
+            .arg("30")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let proc_dir = format!("/proc/{}", child.id());
+        let running = Running::new(child);
+        assert!(std::path::Path::new(&proc_dir).exists());
+        drop(running);
+        assert!(
+            !std::path::Path::new(&proc_dir).exists(),
+            "{proc_dir} still there: not killed and reaped"
+        );
+    }
 
     #[test]
     fn the_config_is_the_defaults_with_the_overrides_merged_in() {
