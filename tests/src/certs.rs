@@ -1,5 +1,5 @@
-//! Certificates for tests of TLS servers the engine runs (the control API): a fresh test CA and a server
-//! certificate it signed for a name and 127.0.0.1, all as PEM text to write into files.
+//! Certificates for tests of TLS servers: a fresh test CA and a server certificate it signed for a name and
+//! 127.0.0.1 — as PEM text to write into files (the control API), or as rcgen objects (the fake DoH server).
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -18,13 +18,17 @@ pub struct TestCert {
     pub key_pem: String,
 }
 
-/// A new CA and a certificate for `host` and 127.0.0.1 signed by it.
-pub fn server_cert(host: &str) -> Result<TestCert, rcgen::Error> {
+/// A new test CA (named `ca_name`), a server certificate it signed for `host` and 127.0.0.1, and that
+/// certificate's key: the one way the test kit makes certificates (the control API's tests, the fake DoH server).
+pub(crate) fn issue(
+    ca_name: &str,
+    host: &str,
+) -> Result<(rcgen::Certificate, rcgen::Certificate, KeyPair), rcgen::Error> {
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params
         .distinguished_name
-        .push(DnType::CommonName, "crawl-engine test ca");
+        .push(DnType::CommonName, ca_name);
     ca_params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -44,6 +48,12 @@ pub fn server_cert(host: &str) -> Result<TestCert, rcgen::Error> {
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let key = KeyPair::generate()?;
     let cert = params.signed_by(&key, &issuer)?;
+    Ok((ca_cert, cert, key))
+}
+
+/// A new CA and a certificate for `host` and 127.0.0.1 signed by it.
+pub fn server_cert(host: &str) -> Result<TestCert, rcgen::Error> {
+    let (ca_cert, cert, key) = issue("crawl-engine test ca", host)?;
     Ok(TestCert {
         ca_pem: ca_cert.pem(),
         cert_pem: cert.pem(),

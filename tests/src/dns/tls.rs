@@ -1,13 +1,8 @@
 //! TLS for [`super::FakeDoh`]: a fresh test CA per server (rcgen), a server certificate signed by it for one DNS
 //! name plus the IP 127.0.0.1, and rustls configs (ring provider, no process-wide provider needed).
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
-};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
@@ -27,30 +22,7 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 
 /// A new CA and a server certificate for `host` and 127.0.0.1 signed by it; the server offers h2 and http/1.1.
 pub(crate) fn make(host: &str) -> Result<TestTls, DnsError> {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "crawl-engine fake doh test ca");
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_key = KeyPair::generate()?;
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-
-    let mut params = CertificateParams::new(vec![host.to_owned()])?;
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-    params.distinguished_name.push(DnType::CommonName, host);
-    params.use_authority_key_identifier_extension = true;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let key = KeyPair::generate()?;
-    let cert = params.signed_by(&key, &issuer)?;
+    let (ca_cert, cert, key) = crate::certs::issue("crawl-engine fake doh test ca", host)?;
 
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
     let mut server = ServerConfig::builder_with_provider(provider())
