@@ -371,19 +371,21 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         out
     }
 
-    /// A table of strings (like `labels = { severity = "critical" }`), its names checked by `name_of`. A
-    /// problem is reported at the entry and drops that entry.
-    pub(super) fn string_table(
+    /// The entries of the table at `key` (`what` says what it must be when it is not a table), in file order,
+    /// each with its name as `name_of` converts it, its position and how messages show it
+    /// (`section.key.name`); an entry whose name is refused is reported and left out.
+    fn named_entries(
         &mut self,
         key: &'static str,
+        what: &str,
         name_of: impl Fn(&str) -> Result<String, ValueError>,
-    ) -> BTreeMap<String, String> {
-        let mut out = BTreeMap::new();
+    ) -> Vec<(String, Pos, String, &'t Spanned<DeValue<'i>>)> {
+        let mut out = Vec::new();
         let Some((pos, v)) = self.entry(key) else {
             return out;
         };
         let DeValue::Table(table) = v.get_ref() else {
-            self.wrong_type(key, pos, "a table of strings", v.get_ref());
+            self.wrong_type(key, pos, what, v.get_ref());
             return out;
         };
         let mut entries: Vec<_> = table.iter().collect();
@@ -399,6 +401,20 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
                     continue;
                 }
             };
+            out.push((name, entry_pos, shown, v));
+        }
+        out
+    }
+
+    /// A table of strings (like `labels = { severity = "critical" }`), its names checked by `name_of`. A
+    /// problem is reported at the entry and drops that entry.
+    pub(super) fn string_table(
+        &mut self,
+        key: &'static str,
+        name_of: impl Fn(&str) -> Result<String, ValueError>,
+    ) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for (name, entry_pos, shown, v) in self.named_entries(key, "a table of strings", name_of) {
             match v.get_ref() {
                 DeValue::String(s) => {
                     out.insert(name, s.to_string());
@@ -492,26 +508,7 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         mut read: impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
     ) -> Vec<(String, Option<T>)> {
         let mut out = Vec::new();
-        let Some((pos, v)) = self.entry(key) else {
-            return out;
-        };
-        let DeValue::Table(table) = v.get_ref() else {
-            self.wrong_type(key, pos, "a table", v.get_ref());
-            return out;
-        };
-        let mut entries: Vec<_> = table.iter().collect();
-        entries.sort_by_key(|(k, _)| k.span().start);
-        for (k, v) in entries {
-            let raw: &str = k.get_ref();
-            let entry_pos = self.walker.sink.pos(k.span().start);
-            let shown = format!("{}.{key}.{}", self.name, toml_key(raw));
-            let name = match name_of(raw) {
-                Ok(name) => name,
-                Err(reason) => {
-                    self.fail_value(key, entry_pos, &shown, reason);
-                    continue;
-                }
-            };
+        for (name, entry_pos, shown, v) in self.named_entries(key, "a table", &name_of) {
             let DeValue::Table(sub) = v.get_ref() else {
                 let found = v.get_ref().type_str();
                 let text = format!("`{shown}`: expected a table, found {found}");
