@@ -86,6 +86,17 @@ mod key {
     pub const OLD_NEXT_SEQ: &str = "next_seq";
 }
 
+/// A known URL queued again: where, and with what.
+struct Again {
+    host: Fp,
+    host_key: String,
+    depth: u32,
+    kind: crawl_core::frontier::JobKind,
+    seq: u64,
+    id: UrlRef,
+    prior: Option<Box<crawl_core::recrawl::Prior>>,
+}
+
 /// Per host fingerprint: how its pending count changes, and its host key (fingerprints hash as themselves: two
 /// lookups a URL).
 type HostDeltas = FpMap<Fp, (i64, Option<String>)>;
@@ -492,51 +503,24 @@ impl EmbeddedFrontier {
                     key: r.row,
                     slot: 0,
                 };
-                let prior = Some(Box::new(r.prior));
-                let value = QueuedValue {
-                    id,
-                    kind: r.kind,
-                    attempt: 0,
-                    retries: 0,
-                    redirect_chain: Vec::new(),
-                    prior: prior.clone(),
-                };
-                queue
-                    .insert(
-                        (host, r.depth, seq),
-                        codec::encode_queued(&value).as_slice(),
-                    )
-                    .store()?;
-                let delta = host_delta.entry(host).or_insert((0, None));
-                delta.0 += 1;
-                if delta.1.is_none() {
-                    delta.1 = Some(host_key.clone());
-                }
-                counters.pending += 1;
                 counters.scheduled = counters.scheduled.saturating_sub(1);
-                let (parent, parent_ref) = match row.parent {
-                    Parent::Ref(p) => (Some(Self::lookup_row(&rows, p)?.url), Some(p)),
-                    Parent::Url(u) => (Some(u), None),
-                    Parent::None => (None, None),
+                let again = Again {
+                    host,
+                    host_key,
+                    depth: r.depth,
+                    kind: r.kind,
+                    seq,
+                    id,
+                    prior: Some(Box::new(r.prior)),
                 };
-                out.push(Added {
-                    entry: Entry {
-                        url: row.url,
-                        depth: r.depth,
-                        parent,
-                        parent_ref,
-                        attempt: 0,
-                        retries: 0,
-                        redirect_chain: Vec::new(),
-                        seq,
-                        kind: r.kind,
-                        host,
-                        id,
-                        queued_at: None,
-                        prior,
-                    },
-                    host: host_key,
-                });
+                out.push(Self::queue_again(
+                    &rows,
+                    &mut queue,
+                    &mut host_delta,
+                    &mut counters,
+                    again,
+                    row,
+                )?);
             }
             apply_host_deltas(&mut txn.open_table(HOSTS).store()?, host_delta)?;
             let mut meta = txn.open_table(META).store()?;
@@ -615,47 +599,24 @@ impl EmbeddedFrontier {
                 let seq = next_entry;
                 next_entry += 1;
                 let id = UrlRef { key: row, slot: 0 };
-                let value = QueuedValue {
-                    id,
-                    kind,
-                    attempt: 0,
-                    retries: 0,
-                    redirect_chain: Vec::new(),
-                    prior: prior.clone(),
-                };
-                queue
-                    .insert((host, depth, seq), codec::encode_queued(&value).as_slice())
-                    .store()?;
-                let delta = host_delta.entry(host).or_insert((0, None));
-                delta.0 += 1;
-                if delta.1.is_none() {
-                    delta.1 = Some(host_key.clone());
-                }
-                counters.pending += 1;
                 let stored = Self::lookup_row(&rows, id)?;
-                let (parent, parent_ref) = match stored.parent {
-                    Parent::Ref(p) => (Some(Self::lookup_row(&rows, p)?.url), Some(p)),
-                    Parent::Url(u) => (Some(u), None),
-                    Parent::None => (None, None),
+                let again = Again {
+                    host,
+                    host_key,
+                    depth,
+                    kind,
+                    seq,
+                    id,
+                    prior,
                 };
-                out.push(Added {
-                    entry: Entry {
-                        url: stored.url,
-                        depth,
-                        parent,
-                        parent_ref,
-                        attempt: 0,
-                        retries: 0,
-                        redirect_chain: Vec::new(),
-                        seq,
-                        kind,
-                        host,
-                        id,
-                        queued_at: None,
-                        prior,
-                    },
-                    host: host_key,
-                });
+                out.push(Self::queue_again(
+                    &rows,
+                    &mut queue,
+                    &mut host_delta,
+                    &mut counters,
+                    again,
+                    stored,
+                )?);
             }
             if out.is_empty() {
                 drop((rows, queue, requeued, sched));
@@ -730,6 +691,67 @@ impl EmbeddedFrontier {
         }
         txn.commit().store()?;
         Ok(out)
+    }
+
+    /// Queues a known URL (`row`) again as `again` says (a revisit come due, a forced re-fetch): its queue entry,
+    /// its host's pending count, the pending counter, and the entry the caller hands out.
+    fn queue_again(
+        rows: &impl ReadableTable<u64, &'static [u8]>,
+        queue: &mut redb::Table<'_, (u64, u32, u64), &'static [u8]>,
+        host_delta: &mut HostDeltas,
+        counters: &mut Counters,
+        again: Again,
+        row: Row,
+    ) -> Result<Added, FrontierError> {
+        let Again {
+            host,
+            host_key,
+            depth,
+            kind,
+            seq,
+            id,
+            prior,
+        } = again;
+        let value = QueuedValue {
+            id,
+            kind,
+            attempt: 0,
+            retries: 0,
+            redirect_chain: Vec::new(),
+            prior: prior.clone(),
+        };
+        queue
+            .insert((host, depth, seq), codec::encode_queued(&value).as_slice())
+            .store()?;
+        let delta = host_delta.entry(host).or_insert((0, None));
+        delta.0 += 1;
+        if delta.1.is_none() {
+            delta.1 = Some(host_key.clone());
+        }
+        counters.pending += 1;
+        let (parent, parent_ref) = match row.parent {
+            Parent::Ref(p) => (Some(Self::lookup_row(rows, p)?.url), Some(p)),
+            Parent::Url(u) => (Some(u), None),
+            Parent::None => (None, None),
+        };
+        Ok(Added {
+            entry: Entry {
+                url: row.url,
+                depth,
+                parent,
+                parent_ref,
+                attempt: 0,
+                retries: 0,
+                redirect_chain: Vec::new(),
+                seq,
+                kind,
+                host,
+                id,
+                queued_at: None,
+                prior,
+            },
+            host: host_key,
+        })
     }
 
     fn lookup_row(
