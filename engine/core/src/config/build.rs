@@ -35,6 +35,21 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
     let observability = observability(&mut w.section("observability"));
     let proxy = proxy(&mut w.section("proxy"));
     let api = api(&mut w.section("api"), !resolver.doh.is_empty());
+    let warc = output.warc_dir.is_some();
+    let mut names: Vec<String> = Vec::new();
+    let sinks = w.tables("sinks", |t| {
+        let c = super::sinks::sink(t, warc)?;
+        if names.contains(&c.name) {
+            let msg = format!(
+                "another sink is named `{}`: give each a `name` of its own",
+                c.name
+            );
+            t.invalid("name", &msg);
+            return None;
+        }
+        names.push(c.name.clone());
+        Some(c)
+    });
     Config {
         crawl,
         traps,
@@ -51,6 +66,7 @@ pub(super) fn build(w: &mut Walker<'_, '_, '_>) -> Config {
         observability,
         proxy,
         api,
+        sinks,
     }
 }
 
@@ -397,6 +413,8 @@ fn output(s: &mut Section<'_, '_, '_, '_>) -> OutputConfig {
         warc_max_bytes: s.u64("warc_max_bytes", d.warc_max_bytes, 1 << 20),
         warc_prefix: s.string("warc_prefix", d.warc_prefix, validate::warc_prefix),
         warc_dedup: s.bool("warc_dedup", d.warc_dedup),
+        sink_max_lag: s.u64("sink_max_lag", d.sink_max_lag, 1),
+        sink_max_lag_bytes: s.u64("sink_max_lag_bytes", d.sink_max_lag_bytes, 1 << 20),
     }
 }
 

@@ -19,6 +19,7 @@ mod recrawl;
 mod redis;
 pub mod reload;
 mod schema;
+mod sinks;
 mod validate;
 mod value_error;
 
@@ -72,6 +73,11 @@ pub use recrawl::{
     DEFAULT_RECRAWL_MIN_INTERVAL, MAX_RECRAWL_INTERVAL_S, RecrawlConfig, RecrawlRule,
 };
 pub use redis::{FrontierBackend, RedisConfig, RedisUrl};
+pub use sinks::{
+    DEFAULT_SINK_MAX_LAG, DEFAULT_SINK_MAX_LAG_BYTES, KafkaAcks, KafkaCompression, KafkaKey,
+    KafkaSasl, KafkaSink, ObjectStoreSink, OnConflict, Oversize, PostgresSink, SecretUrl,
+    SinkConfig, SinkKind,
+};
 pub use validate::{hide_userinfo, seed_url};
 pub use value_error::{HopProblem, NameRole, UrlProblem, UrlRole, ValueError};
 
@@ -95,6 +101,8 @@ pub struct Config {
     pub traps: TrapsConfig,
     pub recrawl: RecrawlConfig,
     pub api: ApiConfig,
+    /// `[[sinks]]`: Kafka, PostgreSQL and object-store sinks, in file order.
+    pub sinks: Vec<SinkConfig>,
 }
 
 /// `[crawl]`: what to crawl.
@@ -305,6 +313,10 @@ pub struct OutputConfig {
     pub warc_prefix: String,
     /// A payload already archived in this crawl is written as a `revisit` record.
     pub warc_dedup: bool,
+    /// Records a sink may lag behind the JSONL before fetching pauses (resumes at half).
+    pub sink_max_lag: u64,
+    /// Bytes a sink may lag behind (JSONL bytes, or closed WARC bytes not uploaded) before fetching pauses.
+    pub sink_max_lag_bytes: u64,
 }
 
 impl Default for OutputConfig {
@@ -315,6 +327,8 @@ impl Default for OutputConfig {
             warc_max_bytes: 1 << 30,
             warc_prefix: "crawl".to_owned(),
             warc_dedup: true,
+            sink_max_lag: sinks::DEFAULT_SINK_MAX_LAG,
+            sink_max_lag_bytes: sinks::DEFAULT_SINK_MAX_LAG_BYTES,
         }
     }
 }
@@ -532,6 +546,13 @@ impl Config {
             }
             if let Some(p) = config.resolver.bogus_ips_file.as_mut() {
                 resolve(p);
+            }
+            for sink in &mut config.sinks {
+                if let SinkKind::Kafka(k) = &mut sink.kind
+                    && let Some(p) = k.tls_ca_file.as_mut()
+                {
+                    resolve(p);
+                }
             }
             for doh in &mut config.resolver.doh {
                 if let Some(p) = doh.ca_file.as_mut() {

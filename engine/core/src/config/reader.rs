@@ -62,6 +62,26 @@ impl<'a, 't, 'i> Walker<'a, 't, 'i> {
         }
     }
 
+    /// A top-level array of tables (`[[name]]`): each table is read by `read` as a section named `name[i]`.
+    pub(super) fn tables<T>(
+        &mut self,
+        name: &'static str,
+        read: impl FnMut(&mut Section<'_, 'a, 't, 'i>) -> Option<T>,
+    ) -> Vec<T> {
+        self.schema.open(name);
+        let root = self.root;
+        let mut top = Section {
+            walker: self,
+            name: String::new(),
+            table: Some(root),
+            failed: Vec::new(),
+            asked: Vec::new(),
+            nested: true,
+            start: Pos::START,
+        };
+        top.tables(name, read)
+    }
+
     /// The dotted names of every key asked for so far.
     pub(super) fn dotted_keys(&self) -> Vec<String> {
         self.schema.dotted_keys()
@@ -112,7 +132,11 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
     }
 
     fn fail(&mut self, key: &'static str, pos: Pos, kind: ErrorKind, msg: &str) {
-        let text = format!("`{}.{key}`: {msg}", self.name);
+        let text = if self.name.is_empty() {
+            format!("`{key}`: {msg}")
+        } else {
+            format!("`{}.{key}`: {msg}", self.name)
+        };
         self.fail_with(key, pos, kind, text);
     }
 
@@ -582,7 +606,11 @@ impl<'a, 't, 'i> Section<'_, 'a, 't, 'i> {
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let item_pos = self.walker.sink.pos(item.span().start);
-            let name = format!("{}.{key}[{i}]", self.name);
+            let name = if self.name.is_empty() {
+                format!("{key}[{i}]")
+            } else {
+                format!("{}.{key}[{i}]", self.name)
+            };
             let DeValue::Table(table) = item.get_ref() else {
                 let found = item.get_ref().type_str();
                 let text = format!("`{name}`: expected a table, found {found}");

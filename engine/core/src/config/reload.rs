@@ -123,6 +123,8 @@ const RULES: &[(&str, KeyClass)] = &[
     ("api.alert_actions", KeyClass::Live),
     // The control API's listener, token and certificate are taken at start.
     ("api.", KeyClass::RestartOnly),
+    // Sinks are connected, checkpointed and shipping from the start.
+    ("sinks", KeyClass::RestartOnly),
 ];
 
 /// The class of a dotted key such as `politeness.min_delay_ms`, or `None` outside the known
@@ -255,7 +257,9 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         traps,
         recrawl,
         api,
+        sinks,
     } = old;
+    diff.record("sinks", *sinks != new.sinks);
     compare!(diff, "crawl", CrawlConfig, crawl, &new.crawl, {
         seeds => "seeds",
         max_pages => "max_pages",
@@ -336,6 +340,8 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         warc_max_bytes => "warc_max_bytes",
         warc_prefix => "warc_prefix",
         warc_dedup => "warc_dedup",
+        sink_max_lag => "sink_max_lag",
+        sink_max_lag_bytes => "sink_max_lag_bytes",
     });
     compare!(diff, "security", SecurityConfig, security, &new.security, {
         allow_private_networks => "allow_private_networks",

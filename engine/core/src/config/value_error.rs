@@ -66,6 +66,21 @@ pub enum ValueError {
         text: String,
         expected: Vec<&'static str>,
     },
+    /// A `[[sinks]]` name outside `[A-Za-z0-9_-]{1,64}`.
+    #[error("`{text}` is not a sink name: use 1 to 64 letters, digits, `_` or `-`")]
+    SinkName { text: String },
+    /// A Kafka broker that is not `host:port`.
+    #[error("`{text}` is not a broker address: write `host:port`")]
+    Broker { text: String },
+    /// A Kafka topic name Kafka refuses.
+    #[error("`{text}` is not a topic name: use 1 to 249 of letters, digits, `.`, `_` and `-`")]
+    Topic { text: String },
+    /// A table name that is not `name` or `schema.name` of plain SQL identifiers.
+    #[error("`{text}` is not a table name: write `name` or `schema.name` (letters, digits, `_`)")]
+    TableName { text: String },
+    /// A sink's URL that does not parse or has the wrong scheme; `shown` hides any password.
+    #[error("`{shown}`: {reason}")]
+    SinkUrl { shown: String, reason: String },
     /// A frontier backend other than `embedded` and `redis`.
     #[error("unknown backend `{text}`: use `embedded` or `redis`")]
     UnknownBackend { text: String },

@@ -1,0 +1,14 @@
+//! Sinks: where committed records and closed archives go beyond the local files.
+//!
+//! The JSONL is the local truth and the outbox every record sink reads: a record is there only once its commit
+//! landed, its line number is its sequence number, and each sink keeps its own durable [`checkpoint`] (lines and
+//! bytes of the JSONL shipped), so a sink that is down falls behind and later continues where it stopped. The
+//! record sinks ([`kafka`], [`postgres`]) ship [`record::ShipRecord`]s read by [`tail`]; the object store sink
+//! ([`archive`]) uploads closed WARC files and keeps a manifest of what it uploaded.
+
+pub mod checkpoint;
+pub mod error;
+pub mod record;
+pub mod tail;
+
+pub use error::SinkError;
