@@ -12,3 +12,14 @@ pub mod record;
 pub mod tail;
 
 pub use error::SinkError;
+
+/// What one batch delivered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shipped {
+    /// Records the target acknowledged.
+    pub records: u64,
+    /// Their bytes as sent (the JSONL lines).
+    pub bytes: u64,
+    /// Records left out by a defined rule (Kafka's `oversize = "skip"`), counted and logged, not sent.
+    pub skipped: u64,
+}
