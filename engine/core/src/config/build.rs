@@ -415,6 +415,7 @@ fn output(s: &mut Section<'_, '_, '_, '_>) -> OutputConfig {
         warc_dedup: s.bool("warc_dedup", d.warc_dedup),
         sink_max_lag: s.u64("sink_max_lag", d.sink_max_lag, 1),
         sink_max_lag_bytes: s.u64("sink_max_lag_bytes", d.sink_max_lag_bytes, 1 << 20),
+        sink_finish: s.secs("sink_finish_s", d.sink_finish, 0),
     }
 }
 

@@ -42,6 +42,8 @@ mod reload_tests;
 #[cfg(test)]
 mod resolver_tests;
 #[cfg(test)]
+mod sinks_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod traps_tests;
@@ -317,6 +319,9 @@ pub struct OutputConfig {
     pub sink_max_lag: u64,
     /// Bytes a sink may lag behind (JSONL bytes, or closed WARC bytes not uploaded) before fetching pauses.
     pub sink_max_lag_bytes: u64,
+    /// How long the sinks may go on delivering after the crawl ended before the process exits (1 when one is
+    /// still behind).
+    pub sink_finish: Duration,
 }
 
 impl Default for OutputConfig {
@@ -329,6 +334,7 @@ impl Default for OutputConfig {
             warc_dedup: true,
             sink_max_lag: sinks::DEFAULT_SINK_MAX_LAG,
             sink_max_lag_bytes: sinks::DEFAULT_SINK_MAX_LAG_BYTES,
+            sink_finish: Duration::from_secs(300),
         }
     }
 }

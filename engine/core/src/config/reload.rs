@@ -342,6 +342,7 @@ pub fn plan(old: &Config, new: &Config) -> ReloadPlan {
         warc_dedup => "warc_dedup",
         sink_max_lag => "sink_max_lag",
         sink_max_lag_bytes => "sink_max_lag_bytes",
+        sink_finish => "sink_finish_s",
     });
     compare!(diff, "security", SecurityConfig, security, &new.security, {
         allow_private_networks => "allow_private_networks",

@@ -203,6 +203,9 @@ warc_dir = "out/warc"
 warc_max_bytes = 104857600
 warc_prefix = "news-crawl"
 warc_dedup = false
+sink_max_lag = 5000
+sink_max_lag_bytes = 2097152
+sink_finish_s = 7
 
 [security]
 allow_private_networks = true
@@ -433,6 +436,14 @@ fn every_key_is_parsed() {
         ),
         (100 << 20, "news-crawl", false)
     );
+    assert_eq!(
+        (
+            c.output.sink_max_lag,
+            c.output.sink_max_lag_bytes,
+            c.output.sink_finish
+        ),
+        (5000, 2 << 20, Duration::from_secs(7))
+    );
     assert!(c.security.allow_private_networks);
     let blocks: Vec<String> = c
         .security
@@ -571,7 +582,7 @@ fn keys_list_matches_schema_and_full_example() {
     assert_eq!(keys, super::keys());
     let set: BTreeSet<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     assert_eq!(set.len(), keys.len(), "duplicate keys in {keys:?}");
-    assert_eq!(keys.len(), 119);
+    assert_eq!(keys.len(), 122);
     assert!(keys.contains(&"proxy.chains") && keys.contains(&"proxy.rules"));
     assert!(keys.contains(&"resolver.doh") && keys.contains(&"resolver.hosts"));
     assert_eq!(keys[0], "crawl.seeds");
