@@ -15,11 +15,13 @@ use std::sync::atomic::AtomicU64;
 mod exemplar;
 mod handles;
 pub mod known;
+mod sinks;
 mod text;
 
 pub use exemplar::EXEMPLAR_EVERY;
 use exemplar::ExemplarGate;
 use handles::Handles;
+pub use sinks::{SINK_ERROR_KINDS, SinkMetrics};
 
 pub use text::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, openmetrics_to_text};
 
@@ -93,6 +95,7 @@ pub struct Metrics {
     revisits_scheduled: Gauge,
     revisit_next_due: Gauge,
     spans_dropped: Counter,
+    sinks: SinkMetrics,
     /// Held series of `records` by (outcome, reason), `responses` by status class, `fetch_duration` by outcome.
     record_handles: Handles<(&'static str, &'static str), Counter>,
     response_handles: Handles<&'static str, Counter>,
@@ -344,7 +347,9 @@ impl Metrics {
             .get_or_create(&l1("version", env!("CARGO_PKG_VERSION")))
             .set(1);
         r.register("crawl_build_info", "Build of the engine", build_info);
+        let sinks = SinkMetrics::register(&mut r);
         let m = Metrics {
+            sinks,
             registry: r,
             records,
             responses,
@@ -694,6 +699,11 @@ impl Metrics {
         self.proxy_breaker_open
             .get_or_create(&l1("chain", chain))
             .set(i64::from(open));
+    }
+
+    /// The sinks' metrics.
+    pub fn sinks(&self) -> &SinkMetrics {
+        &self.sinks
     }
 
     pub fn actor_restart(&self, actor: &str) {

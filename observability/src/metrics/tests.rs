@@ -271,6 +271,7 @@ fn registered() -> BTreeMap<String, String> {
     m.antibot(429, "example.com");
     m.fetch_duration("fetched", 0.1, None);
     m.proxy_chain("tor");
+    m.sinks().register_sink("pg", 0.0);
     m.prometheus_text()
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -346,4 +347,61 @@ fn the_dashboard_and_the_alert_rules_use_only_metrics_the_engine_has() {
             "{file} refers to metrics the engine does not have: {unknown:?}"
         );
     }
+}
+
+#[test]
+fn a_sink_has_its_series_from_the_start_and_counts_what_it_delivers() {
+    let m = Metrics::new();
+    let s = m.sinks();
+    s.register_sink("pg", 1_000.5);
+    let text = m.prometheus_text();
+    let sink = [("sink", "pg")];
+    assert_eq!(value(&text, "crawl_sink_records_total", &sink), Some(0.0));
+    assert_eq!(
+        value(&text, "crawl_sink_last_success_timestamp_seconds", &sink),
+        Some(1_000.5)
+    );
+    for kind in SINK_ERROR_KINDS {
+        assert_eq!(
+            value(
+                &text,
+                "crawl_sink_errors_total",
+                &[("sink", "pg"), ("kind", kind)]
+            ),
+            Some(0.0),
+            "{kind}"
+        );
+    }
+    s.delivered("pg", 500, 60_000, 2, 1_010.0);
+    s.error("pg", "transient");
+    s.lag("pg", 1_200, 150_000, true);
+    let text = m.prometheus_text();
+    assert_eq!(value(&text, "crawl_sink_records_total", &sink), Some(500.0));
+    assert_eq!(
+        value(&text, "crawl_sink_bytes_total", &sink),
+        Some(60_000.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "crawl_sink_records_skipped_total",
+            &[("sink", "pg"), ("reason", "oversize")]
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "crawl_sink_errors_total",
+            &[("sink", "pg"), ("kind", "transient")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(value(&text, "crawl_sink_lag_records", &sink), Some(1_200.0));
+    assert_eq!(value(&text, "crawl_sink_lag_bytes", &sink), Some(150_000.0));
+    assert_eq!(value(&text, "crawl_sink_backpressure", &sink), Some(1.0));
+    assert_eq!(
+        value(&text, "crawl_sink_last_success_timestamp_seconds", &sink),
+        Some(1_010.0)
+    );
 }
