@@ -1,7 +1,7 @@
 # crawl-engine: targets a newcomer can guess.
 CARGO ?= cargo
 
-.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp bench-fresh bench-api promtool-test fuzz fmt lint doc ci clean
+.PHONY: all build release demo demo-cluster demo-ha test fuzz-check test-it bench bench-crawl bench-peer bench-small bench-micro bench-scale bench-drain bench-polite bench-cluster bench-ha bench-otlp bench-fresh bench-api bench-sinks promtool-test fuzz fmt lint doc ci clean
 
 all: build
 
@@ -20,7 +20,7 @@ help:
 		'make test-it' 'the integration tests alone (the real binary against loopback servers)' \
 		'make fuzz-check' 'the fuzz targets type-checked on the stable toolchain (part of make test)' \
 		'make promtool-test' 'the alert rules checked and unit-tested with promtool, the alertmanager config with amtool (part of make test)' \
-		'make bench' 'bench-crawl, bench-peer, bench-small, bench-polite and bench-micro' \
+		'make bench' 'bench-crawl, bench-peer, bench-small, bench-polite, bench-sinks and bench-micro' \
 		'make bench-crawl' 'the crawl benchmark: 8 hosts x 2,600 pages, WARC output off and on' \
 		'make bench-peer' 'crawl-engine against wget2 on the same plain and realistic sites' \
 		'make bench-small' 'CPU per response of tiny pages, parsed inline and on parser threads, by IP and by name' \
@@ -32,6 +32,7 @@ help:
 		'make bench-ha' 'three processes through Redis Sentinel: replicas_ack 0 and 1, and a master killed half-way' \
 		'make bench-fresh' 'continuous crawling on a changing site: freshness of the adaptive schedule, a fixed interval and wget2' \
 		'make bench-api' 'the control API under a crawl at full speed: latency of status and hosts, what asking costs the crawl' \
+		'make bench-sinks' 'the bench-crawl crawl (WARC on) with the JSONL alone and with Kafka, PostgreSQL and object-store sinks' \
 		'make bench-micro' 'the criterion benches (link extraction, canonicalisation, frontier, spans, ...)' \
 		'make fuzz' 'every fuzz target for FUZZ_SECONDS each (nightly toolchain and cargo-fuzz)' \
 		'make fmt' 'format the code' \
@@ -89,7 +90,7 @@ test-it:
 
 # The crawl benchmark (>= 20,000 pages over >= 8 hosts, politeness off, concurrency 64), the same crawl against
 # wget2 on the plain and the realistic site, and the criterion benches.
-bench: bench-crawl bench-peer bench-small bench-polite bench-micro
+bench: bench-crawl bench-peer bench-small bench-polite bench-sinks bench-micro
 
 bench-crawl: release
 	bash tests/scripts/bench.sh
@@ -146,6 +147,12 @@ bench-fresh: release
 bench-api: release
 	bash tests/scripts/bench_api.sh
 
+# What the sinks cost: the bench-crawl crawl with WARC on, with the JSONL alone and with a Kafka topic (tansu), a
+# PostgreSQL table (its own initdb cluster) and an S3 bucket (moto) as sinks, alternating (REPEATS); needs the
+# servers .ci/run installs.
+bench-sinks: release
+	bash tests/scripts/bench_sinks.sh
+
 bench-micro:
 	$(CARGO) bench -p crawl-core -p crawl-store-embedded -p crawl-actors -p crawl-observability
 
@@ -194,4 +201,4 @@ ci: lint test
 # warc/): those are a user's.
 clean:
 	$(CARGO) clean
-	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .bench-fresh .bench-api .tools
+	rm -rf .demo .demo-cluster .bench .bench-peer .bench-scale .bench-drain .bench-polite .bench-cluster .bench-otlp .demo-ha .bench-ha .bench-fresh .bench-api .bench-sinks .tools

