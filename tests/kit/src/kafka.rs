@@ -18,6 +18,8 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::redis::free_port;
@@ -186,6 +188,8 @@ pub struct Broker {
     /// The port tansu itself listens on.
     tansu_port: u16,
     relay: Option<relay::Relay>,
+    /// Request bytes the relay passed to tansu, over every start.
+    received: Arc<AtomicU64>,
     storage: Storage,
     dir: tempfile::TempDir,
 }
@@ -236,6 +240,7 @@ impl Broker {
             port: 0,
             tansu_port: 0,
             relay: None,
+            received: Arc::default(),
             storage,
             dir,
         };
@@ -246,7 +251,7 @@ impl Broker {
                 Err(e) => panic!("{e}"),
             };
             b.relay = None;
-            match relay::Relay::start(0, b.tansu_port) {
+            match relay::Relay::start(0, b.tansu_port, b.received.clone()) {
                 Ok(r) => {
                     b.port = r.port();
                     b.relay = Some(r);
@@ -356,10 +361,11 @@ impl Broker {
         self.stop();
         let deadline = Instant::now() + READY_WITHIN;
         loop {
-            let started = relay::Relay::start(self.port, self.tansu_port).and_then(|r| {
-                self.relay = Some(r);
-                self.spawn()
-            });
+            let started = relay::Relay::start(self.port, self.tansu_port, self.received.clone())
+                .and_then(|r| {
+                    self.relay = Some(r);
+                    self.spawn()
+                });
             match started {
                 Ok(()) => return Ok(()),
                 Err(e) if Instant::now() >= deadline => return Err(e),
@@ -369,6 +375,12 @@ impl Broker {
                 }
             }
         }
+    }
+
+    /// The bytes of the requests clients sent the broker so far (over every start): a test waits on it to act
+    /// while a client is in the middle of sending.
+    pub fn bytes_received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 
     /// True while the broker process runs.
@@ -556,7 +568,7 @@ mod relay {
     use std::collections::HashMap;
     use std::io::{self, Read, Write};
     use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
     use std::thread::JoinHandle;
     use std::time::Duration;
@@ -577,8 +589,13 @@ mod relay {
     }
 
     impl Relay {
-        /// Listens on 127.0.0.1:`port` (0: a port the system hands out) and relays to 127.0.0.1:`to`.
-        pub(super) fn start(port: u16, to: u16) -> Result<Relay, ToolError> {
+        /// Listens on 127.0.0.1:`port` (0: a port the system hands out) and relays to 127.0.0.1:`to`, adding the
+        /// bytes of every request to `received`.
+        pub(super) fn start(
+            port: u16,
+            to: u16,
+            received: Arc<AtomicU64>,
+        ) -> Result<Relay, ToolError> {
             let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
                 .map_err(ToolError::io(format!("relay: bind 127.0.0.1:{port}")))?;
             let port = listener
@@ -590,7 +607,7 @@ mod relay {
             let accept = {
                 let stop = stop.clone();
                 let conns = conns.clone();
-                std::thread::spawn(move || accept_loop(listener, to, &stop, &conns))
+                std::thread::spawn(move || accept_loop(listener, to, &stop, &conns, &received))
             };
             Ok(Relay {
                 port,
@@ -634,6 +651,7 @@ mod relay {
         to: u16,
         stop: &AtomicBool,
         conns: &Mutex<Vec<TcpStream>>,
+        received: &Arc<AtomicU64>,
     ) {
         for client in listener.incoming() {
             if stop.load(Ordering::SeqCst) {
@@ -659,8 +677,9 @@ mod relay {
                 continue;
             };
             let asked2 = asked.clone();
+            let received = received.clone();
             std::thread::spawn(move || {
-                let _ = requests(client, broker, &asked);
+                let _ = requests(client, broker, &asked, &received);
             });
             std::thread::spawn(move || {
                 let _ = responses(b2, c2, &asked2);
@@ -694,9 +713,11 @@ mod relay {
         mut client: TcpStream,
         mut broker: TcpStream,
         asked: &Mutex<HashMap<i32, (i16, i16)>>,
+        received: &AtomicU64,
     ) -> io::Result<()> {
         let result = (|| loop {
             let frame = read_frame(&mut client)?;
+            received.fetch_add(frame.len() as u64 + 4, Ordering::Relaxed);
             if frame.len() >= 8 {
                 let key = i16::from_be_bytes([frame[0], frame[1]]);
                 let version = i16::from_be_bytes([frame[2], frame[3]]);
