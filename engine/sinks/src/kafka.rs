@@ -14,6 +14,11 @@
 //! default partitioner computes it, so a key lands on the partition a Java (or Kafka Streams) producer would put
 //! it on, and topics keyed alike stay co-partitioned. (librdkafka's own default, `consistent_random`, hashes
 //! with CRC32 and disagrees with Java.) `properties` may still set another `partitioner`.
+//!
+//! A producer whose idempotence state the brokers stop accepting is replaced by a new one (a new producer id)
+//! before the next batch; see [`KafkaTarget::ship`]. librdkafka is the system's library, linked dynamically
+//! (Debian: `librdkafka-dev` to build, `librdkafka1` to run); its own log lines go to `tracing` at debug level,
+//! with the sink's name, and the producer settings are never printed.
 
 use std::collections::VecDeque;
 use std::fmt;

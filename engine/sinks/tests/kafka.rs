@@ -375,7 +375,7 @@ async fn oversize_records_are_skipped_or_stop_the_batch_before_anything_is_sent(
             )
         })
         .collect();
-    // Make the URLs of records 10 and 11 the same length as record 0's, so the sizes are exact.
+    // URLs and record ids of the same length as record 0's, so the sizes are exact.
     batch[10] = record(10, "http://a.test/x", fits);
     batch[40] = record(40, "http://a.test/y", fits + 1);
     batch[70] = record(70, "http://a.test/z", 5000);

@@ -12,7 +12,17 @@
 //! `.tools/kafka/bin/moto_server`, then `PATH`) that the kit starts beside it, so its topics and records survive
 //! [`Broker::stop`] and [`Broker::start_again`].
 //!
+//! Clients reach tansu through a relay of the kit on the broker's port (see `relay` below: it hides a tagged-field
+//! bug of librdkafka before 2.2 that tansu's answers trigger); tansu advertises the relay's port. [`Broker::stop`]
+//! closes that port too, so clients see connection refused, as with a real broker that went down.
+//!
 //! With the `kafka` feature, [`Broker::read_all`] reads every message of a topic back with librdkafka.
+//!
+//! What tansu 0.6.0 lacks, as seen from a librdkafka producer: it does not enforce a message size limit (it took a
+//! 5 MB message; a broker's own limit cannot be tested with it); it answers an idempotent producer's epoch bump (KIP-360, after a
+//! delivery timeout) with an error and then fences that producer; its ListOffsets answer for the end of a
+//! partition points at the last batch rather than past its last record; started as here (without
+//! `--authentication`) it does not answer SASL handshakes.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
