@@ -4,6 +4,8 @@
 //! # Layout
 //! - [`tool`]: the rule for a test that needs an optional tool: it skips with a note, except under `CI=true`, where
 //!   the missing tool fails it.
+//! - [`kafka`]: a Kafka-compatible broker (tansu) a test starts on a loopback port, stopped and started again at will,
+//!   and (feature `kafka`) a reader of every message of a topic.
 //! - [`netns`]: network namespaces joined to the test's own by bridged veth pairs, each one cut off and healed at
 //!   will (root and iproute2).
 //! - [`redis`]: `redis-server`s (and clusters) a test starts, on a unix socket or on ports the system handed out,
@@ -13,6 +15,7 @@
 //! - [`warcio`]: warcio, the Python WARC library, as the independent reader of the archives the crawler writes.
 
 mod error;
+pub mod kafka;
 pub mod netns;
 pub mod redis;
 pub mod sentinel;
