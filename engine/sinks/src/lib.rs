@@ -8,6 +8,7 @@
 
 pub mod checkpoint;
 pub mod error;
+pub mod postgres;
 pub mod record;
 pub mod tail;
 
