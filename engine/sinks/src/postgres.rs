@@ -21,8 +21,8 @@
 //!
 //! An existing table is checked before anything is written: it needs every column above but `inserted_at`, of
 //! these types, a `PRIMARY KEY` or `UNIQUE` constraint on `record_id` alone, no `NOT NULL` on the columns a record
-//! may leave empty, no other `NOT NULL` column without a default, and the `INSERT` (and, for `on_conflict =
-//! "update"`, `UPDATE`) privilege. Otherwise [`PostgresTarget::connect`] fails with [`SinkError::Setup`] (key
+//! may leave empty, no other `NOT NULL` column without a default, and the privileges to `INSERT` its columns and
+//! `SELECT` `record_id` (for `on_conflict = "update"`: `SELECT` and `UPDATE` them all). Otherwise [`PostgresTarget::connect`] fails with [`SinkError::Setup`] (key
 //! `table`) naming every difference. Further columns and indexes are the operator's.
 //!
 //! # Shipping
@@ -561,25 +561,35 @@ impl PostgresTarget {
             }
         }
         if problems.is_empty() {
-            let mut needed = vec!["INSERT"];
+            // ON CONFLICT reads the conflict target (SELECT on record_id); DO UPDATE reads and writes the rest.
+            let all: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+            let mut needed = vec![("INSERT", all.clone()), ("SELECT", vec!["record_id"])];
             if self.on_conflict == OnConflict::Update {
-                needed.extend(["UPDATE", "SELECT"]);
+                let mut updated = all[1..].to_vec();
+                if has_inserted_at {
+                    updated.push(INSERTED_AT);
+                }
+                needed = vec![
+                    ("INSERT", all.clone()),
+                    ("SELECT", all),
+                    ("UPDATE", updated),
+                ];
             }
-            for privilege in needed {
-                let allowed: bool = client
+            for (privilege, columns) in needed {
+                let denied: Vec<String> = client
                     .query_one(
-                        "SELECT bool_and(has_column_privilege($1::oid, c, $2::text)) FROM unnest($3::text[]) AS c",
-                        &[
-                            &oid,
-                            &privilege,
-                            &COLUMNS.iter().map(|c| c.name).collect::<Vec<_>>(),
-                        ],
+                        "SELECT coalesce(array_agg(c), '{}') FROM unnest($3::text[]) AS c \
+                         WHERE NOT has_column_privilege($1::oid, c, $2::text)",
+                        &[&oid, &privilege, &columns],
                     )
                     .await
                     .and_then(|r| r.try_get(0))
                     .map_err(q)?;
-                if !allowed {
-                    problems.push(format!("the role may not {privilege} its columns"));
+                if !denied.is_empty() {
+                    problems.push(format!(
+                        "the role may not {privilege} column {}",
+                        denied.join(", ")
+                    ));
                 }
             }
         }

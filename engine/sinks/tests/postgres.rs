@@ -320,13 +320,32 @@ async fn a_table_that_does_not_fit_is_refused_by_column_and_left_empty() {
         matches!(e, SinkError::Setup { key: "table", .. }) && e.to_string().contains("nowhere"),
         "{e}"
     );
-    // A role that may not create in the schema, or write the table, is told so.
+    // A role that may not write the table, or read its key (ON CONFLICT does), is told so.
     let e = connect_err(&c.password_url(), "fits").await;
     assert!(
         matches!(e, SinkError::Setup { key: "table", .. })
-            && e.to_string().contains("may not INSERT"),
+            && e.to_string()
+                .contains("may not INSERT column record_id, url,"),
         "{e}"
     );
+    c.psql(&format!("GRANT INSERT ON fits TO {}", pg::PASSWORD_ROLE));
+    let e = connect_err(&c.password_url(), "fits").await;
+    assert!(
+        e.to_string().contains("may not SELECT column record_id")
+            && !e.to_string().contains("INSERT"),
+        "{e}"
+    );
+    c.psql(&format!(
+        "GRANT SELECT (record_id) ON fits TO {}",
+        pg::PASSWORD_ROLE
+    ));
+    let mut w = target(&c.password_url(), "fits", OnConflict::Nothing).await;
+    w.ship(&records(5..15, "w")).await.unwrap();
+    assert_eq!(count(&c, "fits"), 15);
+    let (sink, cfg) = config(&c.password_url(), "fits", OnConflict::Update);
+    let e = PostgresTarget::connect(&sink, &cfg).await.unwrap_err();
+    assert!(e.to_string().contains("may not SELECT column url"), "{e}");
+    assert!(e.to_string().contains("may not UPDATE column url"), "{e}");
 }
 
 #[tokio::test]
