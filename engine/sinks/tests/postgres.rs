@@ -439,6 +439,7 @@ async fn an_outage_mid_way_fails_in_bounded_time_and_the_batch_lands_after_a_res
         // First the broken connection, then the refused reconnect.
         let started = Instant::now();
         let e = t.ship(&batch).await.unwrap_err();
+        eprintln!("while the server is down: {e}");
         assert!(matches!(e.kind(), "transient" | "unreachable"), "{e:?}");
         assert!(
             started.elapsed() < TIMEOUT + Duration::from_secs(1),
@@ -612,4 +613,53 @@ async fn a_row_the_table_refuses_needs_the_operator_and_ships_once_the_table_is_
     c.psql("ALTER TABLE crawl_records DROP CONSTRAINT no_excluded");
     t.ship(&batch).await.unwrap();
     assert_eq!(count(&c, "crawl_records"), 20);
+}
+
+/// Sends SIGSTOP to a process, and SIGCONT on drop, so a stopped process never outlives the test stopped.
+struct Stopped(String);
+
+impl Stopped {
+    fn new(pid: &str) -> Stopped {
+        let status = std::process::Command::new("kill")
+            .args(["-STOP", pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Stopped(pid.to_owned())
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0])
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_hung_server_process_times_out_and_the_next_call_connects_anew() {
+    if !pg::require("postgres sink: hung backend") {
+        return;
+    }
+    let c = Cluster::start();
+    let mut t = target(&c.url(), "crawl_records", OnConflict::Nothing).await;
+    t.ship(&records(0..10, "x")).await.unwrap();
+    let pid =
+        c.psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'crawl-engine sink pg'");
+    assert!(!pid.is_empty() && !pid.contains('\n'), "{pid:?}");
+    let stopped = Stopped::new(&pid);
+    // The server process serving the sink hangs: its statement_timeout cannot fire, the client's own does.
+    let started = Instant::now();
+    let e = t.ship(&records(10..20, "x")).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(e.kind(), "transient", "{e:?}");
+    assert!(
+        took >= TIMEOUT && took < TIMEOUT + Duration::from_secs(2),
+        "took {took:?}"
+    );
+    // The next call opens a new connection (served by a new process) and the batch lands.
+    t.ship(&records(10..20, "x")).await.unwrap();
+    assert_eq!(count(&c, "crawl_records"), 20);
+    drop(stopped);
 }
