@@ -9,6 +9,7 @@
 pub mod checkpoint;
 pub mod error;
 pub mod kafka;
+pub mod postgres;
 pub mod record;
 pub mod tail;
 

@@ -8,6 +8,8 @@
 //!   and (feature `kafka`) a reader of every message of a topic.
 //! - [`netns`]: network namespaces joined to the test's own by bridged veth pairs, each one cut off and healed at
 //!   will (root and iproute2).
+//! - [`postgres`]: PostgreSQL clusters a test starts (`initdb` in a temporary directory, a loopback port the system
+//!   handed out), stopped and started again at will, shut down on drop.
 //! - [`redis`]: `redis-server`s (and clusters) a test starts, on a unix socket or on ports the system handed out,
 //!   killed on drop.
 //! - [`sentinel`]: a master with replicas and the Redis Sentinels watching them, for failover tests.
@@ -17,6 +19,7 @@
 mod error;
 pub mod kafka;
 pub mod netns;
+pub mod postgres;
 pub mod redis;
 pub mod sentinel;
 pub mod tool;
