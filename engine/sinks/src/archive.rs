@@ -329,7 +329,13 @@ impl ArchiveStore {
             Some(Err(e)) => Err(match Failure::of(&e) {
                 Failure::Transport(_) => self.unreachable(self.detail(&e)),
                 Failure::Status(s) if s >= 500 => self.unreachable(self.detail(&e)),
-                _ => self.setup("url", self.detail(&e)),
+                _ => self.setup(
+                    "url",
+                    format!(
+                        "the store refused a list under the prefix: {}",
+                        self.detail(&e)
+                    ),
+                ),
             }),
         }
     }
