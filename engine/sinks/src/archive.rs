@@ -55,6 +55,8 @@ const KIND: &str = "object_store";
 pub const MANIFEST_OBJECT: &str = "manifest.jsonl";
 /// Retries of one request inside `object_store` (the sink's loop retries the whole upload after that).
 const REQUEST_RETRIES: usize = 3;
+/// S3's most parts in one multipart upload.
+const MAX_PARTS: usize = 10_000;
 /// The longest error detail kept from the store's answer.
 const DETAIL_MAX: usize = 400;
 
@@ -137,8 +139,14 @@ impl Backend {
 /// What an object already in the store is to the local file.
 enum Remote {
     Absent,
-    Same { etag: Option<String> },
-    Different(String),
+    Same {
+        etag: Option<String>,
+    },
+    /// `why` says what differs; `etag` is the object's, when its size is the file's and only the ETag differs.
+    Different {
+        why: String,
+        etag: Option<String>,
+    },
 }
 
 /// How an object-store error came about.
@@ -278,7 +286,7 @@ impl ArchiveStore {
                     "object already in the store, recorded without sending it again");
                 (true, etag)
             }
-            Remote::Different(why) => {
+            Remote::Different { why, .. } => {
                 return Err(self.setup(
                     "url",
                     format!(
@@ -289,8 +297,8 @@ impl ArchiveStore {
             }
             Remote::Absent => {
                 let started = std::time::Instant::now();
-                self.send(path, &name, &loc, &digest).await?;
-                let etag = self.verify(&loc, &location, &digest).await?;
+                let sent = self.send(path, &name, &loc, &digest).await?;
+                let etag = self.verify(&loc, &location, &digest, sent).await?;
                 tracing::info!(sink = %self.sink, file = %name, location = %location, bytes = digest.bytes,
                     ms = started.elapsed().as_millis() as u64, "file uploaded and verified");
                 (false, etag)
@@ -398,14 +406,15 @@ impl ArchiveStore {
     }
 
     /// Sends the file: parts with a recorded id for S3 and memory above the threshold, one put below it; a local
-    /// folder streams it into a staging file either way (recorded too, so a crash's leftover is removed).
+    /// folder streams it into a staging file either way (recorded too, so a crash's leftover is removed). Returns
+    /// the ETag the store gave the new object.
     async fn send(
         &mut self,
         path: &Path,
         name: &str,
         loc: &ObjPath,
         d: &FileDigest,
-    ) -> Result<(), SinkError> {
+    ) -> Result<Option<String>, SinkError> {
         let in_parts = d.bytes >= self.multipart_threshold && d.parts() > 1;
         let backend = self.backend.clone();
         if let Backend::Local(fs) = &backend {
@@ -421,7 +430,7 @@ impl ArchiveStore {
                 self.remove_staged(fs, loc)?;
             }
             self.upload_file.clear()?;
-            return sent;
+            return sent.map(|()| None);
         }
         match backend.multipart() {
             Some(mp) if in_parts => self.send_parts(mp, path, name, loc, d).await,
@@ -433,7 +442,7 @@ impl ArchiveStore {
                     .store()
                     .put(loc, PutPayload::from(Bytes::from(data)))
                     .await
-                    .map(drop)
+                    .map(|r| r.e_tag)
                     .map_err(|e| self.upload_error(&e))
             }
         }
@@ -447,7 +456,18 @@ impl ArchiveStore {
         name: &str,
         loc: &ObjPath,
         d: &FileDigest,
-    ) -> Result<(), SinkError> {
+    ) -> Result<Option<String>, SinkError> {
+        if d.parts() > MAX_PARTS {
+            return Err(self.setup(
+                "part_size_bytes",
+                format!(
+                    "{} bytes in parts of {} make {} parts, above S3's {MAX_PARTS}",
+                    d.bytes,
+                    self.part_size,
+                    d.parts()
+                ),
+            ));
+        }
         let id = mp
             .create_multipart(loc)
             .await
@@ -463,7 +483,7 @@ impl ArchiveStore {
             Err(e) => Err(e),
         };
         match sent {
-            Ok(()) => self.upload_file.clear(),
+            Ok(etag) => self.upload_file.clear().map(|()| etag),
             Err(e) => {
                 if let Err(a) = self.abort(&record).await {
                     tracing::warn!(sink = %self.sink, file = %name, error = %a,
@@ -482,7 +502,7 @@ impl ArchiveStore {
         id: &str,
         d: &FileDigest,
         record: &mut UploadState,
-    ) -> Result<(), SinkError> {
+    ) -> Result<Option<String>, SinkError> {
         let io = |e| SinkError::io(&self.sink, path, e);
         let id = id.to_owned();
         let mut f = tokio::fs::File::open(path).await.map_err(io)?;
@@ -503,7 +523,7 @@ impl ArchiveStore {
         }
         mp.complete_multipart(loc, &id, parts)
             .await
-            .map(drop)
+            .map(|r| r.e_tag)
             .map_err(|e| self.upload_error(&e))
     }
 
@@ -550,20 +570,32 @@ impl ArchiveStore {
         sent
     }
 
-    /// The HEAD after an upload: the object must be the file. One that is not is removed (best effort) and the
-    /// failure is transient: the next try uploads it again.
+    /// The HEAD after an upload: the object must be the file. An ETag that is no MD5 of the bytes but the one the
+    /// store gave the upload itself (S3 with KMS encryption) leaves the size as the check. An object that is not
+    /// the file is removed (best effort) and the failure is transient: the next try uploads it again.
     async fn verify(
         &self,
         loc: &ObjPath,
         location: &str,
         d: &FileDigest,
+        sent: Option<String>,
     ) -> Result<Option<String>, SinkError> {
         match self.compare(loc, d).await? {
             Remote::Same { etag } => Ok(etag),
             Remote::Absent => {
                 Err(self.transient(format!("`{location}` not found after its upload")))
             }
-            Remote::Different(why) => {
+            Remote::Different {
+                etag: Some(etag), ..
+            } if sent
+                .as_deref()
+                .is_some_and(|s| s.trim_matches('"') == etag.trim_matches('"')) =>
+            {
+                tracing::warn!(sink = %self.sink, object = %loc, etag = %etag,
+                    "the store's ETags are no MD5s of the bytes (KMS encryption?): only the size was compared");
+                Ok(Some(etag))
+            }
+            Remote::Different { why, .. } => {
                 let removed = self.backend.store().delete(loc).await.is_ok();
                 Err(self.transient(format!(
                     "`{location}` does not match the file after its upload ({why}){}",
@@ -583,22 +615,25 @@ impl ArchiveStore {
             Err(e) => return Err(self.upload_error(&e)),
         };
         if meta.size != d.bytes {
-            return Ok(Remote::Different(format!(
-                "{} bytes, the file {}",
-                meta.size, d.bytes
-            )));
+            return Ok(Remote::Different {
+                why: format!("{} bytes, the file {}", meta.size, d.bytes),
+                etag: None,
+            });
         }
         if let Backend::S3(_) = self.backend {
             let etag = meta.e_tag;
             return Ok(match etag.as_deref().map(|e| d.check_etag(e)) {
                 Some(EtagCheck::Same) => Remote::Same { etag },
-                Some(EtagCheck::Different) => Remote::Different(format!(
-                    "ETag {}, the file's {} (single put) or {} (in {} parts)",
-                    etag.as_deref().unwrap_or_default(),
-                    d.single_etag(),
-                    d.multipart_etag(),
-                    d.parts()
-                )),
+                Some(EtagCheck::Different) => Remote::Different {
+                    why: format!(
+                        "ETag {}, the file's {} (single put) or {} (in {} parts)",
+                        etag.as_deref().unwrap_or_default(),
+                        d.single_etag(),
+                        d.multipart_etag(),
+                        d.parts()
+                    ),
+                    etag,
+                },
                 Some(EtagCheck::NotComparable) | None => {
                     tracing::warn!(sink = %self.sink, object = %loc, etag = ?etag,
                         "the object's ETag is no MD5 of its bytes: only its size was compared");
@@ -616,7 +651,10 @@ impl ArchiveStore {
         Ok(if sum == d.sha256 {
             Remote::Same { etag: None }
         } else {
-            Remote::Different(format!("SHA-256 {sum}, the file's {}", d.sha256))
+            Remote::Different {
+                why: format!("SHA-256 {sum}, the file's {}", d.sha256),
+                etag: None,
+            }
         })
     }
 

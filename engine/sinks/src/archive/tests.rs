@@ -323,3 +323,34 @@ fn a_status_in_the_message_is_read_as_a_status() {
     };
     assert_eq!(Failure::of(&e), Failure::NotFound);
 }
+
+#[tokio::test]
+async fn a_file_of_more_parts_than_s3_takes_is_refused_naming_part_size() {
+    let work = tempfile::tempdir().unwrap();
+    let mut cfg = config("memory://");
+    cfg.part_size = 1;
+    cfg.multipart_threshold = 1;
+    let mut s = ArchiveStore::open(&sink("m", &cfg), &cfg, work.path())
+        .await
+        .unwrap();
+    let (f, _) = write(work.path(), "many.warc.gz", MAX_PARTS + 1, 0);
+    let e = s.upload(&f).await.unwrap_err();
+    assert_eq!(e.kind(), "setup");
+    assert!(e.to_string().contains("`part_size_bytes`"), "{e}");
+    assert!(!work.path().join("m.upload").exists());
+}
+
+#[tokio::test]
+async fn an_upload_runs_on_a_task_of_its_own() {
+    let work = tempfile::tempdir().unwrap();
+    let (f, data) = write(work.path(), "t.warc.gz", 5000, 9);
+    let state = work.path().join("sinks");
+    let task = tokio::spawn(async move {
+        let cfg = config("memory://");
+        let mut s = ArchiveStore::open(&sink("m", &cfg), &cfg, &state).await?;
+        s.upload(&f).await
+    });
+    let up = task.await.unwrap().unwrap();
+    assert_eq!(up.checksum, sha256_hex(&data));
+    assert_eq!(up.location, "memory:///t.warc.gz");
+}
