@@ -398,3 +398,56 @@ async fn a_warc_file_read_back_from_the_store_passes_warcio() {
     assert_eq!(records.len(), 50);
     assert_eq!(records[49].uri.as_deref(), Some("http://example.test/49"));
 }
+
+/// Set in the copy of this test binary that [`https_to_the_store_trusts_the_roots_it_is_given`] runs: the endpoint
+/// to open, with `SSL_CERT_FILE` naming the server's certificate.
+const TLS_CHILD: &str = "ARCHIVE_TEST_TLS_ENDPOINT";
+
+#[tokio::test]
+async fn https_to_the_store_trusts_the_roots_it_is_given() {
+    let work = tempfile::tempdir().unwrap();
+    if let Some(endpoint) = std::env::var_os(TLS_CHILD) {
+        // The child: the system's roots are the test's certificate, so the handshake passes and the store answers
+        // (that the bucket is missing: the request and its answer went through TLS).
+        let mut cfg = config(endpoint.to_str().unwrap());
+        cfg.allow_http = false;
+        let e = ArchiveStore::open(&sink(&cfg), &cfg, work.path())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), "setup", "{e}");
+        assert!(e.to_string().contains("NoSuchBucket"), "{e}");
+        return;
+    }
+    let Some((m, cert)) = MotoServer::find_tls("archive https") else {
+        return;
+    };
+    let mut cfg = config(&m.endpoint());
+    cfg.allow_http = false;
+    // Not trusted (the system's roots do not hold the test's certificate): the handshake fails, in bounded time.
+    let started = Instant::now();
+    let e = ArchiveStore::open(&sink(&cfg), &cfg, work.path())
+        .await
+        .unwrap_err();
+    eprintln!("untrusted: {:?}: {e}", started.elapsed());
+    assert_eq!(e.kind(), "unreachable", "{e}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // Trusted through SSL_CERT_FILE, in a process of its own (the environment is the process's).
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "https_to_the_store_trusts_the_roots_it_is_given",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(TLS_CHILD, m.endpoint())
+        .env("SSL_CERT_FILE", &cert.cert)
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed"), "{said}");
+}

@@ -7,10 +7,13 @@
 //! (see [`crate::tool`]). Install it with
 //! `python3 -m venv .tools/moto && .tools/moto/bin/pip install "moto[server]"`.
 //!
+//! [`MotoServer::find_tls`] starts one that speaks https only, with a certificate for 127.0.0.1 made by `openssl`
+//! ([`TestCert`]): a client trusts it through `SSL_CERT_FILE`.
+//!
 //! The helpers ([`MotoServer::create_bucket`], [`MotoServer::keys`], [`MotoServer::object`],
 //! [`MotoServer::uploads`], ...) speak plain HTTP/1.1 over a `std` socket, so a test can look at the store without
 //! the client under test. They carry an `Authorization` header with a made-up signature: moto does not check
-//! signatures, but answers 403 to an anonymous read of an object.
+//! signatures, but answers 403 to an anonymous read of an object. They work on plain-HTTP servers only.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -37,8 +40,51 @@ const PORT_TRIES: usize = 10;
 pub struct MotoServer {
     child: Child,
     addr: SocketAddr,
+    /// Speaks https only.
+    tls: bool,
     /// Holds moto's log.
     dir: tempfile::TempDir,
+}
+
+/// A self-signed certificate for `127.0.0.1` (and `localhost`) with its key, PEM files in a temporary folder.
+#[derive(Debug)]
+pub struct TestCert {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestCert {
+    /// Makes one with `openssl req` (valid for a day).
+    pub fn make() -> Result<TestCert, ToolError> {
+        let dir = tempfile::Builder::new()
+            .prefix("cert")
+            .tempdir()
+            .map_err(ToolError::io("tempdir for a certificate"))?;
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        let out = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args(["-subj", "/CN=127.0.0.1"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+            .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(ToolError::io("openssl req"))?;
+        if !out.status.success() {
+            return Err(ToolError::failed("openssl req", out.status, &out.stderr));
+        }
+        Ok(TestCert {
+            cert,
+            key,
+            _dir: dir,
+        })
+    }
 }
 
 /// A multipart upload in progress, as `GET /bucket?uploads` lists it.
@@ -74,12 +120,37 @@ impl MotoServer {
         }
     }
 
+    /// A started https-only server and the certificate it shows, or None with a note when moto or `openssl` is
+    /// missing (a panic under `CI=true`).
+    pub fn find_tls(test: &str) -> Option<(MotoServer, TestCert)> {
+        let Some(exe) = program() else {
+            tool::unavailable(test, PROGRAM, HINT);
+            return None;
+        };
+        if !tool::require(test, &["openssl"], "apt-get install openssl") {
+            return None;
+        }
+        let cert = match TestCert::make() {
+            Ok(c) => c,
+            Err(e) => panic!("{test}: {e}"),
+        };
+        match MotoServer::start_with(&exe, Some(&cert)) {
+            Ok(s) => Some((s, cert)),
+            Err(e) => panic!("{test}: start {PROGRAM} with TLS: {e}"),
+        }
+    }
+
     /// Starts `exe` on a free loopback port.
     pub fn start(exe: &Path) -> Result<MotoServer, ToolError> {
+        MotoServer::start_with(exe, None)
+    }
+
+    /// Starts `exe` on a free loopback port, speaking https with `cert` when given.
+    pub fn start_with(exe: &Path, cert: Option<&TestCert>) -> Result<MotoServer, ToolError> {
         let mut last = None;
         for _ in 0..PORT_TRIES {
             let port = free_port()?;
-            match MotoServer::spawn(exe, port) {
+            match MotoServer::spawn(exe, port, cert) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -90,7 +161,7 @@ impl MotoServer {
         }))
     }
 
-    fn spawn(exe: &Path, port: u16) -> Result<MotoServer, ToolError> {
+    fn spawn(exe: &Path, port: u16, cert: Option<&TestCert>) -> Result<MotoServer, ToolError> {
         let dir = tempfile::Builder::new()
             .prefix("moto")
             .tempdir()
@@ -98,8 +169,12 @@ impl MotoServer {
         let log = std::fs::File::create(dir.path().join("moto.log"))
             .map_err(ToolError::io("moto.log"))?;
         let log2 = log.try_clone().map_err(ToolError::io("moto.log"))?;
-        let child = Command::new(exe)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let mut cmd = Command::new(exe);
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        if let Some(c) = cert {
+            cmd.arg("-s").arg("-c").arg(&c.cert).arg("-k").arg(&c.key);
+        }
+        let child = cmd
             .current_dir(dir.path())
             .stdin(Stdio::null())
             .stdout(log)
@@ -109,6 +184,7 @@ impl MotoServer {
         let mut s = MotoServer {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            tls: cert.is_some(),
             dir,
         };
         let deadline = Instant::now() + READY_WITHIN;
@@ -129,8 +205,12 @@ impl MotoServer {
         }
     }
 
-    /// True when the server answers an HTTP request (its list of buckets) with 200.
+    /// True when the server answers an HTTP request (its list of buckets) with 200; an https server, which these
+    /// plain helpers cannot speak to, when it takes connections.
     fn answers(&self) -> bool {
+        if self.tls {
+            return TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok();
+        }
         self.request("GET", "/", &[])
             .is_ok_and(|(status, _)| status == 200)
     }
@@ -145,9 +225,10 @@ impl MotoServer {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`: the endpoint the client under test is given.
+    /// `http://127.0.0.1:PORT` (`https://` for a TLS server): the endpoint the client under test is given.
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Makes `bucket`.
