@@ -13,7 +13,10 @@
 //! Exactly once: the manifest (`<sink>.manifest.jsonl` in the state folder, one line per verified upload, and a copy
 //! at `<prefix>/manifest.jsonl` in the store) says what is done; a file in it is not sent again, and a file whose
 //! object is already in the store with the same size and checksum (an upload whose manifest line was lost) is
-//! recorded without sending it again. A different object under the same name is never overwritten.
+//! recorded without sending it again. A different object under the same name is never overwritten: that is a
+//! `Setup` error for the operator. (With KMS encryption S3's ETags are no MD5s: an upload of this sink is then
+//! checked by its size and the ETag the store gave it, and an object found already there by its size alone
+//! cannot be told from another one, so it is reported as a different object.)
 //!
 //! Crashes: a multipart upload is recorded in `<sink>.upload` (its id, fsynced) before its first part. A failed
 //! upload is aborted at once; when even the abort fails (the store is away), or the process died, the record stays
@@ -263,6 +266,9 @@ impl ArchiveStore {
     /// manifest (fsynced), writes the manifest's copy in the store, and deletes the local file when `delete_local`
     /// says so. A file already in the manifest is a no-op; an object already in the store with the same size and
     /// checksum is recorded without sending it again (`existed`).
+    ///
+    /// An error after the manifest line was written (the copy in the store could not be put) leaves the file
+    /// recorded: the next call for it is a no-op that puts the copy again and deletes the local file.
     pub async fn upload(&mut self, path: &Path) -> Result<Uploaded, SinkError> {
         let name = self.file_name(path)?;
         self.settle_pending().await?;
