@@ -6,6 +6,7 @@
 //! record sinks ([`kafka`], [`postgres`]) ship [`record::ShipRecord`]s read by [`tail`]; the object store sink
 //! ([`archive`]) uploads closed WARC files and keeps a manifest of what it uploaded.
 
+pub mod archive;
 pub mod checkpoint;
 pub mod error;
 pub mod kafka;
