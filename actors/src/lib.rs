@@ -8,6 +8,8 @@
 //! - [`fetcher`]: HTTP(S) with deadlines and limits.
 //! - [`parser`]: decoding, link extraction, robots.txt and sitemaps, on a thread pool.
 //! - [`sink`]: the JSONL output, exactly once.
+//! - [`shipper`]: the `[[sinks]]` beyond it (Kafka, PostgreSQL, object storage), each from its own checkpoint, with
+//!   backpressure on fetching.
 //! - [`proxy`]: SOCKS5 proxy chains: rules, selection, breakers, the chain handshake.
 //! - [`faults`]: the fault-injection test hook; [`fatal`]: panics that end the process.
 //! - [`job`]: the text of a caught panic.
@@ -28,6 +30,7 @@ pub mod proxy;
 mod recorder;
 pub mod resolver;
 pub mod scheduler;
+pub mod shipper;
 pub mod sink;
 pub mod store;
 pub mod supervisor;

@@ -16,8 +16,8 @@ mod stats;
 
 use actix::{Message, Recipient};
 pub use control::{
-    AddUrls, ControlError, HostSort, HostView, Processes, RobotsState, StatusView, UrlAnswer,
-    UrlVerdict,
+    AddUrls, ControlError, HostSort, HostView, Processes, RobotsState, SinkView, StatusView,
+    UrlAnswer, UrlVerdict,
 };
 use crawl_core::frontier::{Entry, Fp, ShardGate};
 use crawl_core::politeness::HostId;
@@ -26,7 +26,7 @@ use crawl_core::robots::Robots;
 use crawl_core::scope::ScopeVerdict;
 pub use redirect::RedirectError;
 pub use response::{RawResponse, Timings};
-pub use sink::SinkError;
+pub use sink::{Backpressure, OutputProgress, SinkError};
 pub use stats::{RevisitStats, Stats};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

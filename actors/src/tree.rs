@@ -74,6 +74,8 @@ pub struct Tree {
     /// Held while the tree runs, so that `fatal` is never closed before the crawl ends.
     _fatal_tx: FatalSender,
     arbiters: Vec<Arbiter>,
+    /// The `[[sinks]]`, when any is configured.
+    shippers: Option<crate::shipper::Shippers>,
 }
 
 /// How a running tree ended.
@@ -130,10 +132,30 @@ impl Tree {
         }
     }
 
+    /// The sinks' states now (empty without sinks).
+    pub fn sinks(&self) -> Vec<crate::shipper::SinkView> {
+        self.shippers
+            .as_ref()
+            .map(|s| s.views())
+            .unwrap_or_default()
+    }
+
+    /// After the crawl ended: lets the sinks deliver what is left for up to `limit`, and returns those still
+    /// behind then (their checkpoints keep the rest for the next run).
+    pub async fn finish_sinks(&mut self, limit: Duration) -> Vec<crate::shipper::SinkView> {
+        match self.shippers.as_mut() {
+            Some(s) => s.finish(limit).await,
+            None => Vec::new(),
+        }
+    }
+
     /// Stops the tree's arbiter threads (after the crawl ended).
     pub fn stop(self) {
         for a in self.arbiters {
             a.stop();
+        }
+        if let Some(s) = self.shippers {
+            s.stop();
         }
     }
 }
@@ -146,6 +168,8 @@ pub struct Control {
     scheduler: Addr<Scheduler>,
     /// This process among the others, when the store is shared.
     peers: Option<Peers>,
+    /// The `[[sinks]]`' states.
+    sinks: Vec<Arc<crate::shipper::SinkState>>,
 }
 
 /// How long a view of the crawl may take: the scheduler answers from its own state, between two events.
@@ -173,12 +197,16 @@ impl Control {
     /// meanwhile, within a few seconds, or said unknown).
     pub async fn status(&self) -> Result<StatusView, ControlError> {
         let view = self.scheduler.send(GetStatus).timeout(VIEW_TIMEOUT);
-        let Some(peers) = &self.peers else {
-            return view.await.map_err(control_error);
+        let mut view = match &self.peers {
+            None => view.await.map_err(control_error)?,
+            Some(peers) => {
+                let (view, processes) = tokio::join!(view, peers.processes());
+                let mut view = view.map_err(control_error)?;
+                view.processes = processes;
+                view
+            }
         };
-        let (view, processes) = tokio::join!(view, peers.processes());
-        let mut view = view.map_err(control_error)?;
-        view.processes = processes;
+        view.sinks = self.sinks.iter().map(|s| s.view()).collect();
         Ok(view)
     }
 
@@ -318,6 +346,11 @@ pub fn redis_settings(config: &Config) -> RedisSettings {
     }
 }
 
+/// Connects every `[[sinks]]` entry as a run would and lets go (`--check`): the errors of those that could not.
+pub fn probe_sinks(config: &Config) -> Vec<crawl_sinks::SinkError> {
+    crate::shipper::probe(config)
+}
+
 /// Starts the tree. Must run inside an actix `System`. `lock` is the data_dir's lock, taken by the caller when it
 /// claimed the crawl's outputs for `crawl` (whose id the WARC files carry); `extra_roots` are trusted by the HTTP
 /// client besides the webpki roots.
@@ -351,11 +384,25 @@ pub fn start(
         );
     }
 
-    let archive = crate::store::archive::Archive::open(
+    let mut archive = crate::store::archive::Archive::open(
         config,
         recovered.archive_checkpoint.as_deref(),
         crawl,
     )?;
+    // The file the archive resumed was closed (an object store sink copies closed files): the new one is made the
+    // committed file before the first fetch, so a restart never appends to the closed one.
+    if let Some(cp) = archive.as_mut().and_then(|a| a.take_opening_checkpoint()) {
+        store.commit(crawl_core::frontier::Batch {
+            archive_checkpoint: Some(cp),
+            ..Default::default()
+        })?;
+    }
+    let progress = crate::protocol::OutputProgress::new(jsonl);
+    if let Some(a) = &archive {
+        progress
+            .warc_file
+            .send_replace(Some(a.current_file().to_owned()));
+    }
     let scope = scope_policy(config);
     let policy = politeness_policy(config);
     let settings = CrawlSettings {
@@ -385,11 +432,6 @@ pub fn start(
     );
     if let Some(gate) = store.shard_gate() {
         crawl = crawl.with_shards(gate);
-        if config.frontier.backend == FrontierBackend::Redis
-            && !config.frontier.redis.recrawl_after.is_zero()
-        {
-            crawl = crawl.with_recrawl();
-        }
     }
     if config.recrawl.enabled {
         crawl = crawl.with_revisits(&config.recrawl);
@@ -413,15 +455,23 @@ pub fn start(
     // The store moves to a thread of its own: commits and reads never block the scheduler. A panic there ends
     // the process (everything committed stays); the same command resumes.
     let (fatal_tx, fatal_rx) = crate::fatal::channel();
+    // The sinks connect before anything is fetched: one that cannot start stops the crawl with its error.
+    let backpressure =
+        crate::protocol::Backpressure::new(config.sinks.iter().map(|s| s.name.clone()));
+    let shippers = crate::shipper::Shippers::start(config, &progress, &backpressure, &fatal_tx)?;
+    if shippers.is_some() {
+        crawl = crawl.with_backpressure(backpressure);
+    }
     let store_cell = std::sync::Mutex::new(Some((store, archive)));
+    let warc_progress = progress.warc_file.clone();
     let (store_faults, store_fatal) = (faults.clone(), fatal_tx.clone());
     let store_addr = SyncArbiter::start(1, move || {
         let s = store_cell.lock().ok().and_then(|mut g| g.take());
         let guard = store_fatal.guard("store");
         match s {
-            Some((s, archive)) => {
-                StoreActor::new(s, store_faults.clone(), guard).with_archive(archive)
-            }
+            Some((s, archive)) => StoreActor::new(s, store_faults.clone(), guard)
+                .with_archive(archive)
+                .with_warc_progress(warc_progress.clone()),
             None => StoreActor::closed(guard),
         }
     });
@@ -502,9 +552,10 @@ pub fn start(
 
     let arbiters: Vec<Arbiter> = (0..n_fetchers).map(|_| Arbiter::new()).collect();
     let sink_arbiter = Arbiter::new();
+    let jsonl_progress = progress.jsonl.clone();
     let (sink_faults, sink_guard) = (faults.clone(), fatal_tx.guard("sink"));
     let sink = Sink::start_in_arbiter(&sink_arbiter.handle(), move |_| {
-        Sink::new(writer, sink_faults, sink_guard)
+        Sink::new(writer, sink_faults, sink_guard).with_progress(jsonl_progress)
     });
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let handles = arbiters.iter().map(|a| a.handle()).collect::<Vec<_>>();
@@ -585,6 +636,7 @@ pub fn start(
         control: Control {
             scheduler: me,
             peers: process_id.map(|id| Peers::new(store_addr, id)),
+            sinks: shippers.as_ref().map(|s| s.states()).unwrap_or_default(),
         },
         resolver,
         proxy: proxy_addr,
@@ -593,5 +645,6 @@ pub fn start(
         fatal: fatal_rx,
         _fatal_tx: fatal_tx,
         arbiters,
+        shippers,
     })
 }

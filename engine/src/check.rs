@@ -2,8 +2,9 @@
 //! or WARC folder held by another process or owned by another crawl is refused with the run's own message), checks
 //! that the paths can be made and written and that the metrics port is free (and the control API's, its token and
 //! certificate readable), connects to Redis as a run would and
-//! tries a TCP connection to every other server the config names, and looks at where the seeds point. It creates
-//! nothing and takes no lock for longer than a look.
+//! connects to every sink (`[[sinks]]`) as a run would, tries a TCP connection to every other server the config
+//! names, and looks at where the seeds point. It creates nothing of the crawl's own and takes no lock for longer
+//! than a look (a sink's connect creates a missing table, or a topic with `create_topic`, as a run would).
 
 mod reach;
 
@@ -73,6 +74,12 @@ pub fn preflight(config: &Config, fresh: bool) -> Findings {
     if let Err(e) = crate::api::listener::ApiListener::open(&config.api) {
         f.refused.push(e.to_string());
     }
+    // Every sink connected as a run connects it: one out of reach or not usable refuses the run (exit 2).
+    f.refused.extend(
+        crawl_actors::tree::probe_sinks(config)
+            .into_iter()
+            .map(|e| e.to_string()),
+    );
     match reach::redis(config) {
         Some(RedisFinding::Refused(m)) => f.refused.push(m),
         Some(RedisFinding::Failed(m)) => f.failed.push(m),

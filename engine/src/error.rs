@@ -17,7 +17,8 @@ Exit status (a run and --check alike):
   1    runtime failure: the message says whether the same command resumes (a server out of reach,
        a crash, an output that no longer matches its checkpoint)
   2    usage, config or ownership, before anything is written: a bad flag or key, a busy port, an
-       output (data_dir, JSONL, WARC folder) held by another process or owned by another crawl
+       output (data_dir, JSONL, WARC folder) held by another process or owned by another crawl, a sink
+       ([[sinks]]) that cannot be reached or used as configured
   130  a second signal stopped the crawl at once (as safe as kill -9; the same command resumes)";
 
 /// An exit status of the table.
@@ -116,7 +117,8 @@ fn resume_clause(e: &TreeError) -> String {
 fn tree_resumes(e: &TreeError) -> Option<Resumes> {
     match e {
         TreeError::Frontier(FrontierError::Locked(LockError::InUse { .. }))
-        | TreeError::Archive(WarcError::Busy { .. }) => None,
+        | TreeError::Archive(WarcError::Busy { .. })
+        | TreeError::Sink(_) => None,
         TreeError::Output(OutputError::CheckpointMismatch { .. })
         | TreeError::Archive(WarcError::CheckpointMismatch { .. })
         | TreeError::Outbox { .. }

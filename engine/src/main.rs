@@ -252,6 +252,9 @@ fn real_main(cli: &Cli) -> anyhow::Result<()> {
     if let Some(p) = &cli.summary_json {
         std::fs::write(p, serde_json::to_vec_pretty(&summary.to_json())?)?;
     }
+    if let Some(e) = summary.sinks_error() {
+        return Err(EngineError::Fatal(e).into());
+    }
     if let FinishReason::Fatal(cause) = &summary.reason {
         let one_line = cause.lines().next().unwrap_or("fatal error").to_owned();
         return Err(

@@ -48,6 +48,7 @@ pub fn run_crawl_owned(
     let (lock, identity, _markers) = owned.into_lock();
     let started = Instant::now();
     let grace = config.shutdown.grace;
+    let sink_finish = config.output.sink_finish;
     let output = config.output.jsonl.display().to_string();
     let data_dir = config.frontier.data_dir.display().to_string();
     let sys = actix::System::new();
@@ -141,18 +142,27 @@ pub fn run_crawl_owned(
         if let Some(t) = reload_task {
             t.abort();
         }
+        // The sinks deliver what is left (the last WARC file included), for as long as the config lets them.
+        let sinks_behind = if crawl.is_ok() {
+            tree.finish_sinks(sink_finish).await
+        } else {
+            Vec::new()
+        };
+        let sinks = tree.sinks();
         // Bounded: the resolver's thread may be blocked (the summary then lacks its counters).
         let dns = tree.resolver_stats(STATS_TIMEOUT).await;
         let proxy = tree.proxy_stats(STATS_TIMEOUT).await;
         tree.stop();
-        crawl.map(|c| (c, dns, proxy))
+        crawl.map(|c| (c, dns, proxy, sinks, sinks_behind))
     });
     actix::System::current().stop();
-    let (crawl, dns, proxy) = result?;
+    let (crawl, dns, proxy, sinks, sinks_behind) = result?;
     // A fatal end still has a summary; the caller prints it and exits 1 with the cause.
     let mut summary = Summary::new(crawl, started.elapsed(), output);
     summary.data_dir = data_dir;
     summary.dns = dns;
     summary.proxy = proxy;
+    summary.sinks = sinks;
+    summary.sinks_behind = sinks_behind;
     Ok(summary)
 }

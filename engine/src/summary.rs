@@ -1,6 +1,6 @@
 //! The end-of-crawl summary: counts by outcome and reason, bytes, elapsed, pages/s, CPU and memory.
 
-use crawl_actors::protocol::{CrawlSummary, FinishReason};
+use crawl_actors::protocol::{CrawlSummary, FinishReason, SinkView};
 use crawl_actors::tree::{ProxyStats, ResolverStats};
 use crawl_observability::usage;
 use std::fmt::Write as _;
@@ -23,6 +23,10 @@ pub struct Summary {
     pub dns: ResolverStats,
     /// Proxy-chain counters (connects, faults, breaker per chain), when chains are configured.
     pub proxy: Option<ProxyStats>,
+    /// The `[[sinks]]` at the end.
+    pub sinks: Vec<SinkView>,
+    /// Sinks still behind once `output.sink_finish_s` ran out (their checkpoints keep the rest).
+    pub sinks_behind: Vec<SinkView>,
 }
 
 impl Summary {
@@ -38,6 +42,8 @@ impl Summary {
             data_dir: String::new(),
             dns: Default::default(),
             proxy: None,
+            sinks: Vec::new(),
+            sinks_behind: Vec::new(),
         }
     }
 
@@ -164,11 +170,59 @@ impl Summary {
                 );
             }
         }
+        for v in &self.sinks {
+            let _ = writeln!(
+                out,
+                "  sink      {} ({}): {} delivered, {} bytes, {} skipped, {} behind{}",
+                v.name,
+                v.kind,
+                v.delivered,
+                v.bytes,
+                v.skipped,
+                v.lag_records,
+                v.last_error
+                    .as_deref()
+                    .map(|e| format!("; last error: {e}"))
+                    .unwrap_or_default()
+            );
+        }
         let _ = writeln!(out, "  output    {}", self.output);
         for line in self.advice() {
             let _ = writeln!(out, "{line}");
         }
         out
+    }
+
+    /// The error a run ends with when sinks are still behind at its end (exit status 1): what each lacks.
+    pub fn sinks_error(&self) -> Option<String> {
+        if self.sinks_behind.is_empty() {
+            return None;
+        }
+        let behind: Vec<String> = self
+            .sinks_behind
+            .iter()
+            .map(|v| {
+                let unit = if v.kind == "object_store" {
+                    "files"
+                } else {
+                    "records"
+                };
+                format!(
+                    "sink `{}` has {} {unit} ({} bytes) not delivered{}",
+                    v.name,
+                    v.lag_records,
+                    v.lag_bytes,
+                    v.last_error
+                        .as_deref()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        Some(format!(
+            "{}; they are kept, and the same command delivers them",
+            behind.join("; ")
+        ))
     }
 
     /// Words for a run that did nothing useful: a crawl that was complete before it started, or one whose every
@@ -225,6 +279,11 @@ impl Summary {
                 "plain_queries": self.dns.plain_queries, "doh_queries": self.dns.doh_queries,
                 "hijack_addresses": self.dns.hijack_addresses,
             },
+            "sinks": self.sinks.iter().map(|v| serde_json::json!({
+                "name": v.name, "kind": v.kind, "delivered": v.delivered, "bytes": v.bytes,
+                "skipped": v.skipped, "lag_records": v.lag_records, "lag_bytes": v.lag_bytes,
+                "last_error": v.last_error,
+            })).collect::<Vec<_>>(),
         })
     }
 }

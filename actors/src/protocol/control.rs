@@ -137,6 +137,30 @@ pub struct StatusView {
     /// What it waits for, when nothing runs: in words.
     pub waiting_for: Option<String>,
     pub processes: Processes,
+    /// The `[[sinks]]` (filled in by the tree's Control).
+    pub sinks: Vec<SinkView>,
+}
+
+/// A sink's state as an operator sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkView {
+    pub name: String,
+    /// `kafka`, `postgres` or `object_store`.
+    pub kind: &'static str,
+    /// Records (files, for an object store) delivered by this run.
+    pub delivered: u64,
+    pub bytes: u64,
+    /// Records left out by a rule (`oversize = "skip"`).
+    pub skipped: u64,
+    /// Records (files, for an object store) and bytes committed but not delivered yet.
+    pub lag_records: u64,
+    pub lag_bytes: u64,
+    /// True while it holds fetching back (`output.sink_max_lag`).
+    pub holding: bool,
+    /// Unix ms of the last delivery (or of the start).
+    pub last_success_ms: u64,
+    /// The last error, until a delivery succeeds.
+    pub last_error: Option<String>,
 }
 
 /// The processes of the crawl, for `GET /v1/status`.

@@ -62,6 +62,9 @@ use windows::Windows;
 
 pub use windows::{RefillRequest, WindowId};
 
+/// How often a crawl held back by a sink looks whether it may go on.
+const SINK_POLL: Duration = Duration::from_millis(200);
+
 /// Settings the scheduler needs (a projection of the config).
 #[derive(Debug, Clone)]
 pub struct CrawlSettings {
@@ -116,6 +119,8 @@ pub struct Crawl {
     tally: HostTally,
     /// No new lease starts (SIGINT/SIGTERM).
     draining: bool,
+    /// The sinks' backpressure: while one is too far behind, no new fetch starts.
+    sinks: Option<Arc<crate::protocol::Backpressure>>,
 }
 
 impl Crawl {
@@ -153,32 +158,33 @@ impl Crawl {
             adds: Adds::default(),
             tally,
             draining: false,
+            sinks: None,
         };
         crawl.take_robots(resume.robots, now);
         crawl
     }
 
-    /// A crawl shared by many processes: only hosts whose shard `gate` says this process owns are crawled, and
-    /// records carry a crawl-wide id.
-    pub fn with_shards(mut self, gate: Arc<dyn ShardGate>) -> Crawl {
-        self.shards = Shards::new(gate);
-        self.staging.with_record_ids();
+    /// Sinks beyond the JSONL: while `gate` says one is too far behind, no new fetch starts.
+    pub fn with_backpressure(mut self, gate: Arc<crate::protocol::Backpressure>) -> Crawl {
+        self.sinks = Some(gate);
         self
     }
 
-    /// URLs may be crawled again (recrawl): each record's id names the URL and the queueing it answers, so that
-    /// the merge keeps one record per fetch of a URL, not one per URL.
-    pub fn with_recrawl(mut self) -> Crawl {
-        self.staging.with_recrawl();
+    /// The sink that holds fetching back now, if any.
+    fn sink_holding(&self) -> Option<&str> {
+        self.sinks.as_ref().and_then(|g| g.holding())
+    }
+
+    /// A crawl shared by many processes: only hosts whose shard `gate` says this process owns are crawled.
+    pub fn with_shards(mut self, gate: Arc<dyn ShardGate>) -> Crawl {
+        self.shards = Shards::new(gate);
         self
     }
 
     /// Continuous crawling: every fetched URL comes due again after an interval `[recrawl]` decides, records say
-    /// which visit they are and carry an id per fetch, the crawl never completes by itself (it waits for the next
+    /// which visit they are, the crawl never completes by itself (it waits for the next
     /// due URL), and `max_pages` counts this run's fetches.
     pub fn with_revisits(mut self, config: &crawl_core::config::RecrawlConfig) -> Crawl {
-        self.staging.with_record_ids();
-        self.staging.with_recrawl();
         self.progress.count_this_run();
         self.robots.reread_sitemaps();
         self.revisits = Some(Revisits::new(config));
@@ -537,6 +543,10 @@ impl Crawl {
         let stats = self.stats();
         let waiting_for = if self.operator.crawl_paused() {
             Some("an operator to resume the crawl".to_owned())
+        } else if let Some(sink) = self.sink_holding() {
+            Some(format!(
+                "sink `{sink}` to catch up (output.sink_max_lag): no new fetch starts meanwhile"
+            ))
         } else if self.draining {
             Some("in-flight requests to finish (draining)".to_owned())
         } else if stats.in_flight == 0 && stats.queued == 0 {
@@ -556,6 +566,7 @@ impl Crawl {
             waiting_for,
             // The tree's Control asks the store in a crawl shared by many processes.
             processes: crate::protocol::Processes::Alone,
+            sinks: Vec::new(),
         }
     }
 
@@ -681,8 +692,13 @@ impl Crawl {
         }
         let mut jobs = Vec::new();
         let mut wake = None;
+        if self.sink_holding().is_some() && !self.draining {
+            // Looked at again shortly: the sink's loop runs on another thread and tells nobody when it caught up.
+            wake = Some(now + SINK_POLL);
+        }
         while !self.draining
             && !self.operator.crawl_paused()
+            && self.sink_holding().is_none()
             && self.leases.len() < self.settings.concurrency
             && !self.limit_reached()
             && !self.backlogged()

@@ -17,6 +17,8 @@ use crawl_output::jsonl::JsonlWriter;
 pub struct Sink {
     writer: JsonlWriter,
     faults: Faults,
+    /// Where the JSONL stands after each write, for the shippers that read it.
+    progress: Option<tokio::sync::watch::Sender<JsonlCheckpoint>>,
     _guard: PanicGuard,
 }
 
@@ -25,8 +27,15 @@ impl Sink {
         Sink {
             writer,
             faults,
+            progress: None,
             _guard: guard,
         }
+    }
+
+    /// Publishes the JSONL's flushed position after each write.
+    pub fn with_progress(mut self, progress: tokio::sync::watch::Sender<JsonlCheckpoint>) -> Sink {
+        self.progress = Some(progress);
+        self
     }
 }
 
@@ -71,7 +80,15 @@ impl Handler<WriteRecords> for Sink {
                 self.faults.hit(Stage::Sink, &String::from_utf8_lossy(line));
             }
         }
-        write_lines(&mut self.writer, &msg.lines)
+        let cp = write_lines(&mut self.writer, &msg.lines)?;
+        if let Some(p) = &self.progress {
+            p.send_if_modified(|at| {
+                let moved = *at != cp;
+                *at = cp;
+                moved
+            });
+        }
+        Ok(cp)
     }
 }
 

@@ -14,6 +14,8 @@ pub struct StoreActor {
     store: Option<Box<dyn FrontierStore>>,
     /// WARC output (when on): written and synced before each commit that references it.
     archive: Option<Archive>,
+    /// The WARC file the last committed archive checkpoint names, for an object store sink.
+    warc_file: Option<tokio::sync::watch::Sender<Option<String>>>,
     idle_queued: bool,
     faults: Faults,
     /// Reports a panic on this thread: the process ends with everything committed kept.
@@ -26,6 +28,7 @@ impl StoreActor {
         StoreActor {
             store: Some(store),
             archive: None,
+            warc_file: None,
             idle_queued: false,
             faults,
             _guard: guard,
@@ -37,6 +40,7 @@ impl StoreActor {
         StoreActor {
             store: None,
             archive: None,
+            warc_file: None,
             idle_queued: false,
             faults: Faults::default(),
             _guard: guard,
@@ -46,6 +50,15 @@ impl StoreActor {
     /// Archives fetches (WARC) before each commit.
     pub fn with_archive(mut self, archive: Option<Archive>) -> StoreActor {
         self.archive = archive;
+        self
+    }
+
+    /// Publishes the WARC file each commit's archive checkpoint names.
+    pub fn with_warc_progress(
+        mut self,
+        tx: tokio::sync::watch::Sender<Option<String>>,
+    ) -> StoreActor {
+        self.warc_file = Some(tx);
         self
     }
 
@@ -90,8 +103,19 @@ impl Handler<Commit> for StoreActor {
                 .write(&mut batch, msg.archive)
                 .map_err(|e| FrontierError::Store(format!("warc archive: {e}")))?;
         }
+        let archived = batch.archive_checkpoint.is_some();
         let mut committed = self.store()?.commit(batch)?;
         committed.rewritten = rewritten;
+        if archived && let (Some(tx), Some(a)) = (&self.warc_file, &self.archive) {
+            let file = a.current_file();
+            tx.send_if_modified(|at| {
+                let moved = at.as_deref() != Some(file);
+                if moved {
+                    *at = Some(file.to_owned());
+                }
+                moved
+            });
+        }
         Ok(committed)
     }
 }

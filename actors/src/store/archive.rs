@@ -19,6 +19,8 @@ const DEDUP_CAPACITY: usize = 1 << 20;
 #[derive(Debug)]
 pub struct Archive {
     writer: WarcWriter,
+    /// The checkpoint of a new file started at open, to commit before the crawl starts.
+    opening: Option<Vec<u8>>,
     dedup: Option<PayloadDedup>,
 }
 
@@ -50,7 +52,7 @@ impl Archive {
             })?),
             None => None,
         };
-        let writer = WarcWriter::open(cfg, checkpoint.as_ref())?;
+        let mut writer = WarcWriter::open(cfg, checkpoint.as_ref())?;
         let report = writer.open_report();
         if report.cut_bytes > 0 || !report.removed_files.is_empty() {
             tracing::info!(
@@ -60,13 +62,39 @@ impl Archive {
                 "archive cut back to its last commit"
             );
         }
+        // With an object store sink a closed file may be copied at any time: a resumed file is closed and the run
+        // goes on in a new one, so no file is appended to by two runs.
+        let uploads = config
+            .sinks
+            .iter()
+            .any(|s| matches!(s.kind, crawl_core::config::SinkKind::ObjectStore(_)));
+        let mut opening = None;
+        if uploads && !writer.open_report().created {
+            let cp = writer.start_next_file()?;
+            opening = Some(
+                serde_json::to_vec(&cp)
+                    .map_err(|e| WarcError::InvalidMessage(format!("archive checkpoint: {e}")))?,
+            );
+        }
         Ok(Some(Archive {
             writer,
+            opening,
             dedup: config
                 .output
                 .warc_dedup
                 .then(|| PayloadDedup::new(DEDUP_CAPACITY)),
         }))
+    }
+
+    /// The checkpoint of the file started at open (when the resumed one was closed), once: committed before the
+    /// first fetch, it makes the closed file final.
+    pub fn take_opening_checkpoint(&mut self) -> Option<Vec<u8>> {
+        self.opening.take()
+    }
+
+    /// The file being written.
+    pub fn current_file(&self) -> &str {
+        self.writer.current_file()
     }
 
     /// Appends the fetches of a commit (with a page's metadata record), adds each location to its record's line,

@@ -16,6 +16,9 @@ pub enum TreeError {
     Resolver(#[from] crate::resolver::error::ResolverError),
     #[error("warc output: {0}")]
     Archive(#[from] crawl_output::warc::WarcError),
+    /// A `[[sinks]]` entry that could not start (unreachable, or not usable as configured).
+    #[error(transparent)]
+    Sink(#[from] crawl_sinks::SinkError),
     /// The records the frontier committed do not follow the JSONL's last line.
     #[error(
         "{source}; the output file {jsonl} does not match the frontier in {data_dir} (was it truncated or replaced?)"

@@ -13,8 +13,10 @@ pub mod kafka;
 pub mod postgres;
 pub mod record;
 pub mod tail;
+pub mod target;
 
 pub use error::SinkError;
+pub use target::RecordTarget;
 
 /// What one batch delivered.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -2,7 +2,9 @@
 //! secret masked — credential header values, Redis and proxy passwords and userinfo, the API token (its file's
 //! path is shown, never its contents).
 
-use crawl_core::config::{Config, hide_userinfo};
+use crawl_core::config::{
+    Config, KafkaAcks, KafkaKey, OnConflict, Oversize, SinkConfig, SinkKind, hide_userinfo,
+};
 use crawl_core::control::alerts::{ActionKind, AlertAction};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -113,6 +115,9 @@ pub fn config_view(c: &Config) -> Value {
             "warc_max_bytes": c.output.warc_max_bytes,
             "warc_prefix": c.output.warc_prefix,
             "warc_dedup": c.output.warc_dedup,
+            "sink_max_lag": c.output.sink_max_lag,
+            "sink_max_lag_bytes": c.output.sink_max_lag_bytes,
+            "sink_finish_s": c.output.sink_finish.as_secs(),
         },
         "security": {
             "allow_private_networks": c.security.allow_private_networks,
@@ -161,7 +166,61 @@ pub fn config_view(c: &Config) -> Value {
             "max_body_bytes": c.api.max_body_bytes,
             "alert_actions": c.api.alert_actions.iter().map(alert_action).collect::<Vec<_>>(),
         },
+        "sinks": c.sinks.iter().map(sink).collect::<Vec<_>>(),
     })
+}
+
+/// One `[[sinks]]` table, secrets masked (a URL's userinfo, SASL password, object-store keys).
+fn sink(s: &SinkConfig) -> Value {
+    let mut v = json!({
+        "name": s.name,
+        "kind": s.kind.as_str(),
+        "batch_records": s.batch_records,
+        "retry_max_ms": ms(s.retry_max),
+        "timeout_ms": ms(s.timeout),
+    });
+    let more = match &s.kind {
+        SinkKind::Kafka(k) => json!({
+            "brokers": k.brokers,
+            "topic": k.topic,
+            "key": match k.key { KafkaKey::Url => "url", KafkaKey::Host => "host" },
+            "compression": k.compression.as_str(),
+            "acks": match k.acks { KafkaAcks::All => "all", KafkaAcks::Leader => "1" },
+            "idempotent": k.idempotent,
+            "create_topic": k.create_topic,
+            "partitions": k.partitions,
+            "replication_factor": k.replication_factor,
+            "message_max_bytes": k.message_max_bytes,
+            "oversize": match k.oversize { Oversize::Skip => "skip", Oversize::Fail => "fail" },
+            "linger_ms": ms(k.linger),
+            "tls": k.tls,
+            "tls_ca_file": k.tls_ca_file.as_deref().map(path),
+            "sasl_mechanism": k.sasl.as_ref().map(|s| s.mechanism.clone()),
+            "sasl_username": k.sasl.as_ref().map(|s| s.username.clone()),
+            "sasl_password": k.sasl.as_ref().map(|_| MASK),
+            "properties": k.properties,
+        }),
+        SinkKind::Postgres(p) => json!({
+            "url": p.url.to_string(),
+            "table": p.table,
+            "on_conflict": match p.on_conflict { OnConflict::Nothing => "nothing", OnConflict::Update => "update" },
+        }),
+        SinkKind::ObjectStore(o) => json!({
+            "url": o.url.to_string(),
+            "endpoint": o.endpoint,
+            "region": o.region,
+            "access_key_id": o.access_key_id.as_ref().map(|_| MASK),
+            "secret_access_key": o.secret_access_key.as_ref().map(|_| MASK),
+            "allow_http": o.allow_http,
+            "multipart_threshold_bytes": o.multipart_threshold,
+            "part_size_bytes": o.part_size,
+            "delete_local": o.delete_local,
+        }),
+    };
+    if let (Some(v), Value::Object(more)) = (v.as_object_mut(), more) {
+        v.extend(more);
+    }
+    v
 }
 
 /// One `[[api.alert_actions]]` table, with only the keys its action takes.

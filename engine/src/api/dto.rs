@@ -25,6 +25,31 @@ pub struct StatusDto {
     pub processes_error: Option<String>,
     /// The running config, secrets masked.
     pub config: serde_json::Value,
+    /// The `[[sinks]]` of this process: what each delivered and how far behind it is.
+    #[serde(default)]
+    pub sinks: Vec<SinkDto>,
+}
+
+/// One sink in `GET /v1/status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkDto {
+    pub name: String,
+    /// `kafka`, `postgres` or `object_store`.
+    pub kind: String,
+    /// Records (files, for an object store) delivered by this run.
+    pub delivered: u64,
+    pub bytes: u64,
+    /// Records left out by a rule (Kafka's `oversize = "skip"`).
+    pub skipped: u64,
+    /// Committed records (files) not delivered yet, and their bytes.
+    pub lag_records: u64,
+    pub lag_bytes: u64,
+    /// True while the sink is so far behind that no new fetch starts.
+    pub holding: bool,
+    /// Unix ms of the last delivery (or of the start).
+    pub last_success_ms: u64,
+    /// The last error, until a delivery succeeds.
+    pub last_error: Option<String>,
 }
 
 /// What the crawl is doing.

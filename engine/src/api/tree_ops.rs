@@ -5,8 +5,8 @@
 use super::config_view::config_view;
 use super::dto::{
     ActionDto, AddUrlsDto, CountersDto, CrawlState, DropDto, HostDto, HostPolitenessDto,
-    OperatorDto, PolitenessDto, ProcessDto, RatesDto, RobotsState, StatusDto, Target, UrlAnswerDto,
-    UrlResult,
+    OperatorDto, PolitenessDto, ProcessDto, RatesDto, RobotsState, SinkDto, StatusDto, Target,
+    UrlAnswerDto, UrlResult,
 };
 use super::ops::{BoxFuture, CrawlOps, HostSort, OpsError};
 use crawl_actors::protocol::{
@@ -190,6 +190,22 @@ pub fn status_of(
         processes,
         processes_error,
         config: config_view(config),
+        sinks: view
+            .sinks
+            .iter()
+            .map(|s| SinkDto {
+                name: s.name.clone(),
+                kind: s.kind.to_owned(),
+                delivered: s.delivered,
+                bytes: s.bytes,
+                skipped: s.skipped,
+                lag_records: s.lag_records,
+                lag_bytes: s.lag_bytes,
+                holding: s.holding,
+                last_success_ms: s.last_success_ms,
+                last_error: s.last_error.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -464,6 +480,7 @@ mod tests {
             draining: false,
             waiting_for: None,
             processes: Processes::Alone,
+            sinks: Vec::new(),
         }
     }
 

@@ -64,6 +64,9 @@
 //! - `steer_redis` (127.0.5.50-59): one crawl shared by two processes through Redis steered through either's API:
 //!   both processes in the status, a pause, a drop and an add asked of the process that does not hold the host
 //!   carried out by the one that does.
+//! - `sinks` (127.0.5.60-79): Kafka (tansu), PostgreSQL (initdb) and S3 (moto) sinks the tests start: every
+//!   record delivered with its id through kill -9 and outages with backpressure, one row per record, every closed
+//!   WARC file uploaded once and read back by warcio, sinks out of reach refusing the run and `--check`.
 //! - `template`: the shipped template `config.toml` passes `--check`, refuses private networks and samples a tenth
 //!   of the traces; the demo's config writes beside its copy; the README's config table names every key.
 //! - `recrawl` (127.0.0.2-7): continuous crawling over accelerated revisit cycles: conditional revisits, visit
@@ -105,6 +108,7 @@ mod reload_parts;
 mod resolver;
 mod robots_politeness;
 mod secrets;
+mod sinks;
 mod steer;
 mod steer_redis;
 mod template;

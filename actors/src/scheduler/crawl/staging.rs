@@ -44,10 +44,6 @@ pub(super) struct Staging {
     archive: Vec<ArchiveItem>,
     in_flight: Option<InFlight>,
     records: RecordLog,
-    /// Records carry a crawl-wide `record_id` (a crawl shared by many processes).
-    record_ids: bool,
-    /// A URL may be crawled again (recrawl): its record id also names the queueing it answers.
-    recrawl: bool,
 }
 
 impl Staging {
@@ -59,19 +55,7 @@ impl Staging {
             archive: Vec::new(),
             in_flight: None,
             records: RecordLog::new(next_record, jsonl.lines, moved.then_some(jsonl)),
-            record_ids: false,
-            recrawl: false,
         }
-    }
-
-    /// Records carry a crawl-wide id.
-    pub(super) fn with_record_ids(&mut self) {
-        self.record_ids = true;
-    }
-
-    /// Record ids name the queueing a record answers too (recrawl).
-    pub(super) fn with_recrawl(&mut self) {
-        self.recrawl = true;
     }
 
     pub(super) fn discovered(&mut self, d: Discovered) {
@@ -102,16 +86,12 @@ impl Staging {
         self.staged.robots.push(rules);
     }
 
-    /// Sets a record's crawl-wide id, when records carry one.
+    /// Sets a record's crawl-wide id, unique per fetch: the URL's fingerprint and the queueing the fetch answers
+    /// (a URL queued again, by a revisit or a forced re-fetch, is queued under a new number). A fetch done again
+    /// after a crash answers the same queueing, so its record keeps the id: what every sink deduplicates on.
     pub(super) fn name(&self, entry: &Entry, record: &mut Record) {
-        if self.record_ids {
-            let fp = crawl_core::frontier::url_fp(&entry.url);
-            record.record_id = Some(if self.recrawl {
-                format!("{fp:016x}-{:x}", entry.seq)
-            } else {
-                format!("{fp:016x}")
-            });
-        }
+        let fp = crawl_core::frontier::url_fp(&entry.url);
+        record.record_id = Some(format!("{fp:016x}-{:x}", entry.seq));
     }
 
     /// Stages the record `line` of a URL taken from a window (its trace ends once the line is written); the URL
@@ -425,19 +405,17 @@ mod tests {
     }
 
     #[test]
-    fn record_ids_name_the_url_and_with_recrawl_its_queueing() {
-        let mut s = Staging::new(1, JsonlCheckpoint::default(), false);
+    fn record_ids_name_the_url_and_its_queueing() {
+        let s = Staging::new(1, JsonlCheckpoint::default(), false);
         let mut e = page("http://a.test/1");
         e.seq = 26;
         let mut r = Record::terminal(&e.url, 0, None, crawl_core::record::Reason::Scope, None);
         s.name(&e, &mut r);
-        assert_eq!(r.record_id, None, "a crawl of one process");
-        s.with_record_ids();
-        s.name(&e, &mut r);
         let fp = crawl_core::frontier::url_fp(&e.url);
-        assert_eq!(r.record_id, Some(format!("{fp:016x}")));
-        s.with_recrawl();
-        s.name(&e, &mut r);
         assert_eq!(r.record_id, Some(format!("{fp:016x}-1a")));
+        // Queued again (a revisit, a forced re-fetch): another id.
+        e.seq = 27;
+        s.name(&e, &mut r);
+        assert_eq!(r.record_id, Some(format!("{fp:016x}-1b")));
     }
 }

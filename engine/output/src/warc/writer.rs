@@ -522,6 +522,14 @@ impl WarcWriter {
         })
     }
 
+    /// Closes the current file and goes on in a new one (with its warcinfo record), synced; returns the new
+    /// checkpoint. A writer that resumed a file calls this when files must never be appended to once closed (an
+    /// object store may have copied them).
+    pub fn start_next_file(&mut self) -> Result<WarcCheckpoint, WarcError> {
+        self.rotate()?;
+        self.sync()
+    }
+
     /// Closes the current file (flushed and fsynced, so [`sync`](Self::sync) only ever concerns the newest one)
     /// and starts the next serial with its warcinfo record.
     fn rotate(&mut self) -> Result<(), WarcError> {

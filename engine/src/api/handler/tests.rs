@@ -93,6 +93,7 @@ impl CrawlOps for Recorder {
             processes: Vec::new(),
             processes_error: None,
             config: serde_json::json!({}),
+            sinks: Vec::new(),
         })
     }
 

@@ -160,8 +160,9 @@ fn only_owned_shards_are_crawled_and_ownership_moves_hosts_in_and_out() {
         r.record_id.as_deref(),
         Some(
             format!(
-                "{:016x}",
-                crawl_core::frontier::url_fp(&format!("http://{a}/"))
+                "{:016x}-{:x}",
+                crawl_core::frontier::url_fp(&format!("http://{a}/")),
+                jobs[0].entry.seq
             )
             .as_str()
         )
@@ -604,12 +605,12 @@ fn robots_rules_go_to_the_store_and_the_next_owner_obeys_them_without_fetching_r
 }
 
 #[test]
-fn with_recrawl_a_record_id_names_the_url_and_its_queueing() {
+fn a_record_id_names_the_url_and_its_queueing() {
     let (a, _) = two_hosts();
     let gate = Arc::new(Table::default());
     gate.owned.lock().unwrap().insert(shard(&a));
     let mut h = H::new(settings(), policy(1));
-    h.crawl = sharded(settings(), policy(1), h.t0, gate).with_recrawl();
+    h.crawl = sharded(settings(), policy(1), h.t0, gate);
     h.seed(&format!("http://{a}/"));
     let job = h.one(0);
     h.done(&job, ok(Vec::new()), 5);
