@@ -143,10 +143,17 @@ pub fn run_crawl_owned(
             t.abort();
         }
         // The sinks deliver what is left (the last WARC file included), for as long as the config lets them.
-        let sinks_behind = if crawl.is_ok() {
-            tree.finish_sinks(sink_finish).await
-        } else {
-            Vec::new()
+        // After a signal the operator wants the process gone: the sinks get the grace period at most.
+        let sinks_behind = match &crawl {
+            Ok(c) => {
+                let limit = if c.reason == crawl_actors::protocol::FinishReason::Shutdown {
+                    sink_finish.min(grace)
+                } else {
+                    sink_finish
+                };
+                tree.finish_sinks(limit).await
+            }
+            Err(_) => Vec::new(),
         };
         let sinks = tree.sinks();
         // Bounded: the resolver's thread may be blocked (the summary then lacks its counters).

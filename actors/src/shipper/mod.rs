@@ -223,8 +223,8 @@ pub fn probe(config: &Config) -> Vec<SinkError> {
 
 /// A loop ready to run.
 enum Loop {
-    Records(records::RecordLoop),
-    Archive(archives::ArchiveLoop),
+    Records(Box<records::RecordLoop>),
+    Archive(Box<archives::ArchiveLoop>),
 }
 
 impl Loop {
@@ -258,20 +258,20 @@ async fn connect(
                     detail: "an object_store sink uploads WARC files: set output.warc_dir"
                         .to_owned(),
                 })?;
-            Ok(Loop::Archive(archives::ArchiveLoop {
+            Ok(Loop::Archive(Box::new(archives::ArchiveLoop {
                 common,
                 store,
                 dir: warc_dir,
                 prefix: config.output.warc_prefix.clone(),
                 delete_local: cfg.delete_local,
                 committed: progress.warc_file.subscribe(),
-            }))
+            })))
         }
         SinkKind::Kafka(_) | SinkKind::Postgres(_) => {
             let (checkpoint, at) = CheckpointFile::open(&dir, &sink.name)?;
             let tail = JsonlTail::open(&sink.name, &config.output.jsonl, at)?;
             let target = crawl_sinks::RecordTarget::connect(sink).await?;
-            Ok(Loop::Records(records::RecordLoop {
+            Ok(Loop::Records(Box::new(records::RecordLoop {
                 common,
                 target,
                 batch: sink.batch_records,
@@ -279,7 +279,7 @@ async fn connect(
                 checkpoint,
                 delivered: at,
                 jsonl: progress.jsonl.subscribe(),
-            }))
+            })))
         }
     }
 }

@@ -20,7 +20,7 @@
 //! (Debian: `librdkafka-dev` to build, `librdkafka1` to run); its own log lines go to `tracing` at debug level,
 //! with the sink's name, and the producer settings are never printed.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -69,6 +69,19 @@ pub struct KafkaTarget {
     producer: FutureProducer<SinkContext>,
     /// The producer's id or epoch was refused by a broker: make a new producer before the next batch.
     renew: AtomicBool,
+    /// Records of a batch that failed as a whole which the brokers did acknowledge (or which were skipped), by
+    /// their line number: shipping the batch again sends only the others, so a failure part-way through a batch
+    /// adds no copy. Emptied once a batch succeeds.
+    settled: HashMap<u64, Settled>,
+}
+
+/// How a record of a failed batch was settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Acknowledged, with its line's bytes.
+    Delivered(u64),
+    /// Left out as oversize.
+    Skipped,
 }
 
 impl fmt::Debug for KafkaTarget {
@@ -251,6 +264,7 @@ impl KafkaTarget {
             config: config.clone(),
             producer,
             renew: AtomicBool::new(false),
+            settled: HashMap::new(),
         };
         let mut created = false;
         loop {
@@ -450,8 +464,21 @@ impl KafkaTarget {
         let mut pending: VecDeque<(usize, DeliveryFuture)> = VecDeque::with_capacity(batch.len());
         let mut failure: Option<SinkError> = None;
         'records: for (i, (record, key)) in batch.iter().zip(&keys).enumerate() {
+            match self.settled.get(&record.seq) {
+                Some(Settled::Delivered(bytes)) => {
+                    shipped.records += 1;
+                    shipped.bytes += bytes;
+                    continue;
+                }
+                Some(Settled::Skipped) => {
+                    shipped.skipped += 1;
+                    continue;
+                }
+                None => {}
+            }
             if oversize[i] {
                 self.skip(record, message_size(key, record));
+                self.settled.insert(record.seq, Settled::Skipped);
                 shipped.skipped += 1;
                 continue;
             }
@@ -505,7 +532,10 @@ impl KafkaTarget {
                 let _ = self.renew_if_failed();
                 Err(e)
             }
-            None => Ok(shipped),
+            None => {
+                self.settled.clear();
+                Ok(shipped)
+            }
         }
     }
 
@@ -543,7 +573,7 @@ impl KafkaTarget {
 
     /// Waits for one delivery report and counts it.
     async fn settle(
-        &self,
+        &mut self,
         batch: &[ShipRecord],
         i: usize,
         delivery: DeliveryFuture,
@@ -570,6 +600,8 @@ impl KafkaTarget {
             Ok(_) => {
                 shipped.records += 1;
                 shipped.bytes += record.line.len() as u64;
+                self.settled
+                    .insert(record.seq, Settled::Delivered(record.line.len() as u64));
                 Ok(())
             }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge), _)) => {
@@ -577,6 +609,7 @@ impl KafkaTarget {
                 match self.oversize {
                     Oversize::Skip => {
                         self.skip(record, size);
+                        self.settled.insert(record.seq, Settled::Skipped);
                         shipped.skipped += 1;
                         Ok(())
                     }

@@ -344,8 +344,8 @@ async fn a_broker_stopped_mid_batch_fails_it_and_the_batch_lands_after_a_restart
     let first_dups: usize = first.iter().map(|r| copies[&r.record_id] - 1).sum();
     let dups: usize = copies.values().map(|n| n - 1).sum();
     eprintln!(
-        "after the restart: {} messages for {} records, {dups} duplicates (records of the failed batch that had \
-         landed before the broker went down, shipped again), {tries} tries",
+        "after the restart: {} messages for {} records, {dups} duplicates (records in flight when the broker went \
+         down: written, their acknowledgement lost, so shipped again; acknowledged ones are not), {tries} tries",
         msgs.len(),
         copies.len()
     );

