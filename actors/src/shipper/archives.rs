@@ -5,7 +5,7 @@
 //! never the file the committed checkpoint names (a restart opens it).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crawl_observability::trace::{self, Attr, Stamp};
 use crawl_sinks::SinkError;
@@ -61,7 +61,7 @@ impl ArchiveLoop {
                 Ok(f) => f,
                 Err(e) => {
                     let e = SinkError::io(&self.common.name, &self.dir, e);
-                    self.failed(&mut outage, &e).await;
+                    self.common.failed(&mut outage, &e).await;
                     continue;
                 }
             };
@@ -88,17 +88,8 @@ impl ArchiveLoop {
                 continue;
             };
             match self.upload(name, committed.as_deref()).await {
-                Ok(()) => {
-                    if let Some((lasted, failures)) = outage.succeeded(Instant::now()) {
-                        tracing::info!(
-                            sink = %self.common.name,
-                            lasted_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX),
-                            failures,
-                            "sink delivers again"
-                        );
-                    }
-                }
-                Err(e) => self.failed(&mut outage, &e).await,
+                Ok(()) => self.common.delivered(&mut outage),
+                Err(e) => self.common.failed(&mut outage, &e).await,
             }
         }
     }
@@ -168,14 +159,6 @@ impl ArchiveLoop {
                 tracing::warn!(sink = %self.common.name, file = %name, error = %e, "uploaded warc file not deleted")
             }
         }
-    }
-
-    async fn failed(&mut self, outage: &mut Outage, e: &SinkError) {
-        let text = e.to_string();
-        let (say, delay) = outage.failed(&text, Instant::now());
-        self.common.report(e, say);
-        self.common.state.update(|v| v.last_error = Some(text));
-        self.common.pause(delay).await;
     }
 }
 

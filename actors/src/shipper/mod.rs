@@ -321,9 +321,26 @@ impl Common {
         }
     }
 
-    /// Waits before the next try.
-    async fn pause(&self, delay: Duration) {
+    /// A failure: logged as the outage rule says, counted, kept as the last error; then the wait before the next
+    /// try.
+    async fn failed(&mut self, outage: &mut outage::Outage, e: &SinkError) {
+        let text = e.to_string();
+        let (say, delay) = outage.failed(&text, std::time::Instant::now());
+        self.report(e, say);
+        self.state.update(|v| v.last_error = Some(text));
         tokio::time::sleep(delay).await;
+    }
+
+    /// A delivery: ends the outage there was, with a line saying how long it lasted.
+    fn delivered(&self, outage: &mut outage::Outage) {
+        if let Some((lasted, failures)) = outage.succeeded(std::time::Instant::now()) {
+            tracing::info!(
+                sink = %self.name,
+                lasted_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX),
+                failures,
+                "sink delivers again"
+            );
+        }
     }
 
     /// Takes the lag now: metrics, shared state, backpressure.

@@ -43,7 +43,7 @@ impl RecordLoop {
                 match self.tail.read(end.bytes, self.batch) {
                     Ok(batch) => pending = batch,
                     Err(e) => {
-                        self.failed(&mut outage, &e).await;
+                        self.common.failed(&mut outage, &e).await;
                         continue;
                     }
                 }
@@ -59,16 +59,9 @@ impl RecordLoop {
             match self.ship(&pending).await {
                 Ok(()) => {
                     pending.clear();
-                    if let Some((lasted, failures)) = outage.succeeded(Instant::now()) {
-                        tracing::info!(
-                            sink = %self.common.name,
-                            lasted_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX),
-                            failures,
-                            "sink delivers again"
-                        );
-                    }
+                    self.common.delivered(&mut outage);
                 }
-                Err(e) => self.failed(&mut outage, &e).await,
+                Err(e) => self.common.failed(&mut outage, &e).await,
             }
         }
     }
@@ -131,15 +124,6 @@ impl RecordLoop {
             v.last_error = None;
         });
         Ok(())
-    }
-
-    /// Logs a failure as the outage rule says, counts it, and waits before the next try.
-    async fn failed(&mut self, outage: &mut Outage, e: &SinkError) {
-        let text = e.to_string();
-        let (say, delay) = outage.failed(&text, Instant::now());
-        self.common.report(e, say);
-        self.common.state.update(|v| v.last_error = Some(text));
-        self.common.pause(delay).await;
     }
 
     /// The lag now, in the metrics, the shared state and the backpressure gate.
