@@ -151,6 +151,7 @@ bench-api: release
 # PostgreSQL table (its own initdb cluster) and an S3 bucket (moto) as sinks, alternating (REPEATS); needs the
 # servers .ci/run installs.
 bench-sinks: release
+	$(CARGO) build --release -p crawl-tests --bin kafkabroker
 	bash tests/scripts/bench_sinks.sh
 
 bench-micro:

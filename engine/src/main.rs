@@ -34,7 +34,11 @@ fn main() -> ExitCode {
     match real_main(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("crawl-engine: {e:#}");
+            // Each cause once: an error that wraps another shows the same words only once.
+            eprintln!(
+                "crawl-engine: {}",
+                crawl_observability::error_chain::chain_message(e.as_ref())
+            );
             let code = e
                 .downcast_ref::<EngineError>()
                 .map(EngineError::exit_code)

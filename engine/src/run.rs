@@ -144,6 +144,7 @@ pub fn run_crawl_owned(
         }
         // The sinks deliver what is left (the last WARC file included), for as long as the config lets them.
         // After a signal the operator wants the process gone: the sinks get the grace period at most.
+        let finishing = Instant::now();
         let sinks_behind = match &crawl {
             Ok(c) => {
                 let limit = if c.reason == crawl_actors::protocol::FinishReason::Shutdown {
@@ -155,15 +156,16 @@ pub fn run_crawl_owned(
             }
             Err(_) => Vec::new(),
         };
+        let sinks_finish = finishing.elapsed();
         let sinks = tree.sinks();
         // Bounded: the resolver's thread may be blocked (the summary then lacks its counters).
         let dns = tree.resolver_stats(STATS_TIMEOUT).await;
         let proxy = tree.proxy_stats(STATS_TIMEOUT).await;
         tree.stop();
-        crawl.map(|c| (c, dns, proxy, sinks, sinks_behind))
+        crawl.map(|c| (c, dns, proxy, (sinks, sinks_behind, sinks_finish)))
     });
     actix::System::current().stop();
-    let (crawl, dns, proxy, sinks, sinks_behind) = result?;
+    let (crawl, dns, proxy, (sinks, sinks_behind, sinks_finish)) = result?;
     // A fatal end still has a summary; the caller prints it and exits 1 with the cause.
     let mut summary = Summary::new(crawl, started.elapsed(), output);
     summary.data_dir = data_dir;
@@ -171,5 +173,6 @@ pub fn run_crawl_owned(
     summary.proxy = proxy;
     summary.sinks = sinks;
     summary.sinks_behind = sinks_behind;
+    summary.sinks_finish = sinks_finish;
     Ok(summary)
 }

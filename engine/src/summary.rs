@@ -27,6 +27,8 @@ pub struct Summary {
     pub sinks: Vec<SinkView>,
     /// Sinks still behind once `output.sink_finish_s` ran out (their checkpoints keep the rest).
     pub sinks_behind: Vec<SinkView>,
+    /// How long the sinks took to deliver the rest once the crawl had ended (part of `elapsed`).
+    pub sinks_finish: Duration,
 }
 
 impl Summary {
@@ -44,6 +46,7 @@ impl Summary {
             proxy: None,
             sinks: Vec::new(),
             sinks_behind: Vec::new(),
+            sinks_finish: Duration::ZERO,
         }
     }
 
@@ -284,6 +287,7 @@ impl Summary {
                 "skipped": v.skipped, "lag_records": v.lag_records, "lag_bytes": v.lag_bytes,
                 "last_error": v.last_error,
             })).collect::<Vec<_>>(),
+            "sinks_finish_s": self.sinks_finish.as_secs_f64(),
         })
     }
 }

@@ -19,6 +19,8 @@ use super::{Common, unix_ms};
 
 /// How long an idle loop waits for news before it looks again anyway.
 const IDLE_POLL: Duration = Duration::from_secs(1);
+/// How long a batch short of `batch_records` waits for more committed records before it is shipped.
+const BATCH_LINGER: Duration = Duration::from_millis(100);
 
 /// One record sink's loop.
 pub(super) struct RecordLoop {
@@ -37,11 +39,14 @@ impl RecordLoop {
     pub async fn run(mut self) {
         let mut outage = Outage::new(self.common.retry_max);
         let mut pending: Vec<ShipRecord> = Vec::new();
+        // A batch once tried is shipped again as it is until it lands.
+        let mut tried = false;
+        let mut filling_since: Option<Instant> = None;
         loop {
             let end = *self.jsonl.borrow_and_update();
-            if pending.is_empty() {
-                match self.tail.read(end.bytes, self.batch) {
-                    Ok(batch) => pending = batch,
+            if !tried && pending.len() < self.batch {
+                match self.tail.read(end.bytes, self.batch - pending.len()) {
+                    Ok(more) => pending.extend(more),
                     Err(e) => {
                         self.common.failed(&mut outage, &e).await;
                         continue;
@@ -56,9 +61,22 @@ impl RecordLoop {
                 self.common.wait(&mut self.jsonl, IDLE_POLL).await;
                 continue;
             }
+            // A batch short of batch_records waits a little for more lines: fewer, larger batches (one checkpoint,
+            // one transaction, one round of acknowledgements each) for a little latency.
+            if !tried && pending.len() < self.batch && !self.common.finishing() {
+                let since = *filling_since.get_or_insert_with(Instant::now);
+                let left = BATCH_LINGER.saturating_sub(since.elapsed());
+                if !left.is_zero() {
+                    self.common.wait(&mut self.jsonl, left).await;
+                    continue;
+                }
+            }
+            filling_since = None;
+            tried = true;
             match self.ship(&pending).await {
                 Ok(()) => {
                     pending.clear();
+                    tried = false;
                     self.common.delivered(&mut outage);
                 }
                 Err(e) => self.common.failed(&mut outage, &e).await,

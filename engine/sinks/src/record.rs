@@ -59,10 +59,7 @@ impl ShipRecord {
             detail: e.to_string(),
         })?;
         let fp = crawl_core::frontier::url_fp(&f.url);
-        let host = url::Url::parse(&f.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default();
+        let host = host_of(&f.url).to_owned();
         let record_id = f.record_id.unwrap_or_else(|| format!("{fp:016x}-l{seq}"));
         Ok(ShipRecord {
             seq,
@@ -84,8 +81,36 @@ impl ShipRecord {
     }
 }
 
+/// The host of a record's URL (canonical: `scheme://host[:port]/...`, lowercase, no userinfo; an IPv6 host in
+/// brackets); empty for a URL without one.
+fn host_of(url: &str) -> &str {
+    let Some((_, rest)) = url.split_once("://") else {
+        return "";
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if authority.starts_with('[') {
+        return authority.find(']').map_or(authority, |i| &authority[..=i]);
+    }
+    authority.split_once(':').map_or(authority, |(h, _)| h)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_host_of_a_url() {
+        for (url, host) in [
+            ("http://a.test:8080/x", "a.test"),
+            ("https://b.test/", "b.test"),
+            ("http://c.test?q=1", "c.test"),
+            ("http://[::1]:9000/p", "[::1]"),
+            ("http://u@d.test/", "d.test"),
+            ("mailto:x", ""),
+        ] {
+            assert_eq!(super::host_of(url), host, "{url}");
+        }
+    }
+
     use super::*;
 
     #[test]

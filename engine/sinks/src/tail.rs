@@ -22,7 +22,10 @@ pub struct JsonlTail {
     file: File,
     /// What has been read (and handed out) so far.
     at: SinkCheckpoint,
-    buf: Vec<u8>,
+    /// Bytes read from the file and not handed out yet, starting at byte `chunk_start` of the file: records are
+    /// slices of it (no copy), and a byte is read from the file once.
+    chunk: Bytes,
+    chunk_start: u64,
 }
 
 impl JsonlTail {
@@ -46,7 +49,8 @@ impl JsonlTail {
             path: path.to_path_buf(),
             file,
             at: from,
-            buf: Vec::new(),
+            chunk: Bytes::new(),
+            chunk_start: from.bytes,
         })
     }
 
@@ -60,20 +64,11 @@ impl JsonlTail {
     pub fn read(&mut self, until: u64, max: usize) -> Result<Vec<ShipRecord>, SinkError> {
         let mut out = Vec::new();
         while out.len() < max && self.at.bytes < until {
-            let want = usize::try_from((until - self.at.bytes).min(CHUNK as u64)).unwrap_or(CHUNK);
-            self.buf.resize(want, 0);
-            let n = self
-                .file
-                .read_at(&mut self.buf, self.at.bytes)
-                .map_err(|e| SinkError::io(&self.sink, &self.path, e))?;
-            if n == 0 {
-                break;
-            }
-            let chunk = Bytes::copy_from_slice(&self.buf[..n]);
-            let mut start = 0;
-            for end in memchr::memchr_iter(b'\n', &chunk) {
+            let (from, to) = self.window(until);
+            let mut start = from;
+            for end in memchr::memchr_iter(b'\n', &self.chunk[from..to]).map(|e| from + e) {
                 let seq = self.at.lines + 1;
-                let record = ShipRecord::parse(&self.sink, seq, chunk.slice(start..end))?;
+                let record = ShipRecord::parse(&self.sink, seq, self.chunk.slice(start..end))?;
                 self.at.lines = seq;
                 self.at.bytes += (end + 1 - start) as u64;
                 start = end + 1;
@@ -82,19 +77,53 @@ impl JsonlTail {
                     break;
                 }
             }
-            if start == 0 {
-                // No whole line in the chunk: a line longer than the chunk, or a torn write not yet flushed.
-                if n < want || want < CHUNK {
-                    break;
-                }
-                return Err(SinkError::BadRecord {
-                    sink: self.sink.clone(),
-                    seq: self.at.lines + 1,
-                    detail: format!("a line longer than {CHUNK} bytes"),
-                });
+            if start == from && !self.refill(until)? {
+                // A line not whole before `until`: the writer has not flushed its end yet.
+                break;
             }
         }
         Ok(out)
+    }
+
+    /// The part of the chunk from the position to `until`, as offsets into it (empty when the chunk does not
+    /// reach the position).
+    fn window(&self, until: u64) -> (usize, usize) {
+        let end = self.chunk_start + self.chunk.len() as u64;
+        if self.at.bytes < self.chunk_start || self.at.bytes >= end {
+            return (0, 0);
+        }
+        let from = usize::try_from(self.at.bytes - self.chunk_start).unwrap_or(0);
+        let to = usize::try_from(until.min(end) - self.chunk_start).unwrap_or(from);
+        (from, to.max(from))
+    }
+
+    /// Reads the file from the position on (at most `until`) into a new chunk: false when that brings no byte the
+    /// chunk did not have (nothing more is flushed).
+    fn refill(&mut self, until: u64) -> Result<bool, SinkError> {
+        let had = (self.chunk_start + self.chunk.len() as u64).max(self.at.bytes);
+        if had >= until {
+            return Ok(false);
+        }
+        // At least twice the part of a line already held, so a line longer than a chunk is read whole.
+        let partial = had - self.at.bytes;
+        let want = (until - self.at.bytes).min((CHUNK as u64).max(partial * 2));
+        let mut buf = vec![0u8; usize::try_from(want).unwrap_or(CHUNK)];
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = self
+                .file
+                .read_at(&mut buf[filled..], self.at.bytes + filled as u64)
+                .map_err(|e| SinkError::io(&self.sink, &self.path, e))?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        buf.truncate(filled);
+        let grew = self.at.bytes + filled as u64 > had;
+        self.chunk = Bytes::from(buf);
+        self.chunk_start = self.at.bytes;
+        Ok(grew)
     }
 }
 
@@ -142,6 +171,48 @@ mod tests {
                 .map(|r| r.record_id.as_str())
                 .collect::<Vec<_>>(),
             ["r4", "r5"]
+        );
+    }
+
+    #[test]
+    fn lines_longer_than_a_chunk_and_lines_flushed_later_are_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        let long = format!(
+            "{{\"url\":\"http://a.test/long\",\"outcome\":\"fetched\",\"title\":\"{}\",\"record_id\":\"big\"}}\n",
+            "x".repeat(3 * CHUNK)
+        );
+        let text = format!("{}{long}{}", line(1), line(2));
+        std::fs::write(&p, &text).unwrap();
+        let mut t = JsonlTail::open("k", &p, SinkCheckpoint::default()).unwrap();
+        // Only the first line and part of the long one are flushed.
+        let part = (line(1).len() + CHUNK) as u64;
+        let first = t.read(part, 10).unwrap();
+        assert_eq!(
+            first
+                .iter()
+                .map(|r| r.record_id.as_str())
+                .collect::<Vec<_>>(),
+            ["r1"]
+        );
+        assert!(
+            t.read(part, 10).unwrap().is_empty(),
+            "the long line is not whole yet"
+        );
+        let rest = t.read(text.len() as u64, 10).unwrap();
+        assert_eq!(
+            rest.iter()
+                .map(|r| r.record_id.as_str())
+                .collect::<Vec<_>>(),
+            ["big", "r2"]
+        );
+        assert_eq!(rest[0].line.len() + 1, long.len());
+        assert_eq!(
+            t.position(),
+            SinkCheckpoint {
+                lines: 3,
+                bytes: text.len() as u64
+            }
         );
     }
 
