@@ -54,13 +54,14 @@ bootstrap=$(sed -n 's/^kafkabroker ready bootstrap=//p' "$out/kafka.out")
 sport=$(free_port)
 $server "$moto" -H 127.0.0.1 -p "$sport" > "$out/moto.log" 2>&1 &
 pids+=($!)
-# PostgreSQL: a cluster of this bench's own (initdb refuses root: it runs as postgres).
+# PostgreSQL: a cluster of this bench's own (initdb refuses root: it runs as postgres). It keeps its data in memory
+# as far as it can (fsync off): it stands for a database on a machine of its own, whose disk is not the crawl's.
 pgdir=$(mktemp -d /tmp/bench-sinks-pg.XXXXXX)
 chown postgres "$pgdir"
 pport=$(free_port)
 runuser -u postgres -- "$pg_bin/initdb" -D "$pgdir/data" -A trust -U postgres > "$out/initdb.log" 2>&1
 runuser -u postgres -- $server "$pg_bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w \
-  -o "-p $pport -k $pgdir -c listen_addresses=127.0.0.1" start > /dev/null
+  -o "-p $pport -k $pgdir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off" start > /dev/null
 for _ in $(seq 1 100); do
   curl -s -o /dev/null "http://127.0.0.1:$sport/" && break
   sleep 0.1
