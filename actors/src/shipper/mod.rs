@@ -197,10 +197,16 @@ pub fn probe(config: &Config) -> Vec<SinkError> {
             let mut errors = Vec::new();
             for sink in &config.sinks {
                 let r = match &sink.kind {
+                    // A folder of its own for the probe's state, removed after: a look leaves no file behind.
                     SinkKind::ObjectStore(cfg) => {
-                        ArchiveStore::open(sink, cfg, &state_dir(&config))
-                            .await
-                            .map(drop)
+                        let scratch = std::env::temp_dir().join(format!(
+                            "crawl-engine-check-{}-{}",
+                            std::process::id(),
+                            sink.name
+                        ));
+                        let r = ArchiveStore::open(sink, cfg, &scratch).await.map(drop);
+                        let _ = std::fs::remove_dir_all(&scratch);
+                        r
                     }
                     SinkKind::Kafka(_) | SinkKind::Postgres(_) => {
                         crawl_sinks::RecordTarget::connect(sink).await.map(drop)

@@ -603,3 +603,29 @@ mod redis_mode {
         assert_eq!(rows, ids, "one row per record of the crawl");
     }
 }
+
+/// `--check` connects a reachable sink and leaves no file behind (no data_dir, no sink state).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reaches_a_sink_and_writes_nothing() {
+    let store = tempfile::tempdir().expect("store dir");
+    let sink = format!(
+        "[[sinks]]\nkind = \"object_store\"\nurl = \"file://{}\"\n[output]\nwarc_dir = \"warc\"\n",
+        store.path().display()
+    );
+    let crawl = TestCrawl::new(ENGINE, &["http://127.0.5.79:9/".to_owned()], &sink).expect("crawl");
+    let mut check = crawl.command();
+    check.arg("--check");
+    let out = check.output().expect("run --check");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!crawl.data_dir.exists(), "--check made the data_dir");
+    assert_eq!(
+        std::fs::read_dir(store.path()).expect("store").count(),
+        0,
+        "--check wrote to the store"
+    );
+}
