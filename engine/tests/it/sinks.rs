@@ -564,8 +564,8 @@ mod redis_mode {
             pg.url(),
             redis.url()
         );
-        let (_site, first) = fixture(75, 80, &extra).await;
-        let second = TestCrawl::new(ENGINE, &_site.all_seed_urls(), "").expect("second crawl");
+        let (site, first) = fixture(75, 80, &extra).await;
+        let second = TestCrawl::new(ENGINE, &site.all_seed_urls(), "").expect("second crawl");
         std::fs::copy(&first.config_path, &second.config_path).expect("config");
         let text = std::fs::read_to_string(&second.config_path).expect("read");
         let text = text
@@ -628,4 +628,25 @@ async fn check_reaches_a_sink_and_writes_nothing() {
         0,
         "--check wrote to the store"
     );
+    // The same store where no folder can be made (under a file): the probe really opens it, and refuses.
+    let file = store.path().join("a-file");
+    std::fs::write(&file, b"x").expect("file");
+    crawl
+        .rewrite(&sink.replace(
+            &store.path().display().to_string(),
+            &file.join("sub").display().to_string(),
+        ))
+        .expect("config");
+    let out = crawl
+        .command()
+        .arg("--check")
+        .output()
+        .expect("run --check");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("`object_store`") && text.contains("`url`"),
+        "{text}"
+    );
+    assert!(!crawl.data_dir.exists(), "--check made the data_dir");
 }
