@@ -580,9 +580,24 @@ mod redis_mode {
         second.write_raw(&text).expect("write");
         let a = first.start();
         let b = second.start();
-        wait_for_lines(&second, 40, DEADLINE);
-        kill(b);
-        let b = second.start();
+        // The process that has written 40 records is killed mid-crawl and started again (which one gets the
+        // shards first is the leases' race).
+        let start = Instant::now();
+        let (a, b) = loop {
+            if jsonl_lines(&first) >= 40 {
+                kill(a);
+                break (first.start(), b);
+            }
+            if jsonl_lines(&second) >= 40 {
+                kill(b);
+                break (a, second.start());
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "neither process wrote 40 records in {DEADLINE:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
         finish(a, "first process");
         finish(b, "second process");
         let mut ids = BTreeSet::new();
