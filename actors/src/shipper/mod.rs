@@ -2,7 +2,7 @@
 //! beyond the local files (records to Kafka and PostgreSQL, closed WARC files to an object store).
 //!
 //! Each record sink reads the JSONL (every line there is a committed record, in commit order) from its own durable
-//! checkpoint in `data_dir/sinks`, so a sink that is down or slow falls behind without slowing fetches; once it is
+//! checkpoint in `data_dir/sinks` (the sinks in step share one read and parse of each line: [`RecordFeed`]), so a sink that is down or slow falls behind without slowing fetches; once it is
 //! `output.sink_max_lag` records or `output.sink_max_lag_bytes` bytes behind it holds fetching back
 //! ([`Backpressure`]) until it is under half of both. A restart goes on from each checkpoint. When the crawl ends
 //! the loops deliver what is left ([`Shippers::finish`]), for as long as the caller lets them.
@@ -21,7 +21,7 @@ use crawl_core::config::{Config, SinkConfig, SinkKind};
 use crawl_sinks::SinkError;
 use crawl_sinks::archive::ArchiveStore;
 use crawl_sinks::checkpoint::CheckpointFile;
-use crawl_sinks::tail::JsonlTail;
+use crawl_sinks::feed::RecordFeed;
 use tokio::sync::watch;
 
 use crate::fatal::{FatalSender, PanicGuard};
@@ -61,6 +61,7 @@ impl Shippers {
         let (finish, finish_rx) = watch::channel(false);
         let (started_tx, started_rx) = std::sync::mpsc::channel::<(usize, Result<(), SinkError>)>();
         let now_ms = unix_ms();
+        let feed = RecordFeed::new(&config.output.jsonl, feed_window(config));
         let mut states = Vec::new();
         let mut done = Vec::new();
         let mut wait = Duration::ZERO;
@@ -84,14 +85,15 @@ impl Shippers {
             };
             let (done_tx, done_rx) = tokio::sync::oneshot::channel();
             done.push(done_rx);
-            let (sink, config, progress, started) = (
+            let (sink, config, progress, feed, started) = (
                 sink.clone(),
                 config.clone(),
                 progress.clone(),
+                feed.clone(),
                 started_tx.clone(),
             );
             arbiter.spawn(async move {
-                match connect(common, &sink, &config, &progress).await {
+                match connect(common, &sink, &config, &progress, &feed).await {
                     Ok(run) => {
                         let _ = started.send((index, Ok(())));
                         run.run().await;
@@ -242,12 +244,25 @@ impl Loop {
     }
 }
 
+/// How many parsed records the record sinks share: four of the largest batch, at least 4,096 (a few MB).
+fn feed_window(config: &Config) -> usize {
+    let batch = config
+        .sinks
+        .iter()
+        .filter(|s| !matches!(s.kind, SinkKind::ObjectStore(_)))
+        .map(|s| s.batch_records)
+        .max()
+        .unwrap_or(0);
+    batch.saturating_mul(4).max(4096)
+}
+
 /// Connects a sink and opens what its loop reads.
 async fn connect(
     common: Common,
     sink: &SinkConfig,
     config: &Config,
     progress: &OutputProgress,
+    feed: &std::sync::Arc<RecordFeed>,
 ) -> Result<Loop, SinkError> {
     let dir = state_dir(config);
     match &sink.kind {
@@ -275,7 +290,7 @@ async fn connect(
         }
         SinkKind::Kafka(_) | SinkKind::Postgres(_) => {
             let (checkpoint, at) = CheckpointFile::open(&dir, &sink.name)?;
-            let tail = JsonlTail::open(&sink.name, &config.output.jsonl, at)?;
+            let tail = feed.reader(&sink.name, at)?;
             let target = crawl_sinks::RecordTarget::connect(sink).await?;
             Ok(Loop::Records(Box::new(records::RecordLoop {
                 common,

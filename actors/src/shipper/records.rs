@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crawl_core::output::JsonlCheckpoint;
 use crawl_observability::trace::{self, Attr, Stamp};
 use crawl_sinks::checkpoint::{CheckpointFile, SinkCheckpoint};
+use crawl_sinks::feed::FeedReader;
 use crawl_sinks::record::ShipRecord;
-use crawl_sinks::tail::JsonlTail;
 use crawl_sinks::{RecordTarget, SinkError};
 use tokio::sync::watch;
 
@@ -27,7 +27,7 @@ pub(super) struct RecordLoop {
     pub common: Common,
     pub target: RecordTarget,
     pub batch: usize,
-    pub tail: JsonlTail,
+    pub tail: FeedReader,
     pub checkpoint: CheckpointFile,
     /// What the checkpoint says is delivered.
     pub delivered: SinkCheckpoint,

@@ -219,13 +219,13 @@ fn secrets_of(cfg: &KafkaSink) -> Vec<Secret> {
 pub fn message_key(key: KafkaKey, record: &ShipRecord) -> String {
     match key {
         KafkaKey::Url => format!("{:016x}", record.fp),
-        KafkaKey::Host => record.host.clone(),
+        KafkaKey::Host => record.host().to_owned(),
     }
 }
 
 /// The size a record counts for against `message_max_bytes`: its line, its key and its header (name and value).
 pub fn message_size(key: &str, record: &ShipRecord) -> usize {
-    record.line.len() + key.len() + RECORD_ID_HEADER.len() + record.record_id.len()
+    record.line.len() + key.len() + RECORD_ID_HEADER.len() + record.record_id().len()
 }
 
 impl KafkaTarget {
@@ -486,7 +486,7 @@ impl KafkaTarget {
             loop {
                 let headers = OwnedHeaders::new_with_capacity(1).insert(Header {
                     key: RECORD_ID_HEADER,
-                    value: Some(record.record_id.as_bytes()),
+                    value: Some(record.record_id().as_bytes()),
                 });
                 let message = FutureRecord::to(&self.topic)
                     .key(key.as_bytes())
@@ -623,7 +623,7 @@ impl KafkaTarget {
     fn skip(&self, record: &ShipRecord, size: usize) {
         tracing::warn!(
             sink = %self.sink,
-            record_id = %record.record_id,
+            record_id = %record.record_id(),
             bytes = size,
             max = self.max_bytes,
             "kafka record above message_max_bytes skipped"
@@ -633,7 +633,7 @@ impl KafkaTarget {
     fn oversize_error(&self, record: &ShipRecord, size: usize) -> SinkError {
         SinkError::Oversize {
             sink: self.sink.clone(),
-            record_id: record.record_id.clone(),
+            record_id: record.record_id().to_owned(),
             bytes: size,
             max: self.max_bytes,
         }

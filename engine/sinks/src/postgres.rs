@@ -693,12 +693,12 @@ impl<'a> Rows<'a> {
         on_conflict: OnConflict,
     ) -> Result<Rows<'a>, SinkError> {
         let mut order: Vec<&ShipRecord> = batch.iter().collect();
-        order.sort_by(|a, b| a.record_id.cmp(&b.record_id));
+        order.sort_by(|a, b| a.record_id().cmp(b.record_id()));
         // One row per id: the first shipped stays (`nothing`) or the last one wins (`update`), as across batches.
         let mut rows: Vec<&ShipRecord> = Vec::with_capacity(order.len());
         for r in order {
             match rows.last_mut() {
-                Some(last) if last.record_id == r.record_id => {
+                Some(last) if last.record_id() == r.record_id() => {
                     if on_conflict == OnConflict::Update {
                         *last = r;
                     }
@@ -725,25 +725,25 @@ impl<'a> Rows<'a> {
                 seq: r.seq,
                 detail: e.to_string(),
             })?;
-            out.ids.push(no_nul(&r.record_id));
-            out.urls.push(no_nul(&r.url));
-            out.hosts.push(no_nul(&r.host));
-            out.outcomes.push(no_nul(&r.outcome));
+            out.ids.push(no_nul(r.record_id()));
+            out.urls.push(no_nul(r.url()));
+            out.hosts.push(no_nul(r.host()));
+            out.outcomes.push(no_nul(r.outcome()));
             out.statuses.push(r.status.map(i32::from));
-            out.fetched.push(r.fetched_at.as_deref().and_then(|t| {
+            out.fetched.push(r.fetched_at().and_then(|t| {
                 let at = parse_time(t);
                 if at.is_none() {
-                    tracing::debug!(sink = %sink, record_id = %r.record_id, fetched_at = %t, "fetched_at is not RFC 3339");
+                    tracing::debug!(sink = %sink, record_id = %r.record_id(), fetched_at = %t, "fetched_at is not RFC 3339");
                 }
                 at
             }));
             out.records.push(jsonb_text(line));
-            out.warc_files
-                .push(r.warc.as_ref().map(|w| no_nul(w.file.as_str())));
+            let warc = r.warc();
+            out.warc_files.push(warc.map(|w| no_nul(w.file)));
             out.warc_offsets
-                .push(r.warc.as_ref().and_then(|w| i64::try_from(w.offset).ok()));
+                .push(warc.and_then(|w| i64::try_from(w.offset).ok()));
             out.warc_lengths
-                .push(r.warc.as_ref().and_then(|w| i64::try_from(w.length).ok()));
+                .push(warc.and_then(|w| i64::try_from(w.length).ok()));
         }
         Ok(out)
     }

@@ -59,6 +59,13 @@ impl JsonlTail {
         self.at
     }
 
+    /// Moves the position to `at` (a record boundary another reader reached), dropping what was read ahead.
+    pub fn seek(&mut self, at: SinkCheckpoint) {
+        self.at = at;
+        self.chunk = Bytes::new();
+        self.chunk_start = at.bytes;
+    }
+
     /// Up to `max` records after the position, reading no byte at or past `until` (the JSONL's flushed length).
     /// Empty when there is nothing new.
     pub fn read(&mut self, until: u64, max: usize) -> Result<Vec<ShipRecord>, SinkError> {
@@ -68,7 +75,13 @@ impl JsonlTail {
             let mut start = from;
             for end in memchr::memchr_iter(b'\n', &self.chunk[from..to]).map(|e| from + e) {
                 let seq = self.at.lines + 1;
-                let record = ShipRecord::parse(&self.sink, seq, self.chunk.slice(start..end))?;
+                let record = match ShipRecord::parse(&self.sink, seq, self.chunk.slice(start..end))
+                {
+                    Ok(r) => r,
+                    // The records before a bad line are handed out first: the error comes on the next read.
+                    Err(_) if !out.is_empty() => return Ok(out),
+                    Err(e) => return Err(e),
+                };
                 self.at.lines = seq;
                 self.at.bytes += (end + 1 - start) as u64;
                 start = end + 1;
@@ -148,7 +161,7 @@ mod tests {
         let until = text.len() as u64;
         let first = t.read(until, 2).unwrap();
         assert_eq!(first.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(first[1].record_id, "r2");
+        assert_eq!(first[1].record_id(), "r2");
         let rest = t.read(until, 10).unwrap();
         assert_eq!(rest.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4, 5]);
         assert_eq!(
@@ -167,9 +180,7 @@ mod tests {
         let mut again = JsonlTail::open("k", &p, at).unwrap();
         let recs = again.read(until, 10).unwrap();
         assert_eq!(
-            recs.iter()
-                .map(|r| r.record_id.as_str())
-                .collect::<Vec<_>>(),
+            recs.iter().map(|r| r.record_id()).collect::<Vec<_>>(),
             ["r4", "r5"]
         );
     }
@@ -189,10 +200,7 @@ mod tests {
         let part = (line(1).len() + CHUNK) as u64;
         let first = t.read(part, 10).unwrap();
         assert_eq!(
-            first
-                .iter()
-                .map(|r| r.record_id.as_str())
-                .collect::<Vec<_>>(),
+            first.iter().map(|r| r.record_id()).collect::<Vec<_>>(),
             ["r1"]
         );
         assert!(
@@ -201,9 +209,7 @@ mod tests {
         );
         let rest = t.read(text.len() as u64, 10).unwrap();
         assert_eq!(
-            rest.iter()
-                .map(|r| r.record_id.as_str())
-                .collect::<Vec<_>>(),
+            rest.iter().map(|r| r.record_id()).collect::<Vec<_>>(),
             ["big", "r2"]
         );
         assert_eq!(rest[0].line.len() + 1, long.len());

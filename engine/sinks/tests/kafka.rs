@@ -113,8 +113,8 @@ async fn a_batch_is_read_back_whole_with_its_keys_and_record_ids() {
     assert_eq!(msgs.len(), 1000);
     let got = by_id(&msgs);
     for r in &batch {
-        let m = got[&r.record_id];
-        assert_eq!(m.value, r.line.to_vec(), "{}", r.record_id);
+        let m = got[r.record_id()];
+        assert_eq!(m.value, r.line.to_vec(), "{}", r.record_id());
         assert_eq!(m.key.as_deref(), Some(format!("{:016x}", r.fp).as_bytes()));
     }
     let used: HashSet<i32> = msgs.iter().map(|m| m.partition).collect();
@@ -339,9 +339,9 @@ async fn a_broker_stopped_mid_batch_fails_it_and_the_batch_lands_after_a_restart
     let msgs = broker.read_all("restart", READ_WITHIN).unwrap();
     let copies = copies(&msgs);
     for r in first.iter().chain(&again) {
-        assert!(copies.contains_key(&r.record_id), "{} lost", r.record_id);
+        assert!(copies.contains_key(r.record_id()), "{} lost", r.record_id());
     }
-    let first_dups: usize = first.iter().map(|r| copies[&r.record_id] - 1).sum();
+    let first_dups: usize = first.iter().map(|r| copies[r.record_id()] - 1).sum();
     let dups: usize = copies.values().map(|n| n - 1).sum();
     eprintln!(
         "after the restart: {} messages for {} records, {dups} duplicates (records in flight when the broker went \

@@ -114,17 +114,22 @@ async fn a_thousand_records_land_once_each_with_their_lines() {
         .unwrap();
     assert_eq!(rows.len(), 1000);
     let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-    let want: Vec<String> = input.iter().map(|r| r.record_id.clone()).collect();
+    let want: Vec<String> = input.iter().map(|r| r.record_id().to_owned()).collect();
     assert_eq!(ids, want, "record ids differ from the input");
     for (row, r) in rows.iter().zip(&input) {
         let stored: serde_json::Value = serde_json::from_str(row.get(6)).unwrap();
         let line: serde_json::Value = serde_json::from_slice(&r.line).unwrap();
-        assert_eq!(stored, line, "record {} differs from its line", r.record_id);
-        assert_eq!(row.get::<_, String>(1), r.url);
-        assert_eq!(row.get::<_, String>(2), r.host);
-        assert_eq!(row.get::<_, String>(3), r.outcome);
+        assert_eq!(
+            stored,
+            line,
+            "record {} differs from its line",
+            r.record_id()
+        );
+        assert_eq!(row.get::<_, String>(1), r.url());
+        assert_eq!(row.get::<_, String>(2), r.host());
+        assert_eq!(row.get::<_, String>(3), r.outcome());
         assert_eq!(row.get::<_, Option<i32>>(4), r.status.map(i32::from));
-        let at = r.fetched_at.as_deref().map(|t| {
+        let at = r.fetched_at().map(|t| {
             humantime::parse_rfc3339(t)
                 .unwrap()
                 .duration_since(UNIX_EPOCH)
@@ -132,21 +137,21 @@ async fn a_thousand_records_land_once_each_with_their_lines() {
                 .as_secs_f64()
         });
         let got: Option<f64> = row.get(5);
-        assert_eq!(got.is_some(), at.is_some(), "{}", r.record_id);
+        assert_eq!(got.is_some(), at.is_some(), "{}", r.record_id());
         if let (Some(got), Some(at)) = (got, at) {
-            assert!((got - at).abs() < 1e-3, "{}: {got} vs {at}", r.record_id);
+            assert!((got - at).abs() < 1e-3, "{}: {got} vs {at}", r.record_id());
         }
         assert_eq!(
             row.get::<_, Option<String>>(7),
-            r.warc.as_ref().map(|w| w.file.clone())
+            r.warc().map(|w| w.file.to_owned())
         );
         assert_eq!(
             row.get::<_, Option<i64>>(8),
-            r.warc.as_ref().map(|w| w.offset as i64)
+            r.warc().map(|w| w.offset as i64)
         );
         assert_eq!(
             row.get::<_, Option<i64>>(9),
-            r.warc.as_ref().map(|w| w.length as i64)
+            r.warc().map(|w| w.length as i64)
         );
         assert!(row.get::<_, bool>(10));
     }
