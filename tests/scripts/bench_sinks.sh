@@ -19,13 +19,35 @@ REPEATS="${REPEATS:-3}"
 PAGES="${PAGES:-2600}"
 # The sinks' servers stand for machines of their own: they run in the idle scheduling class (SERVER_SCHED=idle,
 # `chrt --idle 0`: only on cores the crawl and the site leave free, catching up once the crawl has ended), or
-# niced (nice), or as the crawl (same).
+# niced (nice), or as the crawl (same). The class alone does not hold where the kernel groups tasks by session
+# (autogroup, /proc/sys/kernel/sched_autogroup_enabled): PostgreSQL starts every backend in a session of its own,
+# and each such group shares the cores with the crawl's as an equal. So, where this script may (as root), the
+# servers also run in a CPU cgroup of their own marked idle (cpu.idle), which autogroup does not split.
 SERVER_SCHED="${SERVER_SCHED:-idle}"
 case "$SERVER_SCHED" in
   idle) server="chrt --idle 0" ;;
   nice) server="nice -n 19" ;;
   *) server="" ;;
 esac
+cg=""
+cg_root=""
+if [ "$SERVER_SCHED" != same ]; then
+  for base in /sys/fs/cgroup/cpu /sys/fs/cgroup; do
+    [ -w "$base/cgroup.procs" ] || continue
+    if mkdir "$base/crawl-bench-servers-$$" 2>/dev/null; then
+      if [ -e "$base/crawl-bench-servers-$$/cpu.idle" ] && echo 1 > "$base/crawl-bench-servers-$$/cpu.idle" 2>/dev/null; then
+        cg="$base/crawl-bench-servers-$$"; cg_root=$base; break
+      fi
+      rmdir "$base/crawl-bench-servers-$$"
+    fi
+  done
+  [ -n "$cg" ] || echo "bench-sinks: no idle CPU cgroup for the servers (not root, or no cpu.idle): the scheduling class alone keeps them behind the crawl" >&2
+fi
+# servers_group on|off: this shell (and what it starts from now on) in the servers' cgroup, or back.
+servers_group() {
+  [ -n "$cg" ] || return 0
+  if [ "$1" = on ]; then echo $$ > "$cg/cgroup.procs"; else echo $$ > "$cg_root/cgroup.procs"; fi
+}
 # Which sinks the sinks mode has (all three by default).
 SINKS="${SINKS:-kafka postgres object_store}"
 out=.bench-sinks
@@ -37,6 +59,10 @@ pgdir=""
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   if [ -n "$pgdir" ]; then runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1 || true; fi
+  if [ -n "$cg" ]; then
+    servers_group off
+    for _ in $(seq 1 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.1; done
+  fi
 }
 trap cleanup EXIT
 
@@ -44,6 +70,7 @@ moto=.tools/moto/bin/moto_server
 [ -x "$moto" ] || { echo "bench-sinks: moto_server not found (python3 -m venv .tools/moto && .tools/moto/bin/pip install 'moto[server]')" >&2; exit 1; }
 [ -n "$pg_bin" ] || { echo "bench-sinks: PostgreSQL not found (apt-get install postgresql)" >&2; exit 1; }
 
+servers_group on
 # Kafka: tansu keeping its topics in memory, behind the test kit's relay (kafkabroker).
 $server "$bin/kafkabroker" > "$out/kafka.out" 2> "$out/kafka.log" &
 pids+=($!)
@@ -67,6 +94,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 curl -s -X PUT "http://127.0.0.1:$sport/bench" > /dev/null
+servers_group off
 
 "$bin/testsite" --hosts 8 --pages "$PAGES" --first-octet 30 --page-bytes 4000 --seeds-file "$out/seeds" --all-seeds \
   > "$out/testsite.log" 2>&1 &

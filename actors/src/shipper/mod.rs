@@ -31,6 +31,22 @@ pub use hold::Lag;
 use outage::Say;
 pub use state::{SinkState, SinkView};
 
+/// How much lower than the crawl's the shipping thread's CPU priority is (a nice increment; the threads it starts,
+/// librdkafka's and the file digests', inherit it). On a machine the crawl keeps busy, fetching comes first and
+/// the sinks use what it leaves, catching up as it idles or ends; `output.sink_max_lag` bounds how far behind
+/// they fall. On a machine with CPU to spare it changes nothing.
+const SHIP_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's CPU priority by [`SHIP_NICENESS`] (best effort: a refusal is logged and shipping
+/// runs at the crawl's priority).
+fn lower_priority() {
+    let tid = rustix::thread::gettid();
+    let now = rustix::process::getpriority_process(Some(tid)).unwrap_or(0);
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), now + SHIP_NICENESS) {
+        tracing::debug!(error = %e, "sink thread priority not lowered");
+    }
+}
+
 /// Where the sinks keep their checkpoints and manifests: `data_dir/sinks`.
 pub fn state_dir(config: &Config) -> std::path::PathBuf {
     config.frontier.data_dir.join("sinks")
@@ -58,6 +74,8 @@ impl Shippers {
             return Ok(None);
         }
         let arbiter = Arbiter::new();
+        // First on the thread, before any sink connects and starts threads of its own.
+        arbiter.spawn(async { lower_priority() });
         let (finish, finish_rx) = watch::channel(false);
         let (started_tx, started_rx) = std::sync::mpsc::channel::<(usize, Result<(), SinkError>)>();
         let now_ms = unix_ms();
