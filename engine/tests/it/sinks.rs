@@ -3,7 +3,7 @@
 //! hold: every record reaches Kafka with its `record_id` (duplicates only from a kill -9, counted), PostgreSQL has
 //! exactly one row per record through kill -9s and an outage (with backpressure while it is down), every closed WARC
 //! file is uploaded once and warcio reads the copy; a sink out of reach refuses the run and `--check` (exit 2)
-//! naming the sink and its setting, without its secrets.
+//! naming the sink and its setting, without its secrets; the shipping runs at a lower CPU priority than the crawl.
 //!
 //! Sites: 3 hosts x 120 pages on 127.0.5.60-79 (this file's range).
 
@@ -664,4 +664,61 @@ async fn check_reaches_a_sink_and_writes_nothing() {
         "{text}"
     );
     assert!(!crawl.data_dir.exists(), "--check made the data_dir");
+}
+
+/// The shipping thread (and the threads it starts) runs 10 nice steps below the crawl's threads, so a busy machine
+/// fetches first; the crawl itself keeps its priority.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sinks_ship_at_a_lower_cpu_priority_than_the_crawl() {
+    let spec = SiteSpec {
+        hosts: 1,
+        pages_per_host: 200,
+        first_octet: 78,
+        prefix: [127, 0, 5],
+        ..SiteSpec::default()
+    };
+    let site = Site::start(spec).await.expect("start site");
+    let store = tempfile::tempdir().expect("store dir");
+    let extra = format!(
+        "[politeness]\nper_host_concurrency = 1\nmin_delay_ms = 15\n\
+         [[sinks]]\nkind = \"object_store\"\nurl = \"file://{}\"\n[output]\nwarc_dir = \"warc\"\n",
+        store.path().display()
+    );
+    let crawl = TestCrawl::new(ENGINE, &site.all_seed_urls(), &extra).expect("crawl");
+    let run = crawl.start();
+    run.wait_for_line(DEADLINE, |l| l.contains("sink started").then_some(()))
+        .expect("the sink started");
+    // (thread name, nice) of every thread of the engine now.
+    let pid = run.child().id();
+    let nice_of = |stat: &str| -> Option<(String, i64)> {
+        let (head, rest) = stat.rsplit_once(") ")?;
+        let name = head.split_once(" (")?.1.to_owned();
+        // After the name: state is field 3, nice field 19.
+        let nice = rest.split_whitespace().nth(19 - 3)?.parse().ok()?;
+        Some((name, nice))
+    };
+    let threads: Vec<(String, i64)> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the engine's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+        .filter_map(|stat| nice_of(&stat))
+        .collect();
+    let main = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
+        .ok()
+        .and_then(|stat| nice_of(&stat))
+        .map(|t| t.1)
+        .expect("the main thread");
+    let lowered: Vec<&(String, i64)> = threads.iter().filter(|t| t.1 == main + 10).collect();
+    assert!(
+        !lowered.is_empty(),
+        "no thread 10 nice steps below the crawl's: {threads:?}"
+    );
+    assert!(
+        threads.iter().filter(|t| t.1 == main).count() > lowered.len(),
+        "the crawl's threads keep their priority: {threads:?}"
+    );
+    finish(run, "crawl");
+    assert!(
+        std::fs::read_dir(store.path()).expect("store").count() > 0,
+        "the sink uploaded nothing"
+    );
 }
