@@ -2,9 +2,10 @@
 //! beyond the local files (records to Kafka and PostgreSQL, closed WARC files to an object store).
 //!
 //! Each record sink reads the JSONL (every line there is a committed record, in commit order) from its own durable
-//! checkpoint in `data_dir/sinks` (the sinks in step share one read and parse of each line: [`RecordFeed`]), so a sink that is down or slow falls behind without slowing fetches; once it is
-//! `output.sink_max_lag` records or `output.sink_max_lag_bytes` bytes behind it holds fetching back
-//! ([`Backpressure`]) until it is under half of both. A restart goes on from each checkpoint. When the crawl ends
+//! checkpoint in `data_dir/sinks` (the sinks in step share one read and parse of each line: [`RecordFeed`]), so a
+//! sink that is down or slow falls behind without slowing fetches; once it is `output.sink_max_lag` records or
+//! `output.sink_max_lag_bytes` bytes behind it holds fetching back ([`Backpressure`]) until it is under half of
+//! both. A restart goes on from each checkpoint. When the crawl ends
 //! the loops deliver what is left ([`Shippers::finish`]), for as long as the caller lets them.
 
 mod archives;

@@ -170,17 +170,22 @@ mod tests {
         }
     }
 
+    /// A JSONL of records 1 to `n`, flushed whole: its folder, path and length.
+    fn jsonl(n: u64) -> (tempfile::TempDir, PathBuf, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        let text: String = (1..=n).map(line).collect();
+        std::fs::write(&p, &text).unwrap();
+        (dir, p, text.len() as u64)
+    }
+
     fn ids(records: &[ShipRecord]) -> Vec<String> {
         records.iter().map(|r| r.record_id().to_owned()).collect()
     }
 
     #[test]
     fn readers_in_step_share_one_parse_and_each_keeps_its_position() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("c.jsonl");
-        let text: String = (1..=10).map(line).collect();
-        std::fs::write(&p, &text).unwrap();
-        let until = text.len() as u64;
+        let (_dir, p, until) = jsonl(10);
         let feed = RecordFeed::new(&p, 100);
         let mut a = feed.reader("a", at(0)).unwrap();
         let mut b = feed.reader("b", at(0)).unwrap();
@@ -205,11 +210,7 @@ mod tests {
 
     #[test]
     fn a_reader_outside_the_window_reads_on_its_own_and_joins_it_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("c.jsonl");
-        let text: String = (1..=20).map(line).collect();
-        std::fs::write(&p, &text).unwrap();
-        let until = text.len() as u64;
+        let (_dir, p, until) = jsonl(20);
         // A window of 4 records; `slow` restarts from line 2, `fast` from line 8.
         let feed = RecordFeed::new(&p, 4);
         let mut fast = feed.reader("fast", at(8)).unwrap();
